@@ -1,0 +1,463 @@
+//! The ranking and packing engine, free of Python types.
+//!
+//! The contract (the Python reference in `python/repo_context/reference.py` is its executable
+//! form):
+//!
+//! * **Rank** by `(group, -score, index)` ascending: group 0 for a candidate from the failure
+//!   file, else 1 for `reference`, 2 for `failure`, 3 for `search`. Scores are finite, compared
+//!   as `f64` with `-0.0 == 0.0`; ties fall back to the input index, so the order is total.
+//! * **Select** in rank order, never stopping early. A candidate whose closed line range
+//!   intersects a window already selected from the same path is omitted as an overlap (naming
+//!   the selected window with the smallest start that it hits); else one whose cost would take
+//!   the total past the budget is omitted for budget; else it is selected.
+//!
+//! Selected windows of one path are pairwise disjoint, so a path's list sorted by start is also
+//! sorted by end, and one binary search answers "does `[s, e]` hit a selected window?" in
+//! `O(log k)`.
+
+use std::borrow::Cow;
+
+/// Highest accepted line number (`2**31 - 1`).
+pub const MAX_LINE: u32 = i32::MAX as u32;
+
+/// Why a candidate was proposed. Its rank group is [`Reason::group`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// Evidence from the failure itself (a traceback frame).
+    Failure,
+    /// A definition or use found by reference analysis.
+    Reference,
+    /// A text-search hit.
+    Search,
+}
+
+impl Reason {
+    /// Parse the exact lowercase name.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "failure" => Some(Self::Failure),
+            "reference" => Some(Self::Reference),
+            "search" => Some(Self::Search),
+            _ => None,
+        }
+    }
+
+    /// Rank group: `reference` (1) before `failure` (2) before `search` (3); the failure file's
+    /// candidates take group 0 whatever their reason.
+    pub fn group(self) -> u8 {
+        match self {
+            Self::Reference => 1,
+            Self::Failure => 2,
+            Self::Search => 3,
+        }
+    }
+}
+
+/// Why a path was rejected. [`PathError::problem`] gives the text both engines report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathError {
+    Empty,
+    Nul,
+    Backslash,
+    Absolute,
+    ParentSegment,
+    NothingLeft,
+}
+
+impl PathError {
+    /// The problem text (identical to the reference implementation's).
+    pub fn problem(self) -> &'static str {
+        match self {
+            Self::Empty => "must not be empty",
+            Self::Nul => "must not contain NUL",
+            Self::Backslash => "must not contain a backslash",
+            Self::Absolute => "must be relative, not absolute",
+            Self::ParentSegment => "must not contain a '..' segment",
+            Self::NothingLeft => "names no file after canonicalisation",
+        }
+    }
+}
+
+/// Canonical form of a repository-relative path: split on `/`, drop empty and `.` segments,
+/// join with `/`. Borrows when the input is already canonical (the common case).
+///
+/// Rejected, in this order: empty, NUL, backslash, leading `/`, a `..` segment, nothing left.
+pub fn canonical_path(path: &str) -> Result<Cow<'_, str>, PathError> {
+    if path.is_empty() {
+        return Err(PathError::Empty);
+    }
+    let bytes = path.as_bytes();
+    if bytes.contains(&0) {
+        return Err(PathError::Nul);
+    }
+    if bytes.contains(&b'\\') {
+        return Err(PathError::Backslash);
+    }
+    if bytes[0] == b'/' {
+        return Err(PathError::Absolute);
+    }
+    let mut canonical = true;
+    let mut any = false;
+    for segment in path.split('/') {
+        match segment {
+            ".." => return Err(PathError::ParentSegment),
+            "" | "." => canonical = false,
+            _ => any = true,
+        }
+    }
+    if !any {
+        return Err(PathError::NothingLeft);
+    }
+    if canonical {
+        return Ok(Cow::Borrowed(path));
+    }
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
+    Ok(Cow::Owned(parts.join("/")))
+}
+
+/// One validated candidate, as the engine sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Row {
+    /// Interned id of the canonical path (`0..n_paths`).
+    pub path: u32,
+    /// First line, 1-based, inclusive.
+    pub start: u32,
+    /// Last line, inclusive, `>= start`.
+    pub end: u32,
+    /// Cost in the build's unit (characters today), computed before packing.
+    pub cost: u64,
+    pub reason: Reason,
+    /// A finite score; higher ranks first.
+    pub score: f64,
+}
+
+/// Why a candidate was left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Omitted {
+    /// It intersects the selected window with this input index.
+    Overlap(u32),
+    /// Its cost did not fit what was left of the budget.
+    Budget,
+}
+
+/// An omission record: input index, 0-based rank, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Omission {
+    pub index: u32,
+    pub rank: u32,
+    pub why: Omitted,
+}
+
+/// The outcome of one build: selected input indices in selection order, omissions in rank
+/// order, and the total cost of the selection.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub selected: Vec<u32>,
+    pub omitted: Vec<Omission>,
+    pub used: u64,
+}
+
+/// Order-preserving map of a finite `f64` to `u64`, with `-0.0` and `0.0` equal.
+fn score_bits(score: f64) -> u64 {
+    let bits = (score + 0.0).to_bits(); // -0.0 + 0.0 == +0.0
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    }
+}
+
+/// The ranking key packed into one integer: group, then descending score, then input index.
+fn rank_key(row: &Row, index: u32, failure_path: Option<u32>) -> u128 {
+    let group = if Some(row.path) == failure_path {
+        0
+    } else {
+        row.reason.group()
+    };
+    (u128::from(group) << 96) | (u128::from(!score_bits(row.score)) << 32) | u128::from(index)
+}
+
+/// Input indices in rank order. `rows.len()` must fit in `u32`.
+pub fn rank(rows: &[Row], failure_path: Option<u32>) -> Vec<u32> {
+    let mut keys: Vec<u128> = rows
+        .iter()
+        .zip(0u32..)
+        .map(|(row, index)| rank_key(row, index, failure_path))
+        .collect();
+    // Keys are distinct (they end in the index), so an unstable sort is deterministic.
+    keys.sort_unstable();
+    keys.into_iter().map(|key| key as u32).collect()
+}
+
+/// Walk `order` once and select, skipping (never stopping at) what does not fit.
+///
+/// `n_paths` bounds the path ids in `rows`.
+pub fn pack(rows: &[Row], order: &[u32], budget: u64, n_paths: usize) -> Selection {
+    // Per path: selected windows as (start, end, index), sorted by start and pairwise disjoint.
+    let mut windows: Vec<Vec<(u32, u32, u32)>> = vec![Vec::new(); n_paths];
+    let mut out = Selection::default();
+    for (rank, &index) in (0u32..).zip(order) {
+        let row = &rows[index as usize];
+        let list = &mut windows[row.path as usize];
+        // First selected window that ends at or after our start; it is the only candidate hit
+        // with the smallest start, because every earlier window ends before we begin.
+        let pos = list.partition_point(|w| w.1 < row.start);
+        let why = match list.get(pos) {
+            Some(&(start, _, blocker)) if start <= row.end => Omitted::Overlap(blocker),
+            // `used <= budget` always holds, so this is `used + cost > budget` without overflow.
+            _ if row.cost > budget - out.used => Omitted::Budget,
+            _ => {
+                list.insert(pos, (row.start, row.end, index));
+                out.used += row.cost;
+                out.selected.push(index);
+                continue;
+            }
+        };
+        out.omitted.push(Omission { index, rank, why });
+    }
+    out
+}
+
+/// Rank then pack: the whole build over validated rows.
+pub fn build(rows: &[Row], failure_path: Option<u32>, budget: u64, n_paths: usize) -> Selection {
+    pack(rows, &rank(rows, failure_path), budget, n_paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(path: u32, start: u32, end: u32, cost: u64, reason: Reason, score: f64) -> Row {
+        Row {
+            path,
+            start,
+            end,
+            cost,
+            reason,
+            score,
+        }
+    }
+
+    #[test]
+    fn canonical_paths() {
+        assert_eq!(canonical_path("src/a.py").unwrap(), "src/a.py");
+        assert!(matches!(
+            canonical_path("src/a.py").unwrap(),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(canonical_path("./src//a.py").unwrap(), "src/a.py");
+        assert_eq!(canonical_path("a/").unwrap(), "a");
+        assert_eq!(canonical_path("a/./b/.").unwrap(), "a/b");
+        assert_eq!(canonical_path(""), Err(PathError::Empty));
+        assert_eq!(canonical_path("a\0b"), Err(PathError::Nul));
+        assert_eq!(canonical_path("a\\b"), Err(PathError::Backslash));
+        assert_eq!(canonical_path("/a"), Err(PathError::Absolute));
+        assert_eq!(canonical_path("a/../b"), Err(PathError::ParentSegment));
+        assert_eq!(canonical_path("./."), Err(PathError::NothingLeft));
+        assert_eq!(canonical_path("..."), Ok(Cow::Borrowed("...")));
+        assert_eq!(canonical_path("A.py").unwrap(), "A.py"); // no case folding
+    }
+
+    #[test]
+    fn failure_file_first_then_reason_then_score_then_index() {
+        let rows = [
+            row(0, 1, 1, 1, Reason::Search, 100.0),
+            row(1, 1, 1, 1, Reason::Search, -5.0), // the failure file
+            row(0, 3, 3, 1, Reason::Failure, 7.0),
+            row(0, 5, 5, 1, Reason::Reference, 0.5),
+            row(0, 7, 7, 1, Reason::Reference, 0.5),
+        ];
+        assert_eq!(rank(&rows, Some(1)), vec![1, 3, 4, 2, 0]);
+        assert_eq!(rank(&rows, None), vec![3, 4, 2, 0, 1]);
+    }
+
+    #[test]
+    fn negative_zero_ties_with_zero_and_negatives_rank_below() {
+        let rows = [
+            row(0, 1, 1, 1, Reason::Search, 0.0),
+            row(0, 2, 2, 1, Reason::Search, -0.0),
+            row(0, 3, 3, 1, Reason::Search, -1.0),
+            row(0, 4, 4, 1, Reason::Search, f64::MIN_POSITIVE),
+            row(0, 5, 5, 1, Reason::Search, f64::MAX),
+            row(0, 6, 6, 1, Reason::Search, f64::MIN),
+        ];
+        assert_eq!(rank(&rows, None), vec![4, 3, 0, 1, 2, 5]);
+    }
+
+    #[test]
+    fn closed_intervals_shared_endpoint_overlaps_adjacent_does_not() {
+        let rows = [
+            row(0, 1, 10, 1, Reason::Reference, 1.0),
+            row(0, 10, 12, 1, Reason::Search, 1.0),
+            row(0, 11, 12, 1, Reason::Search, 0.0),
+        ];
+        let s = build(&rows, None, 100, 1);
+        assert_eq!(s.selected, vec![0, 2]);
+        assert_eq!(
+            s.omitted,
+            vec![Omission {
+                index: 1,
+                rank: 1,
+                why: Omitted::Overlap(0)
+            }]
+        );
+    }
+
+    #[test]
+    fn overlap_names_the_blocker_with_the_smallest_start() {
+        let rows = [
+            row(0, 20, 30, 1, Reason::Reference, 3.0),
+            row(0, 5, 10, 1, Reason::Reference, 2.0),
+            row(0, 1, 40, 1, Reason::Search, 1.0),
+            row(1, 1, 40, 1, Reason::Search, 1.0), // another path: kept
+        ];
+        let s = build(&rows, None, 100, 2);
+        assert_eq!(s.selected, vec![0, 1, 3]);
+        assert_eq!(
+            s.omitted,
+            vec![Omission {
+                index: 2,
+                rank: 2,
+                why: Omitted::Overlap(1)
+            }]
+        );
+    }
+
+    #[test]
+    fn budget_skips_and_continues_and_unselected_windows_do_not_block() {
+        let rows = [
+            row(0, 1, 10, 4, Reason::Reference, 9.0), // too big: skipped
+            row(0, 5, 12, 2, Reason::Search, 1.0),    // overlaps 0, but 0 was not selected
+            row(0, 20, 30, 2, Reason::Search, 0.5),   // would exceed 3 after the 2 above
+        ];
+        let s = build(&rows, None, 3, 1);
+        assert_eq!(s.selected, vec![1]);
+        assert_eq!(s.used, 2);
+        assert_eq!(
+            s.omitted,
+            vec![
+                Omission {
+                    index: 0,
+                    rank: 0,
+                    why: Omitted::Budget
+                },
+                Omission {
+                    index: 2,
+                    rank: 2,
+                    why: Omitted::Budget
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn zero_budget_and_zero_cost() {
+        let rows = [
+            row(0, 1, 1, 0, Reason::Search, 0.0),
+            row(0, 2, 2, 1, Reason::Search, 0.0),
+        ];
+        let s = build(&rows, None, 0, 1);
+        assert_eq!(s.selected, vec![0]);
+        assert_eq!(s.omitted.len(), 1);
+        assert_eq!(build(&[], None, 0, 0), Selection::default());
+    }
+
+    #[test]
+    fn huge_costs_do_not_overflow() {
+        let rows = [
+            row(0, 1, 1, u64::MAX, Reason::Search, 1.0),
+            row(0, 2, 2, u64::MAX, Reason::Search, 0.0),
+        ];
+        let s = build(&rows, None, u64::MAX, 1);
+        assert_eq!(s.selected, vec![0]);
+        assert_eq!(s.omitted[0].why, Omitted::Budget);
+    }
+
+    /// Brute-force oracle for the selection loop: linear scan of all selected windows.
+    fn naive(rows: &[Row], failure: Option<u32>, budget: u64) -> Selection {
+        let mut order: Vec<u32> = (0..rows.len() as u32).collect();
+        order.sort_by(|&a, &b| {
+            let (ra, rb) = (&rows[a as usize], &rows[b as usize]);
+            let ga = if Some(ra.path) == failure {
+                0
+            } else {
+                ra.reason.group()
+            };
+            let gb = if Some(rb.path) == failure {
+                0
+            } else {
+                rb.reason.group()
+            };
+            ga.cmp(&gb)
+                .then(rb.score.partial_cmp(&ra.score).unwrap())
+                .then(a.cmp(&b))
+        });
+        let mut out = Selection::default();
+        for (rank, &i) in order.iter().enumerate() {
+            let r = &rows[i as usize];
+            let hit = out
+                .selected
+                .iter()
+                .map(|&j| &rows[j as usize])
+                .zip(out.selected.iter())
+                .filter(|(w, _)| w.path == r.path && w.start <= r.end && r.start <= w.end)
+                .min_by_key(|(w, _)| w.start)
+                .map(|(_, &j)| j);
+            let why = match hit {
+                Some(j) => Omitted::Overlap(j),
+                None if out.used + r.cost > budget => Omitted::Budget,
+                None => {
+                    out.used += r.cost;
+                    out.selected.push(i);
+                    continue;
+                }
+            };
+            out.omitted.push(Omission {
+                index: i,
+                rank: rank as u32,
+                why,
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn matches_brute_force_on_pseudo_random_inputs() {
+        // A small xorshift generator: deterministic, no dependencies.
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        };
+        for _ in 0..2000 {
+            let n = next(30) as usize;
+            let rows: Vec<Row> = (0..n)
+                .map(|_| {
+                    let start = 1 + next(20) as u32;
+                    let reason =
+                        [Reason::Failure, Reason::Reference, Reason::Search][next(3) as usize];
+                    let score = [0.0, -0.0, 1.0, 2.5, -3.0][next(5) as usize];
+                    row(
+                        next(3) as u32,
+                        start,
+                        start + next(8) as u32,
+                        next(10),
+                        reason,
+                        score,
+                    )
+                })
+                .collect();
+            let failure = [None, Some(0), Some(2)][next(3) as usize];
+            let budget = next(60);
+            assert_eq!(
+                build(&rows, failure, budget, 3),
+                naive(&rows, failure, budget)
+            );
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! repo-context: rank, de-duplicate and pack code-context candidates for coding agents.
+//!
+//! * [`engine`]: the pure-Rust core (no Python types): path canonicalisation, the ranking key,
+//!   and the selection loop over per-path sorted interval lists. Tested with `cargo test`.
+//! * `python` (feature `python`, on by default): the one PyO3 binding module that reads Python
+//!   candidates into compact rows, runs the engine with the GIL released, and builds the result
+//!   from the caller's own objects. It is the `repo_context._core` extension module.
+
+pub mod engine;
+
+#[cfg(feature = "python")]
+mod python;

@@ -1,0 +1,883 @@
+//! The PyO3 binding: the only place where Rust meets Python.
+//!
+//! `build` reads each candidate once, while attached to the interpreter, into a compact
+//! [`Row`] (validating it exactly as `reference.py` does), then releases the GIL to rank and
+//! pack with [`engine::build`], then builds the result from the caller's own objects: a
+//! `Candidate` whose path is already canonical is returned as is, and its strings are never
+//! copied. No panic can cross into Python: the engine has none on valid rows, and every
+//! Python-side failure is a `PyErr`.
+
+use std::borrow::Cow;
+
+use pyo3::basic::CompareOp;
+use pyo3::exceptions::{PyAttributeError, PyKeyError, PyOverflowError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple, PyType};
+use pyo3::{IntoPyObjectExt, intern};
+use rustc_hash::FxHashMap;
+
+use crate::engine::{self, MAX_LINE, Omitted, Reason, Row};
+
+/// Compare two field tuples for `==`/`!=`; other orderings are not defined.
+fn compare(
+    py: Python<'_>,
+    mine: Bound<'_, PyTuple>,
+    theirs: Option<Bound<'_, PyTuple>>,
+    op: CompareOp,
+) -> PyResult<Py<PyAny>> {
+    let Some(theirs) = theirs else {
+        return Ok(py.NotImplemented());
+    };
+    match op {
+        CompareOp::Eq => mine.eq(theirs)?.into_py_any(py),
+        CompareOp::Ne => mine.ne(theirs)?.into_py_any(py),
+        _ => Ok(py.NotImplemented()),
+    }
+}
+
+fn reprs(fields: &[(&str, &Bound<'_, PyAny>)]) -> PyResult<String> {
+    let mut parts = Vec::with_capacity(fields.len());
+    for (name, value) in fields {
+        parts.push(format!("{name}={}", value.repr()?));
+    }
+    Ok(parts.join(", "))
+}
+
+/// A proposed window: `path` lines `start..=end` (1-based, closed) with their text `content`,
+/// why it was proposed (`reason`) and how strongly (`score`). Immutable; the constructor does
+/// not validate (build does, naming the candidate's index).
+#[pyclass(frozen, module = "repo_context", name = "Candidate")]
+pub struct Candidate {
+    #[pyo3(get)]
+    path: Py<PyAny>,
+    #[pyo3(get)]
+    start: Py<PyAny>,
+    #[pyo3(get)]
+    end: Py<PyAny>,
+    #[pyo3(get)]
+    content: Py<PyAny>,
+    #[pyo3(get)]
+    reason: Py<PyAny>,
+    #[pyo3(get)]
+    score: Py<PyAny>,
+}
+
+impl Candidate {
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(
+            py,
+            [
+                &self.path,
+                &self.start,
+                &self.end,
+                &self.content,
+                &self.reason,
+                &self.score,
+            ],
+        )
+    }
+}
+
+#[pymethods]
+impl Candidate {
+    #[new]
+    #[pyo3(signature = (path, start, end, content, reason, score))]
+    fn new(
+        path: Py<PyAny>,
+        start: Py<PyAny>,
+        end: Py<PyAny>,
+        content: Py<PyAny>,
+        reason: Py<PyAny>,
+        score: Py<PyAny>,
+    ) -> Self {
+        Self {
+            path,
+            start,
+            end,
+            content,
+            reason,
+            score,
+        }
+    }
+
+    #[classattr]
+    fn __match_args__() -> (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+    ) {
+        ("path", "start", "end", "content", "reason", "score")
+    }
+
+    /// The JSON form: a dict with the six fields.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item(intern!(py, "path"), &self.path)?;
+        d.set_item(intern!(py, "start"), &self.start)?;
+        d.set_item(intern!(py, "end"), &self.end)?;
+        d.set_item(intern!(py, "content"), &self.content)?;
+        d.set_item(intern!(py, "reason"), &self.reason)?;
+        d.set_item(intern!(py, "score"), &self.score)?;
+        Ok(d)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Candidate({})",
+            reprs(&[
+                ("path", self.path.bind(py)),
+                ("start", self.start.bind(py)),
+                ("end", self.end.bind(py)),
+                ("content", self.content.bind(py)),
+                ("reason", self.reason.bind(py)),
+                ("score", self.score.bind(py)),
+            ])?
+        ))
+    }
+
+    fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
+        let py = other.py();
+        let theirs = match other.cast::<Candidate>() {
+            Ok(c) => Some(c.get().fields(py)?),
+            Err(_) => None,
+        };
+        compare(py, self.fields(py)?, theirs, op)
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        self.fields(py)?.hash()
+    }
+
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
+        Ok((slf.get_type(), slf.get().fields(slf.py())?))
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Why {
+    Overlap,
+    Budget,
+}
+
+/// Why a candidate was left out: its input `index`, its 0-based `rank` in the ranked order,
+/// `reason` (`"overlap"` or `"budget"`), and for an overlap the input index of the selected
+/// window it hits (`overlaps`; `None` for budget).
+#[pyclass(frozen, eq, hash, module = "repo_context", name = "Omission")]
+#[derive(PartialEq, Eq, Hash)]
+pub struct Omission {
+    #[pyo3(get)]
+    index: usize,
+    #[pyo3(get)]
+    rank: usize,
+    why: Why,
+    #[pyo3(get)]
+    overlaps: Option<usize>,
+}
+
+#[pymethods]
+impl Omission {
+    #[new]
+    #[pyo3(signature = (index, rank, reason, overlaps=None))]
+    fn new(index: usize, rank: usize, reason: &str, overlaps: Option<usize>) -> PyResult<Self> {
+        let why = match (reason, overlaps) {
+            ("overlap", Some(_)) => Why::Overlap,
+            ("budget", None) => Why::Budget,
+            ("overlap", None) => {
+                return Err(PyValueError::new_err(
+                    "an overlap omission names the window it hits",
+                ));
+            }
+            ("budget", Some(_)) => {
+                return Err(PyValueError::new_err("a budget omission overlaps nothing"));
+            }
+            _ => {
+                return Err(PyValueError::new_err(
+                    "reason must be 'overlap' or 'budget'",
+                ));
+            }
+        };
+        Ok(Self {
+            index,
+            rank,
+            why,
+            overlaps,
+        })
+    }
+
+    #[getter]
+    fn reason<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        match self.why {
+            Why::Overlap => intern!(py, "overlap").clone(),
+            Why::Budget => intern!(py, "budget").clone(),
+        }
+    }
+
+    /// The JSON form: `index`, `rank`, `reason`, and `overlaps` only for an overlap.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item(intern!(py, "index"), self.index)?;
+        d.set_item(intern!(py, "rank"), self.rank)?;
+        d.set_item(intern!(py, "reason"), self.reason(py))?;
+        if let Some(overlaps) = self.overlaps {
+            d.set_item(intern!(py, "overlaps"), overlaps)?;
+        }
+        Ok(d)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let overlaps = self
+            .overlaps
+            .map_or(String::new(), |o| format!(", overlaps={o}"));
+        format!(
+            "Omission(index={}, rank={}, reason='{}'{overlaps})",
+            self.index,
+            self.rank,
+            self.reason(py)
+        )
+    }
+
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
+        let me = slf.get();
+        let args = (me.index, me.rank, me.reason(slf.py()), me.overlaps).into_pyobject(slf.py())?;
+        Ok((slf.get_type(), args))
+    }
+}
+
+/// What `build` returns: `items` (tuple of `Candidate`, selection order), `selected` (their
+/// input indices), `used_chars` (sum of their costs), `truncated` (something was omitted) and
+/// `omitted` (tuple of `Omission`, rank order).
+#[pyclass(frozen, module = "repo_context", name = "BuildResult")]
+pub struct BuildResult {
+    #[pyo3(get)]
+    items: Py<PyTuple>,
+    #[pyo3(get)]
+    selected: Py<PyTuple>,
+    #[pyo3(get)]
+    used_chars: u64,
+    #[pyo3(get)]
+    truncated: bool,
+    #[pyo3(get)]
+    omitted: Py<PyTuple>,
+}
+
+impl BuildResult {
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        (
+            self.items.bind(py),
+            self.selected.bind(py),
+            self.used_chars,
+            self.truncated,
+            self.omitted.bind(py),
+        )
+            .into_pyobject(py)
+    }
+}
+
+fn to_tuple<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
+    match value.cast::<PyTuple>() {
+        Ok(t) => Ok(t.clone()),
+        Err(_) => PyTuple::new(value.py(), value.try_iter()?.collect::<PyResult<Vec<_>>>()?),
+    }
+}
+
+fn dicts<'py>(py: Python<'py>, items: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for item in items.iter() {
+        out.append(item.call_method0(intern!(py, "to_dict"))?)?;
+    }
+    Ok(out)
+}
+
+#[pymethods]
+impl BuildResult {
+    #[new]
+    fn new(
+        items: &Bound<'_, PyAny>,
+        selected: &Bound<'_, PyAny>,
+        used_chars: u64,
+        truncated: bool,
+        omitted: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            items: to_tuple(items)?.unbind(),
+            selected: to_tuple(selected)?.unbind(),
+            used_chars,
+            truncated,
+            omitted: to_tuple(omitted)?.unbind(),
+        })
+    }
+
+    /// The JSON form: `{"items": [...], "selected": [...], "used_chars": N, "truncated": bool,
+    /// "omitted": [...]}`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item(intern!(py, "items"), dicts(py, self.items.bind(py))?)?;
+        d.set_item(
+            intern!(py, "selected"),
+            PyList::new(py, self.selected.bind(py))?,
+        )?;
+        d.set_item(intern!(py, "used_chars"), self.used_chars)?;
+        d.set_item(intern!(py, "truncated"), self.truncated)?;
+        d.set_item(intern!(py, "omitted"), dicts(py, self.omitted.bind(py))?)?;
+        Ok(d)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "BuildResult(selected={}, used_chars={}, truncated={}, omitted={} omissions)",
+            self.selected.bind(py).repr()?,
+            self.used_chars,
+            if self.truncated { "True" } else { "False" },
+            self.omitted.bind(py).len()
+        ))
+    }
+
+    fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
+        let py = other.py();
+        let theirs = match other.cast::<BuildResult>() {
+            Ok(r) => Some(r.get().fields(py)?),
+            Err(_) => None,
+        };
+        compare(py, self.fields(py)?, theirs, op)
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        self.fields(py)?.hash()
+    }
+
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
+        Ok((slf.get_type(), slf.get().fields(slf.py())?))
+    }
+}
+
+/// The input of a build: `candidates` (a list of `Candidate`, mappings or objects with the six
+/// attributes), the budget `max_chars` (characters) and the optional `failure_file`.
+#[pyclass(frozen, module = "repo_context", name = "BuildInput")]
+pub struct BuildInput {
+    #[pyo3(get)]
+    candidates: Py<PyAny>,
+    #[pyo3(get)]
+    max_chars: Py<PyAny>,
+    #[pyo3(get)]
+    failure_file: Py<PyAny>,
+}
+
+#[pymethods]
+impl BuildInput {
+    #[new]
+    #[pyo3(signature = (candidates, max_chars, failure_file=None))]
+    fn new(candidates: Py<PyAny>, max_chars: Py<PyAny>, failure_file: Option<Py<PyAny>>) -> Self {
+        let failure_file = failure_file.unwrap_or_else(|| Python::attach(|py| py.None()));
+        Self {
+            candidates,
+            max_chars,
+            failure_file,
+        }
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "BuildInput({})",
+            reprs(&[
+                ("candidates", self.candidates.bind(py)),
+                ("max_chars", self.max_chars.bind(py)),
+                ("failure_file", self.failure_file.bind(py)),
+            ])?
+        ))
+    }
+
+    fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
+        let py = other.py();
+        let fields =
+            |b: &BuildInput| PyTuple::new(py, [&b.candidates, &b.max_chars, &b.failure_file]);
+        let theirs = match other.cast::<BuildInput>() {
+            Ok(b) => Some(fields(b.get())?),
+            Err(_) => None,
+        };
+        compare(py, fields(self)?, theirs, op)
+    }
+
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
+        let me = slf.get();
+        let args = PyTuple::new(slf.py(), [&me.candidates, &me.max_chars, &me.failure_file])?;
+        Ok((slf.get_type(), args))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading and validating candidates (mirrors `_validate` in reference.py, message for message).
+
+/// Raise `repo_context.errors.<class>(field, problem, index)`.
+fn error(py: Python<'_>, class: &str, field: &str, problem: String, index: usize) -> PyErr {
+    let made = py
+        .import("repo_context.errors")
+        .and_then(|m| m.getattr(class))
+        .and_then(|cls| cls.call1((field, problem, index)));
+    match made {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(err) => err,
+    }
+}
+
+fn invalid(py: Python<'_>, field: &str, problem: String, index: usize) -> PyErr {
+    error(py, "InvalidCandidateError", field, problem, index)
+}
+
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
+        .get_type()
+        .name()
+        .map_or_else(|_| "object".to_owned(), |n| n.to_string())
+}
+
+/// How to read the six fields of one candidate.
+enum Shape<'a, 'py> {
+    Native(&'a Candidate),
+    Dict(&'a Bound<'py, PyDict>),
+    Mapping,
+    Attributes,
+}
+
+fn field<'py>(
+    obj: &Bound<'py, PyAny>,
+    shape: &Shape<'_, 'py>,
+    name: &Bound<'py, PyString>,
+    index: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    let missing = || {
+        invalid(
+            py,
+            name.to_str().unwrap_or("?"),
+            "is missing".to_owned(),
+            index,
+        )
+    };
+    match shape {
+        // Read directly by the caller; the attribute is the same value.
+        Shape::Native(_) => obj.getattr(name),
+        Shape::Dict(d) => d.get_item(name)?.ok_or_else(missing),
+        Shape::Mapping => obj.get_item(name).map_err(|e| {
+            if e.is_instance_of::<PyKeyError>(py) {
+                missing()
+            } else {
+                e
+            }
+        }),
+        Shape::Attributes => obj.getattr(name).map_err(|e| {
+            if e.is_instance_of::<PyAttributeError>(py) {
+                missing()
+            } else {
+                e
+            }
+        }),
+    }
+}
+
+/// A line number: `bool` rejected, `__index__` accepted. Returns the value clamped to `i64`
+/// and the exact `int` (for messages).
+fn line<'py>(
+    value: &Bound<'py, PyAny>,
+    field: &str,
+    index: usize,
+) -> PyResult<(i64, Bound<'py, PyAny>)> {
+    let py = value.py();
+    if value.is_instance_of::<PyBool>() {
+        return Err(invalid(
+            py,
+            field,
+            "must be an int, not bool".to_owned(),
+            index,
+        ));
+    }
+    let int = if value.is_exact_instance_of::<PyInt>() {
+        value.clone()
+    } else {
+        let operator = py.import(intern!(py, "operator"))?;
+        match operator.call_method1(intern!(py, "index"), (value,)) {
+            Ok(int) => int,
+            Err(e) if e.is_instance_of::<PyTypeError>(py) => {
+                return Err(invalid(
+                    py,
+                    field,
+                    format!("must be an int, not {}", type_name(value)),
+                    index,
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let number = match int.extract::<i64>() {
+        Ok(n) => n,
+        Err(_) if int.lt(0)? => i64::MIN,
+        Err(_) => i64::MAX,
+    };
+    Ok((number, int))
+}
+
+fn score(value: &Bound<'_, PyAny>, index: usize) -> PyResult<f64> {
+    let py = value.py();
+    let number = if value.is_instance_of::<PyFloat>() {
+        value.extract::<f64>()?
+    } else if value.is_instance_of::<PyInt>() && !value.is_instance_of::<PyBool>() {
+        match value.extract::<f64>() {
+            Ok(f) => f,
+            Err(e) if e.is_instance_of::<PyOverflowError>(py) => {
+                return Err(invalid(
+                    py,
+                    "score",
+                    "is too large to convert to a float".to_owned(),
+                    index,
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    } else {
+        let problem = format!("must be an int or a float, not {}", type_name(value));
+        return Err(invalid(py, "score", problem, index));
+    };
+    if !number.is_finite() {
+        let shown = if number.is_nan() {
+            "nan"
+        } else if number > 0.0 {
+            "inf"
+        } else {
+            "-inf"
+        };
+        return Err(invalid(
+            py,
+            "score",
+            format!("must be finite, got {shown}"),
+            index,
+        ));
+    }
+    Ok(number)
+}
+
+fn reason(value: &Bound<'_, PyAny>, index: usize) -> PyResult<Reason> {
+    const ONE_OF: &str = "must be one of 'failure', 'reference', 'search'";
+    let py = value.py();
+    let Ok(text) = value.cast::<PyString>() else {
+        return Err(invalid(
+            py,
+            "reason",
+            format!("{ONE_OF}, not {}", type_name(value)),
+            index,
+        ));
+    };
+    if let Some(reason) = text.to_str().ok().and_then(Reason::parse) {
+        return Ok(reason);
+    }
+    // Show the plain string value, as `str.__str__(value)` does for a str subclass.
+    let plain = py
+        .get_type::<PyString>()
+        .call_method1(intern!(py, "__str__"), (value,))?;
+    Err(invalid(
+        py,
+        "reason",
+        format!("{ONE_OF}, got {}", plain.repr()?),
+        index,
+    ))
+}
+
+/// The canonical path of a candidate, interned to a dense id.
+struct Paths<'py> {
+    ids: FxHashMap<Box<[u8]>, u32>,
+    /// The last path object seen, with its id and canonical replacement: candidates often share
+    /// one path object, which then skips hashing.
+    last: Option<(Bound<'py, PyAny>, u32, Option<Bound<'py, PyString>>)>,
+}
+
+impl<'py> Paths<'py> {
+    fn id(&mut self, key: &[u8]) -> u32 {
+        let next = self.ids.len() as u32;
+        if let Some(&id) = self.ids.get(key) {
+            return id;
+        }
+        self.ids.insert(key.into(), next);
+        next
+    }
+
+    /// Validate a path; return its id and, when the caller's string cannot be reused as the
+    /// canonical path, the canonical string.
+    fn read(
+        &mut self,
+        value: &Bound<'py, PyAny>,
+        index: usize,
+    ) -> PyResult<(u32, Option<Bound<'py, PyString>>)> {
+        if let Some((last, id, canonical)) = &self.last
+            && last.is(value)
+        {
+            return Ok((*id, canonical.clone()));
+        }
+        let py = value.py();
+        let Ok(text) = value.cast::<PyString>() else {
+            return Err(invalid(
+                py,
+                "path",
+                format!("must be a str, not {}", type_name(value)),
+                index,
+            ));
+        };
+        let exact = value.is_exact_instance_of::<PyString>();
+        let (id, canonical) = match text.to_str() {
+            Ok(s) => match engine::canonical_path(s) {
+                Err(e) => return Err(invalid(py, "path", e.problem().to_owned(), index)),
+                Ok(Cow::Borrowed(c)) => (
+                    self.id(c.as_bytes()),
+                    (!exact).then(|| PyString::new(py, c)),
+                ),
+                Ok(Cow::Owned(c)) => (self.id(c.as_bytes()), Some(PyString::new(py, &c))),
+            },
+            // Lone surrogates have no UTF-8 form: use the reference's rule, and key the path by
+            // its surrogate-pass encoding (never valid UTF-8, so it cannot collide).
+            Err(_) => {
+                let input = py.import(intern!(py, "repo_context._input"))?;
+                let canonical = match input.call_method1(intern!(py, "canonical_path"), (value,)) {
+                    Ok(c) => c.cast_into::<PyString>()?,
+                    Err(e) => {
+                        let problem = e.value(py).str()?.to_string();
+                        return Err(invalid(py, "path", problem, index));
+                    }
+                };
+                let key = surrogate_key(&canonical)?;
+                (self.id(&key), Some(canonical))
+            }
+        };
+        self.last = Some((value.clone(), id, canonical.clone()));
+        Ok((id, canonical))
+    }
+}
+
+fn surrogate_key(text: &Bound<'_, PyString>) -> PyResult<Vec<u8>> {
+    let py = text.py();
+    let encoded = text.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;
+    encoded.extract::<Vec<u8>>()
+}
+
+/// One candidate as it will be returned if selected.
+enum Item<'py> {
+    /// The caller's own `Candidate`: already canonical, plain ints.
+    Same(Bound<'py, PyAny>),
+    /// A new `Candidate` with the canonical path and plain-int lines.
+    New(Candidate),
+}
+
+struct Reader<'py> {
+    paths: Paths<'py>,
+    rows: Vec<Row>,
+    items: Vec<Item<'py>>,
+    total: u64,
+    max_total: u64,
+}
+
+impl<'py> Reader<'py> {
+    fn read(&mut self, obj: &Bound<'py, PyAny>, index: usize) -> PyResult<()> {
+        let py = obj.py();
+        let shape = if let Ok(c) = obj.cast::<Candidate>() {
+            Shape::Native(c.get())
+        } else if let Ok(d) = obj.cast_exact::<PyDict>() {
+            Shape::Dict(d)
+        } else if obj.cast::<PyMapping>().is_ok() {
+            Shape::Mapping
+        } else {
+            Shape::Attributes
+        };
+        let get = |name: &Bound<'py, PyString>, native: fn(&Candidate) -> &Py<PyAny>| match &shape {
+            Shape::Native(c) => Ok(native(c).bind(py).clone()),
+            _ => field(obj, &shape, name, index),
+        };
+
+        let path = get(intern!(py, "path"), |c| &c.path)?;
+        let (path_id, canonical) = self.paths.read(&path, index)?;
+
+        let start_obj = get(intern!(py, "start"), |c| &c.start)?;
+        let (start, start_int) = line(&start_obj, "start", index)?;
+        if start < 1 {
+            return Err(invalid(
+                py,
+                "start",
+                format!("must be >= 1, got {}", start_int.str()?),
+                index,
+            ));
+        }
+        if start > i64::from(MAX_LINE) {
+            let problem = format!("must be <= {MAX_LINE}, got {}", start_int.str()?);
+            return Err(invalid(py, "start", problem, index));
+        }
+        let end_obj = get(intern!(py, "end"), |c| &c.end)?;
+        let (end, end_int) = line(&end_obj, "end", index)?;
+        if end < start {
+            let problem = format!("must be >= start ({start}), got {}", end_int.str()?);
+            return Err(invalid(py, "end", problem, index));
+        }
+        if end > i64::from(MAX_LINE) {
+            let problem = format!("must be <= {MAX_LINE}, got {}", end_int.str()?);
+            return Err(invalid(py, "end", problem, index));
+        }
+
+        let content = get(intern!(py, "content"), |c| &c.content)?;
+        let cost = match content.cast::<PyString>() {
+            Ok(_) => content.len()? as u64,
+            Err(_) => {
+                let problem = format!("must be a str, not {}", type_name(&content));
+                return Err(invalid(py, "content", problem, index));
+            }
+        };
+        let reason_obj = get(intern!(py, "reason"), |c| &c.reason)?;
+        let reason = reason(&reason_obj, index)?;
+        let score_obj = get(intern!(py, "score"), |c| &c.score)?;
+        let score = score(&score_obj, index)?;
+
+        self.total = self.total.saturating_add(cost);
+        if self.total > self.max_total {
+            let problem = format!(
+                "total content exceeds the limit of {} characters",
+                self.max_total
+            );
+            return Err(error(py, "ResourceLimitError", "content", problem, index));
+        }
+
+        let plain_lines =
+            start_obj.is_exact_instance_of::<PyInt>() && end_obj.is_exact_instance_of::<PyInt>();
+        let item = if matches!(shape, Shape::Native(_)) && canonical.is_none() && plain_lines {
+            Item::Same(obj.clone())
+        } else {
+            Item::New(Candidate {
+                path: canonical.map_or_else(|| path.unbind(), |c| c.into_any().unbind()),
+                start: start_int.unbind(),
+                end: end_int.unbind(),
+                content: content.unbind(),
+                reason: reason_obj.unbind(),
+                score: score_obj.unbind(),
+            })
+        };
+        // Both in 1..=MAX_LINE here.
+        self.rows.push(Row {
+            path: path_id,
+            start: start as u32,
+            end: end as u32,
+            cost,
+            reason,
+            score,
+        });
+        self.items.push(item);
+        Ok(())
+    }
+}
+
+/// Validate, rank and pack. Called by `repo_context.RepoContextBuilder.build` after the top
+/// level of the input was checked by `repo_context._input.normalize_input`.
+///
+/// `candidates` is a list or tuple; `max_chars` the budget in characters; `failure_file` the
+/// canonical failure file or `None`; `max_total_chars` the total-content limit.
+#[pyfunction]
+#[pyo3(signature = (candidates, max_chars, failure_file, max_total_chars))]
+fn build<'py>(
+    py: Python<'py>,
+    candidates: &Bound<'py, PyAny>,
+    max_chars: u64,
+    failure_file: Option<Bound<'py, PyString>>,
+    max_total_chars: u64,
+) -> PyResult<BuildResult> {
+    let n = candidates.len()?;
+    if u32::try_from(n).is_err() {
+        return Err(PyValueError::new_err("more than 2**32 - 1 candidates"));
+    }
+    let mut reader = Reader {
+        paths: Paths {
+            ids: FxHashMap::default(),
+            last: None,
+        },
+        rows: Vec::with_capacity(n),
+        items: Vec::with_capacity(n),
+        total: 0,
+        max_total: max_total_chars,
+    };
+    if let Ok(list) = candidates.cast::<PyList>() {
+        for (index, obj) in list.iter().enumerate() {
+            reader.read(&obj, index)?;
+        }
+    } else {
+        for (index, obj) in candidates.try_iter()?.enumerate() {
+            reader.read(&obj?, index)?;
+        }
+    }
+
+    let failure_id = match failure_file {
+        None => None,
+        Some(f) => match f.to_str() {
+            Ok(s) => reader.paths.ids.get(s.as_bytes()).copied(),
+            Err(_) => reader.paths.ids.get(surrogate_key(&f)?.as_slice()).copied(),
+        },
+    };
+    let rows = reader.rows;
+    let n_paths = reader.paths.ids.len();
+    let selection = py.detach(|| engine::build(&rows, failure_id, max_chars, n_paths));
+
+    let mut items = Vec::with_capacity(selection.selected.len());
+    for &index in &selection.selected {
+        items.push(match &reader.items[index as usize] {
+            Item::Same(obj) => obj.clone(),
+            Item::New(c) => Bound::new(
+                py,
+                Candidate {
+                    path: c.path.clone_ref(py),
+                    start: c.start.clone_ref(py),
+                    end: c.end.clone_ref(py),
+                    content: c.content.clone_ref(py),
+                    reason: c.reason.clone_ref(py),
+                    score: c.score.clone_ref(py),
+                },
+            )?
+            .into_any(),
+        });
+    }
+    let mut omitted = Vec::with_capacity(selection.omitted.len());
+    for o in &selection.omitted {
+        let (why, overlaps) = match o.why {
+            Omitted::Overlap(blocker) => (Why::Overlap, Some(blocker as usize)),
+            Omitted::Budget => (Why::Budget, None),
+        };
+        omitted.push(Bound::new(
+            py,
+            Omission {
+                index: o.index as usize,
+                rank: o.rank as usize,
+                why,
+                overlaps,
+            },
+        )?);
+    }
+    Ok(BuildResult {
+        items: PyTuple::new(py, items)?.unbind(),
+        selected: PyTuple::new(py, &selection.selected)?.unbind(),
+        used_chars: selection.used,
+        truncated: !selection.omitted.is_empty(),
+        omitted: PyTuple::new(py, omitted)?.unbind(),
+    })
+}
+
+/// The `repo_context._core` extension module.
+#[pymodule]
+#[pyo3(name = "_core")]
+fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Candidate>()?;
+    m.add_class::<Omission>()?;
+    m.add_class::<BuildResult>()?;
+    m.add_class::<BuildInput>()?;
+    m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add("MAX_LINE", MAX_LINE)?;
+    Ok(())
+}
