@@ -594,12 +594,22 @@ fn reason(value: &Bound<'_, PyAny>, index: usize) -> PyResult<Reason> {
 /// The canonical path of a candidate, interned to a dense id.
 struct Paths<'py> {
     ids: FxHashMap<Box<[u8]>, u32>,
-    /// The last path object seen, with its id and canonical replacement: candidates often share
-    /// one path object, which then skips hashing.
-    last: Option<(Bound<'py, PyAny>, u32, Option<Bound<'py, PyString>>)>,
+    /// Path objects already seen, by address, with their id and canonical replacement:
+    /// candidates often share path objects, which then skip decoding and hashing the text.
+    /// `seen` keeps each object alive, so an address cannot be reused within the build.
+    by_object: FxHashMap<usize, (u32, Option<Bound<'py, PyString>>)>,
+    seen: Vec<Bound<'py, PyAny>>,
 }
 
 impl<'py> Paths<'py> {
+    fn new() -> Self {
+        Self {
+            ids: FxHashMap::default(),
+            by_object: FxHashMap::default(),
+            seen: Vec::new(),
+        }
+    }
+
     fn id(&mut self, key: &[u8]) -> u32 {
         let next = self.ids.len() as u32;
         if let Some(&id) = self.ids.get(key) {
@@ -616,19 +626,13 @@ impl<'py> Paths<'py> {
         value: &Bound<'py, PyAny>,
         index: usize,
     ) -> PyResult<(u32, Option<Bound<'py, PyString>>)> {
-        if let Some((last, id, canonical)) = &self.last
-            && last.is(value)
-        {
+        if let Some((id, canonical)) = self.by_object.get(&(value.as_ptr() as usize)) {
             return Ok((*id, canonical.clone()));
         }
         let py = value.py();
         let Ok(text) = value.cast::<PyString>() else {
-            return Err(invalid(
-                py,
-                "path",
-                format!("must be a str, not {}", type_name(value)),
-                index,
-            ));
+            let problem = format!("must be a str, not {}", type_name(value));
+            return Err(invalid(py, "path", problem, index));
         };
         let exact = value.is_exact_instance_of::<PyString>();
         let (id, canonical) = match text.to_str() {
@@ -655,8 +659,31 @@ impl<'py> Paths<'py> {
                 (self.id(&key), Some(canonical))
             }
         };
-        self.last = Some((value.clone(), id, canonical.clone()));
+        self.by_object
+            .insert(value.as_ptr() as usize, (id, canonical.clone()));
+        self.seen.push(value.clone());
         Ok((id, canonical))
+    }
+}
+
+/// Pauses the cyclic garbage collector while the result's objects are created: they hold no
+/// cycles, and thousands of allocations would otherwise trigger collections of the young
+/// generation for nothing. The previous state is restored on drop, on every path.
+struct GcPause(bool);
+
+impl GcPause {
+    fn new(_py: Python<'_>) -> Self {
+        // SAFETY: attached to the interpreter; PyGC_Disable only flips the collector's flag.
+        Self(unsafe { pyo3::ffi::PyGC_Disable() } == 1)
+    }
+}
+
+impl Drop for GcPause {
+    fn drop(&mut self) {
+        if self.0 {
+            // SAFETY: as above; the guard lives within the attached `build` call.
+            unsafe { pyo3::ffi::PyGC_Enable() };
+        }
     }
 }
 
@@ -796,10 +823,7 @@ fn build<'py>(
         return Err(PyValueError::new_err("more than 2**32 - 1 candidates"));
     }
     let mut reader = Reader {
-        paths: Paths {
-            ids: FxHashMap::default(),
-            last: None,
-        },
+        paths: Paths::new(),
         rows: Vec::with_capacity(n),
         items: Vec::with_capacity(n),
         total: 0,
@@ -826,6 +850,7 @@ fn build<'py>(
     let n_paths = reader.paths.ids.len();
     let selection = py.detach(|| engine::build(&rows, failure_id, max_chars, n_paths));
 
+    let _pause = GcPause::new(py);
     let mut items = Vec::with_capacity(selection.selected.len());
     for &index in &selection.selected {
         items.push(match &reader.items[index as usize] {
