@@ -10,7 +10,9 @@
 use std::borrow::Cow;
 
 use pyo3::basic::CompareOp;
-use pyo3::exceptions::{PyAttributeError, PyKeyError, PyOverflowError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyAttributeError, PyKeyError, PyOverflowError, PyRuntimeError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple, PyType};
 use pyo3::{Borrowed, IntoPyObjectExt, ffi, intern};
@@ -63,6 +65,27 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// True when every field is an exact `str`, `int` or `float`: such a candidate can never be
+    /// part of a reference cycle.
+    fn holds_only_atomic_values(&self, py: Python<'_>) -> bool {
+        let atomic = |v: &Py<PyAny>| {
+            let v = v.bind(py);
+            v.is_exact_instance_of::<PyString>()
+                || v.is_exact_instance_of::<PyInt>()
+                || v.is_exact_instance_of::<PyFloat>()
+        };
+        [
+            &self.path,
+            &self.start,
+            &self.end,
+            &self.content,
+            &self.reason,
+            &self.score,
+        ]
+        .into_iter()
+        .all(atomic)
+    }
+
     fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(
             py,
@@ -687,6 +710,19 @@ impl<'py> Paths<'py> {
     }
 }
 
+/// Stop the cyclic garbage collector from tracking `obj`, which must not be able to take part
+/// in a reference cycle (it holds only atomic values: exact `str`, `int`, `float`). CPython
+/// does the same for tuples of atomic values; it spares every later collection a visit.
+fn untrack(obj: &Bound<'_, impl Sized>) {
+    // SAFETY: attached; the object is alive and, being GC-enabled, may be untracked at any time
+    // (its deallocator untracks again, which is a no-op).
+    unsafe {
+        if ffi::PyObject_IS_GC(obj.as_ptr()) != 0 {
+            ffi::PyObject_GC_UnTrack(obj.as_ptr().cast());
+        }
+    }
+}
+
 /// Pauses the cyclic garbage collector while the result's objects are created: they hold no
 /// cycles, and thousands of allocations would otherwise trigger collections of the young
 /// generation for nothing. The previous state is restored on drop, on every path.
@@ -720,6 +756,8 @@ enum Item<'py> {
     Same(Bound<'py, PyAny>),
     /// A new `Candidate` with the canonical path and plain-int lines.
     New(Candidate),
+    /// Already moved into the result.
+    Taken,
 }
 
 struct Reader<'py> {
@@ -920,23 +958,28 @@ fn build<'py>(
     let selection = py.detach(|| engine::build(&rows, failure_id, max_chars, n_paths));
 
     let _pause = GcPause::new(py);
+    let mut fresh = reader.items;
     let mut items = Vec::with_capacity(selection.selected.len());
     for &index in &selection.selected {
-        items.push(match &reader.items[index as usize] {
-            Item::Same(obj) => obj.clone(),
-            Item::New(c) => Bound::new(
-                py,
-                Candidate {
-                    path: c.path.clone_ref(py),
-                    start: c.start.clone_ref(py),
-                    end: c.end.clone_ref(py),
-                    content: c.content.clone_ref(py),
-                    reason: c.reason.clone_ref(py),
-                    score: c.score.clone_ref(py),
-                },
-            )?
-            .into_any(),
-        });
+        // Each index is selected once, so its new `Candidate` can be moved out.
+        items.push(
+            match std::mem::replace(&mut fresh[index as usize], Item::Taken) {
+                Item::Same(obj) => obj,
+                Item::New(c) => {
+                    let atomic = c.holds_only_atomic_values(py);
+                    let obj = Bound::new(py, c)?.into_any();
+                    if atomic {
+                        untrack(&obj);
+                    }
+                    obj
+                }
+                Item::Taken => {
+                    return Err(PyRuntimeError::new_err(
+                        "repo_context: an index was selected twice",
+                    ));
+                }
+            },
+        );
     }
     let mut omitted = Vec::with_capacity(selection.omitted.len());
     for o in &selection.omitted {
@@ -944,15 +987,19 @@ fn build<'py>(
             Omitted::Overlap(blocker) => (Why::Overlap, Some(blocker as usize)),
             Omitted::Budget => (Why::Budget, None),
         };
-        omitted.push(Bound::new(
+        let index = o.index as usize;
+        let rank = o.rank as usize;
+        let obj = Bound::new(
             py,
             Omission {
-                index: o.index as usize,
-                rank: o.rank as usize,
+                index,
+                rank,
                 why,
                 overlaps,
             },
-        )?);
+        )?;
+        untrack(&obj); // it holds only integers
+        omitted.push(obj);
     }
     Ok(BuildResult {
         items: PyTuple::new(py, items)?.unbind(),
