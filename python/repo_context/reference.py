@@ -55,18 +55,14 @@ class _Row:
     score: float
 
 
-def _read(candidate: object, index: int) -> dict[str, Any]:
-    """Read the six fields of a ``Candidate``, a mapping, or any object with those attributes."""
-    values: dict[str, Any] = {}
-    for field in _FIELDS:
-        try:
-            if isinstance(candidate, Mapping):
-                values[field] = candidate[field]
-            else:
-                values[field] = getattr(candidate, field)
-        except (KeyError, AttributeError):
-            raise InvalidCandidateError(field, "is missing", index) from None
-    return values
+def _field(candidate: object, field: str, index: int) -> Any:
+    """Read one field of a ``Candidate``, a mapping, or any object with that attribute."""
+    try:
+        if isinstance(candidate, Mapping):
+            return candidate[field]
+        return getattr(candidate, field)
+    except (KeyError, AttributeError):
+        raise InvalidCandidateError(field, "is missing", index) from None
 
 
 def _line(value: object, field: str, index: int) -> int:
@@ -79,29 +75,29 @@ def _line(value: object, field: str, index: int) -> int:
 
 
 def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
-    """Check one candidate's fields in the order path, start, end, content, reason, score."""
-    values = _read(candidate, index)
+    """Read and check one candidate's fields, one at a time, in the order path, start, end,
+    content, reason, score: the first missing or invalid field is reported."""
     try:
-        path = canonical_path(values["path"])
+        path = canonical_path(_field(candidate, "path", index))
     except PathProblem as exc:
         raise InvalidCandidateError("path", str(exc), index) from None
 
-    start = _line(values["start"], "start", index)
+    start = _line(_field(candidate, "start", index), "start", index)
     if start < 1:
         raise InvalidCandidateError("start", f"must be >= 1, got {start}", index)
     if start > MAX_LINE:
         raise InvalidCandidateError("start", f"must be <= {MAX_LINE}, got {start}", index)
-    end = _line(values["end"], "end", index)
+    end = _line(_field(candidate, "end", index), "end", index)
     if end < start:
         raise InvalidCandidateError("end", f"must be >= start ({start}), got {end}", index)
     if end > MAX_LINE:
         raise InvalidCandidateError("end", f"must be <= {MAX_LINE}, got {end}", index)
 
-    content = values["content"]
+    content = _field(candidate, "content", index)
     if not isinstance(content, str):
         raise InvalidCandidateError("content", f"must be a str, not {type(content).__name__}", index)
 
-    reason = values["reason"]
+    reason = _field(candidate, "reason", index)
     if not isinstance(reason, str):
         raise InvalidCandidateError("reason", f"{_REASONS_TEXT}, not {type(reason).__name__}", index)
     # `==`, not a dict lookup: a str-enum member hashes by its name, but equals its value.
@@ -109,7 +105,7 @@ def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
     if group is None:
         raise InvalidCandidateError("reason", f"{_REASONS_TEXT}, got {str.__str__(reason)!r}", index)
 
-    score = values["score"]
+    score = _field(candidate, "score", index)
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise InvalidCandidateError("score", f"must be an int or a float, not {type(score).__name__}", index)
     try:
@@ -119,8 +115,8 @@ def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
     if not math.isfinite(as_float):
         raise InvalidCandidateError("score", f"must be finite, got {as_float!r}", index)
 
-    values.update(path=path, start=start, end=end)
-    return _Row(path, start, end, len(content), group, as_float), values
+    item = {"path": path, "start": start, "end": end, "content": content, "reason": reason, "score": score}
+    return _Row(path, start, end, len(content), group, as_float), item
 
 
 class RepoContextBuilder:
