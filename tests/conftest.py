@@ -1,0 +1,428 @@
+"""Shared fixtures and contract helpers for the repo-context test suite.
+
+The helpers here are written from the contract in issue 2, independently of
+either engine: ``canon`` is the path canonicalisation rule, ``rank_key`` the
+ranking key, ``model_build`` a deliberately naive restatement of selection,
+and ``strict`` a comparison form that tells ``-0.0`` from ``0.0`` and ``1``
+from ``1.0``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+
+settings.register_profile("ci", deadline=None, max_examples=200, print_blob=True)
+settings.register_profile("dev", deadline=None, max_examples=100)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+ENGINES = ["native", "reference"]
+
+# Number of examples for each differential test (the issue asks for >= 2,000 in CI).
+DIFF_EXAMPLES = 2000
+
+FIELDS = ("path", "start", "end", "content", "reason", "score")
+REASON_RANK = {"reference": 1, "failure": 2, "search": 3}
+
+
+def _module(name: str) -> Any:
+    if name == "native":
+        import repo_context
+
+        return repo_context
+    import repo_context.reference
+
+    return repo_context.reference
+
+
+@pytest.fixture(scope="session", params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> Any:
+    """The module-level ``build`` function of one engine."""
+    return _module(request.param).build
+
+
+@pytest.fixture(scope="session", params=ENGINES)
+def builder_cls(request: pytest.FixtureRequest) -> Any:
+    """The ``RepoContextBuilder`` class of one engine."""
+    return _module(request.param).RepoContextBuilder
+
+
+@pytest.fixture(scope="session")
+def rc() -> Any:
+    """The public ``repo_context`` package (types, errors)."""
+    import repo_context
+
+    return repo_context
+
+
+# ---------------------------------------------------------------------------
+# Contract helpers
+# ---------------------------------------------------------------------------
+
+
+def canon(path: str) -> str:
+    """Canonical form of a (valid) path: split on '/', drop '' and '.', join."""
+    return "/".join(seg for seg in path.split("/") if seg not in ("", "."))
+
+
+def get_field(cand: Any, name: str) -> Any:
+    if isinstance(cand, Mapping):
+        return cand[name]
+    return getattr(cand, name)
+
+
+def rank_key(cand: Any, index: int, failure_file: str | None) -> tuple[Any, ...]:
+    path = canon(get_field(cand, "path"))
+    reason = get_field(cand, "reason")
+    if failure_file is not None and path == canon(failure_file):
+        group = 0
+    else:
+        group = REASON_RANK[reason]
+    return (group, -float(get_field(cand, "score")), index)
+
+
+def ranked_indices(cands: list[Any], failure_file: str | None) -> list[int]:
+    return sorted(range(len(cands)), key=lambda i: rank_key(cands[i], i, failure_file))
+
+
+def model_build(cands: list[Any], max_chars: int, failure_file: str | None) -> dict[str, Any]:
+    """A naive O(n^2) restatement of the selection rule (JSON-like form).
+
+    Items are given as (canonical path, start, end, content, reason, score)
+    tuples of the caller's values (start/end as plain ints).
+    """
+    order = ranked_indices(cands, failure_file)
+    selected: list[int] = []
+    items: list[tuple[Any, ...]] = []
+    omitted: list[tuple[int, int, str, int | None]] = []
+    windows: list[tuple[str, int, int, int]] = []  # (path, start, end, index)
+    used = 0
+    for rank, i in enumerate(order):
+        c = cands[i]
+        path = canon(get_field(c, "path"))
+        start = int(get_field(c, "start").__index__())
+        end = int(get_field(c, "end").__index__())
+        hits = [w for w in windows if w[0] == path and w[1] <= end and start <= w[2]]
+        if hits:
+            blocker = min(hits, key=lambda w: w[1])
+            omitted.append((i, rank, "overlap", blocker[3]))
+            continue
+        cost = len(get_field(c, "content"))
+        if used + cost > max_chars:
+            omitted.append((i, rank, "budget", None))
+            continue
+        used += cost
+        selected.append(i)
+        windows.append((path, start, end, i))
+        items.append(
+            (
+                path,
+                start,
+                end,
+                get_field(c, "content"),
+                get_field(c, "reason"),
+                get_field(c, "score"),
+            )
+        )
+    return {
+        "selected": selected,
+        "items": items,
+        "omitted": omitted,
+        "used_chars": used,
+        "truncated": bool(omitted),
+    }
+
+
+def result_summary(result: Any) -> dict[str, Any]:
+    """A BuildResult in the same shape as ``model_build`` returns."""
+    return {
+        "selected": list(result.selected),
+        "items": [(it.path, it.start, it.end, it.content, it.reason, it.score) for it in result.items],
+        "omitted": [(o.index, o.rank, o.reason, o.overlaps) for o in result.omitted],
+        "used_chars": result.used_chars,
+        "truncated": result.truncated,
+    }
+
+
+def strict(value: Any) -> Any:
+    """A comparison form that also tells value types and float signs apart.
+
+    Dicts compare without regard to key order; lists and tuples are kept apart.
+    """
+    if isinstance(value, Mapping):
+        return (
+            "mapping",
+            tuple(sorted(((repr(k), strict(v)) for k, v in value.items()), key=lambda kv: kv[0])),
+        )
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(strict(v) for v in value))
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ("float", "nan")
+        return (type(value).__qualname__, value.hex())
+    return (type(value).__qualname__, repr(value))
+
+
+def snapshot(value: Any) -> Any:
+    """A deep, strict snapshot of caller-owned input (mappings, lists, objects)."""
+    if isinstance(value, Mapping):
+        return (
+            type(value).__qualname__,
+            id(value),
+            tuple((repr(k), snapshot(v)) for k, v in value.items()),
+        )
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, id(value), tuple(snapshot(v) for v in value))
+    if isinstance(value, (str, int, float, bytes)) or value is None:
+        return (strict(value), id(value))
+    attrs = getattr(value, "__dict__", None)
+    if attrs is not None:
+        items = tuple((repr(k), snapshot(v)) for k, v in attrs.items())
+        return (type(value).__qualname__, id(value), items)
+    fields = tuple((f, snapshot(getattr(value, f))) for f in FIELDS if hasattr(value, f))
+    if fields:
+        return (type(value).__qualname__, id(value), fields)
+    return (type(value).__qualname__, id(value), repr(value))
+
+
+def error_signature(exc: BaseException) -> tuple[Any, ...]:
+    return (
+        type(exc),
+        getattr(exc, "index", "<no index attr>"),
+        getattr(exc, "field", "<no field attr>"),
+        getattr(exc, "problem", "<no problem attr>"),
+        str(exc),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Caller-side candidate types
+# ---------------------------------------------------------------------------
+
+MAX_LINE = 2**31 - 1
+
+
+class Idx:
+    """A numpy-free integer-like object (has ``__index__`` only)."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"Idx({self.value})"
+
+
+@dataclass(frozen=True)
+class ForeignCandidate:
+    """A caller's own frozen dataclass with the six candidate attributes."""
+
+    path: Any
+    start: Any
+    end: Any
+    content: Any
+    reason: Any
+    score: Any
+
+
+# ---------------------------------------------------------------------------
+# Hypothesis strategies for valid inputs built to stress the rules
+# ---------------------------------------------------------------------------
+
+# Three canonical paths ("a.py", "b/c.py", "A.py"), several spellings each.
+PATH_SPELLINGS = [
+    "a.py",
+    "./a.py",
+    "a.py/",
+    ".//a.py",
+    "./a.py/.",
+    "b/c.py",
+    "b//c.py",
+    "./b/./c.py/",
+    "A.py",
+]
+ONE_PATH_SPELLINGS = ["x/y.py", "./x/y.py", "x//y.py/", "x/./y.py", "./x/./y.py/."]
+FAILURE_FILES: list[str | None] = [None, None, "a.py", "./a.py/", "b//c.py", "A.py", "zz.py"]
+
+SCORES: list[Any] = [
+    0.0,
+    -0.0,
+    0,
+    1,
+    -1,
+    2,
+    1.0,
+    2.0,
+    0.5,
+    -0.5,
+    2**53,
+    2**53 + 1,
+    float(2**53),
+    2**53 + 2,
+    2**63,
+    -(2**64),
+    10**300,
+    1e308,
+    -1e308,
+    5e-324,
+    -5e-324,
+]
+
+ODD_CHARS = ["a", "日", "😀", "\ud800", "\udfff", "\x00", "\n", "\U0010ffff", "é"]
+
+TEXT = st.one_of(
+    st.text(max_size=6),
+    st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=6),
+    st.text(alphabet=st.sampled_from(ODD_CHARS), max_size=6),
+)
+
+CANDIDATE_FORMS = ["dict", "candidate", "foreign", "namespace", "proxy"]
+TOP_FORMS = ["snake", "camel", "mixed", "build_input", "proxy"]
+
+
+def make_candidate(form: str, spec: tuple[Any, ...]) -> Any:
+    import repo_context
+
+    fields = dict(zip(FIELDS, spec, strict=True))
+    if form == "dict":
+        return fields
+    if form == "candidate":
+        plain = dict(fields)
+        for key in ("start", "end"):
+            if isinstance(plain[key], Idx):
+                plain[key] = plain[key].value
+        return repo_context.Candidate(**plain)
+    if form == "foreign":
+        return ForeignCandidate(**fields)
+    if form == "namespace":
+        return types.SimpleNamespace(**fields)
+    if form == "proxy":
+        return types.MappingProxyType(fields)
+    raise AssertionError(form)
+
+
+@dataclass
+class Drawn:
+    """A drawn valid input, able to make fresh, equal input objects."""
+
+    specs: list[tuple[Any, ...]]
+    forms: list[str]
+    max_chars: int
+    failure_file: str | None
+    top_form: str
+    include_none_failure_file: bool
+
+    def candidates(self) -> list[Any]:
+        return [make_candidate(f, s) for f, s in zip(self.forms, self.specs, strict=True)]
+
+    def make(self) -> Any:
+        return self.make_with(self.candidates())
+
+    def make_with(self, cands: Any) -> Any:
+        import repo_context
+
+        ff = self.failure_file
+        if self.top_form == "build_input":
+            return repo_context.BuildInput(cands, self.max_chars, ff)
+        keys = {
+            "snake": ("max_chars", "failure_file"),
+            "proxy": ("max_chars", "failure_file"),
+            "camel": ("maxChars", "failureFile"),
+            "mixed": ("max_chars", "failureFile"),
+        }[self.top_form]
+        data: dict[str, Any] = {"candidates": cands, keys[0]: self.max_chars}
+        if ff is not None or self.include_none_failure_file:
+            data[keys[1]] = ff
+        if self.top_form == "proxy":
+            return types.MappingProxyType(data)
+        return data
+
+    @property
+    def total_chars(self) -> int:
+        return sum(len(s[3]) for s in self.specs)
+
+
+REASON_VALUES: list[Any] = []
+
+
+def reason_values() -> list[Any]:
+    if not REASON_VALUES:
+        import repo_context
+
+        REASON_VALUES.extend(["failure", "reference", "search", *repo_context.Reason])
+    return REASON_VALUES
+
+
+SCORE_STRATEGY = st.one_of(
+    st.sampled_from([*SCORES, -3, -2, 3, 4]),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+@st.composite
+def candidate_specs(
+    draw: Callable[..., Any], paths: list[str] = PATH_SPELLINGS, max_line: int = 12
+) -> tuple[Any, ...]:
+    # Few, flat draws: generation dominates the run time of these tests.
+    path = draw(st.sampled_from(paths))
+    start = draw(st.integers(1, max_line + 3))
+    if start > max_line:  # now and then a window at the top of the line range
+        start = MAX_LINE - (start - max_line - 1)
+    length = draw(st.integers(0, 12))
+    end = MAX_LINE if length == 12 else min(start + length // 2, MAX_LINE)
+    flags = draw(st.integers(0, 35))  # wrap start/end in __index__ objects, 1 in 6 each
+    start_v: Any = Idx(start) if flags % 6 == 0 else start
+    end_v: Any = Idx(end) if flags // 6 == 0 else end
+    content = draw(TEXT)
+    reason = draw(st.sampled_from(reason_values()))
+    score = draw(SCORE_STRATEGY)
+    return (path, start_v, end_v, content, reason, score)
+
+
+@st.composite
+def build_inputs(
+    draw: Callable[..., Any],
+    max_size: int = 14,
+    paths: list[str] = PATH_SPELLINGS,
+    max_line: int = 12,
+    failure_files: list[str | None] = FAILURE_FILES,
+) -> Drawn:
+    # Draw the size first: st.lists alone would keep most inputs very small.
+    n = draw(st.integers(0, max_size))
+    specs = draw(st.lists(candidate_specs(paths=paths, max_line=max_line), min_size=n, max_size=n))
+    forms = draw(st.lists(st.sampled_from(CANDIDATE_FORMS), min_size=n, max_size=n))
+    total = sum(len(s[3]) for s in specs)
+    max_chars = draw(
+        st.one_of(
+            st.integers(0, total),
+            st.integers(0, total),
+            st.sampled_from([0, total, total + 1, 2**40]),
+        )
+    )
+    return Drawn(
+        specs=specs,
+        forms=forms,
+        max_chars=max_chars,
+        failure_file=draw(st.sampled_from(failure_files)),
+        top_form=draw(st.sampled_from(TOP_FORMS)),
+        include_none_failure_file=draw(st.booleans()),
+    )
+
+
+def outcome(build: Callable[[Any], Any], inp: Any) -> tuple[Any, ...]:
+    """("ok", strict JSON form, strict summary) or ("error", signature)."""
+    try:
+        result = build(inp)
+    except Exception as exc:
+        return ("error", error_signature(exc))
+    return ("ok", type(result), strict(result.to_dict()), strict(result_summary(result)))
