@@ -69,9 +69,7 @@ def _lookup(data: Mapping[Any, Any], key: str, required: bool) -> Any:
     return None
 
 
-def normalize_input(
-    data: object, max_candidates: int
-) -> tuple[Sequence[Any], int, str | None]:
+def normalize_input(data: object, max_candidates: int) -> tuple[Sequence[Any], int, str | None]:
     """Validate the top level of a build input.
 
     Args:
@@ -118,9 +116,7 @@ def normalize_input(
             raise InvalidInputError("failure_file", str(exc)) from None
 
     if len(seq) > max_candidates:
-        raise ResourceLimitError(
-            "candidates", f"{len(seq)} candidates exceed the limit of {max_candidates}"
-        )
+        raise ResourceLimitError("candidates", f"{len(seq)} candidates exceed the limit of {max_candidates}")
     return seq, budget, canonical_failure
 
 

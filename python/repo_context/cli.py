@@ -1,0 +1,257 @@
+"""The ``repo-context`` command line.
+
+``repo-context build [FILE | -] [--engine native|reference] [--format json|markdown]``
+    Read a build input as JSON (``{"candidates": [...], "max_chars": N, "failure_file":
+    ...}``) from ``FILE`` or standard input, and print the result: its JSON form (ASCII
+    only: every non-ASCII character, lone surrogates included, is written as a ``\\uXXXX``
+    escape, so any result prints and reads back exactly) or, with ``--format markdown``,
+    the selected items as a Markdown prompt section.
+
+``repo-context context --repo DIR --pytest-log FILE [--query TEXT] [--max-chars N]
+[--format markdown|json] [--engine native|reference]``
+    Gather failure, reference and search windows for the first failing test in a pytest
+    log of a run made in ``DIR``, build the context and print it in Markdown followed by a
+    summary of what was omitted and why; with ``--format json``, print only the build
+    result's JSON form.
+
+Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
+an unreadable file or folder, a bad option), with one line on standard error and nothing on
+standard output. Markdown output writes characters its stream cannot encode (lone
+surrogates) as backslash escapes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import BuildResult, InvalidInputError, reference
+from . import build as native_build
+from .render import render_markdown, render_omitted
+from .sources import Gathered, gather
+
+__all__ = ["DEFAULT_MAX_CHARS", "ContextReport", "main", "result_json", "run_context"]
+
+#: Default budget of ``repo-context context``, in characters (code points).
+DEFAULT_MAX_CHARS = 16_000
+
+_ENGINES: dict[str, Callable[[object], BuildResult]] = {
+    "native": native_build,
+    "reference": reference.build,
+}
+
+
+class _UsageError(Exception):
+    """Invalid input found by the command line itself (exit status 2)."""
+
+
+def result_json(result: BuildResult) -> str:
+    """The JSON form of ``result`` on one line, ASCII only (``\\uXXXX`` escapes)."""
+    return json.dumps(result.to_dict(), ensure_ascii=True, allow_nan=False)
+
+
+@dataclass(frozen=True)
+class ContextReport:
+    """The outcome of ``repo-context context``: what was gathered, and the build result.
+
+    ``max_chars`` is the budget used, in characters (code points).
+    """
+
+    gathered: Gathered
+    result: BuildResult
+    max_chars: int
+
+    @property
+    def failure_file(self) -> str | None:
+        """The repository-relative failure file, or ``None`` if no frame is in the repo."""
+        return self.gathered.failure_file
+
+    def markdown(self) -> str:
+        """The context as Markdown, then the failure and omission summary."""
+        failure = self.gathered.failure
+        about = ["## Failure", ""]
+        if failure is None:
+            about.append("No failing test found in the log.")
+        else:
+            exc = failure.exception_type or "failure"
+            message = f"{exc}: {failure.message}" if failure.message else exc
+            about.append(f"- test: {failure.name or '(unnamed)'}")
+            about.append(f"- error: {message}")
+        about.append(f"- failure file: {self.failure_file or '(none in the repository)'}")
+        about.append(f"- budget: {self.result.used_chars} of {self.max_chars} characters used")
+        return (
+            "\n\n".join(
+                [
+                    render_markdown(self.result).rstrip("\n"),
+                    "\n".join(about),
+                    render_omitted(self.result, self.gathered.candidates).rstrip("\n"),
+                ]
+            )
+            + "\n"
+        )
+
+
+def run_context(
+    repo: str | Path,
+    pytest_log: str | Path,
+    *,
+    query: str | None = None,
+    max_chars: int | None = None,
+    engine: str = "native",
+) -> ContextReport:
+    """Gather candidates for the failing test in ``pytest_log`` (a file, read as UTF-8
+    with undecodable bytes replaced) in the repository folder ``repo`` and build the
+    context with ``engine`` (``"native"`` or ``"reference"``) in ``max_chars`` characters
+    (default ``DEFAULT_MAX_CHARS``).
+
+    Raises ``OSError`` if the log cannot be read, ``NotADirectoryError`` if ``repo`` is not
+    a folder, ``InvalidInputError`` for an invalid budget.
+    """
+    budget = DEFAULT_MAX_CHARS if max_chars is None else max_chars
+    log_text = Path(pytest_log).read_text(encoding="utf-8", errors="replace")
+    gathered = gather(repo, log_text, query)
+    result = _ENGINES[engine](gathered.build_input(budget))
+    return ContextReport(gathered, result, budget)
+
+
+def _read_json(file: str) -> Any:
+    try:
+        data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    except OSError as exc:
+        raise _UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise _UsageError(f"invalid JSON in {'standard input' if file == '-' else file}: {exc}") from exc
+
+
+def _write(stream: TextIO, text: str) -> None:
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
+    stream.write(text)
+    stream.flush()
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    data = _read_json(args.file)
+    result = _ENGINES[args.engine](data)
+    out = result_json(result) + "\n" if args.format == "json" else render_markdown(result)
+    _write(sys.stdout, out)
+    return 0
+
+
+def _cmd_context(args: argparse.Namespace) -> int:
+    if not Path(args.repo).is_dir():
+        raise _UsageError(f"not a directory: {args.repo}")
+    try:
+        report = run_context(
+            args.repo, args.pytest_log, query=args.query, max_chars=args.max_chars, engine=args.engine
+        )
+    except OSError as exc:
+        raise _UsageError(f"cannot read {args.pytest_log}: {exc.strerror or exc}") from exc
+    failure = report.gathered.failure
+    if failure is None:
+        print("repo-context context: warning: no failing test found in the log", file=sys.stderr)
+    elif failure.frames and not report.gathered.frames:
+        print(
+            f"repo-context context: warning: no traceback frame of the log is a file of "
+            f"{args.repo} (relative paths are taken from there)",
+            file=sys.stderr,
+        )
+    if args.format == "json":
+        _write(sys.stdout, result_json(report.result) + "\n")
+    else:
+        _write(sys.stdout, report.markdown())
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="repo-context",
+        description="Rank, de-duplicate and pack code-context candidates for coding agents.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    build = commands.add_parser(
+        "build",
+        help="build a context from a JSON input",
+        description="Read a build input (JSON) and print the build result.",
+    )
+    build.add_argument(
+        "file",
+        nargs="?",
+        default="-",
+        metavar="FILE",
+        help="JSON input file, or - for standard input (default)",
+    )
+    build.add_argument(
+        "--engine",
+        choices=sorted(_ENGINES),
+        default="native",
+        help="the Rust engine (default) or the pure-Python reference",
+    )
+    build.add_argument(
+        "--format",
+        choices=["json", "markdown"],
+        default="json",
+        help="print the result as JSON (default) or as a Markdown section",
+    )
+    build.set_defaults(run=_cmd_build)
+
+    context = commands.add_parser(
+        "context",
+        help="build a context for a failing pytest run in a repository",
+        description="Gather failure, reference and search windows for the first failing "
+        "test of a pytest log and build the context.",
+    )
+    context.add_argument(
+        "--repo", required=True, metavar="DIR", help="the repository folder the tests ran in"
+    )
+    context.add_argument(
+        "--pytest-log", required=True, metavar="FILE", help="pytest output (e.g. of pytest -rA --tb=long)"
+    )
+    context.add_argument("--query", metavar="TEXT", default=None, help="extra words for the search source")
+    context.add_argument(
+        "--max-chars",
+        type=int,
+        default=DEFAULT_MAX_CHARS,
+        metavar="N",
+        help="budget in characters (default %(default)s)",
+    )
+    context.add_argument(
+        "--format",
+        choices=["markdown", "json"],
+        default="markdown",
+        help="Markdown context and summary (default), or the result JSON",
+    )
+    context.add_argument(
+        "--engine",
+        choices=sorted(_ENGINES),
+        default="native",
+        help="the Rust engine (default) or the pure-Python reference",
+    )
+    context.set_defaults(run=_cmd_context)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``repo-context`` command line with ``argv`` (default ``sys.argv[1:]``) and
+    return the exit status: 0, or 2 for invalid input (one line on standard error)."""
+    args = _parser().parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except (_UsageError, InvalidInputError) as exc:
+        message = " ".join(str(exc).split("\n"))
+        print(f"repo-context {args.command}: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""Candidate sources for a failing test in a real repository.
+
+:func:`gather` reads a pytest log and a repository folder and returns candidate windows
+from three sources, ready for ``repo_context.build``:
+
+* **failure** (:mod:`.failure`): the function around each traceback frame that lies in the
+  repository; the deepest such frame's file is the failure file;
+* **reference** (:mod:`.references`): definitions, found with ``ast``, of the names used on
+  the failing lines;
+* **search** (:mod:`.search`): function-level chunks of the repository ranked with BM25
+  against the exception, its message and the test name.
+
+Every window's ``content`` is exactly its lines of the file (line endings kept), and its
+``path`` is repository-relative with ``/`` separators.
+"""
+
+from .failure import ProjectFrame, failure_windows, project_frames
+from .files import Repository, SourceFile
+from .gather import Gathered, gather
+from .pytest_log import Frame, TestFailure, parse_pytest_log, strip_ansi
+from .references import DefinitionIndex, names_on_line, reference_windows
+from .search import build_query, chunk_spans, search_windows, tokenize
+from .window import Window
+
+__all__ = [
+    "DefinitionIndex",
+    "Frame",
+    "Gathered",
+    "ProjectFrame",
+    "Repository",
+    "SourceFile",
+    "TestFailure",
+    "Window",
+    "build_query",
+    "chunk_spans",
+    "failure_windows",
+    "gather",
+    "names_on_line",
+    "parse_pytest_log",
+    "project_frames",
+    "reference_windows",
+    "search_windows",
+    "strip_ansi",
+    "tokenize",
+]

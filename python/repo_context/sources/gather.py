@@ -1,0 +1,89 @@
+"""Gathering the candidates of all three sources for one failing test."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from .failure import ProjectFrame, failure_windows, project_frames
+from .files import Repository
+from .pytest_log import TestFailure, parse_pytest_log
+from .references import DefinitionIndex, reference_windows
+from .search import TOP_K, build_query, search_windows
+from .window import Window
+
+__all__ = ["Gathered", "gather"]
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """The candidates gathered for one failure, and what they were gathered from.
+
+    ``candidates`` are failure windows, then reference windows, then search windows, each
+    best first. ``failure_file`` is the repository-relative file of the deepest project
+    frame of the exception the test saw (``None`` without project frames). ``failure`` is
+    the report the windows were built from (the log's first failure, or ``None``);
+    ``frames`` its project frames, most relevant first; ``query`` the search tokens.
+    """
+
+    candidates: tuple[Window, ...]
+    failure_file: str | None
+    failure: TestFailure | None
+    frames: tuple[ProjectFrame, ...]
+    query: tuple[str, ...]
+
+    def build_input(self, max_chars: int) -> dict[str, object]:
+        """The input of ``repo_context.build``: candidates, ``max_chars`` (a budget in
+        characters, i.e. code points) and the failure file."""
+        return {
+            "candidates": list(self.candidates),
+            "max_chars": max_chars,
+            "failure_file": self.failure_file,
+        }
+
+
+def gather(
+    repo: Repository | Path | str,
+    log_text: str,
+    query: str | None = None,
+    *,
+    top_k: int = TOP_K,
+) -> Gathered:
+    """Gather failure, reference and search windows for the first failure in ``log_text``.
+
+    ``repo`` is the repository folder (or a :class:`Repository`); ``log_text`` the output
+    of a pytest run made in that folder (``-rA --tb=long`` or any other traceback style;
+    relative paths in it are taken relative to the repository). ``query`` is extra search
+    text; ``top_k`` the number of search windows.
+
+    Scores. The builder orders the candidates of the failure file by score alone, whatever
+    their reason, so the three sources share one scale there: search windows keep their
+    BM25 score ``s``; with ``T = ceil(max s)`` (0 without search windows), reference
+    windows score in ``(T + 1, T + 2]`` and failure windows in ``(T + 2, T + 3]``. Within
+    a source, the score falls off with the frame's distance from the deepest frame
+    (failure), with the name's ambiguity and distance (reference), or follows BM25.
+
+    Raises ``NotADirectoryError`` if ``repo`` is not a folder.
+    """
+    repository = repo if isinstance(repo, Repository) else Repository(Path(repo))
+    failures = parse_pytest_log(log_text)
+    failure = failures[0] if failures else None
+    frames = project_frames(repository, failure) if failure is not None else []
+    tokens = build_query(failure, query)
+
+    search = search_windows(repository, tokens, top_k=top_k)
+    tier = math.ceil(max((w.score for w in search), default=0.0))
+    references = (
+        reference_windows(repository, frames, DefinitionIndex(repository), base_score=tier + 1.0)
+        if frames
+        else []
+    )
+    failure_found = failure_windows(repository, frames, base_score=tier + 2.0)
+    return Gathered(
+        candidates=(*failure_found, *references, *search),
+        failure_file=frames[0].path if frames else None,
+        failure=failure,
+        frames=tuple(frames),
+        query=tuple(tokens),
+    )

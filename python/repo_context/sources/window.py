@@ -1,0 +1,50 @@
+"""The candidate windows the sources produce."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .files import SourceFile
+
+__all__ = ["RADIUS", "Reason", "Window", "make_window"]
+
+Reason = Literal["failure", "reference", "search"]
+
+#: Lines kept on each side of a line of interest when a whole unit is too long to be the
+#: only window: a bounded window spans at most ``2 * RADIUS + 1`` lines.
+RADIUS = 10
+
+
+@dataclass(frozen=True)
+class Window:
+    """A candidate for the builder: lines ``start..end`` (1-based, closed) of ``path``.
+
+    ``path`` is repository-relative with ``/`` separators; ``content`` is exactly the
+    text of those lines, line endings kept; ``reason`` names the source; ``score`` orders
+    windows of one source (higher first). Accepted as-is by ``repo_context.build``.
+    """
+
+    path: str
+    start: int
+    end: int
+    content: str
+    reason: Reason
+    score: float
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON form of the candidate (the keys of the build input)."""
+        return {
+            "path": self.path,
+            "start": self.start,
+            "end": self.end,
+            "content": self.content,
+            "reason": self.reason,
+            "score": self.score,
+        }
+
+
+def make_window(source: SourceFile, start: int, end: int, reason: Reason, score: float) -> Window:
+    """The window of lines ``start..end`` of ``source``, clipped to the file."""
+    start, end = source.clamp(start, end)
+    return Window(source.path, start, end, source.text(start, end), reason, score)

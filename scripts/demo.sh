@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Install repo-context from this checkout and run it on a real bug from PyPI.
+#
+#   bash scripts/demo.sh [CASE_ID]        (default: ytdl_unescape_html; --list shows the cases)
+#
+# Needs CPython 3.11 with pip and a Rust toolchain (pip builds the extension with maturin),
+# and access to PyPI. scripts/realbug.py then downloads the case's buggy and fixed releases,
+# runs the regression test in a virtual environment under work/realbugs/ (cached), and prints
+# the context that `repo-context context` builds from the failing log, with a line saying
+# whether the lines the real fix changed are in it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m pip install --quiet --disable-pip-version-check .
+python3 scripts/realbug.py "${1:-ytdl_unescape_html}"
