@@ -612,6 +612,16 @@ fn score(value: &Bound<'_, PyAny>, index: usize) -> PyResult<f64> {
 fn reason(value: &Bound<'_, PyAny>, index: usize) -> PyResult<Reason> {
     const ONE_OF: &str = "must be one of 'failure', 'reference', 'search'";
     let py = value.py();
+    // Fast path: string literals in Python code are interned, so usually the very same object.
+    for (name, reason) in [
+        (intern!(py, "search"), Reason::Search),
+        (intern!(py, "reference"), Reason::Reference),
+        (intern!(py, "failure"), Reason::Failure),
+    ] {
+        if value.is(name) {
+            return Ok(reason);
+        }
+    }
     let Ok(text) = value.cast::<PyString>() else {
         return Err(invalid(
             py,
