@@ -20,6 +20,8 @@ use rustc_hash::FxHashMap;
 
 use crate::engine::{self, MAX_LINE, Omitted, Reason, Row};
 
+mod tokens;
+
 /// Compare two field tuples for `==`/`!=`; other orderings are not defined.
 fn compare(
     py: Python<'_>,
@@ -1030,5 +1032,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BuildInput>()?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add("MAX_LINE", MAX_LINE)?;
+    tokens::register(m)?;
     Ok(())
 }
