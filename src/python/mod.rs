@@ -20,6 +20,7 @@ use rustc_hash::FxHashMap;
 
 use crate::engine::{self, MAX_LINE, Omitted, Reason, Row};
 
+mod render;
 mod tokens;
 
 /// Compare two field tuples for `==`/`!=`; other orderings are not defined.
@@ -1033,5 +1034,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add("MAX_LINE", MAX_LINE)?;
     tokens::register(m)?;
+    render::register(m)?;
     Ok(())
 }
