@@ -151,11 +151,13 @@ pub struct Omission {
     pub why: Omitted,
 }
 
-/// The outcome of one build: selected input indices in selection order, omissions in rank
-/// order, and the total cost of the selection.
+/// The outcome of one build: selected input indices in selection order (with their ranks),
+/// omissions in rank order, and the total cost of the selection.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Selection {
     pub selected: Vec<u32>,
+    /// The rank of each selected candidate, parallel to `selected` (increasing).
+    pub ranks: Vec<u32>,
     pub omitted: Vec<Omission>,
     pub used: u64,
 }
@@ -213,6 +215,7 @@ pub fn pack(rows: &[Row], order: &[u32], budget: u64, n_paths: usize) -> Selecti
                 list.insert(pos, (row.start, row.end, index));
                 out.used += row.cost;
                 out.selected.push(index);
+                out.ranks.push(rank);
                 continue;
             }
         };
@@ -412,6 +415,7 @@ mod tests {
                 None => {
                     out.used += r.cost;
                     out.selected.push(i);
+                    out.ranks.push(rank as u32);
                     continue;
                 }
             };

@@ -7,6 +7,8 @@
 //!   from the caller's own objects. It is the `repo_context._core` extension module.
 
 pub mod engine;
+pub mod render;
+pub mod tokens;
 
 #[cfg(feature = "python")]
 mod python;

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import repo_context
 from repo_context.cli import main
-from repo_context.render import fence, language_of, render_markdown
+from repo_context.composer import fence, language_of, render_markdown
 
 
 def cli(*args: str, stdin: str | bytes | None = None) -> subprocess.CompletedProcess[bytes]:
@@ -303,8 +303,20 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
     )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)  # the whole of stdout is one JSON document
-    assert set(out) == {"items", "selected", "used_chars", "truncated", "omitted"}
-    assert out["used_chars"] <= 120
+    assert set(out) == {
+        "items",
+        "selected",
+        "used_chars",
+        "truncated",
+        "omitted",
+        "failure_file",
+        "cost",
+        "budget",
+        "used",
+        "blocks",
+    }
+    assert (out["budget"], out["cost"]["unit"]) == (120, "chars")
+    assert out["used_chars"] == out["used"] <= 120
     assert out["used_chars"] == sum(len(item["content"]) for item in out["items"])
     assert out["truncated"] is True
     assert any(o["reason"] == "budget" for o in out["omitted"])

@@ -676,7 +676,26 @@ def test_result_to_dict_json_form(engine: Any) -> None:
     ]
     result = engine({"candidates": cands, "max_chars": 5})
     d = result.to_dict()
-    assert set(d) == {"items", "selected", "used_chars", "truncated", "omitted"}
+    assert set(d) == {
+        "items",
+        "selected",
+        "used_chars",
+        "truncated",
+        "omitted",
+        "failure_file",
+        "cost",
+        "budget",
+        "used",
+        "blocks",
+    }
+    assert d["cost"] == {
+        "unit": "chars",
+        "encoding": None,
+        "template": None,
+        "line_numbers": False,
+        "order": "rank",
+    }
+    assert (d["budget"], d["used"], d["failure_file"], d["blocks"]) == (5, 3, None, [])
     assert strict(d["items"]) == strict(
         [
             {
@@ -706,7 +725,24 @@ def test_result_to_dict_json_form(engine: Any) -> None:
 def test_result_to_dict_empty(engine: Any) -> None:
     d = engine({"candidates": [], "max_chars": 0}).to_dict()
     assert strict(d) == strict(
-        {"items": [], "selected": [], "used_chars": 0, "truncated": False, "omitted": []}
+        {
+            "items": [],
+            "selected": [],
+            "used_chars": 0,
+            "truncated": False,
+            "omitted": [],
+            "failure_file": None,
+            "cost": {
+                "unit": "chars",
+                "encoding": None,
+                "template": None,
+                "line_numbers": False,
+                "order": "rank",
+            },
+            "budget": 0,
+            "used": 0,
+            "blocks": [],
+        }
     )
 
 

@@ -2,8 +2,9 @@
 
 Candidates (windows of code proposed by the failing test, reference analysis and text search)
 are ranked, de-duplicated by line range and packed whole into a budget, and every omission is
-explained. :func:`build` runs the Rust engine; :mod:`repo_context.reference` is the pure-Python
-implementation of the same contract.
+explained, in characters or exact tokens, of the content or of the rendered prompt section.
+:func:`build` runs the Rust engine; :mod:`repo_context.reference` is the pure-Python
+implementation of the same contract; :func:`render` composes the prompt section.
 """
 
 from __future__ import annotations
@@ -11,21 +12,26 @@ from __future__ import annotations
 from . import reference
 from ._input import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_TOTAL_CHARS
 from .builder import RepoContextBuilder, build
+from .composer import render
 from .errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
-from .types import BuildInput, BuildResult, Candidate, Omission, Reason
+from .types import Block, BuildInput, BuildResult, Candidate, Cost, Omission, Reason, TokenCounter
 
 __all__ = [
     "DEFAULT_MAX_CANDIDATES",
     "DEFAULT_MAX_TOTAL_CHARS",
+    "Block",
     "BuildInput",
     "BuildResult",
     "Candidate",
+    "Cost",
     "InvalidCandidateError",
     "InvalidInputError",
     "Omission",
     "Reason",
     "RepoContextBuilder",
     "ResourceLimitError",
+    "TokenCounter",
     "build",
     "reference",
+    "render",
 ]

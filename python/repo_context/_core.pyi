@@ -1,9 +1,21 @@
 """Type stubs for the Rust extension module ``repo_context._core``."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, final
 
-__all__ = ["MAX_LINE", "BuildInput", "BuildResult", "Candidate", "Omission", "build"]
+from .cost import Cost
+
+__all__ = [
+    "MAX_LINE",
+    "Block",
+    "BuildInput",
+    "BuildResult",
+    "Candidate",
+    "Omission",
+    "TokenCounter",
+    "build",
+    "render_block",
+]
 
 MAX_LINE: int
 
@@ -54,6 +66,22 @@ class Omission:
     def __hash__(self) -> int: ...
 
 @final
+class Block:
+    """Where a selected item stands in the rendered section: input ``index``, selection
+    ``rank`` (position in ``items``) and render ``position``."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def rank(self) -> int: ...
+    @property
+    def position(self) -> int: ...
+    def __new__(cls, index: int, rank: int, position: int) -> Block: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
 class BuildResult:
     """The result of a build (see ``repo_context.RepoContextBuilder.build``)."""
 
@@ -67,6 +95,16 @@ class BuildResult:
     def truncated(self) -> bool: ...
     @property
     def omitted(self) -> tuple[Omission, ...]: ...
+    @property
+    def failure_file(self) -> str | None: ...
+    @property
+    def cost(self) -> Cost: ...
+    @property
+    def budget(self) -> int: ...
+    @property
+    def used(self) -> int: ...
+    @property
+    def blocks(self) -> tuple[Block, ...]: ...
     def __new__(
         cls,
         items: Iterable[Candidate],
@@ -74,6 +112,11 @@ class BuildResult:
         used_chars: int,
         truncated: bool,
         omitted: Iterable[Omission],
+        failure_file: str | None,
+        cost: Cost,
+        budget: int,
+        used: int,
+        blocks: Iterable[Block],
     ) -> BuildResult: ...
     def to_dict(self) -> dict[str, Any]: ...
     def __eq__(self, other: object, /) -> bool: ...
@@ -81,19 +124,77 @@ class BuildResult:
 
 @final
 class BuildInput:
-    """The input of a build: candidates, the budget in characters, the optional failure file."""
+    """The input of a build: candidates, the budget (``max_chars`` in characters, or ``budget``
+    in the cost's unit), the optional failure file and cost model."""
 
     @property
     def candidates(self) -> Any: ...
     @property
-    def max_chars(self) -> int: ...
+    def max_chars(self) -> int | None: ...
     @property
     def failure_file(self) -> str | None: ...
+    @property
+    def budget(self) -> int | None: ...
+    @property
+    def cost(self) -> Cost | Mapping[str, Any] | None: ...
     def __new__(
-        cls, candidates: Iterable[Any], max_chars: int, failure_file: str | None = None
+        cls,
+        candidates: Iterable[Any],
+        max_chars: int | None = None,
+        failure_file: str | None = None,
+        *,
+        budget: int | None = None,
+        cost: Cost | Mapping[str, Any] | None = None,
     ) -> BuildInput: ...
     def __eq__(self, other: object, /) -> bool: ...
 
 def build(
-    candidates: Sequence[Any], max_chars: int, failure_file: str | None, max_total_chars: int
-) -> BuildResult: ...
+    candidates: Sequence[Any],
+    budget: int,
+    failure_file: str | None,
+    max_total_chars: int,
+    cost: Cost,
+    budget_obj: int,
+    counter: TokenCounter | None,
+) -> tuple[BuildResult, list[int]]: ...
+def render_block(
+    path: str,
+    start: int,
+    end: int,
+    content: str,
+    reason: str,
+    *,
+    failing: bool,
+    template: str,
+    line_numbers: bool,
+) -> str:
+    """One item as a block of a prompt section, rendered in Rust: the same text as
+    ``repo_context.composer.render_block`` (which it calls for a path or content with lone
+    surrogates)."""
+
+@final
+class TokenCounter:
+    """Exact token counts in one encoding (``"o200k_base"`` or ``"cl100k_base"``), cached by
+    content.
+
+    A count is the number of tokens of the encoding with no special tokens (text such as
+    ``"<|endoftext|>"`` counts as ordinary text): ``len(encoding.encode_ordinary(text))`` in
+    tiktoken, whose handling of lone surrogates it also follows. The encodings are compiled in:
+    nothing is downloaded. Counts are cached by a 128-bit hash of the text; the cache grows
+    until ``clear_cache()``. Thread-safe.
+    """
+
+    def __new__(cls, encoding: str) -> TokenCounter: ...
+    @property
+    def encoding(self) -> str:
+        """The encoding's tiktoken name."""
+    @property
+    def cache_size(self) -> int:
+        """Number of distinct texts whose count is cached."""
+    def count(self, texts: Iterable[str]) -> list[int]:
+        """The token count of each text, in order; texts not yet cached are counted, all at
+        once with the GIL released. A ``str`` itself is rejected."""
+    def count_one(self, text: str) -> int:
+        """The token count of one text, through the cache."""
+    def clear_cache(self) -> None:
+        """Forget every cached count."""

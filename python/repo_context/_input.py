@@ -13,7 +13,8 @@ import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ._core import BuildInput
+from ._core import BuildInput, TokenCounter
+from .cost import Cost
 from .errors import InvalidInputError, ResourceLimitError
 
 #: Default limit on the number of candidates in one build.
@@ -22,7 +23,7 @@ DEFAULT_MAX_CANDIDATES = 4_000_000
 DEFAULT_MAX_TOTAL_CHARS = 1 << 30
 
 _ALIASES = {"max_chars": "maxChars", "failure_file": "failureFile"}
-_KEYS = {"candidates", "max_chars", "failure_file", "maxChars", "failureFile"}
+_KEYS = {"candidates", "max_chars", "failure_file", "maxChars", "failureFile", "budget", "cost"}
 _U64_MAX = (1 << 64) - 1
 
 
@@ -40,6 +41,7 @@ def canonical_path(path: object) -> str:
     """
     if not isinstance(path, str):
         raise PathProblem(f"must be a str, not {type(path).__name__}")
+    path = str.__str__(path)  # the text itself: a str subclass's own methods play no part
     if path == "":
         raise PathProblem("must not be empty")
     if "\x00" in path:
@@ -69,18 +71,22 @@ def _lookup(data: Mapping[Any, Any], key: str, required: bool) -> Any:
     return None
 
 
-def normalize_input(data: object, max_candidates: int) -> tuple[Sequence[Any], int, str | None]:
+def normalize_input(
+    data: object, max_candidates: int, default_cost: Cost
+) -> tuple[Sequence[Any], int, str | None, Cost]:
     """Validate the top level of a build input.
 
     Args:
-        data: a :class:`BuildInput` or a mapping with keys ``candidates``, ``max_chars``
-            (alias ``maxChars``) and optionally ``failure_file`` (alias ``failureFile``).
+        data: a :class:`BuildInput` or a mapping with keys ``candidates``, ``budget`` or
+            ``max_chars`` (alias ``maxChars``), and optionally ``cost`` and ``failure_file``
+            (alias ``failureFile``).
         max_candidates: the candidate-count limit.
+        default_cost: the builder's cost model, used when the input names none.
 
     Returns:
-        ``(candidates, max_chars, failure_file)``: the candidates as a list or tuple (another
-        iterable is copied into a list), the budget as an ``int``, and the canonical failure
-        file or ``None``.
+        ``(candidates, budget, failure_file, cost)``: the candidates as a list or tuple
+        (another iterable is copied into a list), the budget as an ``int`` in the cost's unit,
+        the canonical failure file or ``None``, and the cost model.
 
     Raises:
         InvalidInputError: with ``index=None`` and the offending field.
@@ -88,13 +94,15 @@ def normalize_input(data: object, max_candidates: int) -> tuple[Sequence[Any], i
     """
     if isinstance(data, BuildInput):
         candidates, max_chars, failure_file = data.candidates, data.max_chars, data.failure_file
+        budget, cost = data.budget, data.cost
     elif isinstance(data, Mapping):
         for key in data:
             if key not in _KEYS:
                 raise InvalidInputError(str(key), "is not a known input key")
         candidates = _lookup(data, "candidates", True)
-        max_chars = _lookup(data, "max_chars", True)
+        max_chars = _lookup(data, "max_chars", False)
         failure_file = _lookup(data, "failure_file", False)
+        budget, cost = data.get("budget"), data.get("cost")
     else:
         raise InvalidInputError("input", f"must be a BuildInput or a mapping, not {type(data).__name__}")
 
@@ -102,11 +110,26 @@ def normalize_input(data: object, max_candidates: int) -> tuple[Sequence[Any], i
         raise InvalidInputError(
             "candidates", f"must be a list of candidates, not {type(candidates).__name__}"
         )
-    seq: Sequence[Any] = candidates if isinstance(candidates, (list, tuple)) else list(candidates)
+    # A snapshot: both engines read exactly these candidates, whatever the caller's code run
+    # during the build does to the original (a list subclass's own __iter__ is honoured).
+    seq: Sequence[Any] = list(candidates)
 
-    budget = line_int(max_chars, "max_chars")
-    if budget < 0:
-        raise InvalidInputError("max_chars", f"must be >= 0, got {budget}")
+    model = default_cost if cost is None else Cost.parse(cost)
+    if max_chars is not None and budget is not None:
+        raise InvalidInputError("budget", "give budget or max_chars, not both")
+    if max_chars is not None:
+        if model.unit != "chars":
+            raise InvalidInputError(
+                "max_chars", f"is a character budget; with unit {model.unit!r} give budget"
+            )
+        field, value = "max_chars", max_chars
+    elif budget is not None:
+        field, value = "budget", budget
+    else:
+        raise InvalidInputError("max_chars", "is missing (give max_chars, or budget with a cost)")
+    amount = line_int(value, field)
+    if amount < 0:
+        raise InvalidInputError(field, f"must be >= 0, got {show_int(amount)}")
 
     canonical_failure: str | None = None
     if failure_file is not None:
@@ -117,7 +140,7 @@ def normalize_input(data: object, max_candidates: int) -> tuple[Sequence[Any], i
 
     if len(seq) > max_candidates:
         raise ResourceLimitError("candidates", f"{len(seq)} candidates exceed the limit of {max_candidates}")
-    return seq, budget, canonical_failure
+    return seq, amount, canonical_failure, model
 
 
 def line_int(value: object, field: str) -> int:
@@ -130,9 +153,28 @@ def line_int(value: object, field: str) -> int:
         raise InvalidInputError(field, f"must be an int, not {type(value).__name__}") from None
 
 
+def show_int(value: int) -> str:
+    """``str(value)``, or a stand-in for an integer too long for Python to print (its digit
+    limit, ``sys.get_int_max_str_digits``): error messages must never fail themselves."""
+    try:
+        return str(value)
+    except ValueError:
+        return "an integer too large to print"
+
+
 def clamp_u64(value: int) -> int:
     """Clamp a non-negative budget to what the native engine holds (no total can exceed it)."""
     return min(value, _U64_MAX)
+
+
+def builder_cost(cost: object, template: object) -> Cost:
+    """A builder's cost model from its ``cost`` and ``template`` arguments."""
+    model = Cost.parse(cost)
+    if template is None:
+        return model
+    if model.template not in (None, template):
+        raise InvalidInputError("template", f"conflicts with cost.template {model.template!r}")
+    return Cost(model.unit, model.encoding, template, model.line_numbers, model.order)  # type: ignore[arg-type]
 
 
 def check_limits(max_candidates: object, max_total_chars: object) -> tuple[int, int]:
@@ -141,6 +183,59 @@ def check_limits(max_candidates: object, max_total_chars: object) -> tuple[int, 
     for name, value in (("max_candidates", max_candidates), ("max_total_chars", max_total_chars)):
         number = line_int(value, name)
         if number < 0:
-            raise InvalidInputError(name, f"must be >= 0, got {number}")
+            raise InvalidInputError(name, f"must be >= 0, got {show_int(number)}")
         out.append(number)
     return out[0], out[1]
+
+
+class BuilderBase:
+    """What both builders share: the cost model, the limits, and one token counter (with its
+    cache of counts by content hash) per encoding, kept for the builder's lifetime.
+
+    Args (all keyword-only):
+        cost: the default cost model (:class:`~repo_context.Cost` or its mapping form); an
+            input's own ``cost`` takes precedence. Default: characters, content only.
+        template: shorthand for the cost's template (``"markdown"`` or ``"xml"``).
+        max_candidates: at most this many candidates per build (default 4,000,000).
+        max_total_chars: at most this many content characters, summed over all candidates of
+            one build (default ``2**30``).
+
+    Raises:
+        InvalidInputError: an invalid cost, template or limit.
+    """
+
+    def __init__(
+        self,
+        *,
+        cost: object = None,
+        template: object = None,
+        max_candidates: int = DEFAULT_MAX_CANDIDATES,
+        max_total_chars: int = DEFAULT_MAX_TOTAL_CHARS,
+    ) -> None:
+        self._cost = builder_cost(cost, template)
+        self._max_candidates, self._max_total_chars = check_limits(max_candidates, max_total_chars)
+        self._counters: dict[str, TokenCounter] = {}
+
+    @property
+    def cost(self) -> Cost:
+        """The default cost model (read-only)."""
+        return self._cost
+
+    @property
+    def max_candidates(self) -> int:
+        """The candidate-count limit (read-only)."""
+        return self._max_candidates
+
+    @property
+    def max_total_chars(self) -> int:
+        """The total-content limit in characters (read-only)."""
+        return self._max_total_chars
+
+    def counter(self, cost: Cost) -> TokenCounter | None:
+        """The builder's token counter for ``cost``'s encoding, or ``None`` for characters."""
+        if cost.encoding is None:
+            return None
+        counter = self._counters.get(cost.encoding)
+        if counter is None:
+            counter = self._counters[cost.encoding] = TokenCounter(cost.encoding)
+        return counter

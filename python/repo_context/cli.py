@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 from . import BuildResult, InvalidInputError, reference
 from . import build as native_build
-from .render import render_markdown, render_omitted
+from .composer import render_markdown, render_omitted
 from .sources import Gathered, gather
 
 __all__ = ["DEFAULT_MAX_CHARS", "ContextReport", "main", "result_json", "run_context"]
@@ -83,7 +83,10 @@ class ContextReport:
             about.append(f"- test: {failure.name or '(unnamed)'}")
             about.append(f"- error: {message}")
         about.append(f"- failure file: {self.failure_file or '(none in the repository)'}")
-        about.append(f"- budget: {self.result.used_chars} of {self.max_chars} characters used")
+        cost = self.result.cost
+        unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
+        counted = "the content" if cost.template is None else f"the {cost.template} section"
+        about.append(f"- budget: {self.result.used} of {self.result.budget} {unit} used ({counted})")
         return (
             "\n\n".join(
                 [
@@ -103,11 +106,13 @@ def run_context(
     query: str | None = None,
     max_chars: int | None = None,
     engine: str = "native",
+    cost: object = None,
 ) -> ContextReport:
     """Gather candidates for the failing test in ``pytest_log`` (a file, read as UTF-8
     with undecodable bytes replaced) in the repository folder ``repo`` and build the
     context with ``engine`` (``"native"`` or ``"reference"``) in ``max_chars`` characters
-    (default ``DEFAULT_MAX_CHARS``).
+    (default ``DEFAULT_MAX_CHARS``), or, with a ``cost`` model (a ``Cost`` or its mapping
+    form), in that many units of it.
 
     Raises ``OSError`` if the log cannot be read, ``NotADirectoryError`` if ``repo`` is not
     a folder, ``InvalidInputError`` for an invalid budget.
@@ -115,7 +120,15 @@ def run_context(
     budget = DEFAULT_MAX_CHARS if max_chars is None else max_chars
     log_text = Path(pytest_log).read_text(encoding="utf-8", errors="replace")
     gathered = gather(repo, log_text, query)
-    result = _ENGINES[engine](gathered.build_input(budget))
+    data = gathered.build_input(budget)
+    if cost is not None:
+        data = {
+            "candidates": data["candidates"],
+            "failure_file": data["failure_file"],
+            "budget": budget,
+            "cost": cost,
+        }
+    result = _ENGINES[engine](data)
     return ContextReport(gathered, result, budget)
 
 
@@ -138,8 +151,60 @@ def _write(stream: TextIO, text: str) -> None:
     stream.flush()
 
 
+def _cost_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The cost model given on the command line (JSON form), or ``None`` if no option names one."""
+    given = {
+        "unit": args.cost,
+        "encoding": args.encoding,
+        "template": args.template,
+        "line_numbers": args.line_numbers or None,
+        "order": args.order,
+    }
+    chosen = {key: value for key, value in given.items() if value is not None}
+    return chosen or None
+
+
+def _add_cost_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "budget and cost",
+        "The budget's unit and what a candidate costs (issue: tokens and rendered blocks). "
+        "Options given here take precedence over the input's own cost and budget.",
+    )
+    group.add_argument("--budget", type=int, metavar="N", help="budget in the cost's unit")
+    group.add_argument(
+        "--cost", choices=["chars", "tokens"], default=None, help="unit: characters (default) or tokens"
+    )
+    group.add_argument(
+        "--encoding",
+        choices=["o200k_base", "cl100k_base"],
+        default=None,
+        help="token encoding with --cost tokens (default o200k_base)",
+    )
+    group.add_argument(
+        "--template",
+        choices=["markdown", "xml"],
+        default=None,
+        help="cost each candidate as its rendered block, and fit the rendered section to the budget",
+    )
+    group.add_argument(
+        "--line-numbers", action="store_true", help="render (and count) line numbers; needs --template"
+    )
+    group.add_argument(
+        "--order", choices=["rank", "file"], default=None, help="render order of the section (default rank)"
+    )
+
+
 def _cmd_build(args: argparse.Namespace) -> int:
     data = _read_json(args.file)
+    cost = _cost_options(args)
+    if isinstance(data, dict) and (cost is not None or args.budget is not None):
+        data = dict(data)
+        if cost is not None:
+            data["cost"] = cost
+        if args.budget is not None:
+            data.pop("max_chars", None)
+            data.pop("maxChars", None)
+            data["budget"] = args.budget
     result = _ENGINES[args.engine](data)
     out = result_json(result) + "\n" if args.format == "json" else render_markdown(result)
     _write(sys.stdout, out)
@@ -151,7 +216,12 @@ def _cmd_context(args: argparse.Namespace) -> int:
         raise _UsageError(f"not a directory: {args.repo}")
     try:
         report = run_context(
-            args.repo, args.pytest_log, query=args.query, max_chars=args.max_chars, engine=args.engine
+            args.repo,
+            args.pytest_log,
+            query=args.query,
+            max_chars=args.max_chars if args.budget is None else args.budget,
+            engine=args.engine,
+            cost=_cost_options(args),
         )
     except OSError as exc:
         raise _UsageError(f"cannot read {args.pytest_log}: {exc.strerror or exc}") from exc
@@ -202,6 +272,7 @@ def _parser() -> argparse.ArgumentParser:
         default="json",
         help="print the result as JSON (default) or as a Markdown section",
     )
+    _add_cost_options(build)
     build.set_defaults(run=_cmd_build)
 
     context = commands.add_parser(
@@ -236,6 +307,7 @@ def _parser() -> argparse.ArgumentParser:
         default="native",
         help="the Rust engine (default) or the pure-Python reference",
     )
+    _add_cost_options(context)
     context.set_defaults(run=_cmd_context)
     return parser
 

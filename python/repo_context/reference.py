@@ -23,14 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._core import BuildResult, Candidate, Omission
-from ._input import (
-    DEFAULT_MAX_CANDIDATES,
-    DEFAULT_MAX_TOTAL_CHARS,
-    PathProblem,
-    canonical_path,
-    check_limits,
-    normalize_input,
-)
+from ._finish import finish
+from ._input import BuilderBase, PathProblem, canonical_path, normalize_input, show_int
+from .composer import render_block
+from .cost import Cost
 from .errors import InvalidCandidateError, ResourceLimitError
 
 __all__ = ["RepoContextBuilder", "build"]
@@ -57,11 +53,16 @@ class _Row:
 
 def _field(candidate: object, field: str, index: int) -> Any:
     """Read one field of a ``Candidate``, a mapping, or any object with that attribute."""
-    try:
-        if isinstance(candidate, Mapping):
+    # Only the lookup's own "not there" error means missing; anything else the caller's code
+    # raises (a property raising KeyError, say) propagates unchanged.
+    if isinstance(candidate, Mapping):
+        try:
             return candidate[field]
+        except KeyError:
+            raise InvalidCandidateError(field, "is missing", index) from None
+    try:
         return getattr(candidate, field)
-    except (KeyError, AttributeError):
+    except AttributeError:
         raise InvalidCandidateError(field, "is missing", index) from None
 
 
@@ -84,14 +85,14 @@ def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
 
     start = _line(_field(candidate, "start", index), "start", index)
     if start < 1:
-        raise InvalidCandidateError("start", f"must be >= 1, got {start}", index)
+        raise InvalidCandidateError("start", f"must be >= 1, got {show_int(start)}", index)
     if start > MAX_LINE:
-        raise InvalidCandidateError("start", f"must be <= {MAX_LINE}, got {start}", index)
+        raise InvalidCandidateError("start", f"must be <= {MAX_LINE}, got {show_int(start)}", index)
     end = _line(_field(candidate, "end", index), "end", index)
     if end < start:
-        raise InvalidCandidateError("end", f"must be >= start ({start}), got {end}", index)
+        raise InvalidCandidateError("end", f"must be >= start ({start}), got {show_int(end)}", index)
     if end > MAX_LINE:
-        raise InvalidCandidateError("end", f"must be <= {MAX_LINE}, got {end}", index)
+        raise InvalidCandidateError("end", f"must be <= {MAX_LINE}, got {show_int(end)}", index)
 
     content = _field(candidate, "content", index)
     if not isinstance(content, str):
@@ -100,10 +101,12 @@ def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
     reason = _field(candidate, "reason", index)
     if not isinstance(reason, str):
         raise InvalidCandidateError("reason", f"{_REASONS_TEXT}, not {type(reason).__name__}", index)
-    # `==`, not a dict lookup: a str-enum member hashes by its name, but equals its value.
-    group = next((g for name, g in GROUP if reason == name), None)
+    # The text itself (a str-enum member, or any str subclass, by its value, whatever its own
+    # __eq__ or __hash__ do).
+    text = str.__str__(reason)
+    group = next((g for name, g in GROUP if text == name), None)
     if group is None:
-        raise InvalidCandidateError("reason", f"{_REASONS_TEXT}, got {str.__str__(reason)!r}", index)
+        raise InvalidCandidateError("reason", f"{_REASONS_TEXT}, got {text!r}", index)
 
     score = _field(candidate, "score", index)
     if isinstance(score, bool) or not isinstance(score, (int, float)):
@@ -116,32 +119,21 @@ def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
         raise InvalidCandidateError("score", f"must be finite, got {as_float!r}", index)
 
     item = {"path": path, "start": start, "end": end, "content": content, "reason": reason, "score": score}
-    return _Row(path, start, end, len(content), group, as_float), item
+    return _Row(path, start, end, len(str.__str__(content)), group, as_float), item
 
 
-class RepoContextBuilder:
-    """Rank, de-duplicate and pack candidates (pure Python). See :func:`build`.
+class RepoContextBuilder(BuilderBase):
+    """Rank, de-duplicate and pack candidates (pure Python); same arguments as
+    :class:`repo_context.RepoContextBuilder`.
 
-    Args:
-        max_candidates: at most this many candidates per build (default 4,000,000).
-        max_total_chars: at most this many content characters, summed over all candidates
-            (default ``2**30``).
-
-    Raises:
-        InvalidInputError: a limit that is not an ``int >= 0``.
+    Token counts come from the same exact counter as the native engine's
+    (:class:`repo_context.TokenCounter`): the counting is an input to packing here, not the
+    subject of the specification.
     """
-
-    def __init__(
-        self,
-        *,
-        max_candidates: int = DEFAULT_MAX_CANDIDATES,
-        max_total_chars: int = DEFAULT_MAX_TOTAL_CHARS,
-    ) -> None:
-        self.max_candidates, self.max_total_chars = check_limits(max_candidates, max_total_chars)
 
     def build(self, input: object) -> BuildResult:
         """Build the context; same contract as :meth:`repo_context.RepoContextBuilder.build`."""
-        candidates, max_chars, failure_file = normalize_input(input, self.max_candidates)
+        candidates, budget, failure_file, cost = normalize_input(input, self.max_candidates, self.cost)
 
         rows: list[_Row] = []
         fields: list[dict[str, Any]] = []
@@ -158,6 +150,14 @@ class RepoContextBuilder:
             rows.append(row)
             fields.append(values)
 
+        counter = self.counter(cost)
+        costs = [row.cost for row in rows]  # characters of the content
+        if cost.template is not None or counter is not None:
+            texts = [
+                _costed_text(row, item, cost, failure_file) for row, item in zip(rows, fields, strict=True)
+            ]
+            costs = [len(text) for text in texts] if counter is None else counter.count(texts)
+
         def key(i: int) -> tuple[int, float, int]:
             row = rows[i]
             return (0 if row.path == failure_file else row.group, -row.score, i)
@@ -166,6 +166,7 @@ class RepoContextBuilder:
 
         windows: dict[str, list[tuple[int, int, int]]] = {}  # path -> selected (start, end, index)
         selected: list[int] = []
+        ranks: list[int] = []
         omitted: list[Omission] = []
         used = 0
         for rank, i in enumerate(order):
@@ -173,15 +174,37 @@ class RepoContextBuilder:
             hits = [w for w in windows.get(row.path, []) if w[0] <= row.end and row.start <= w[1]]
             if hits:
                 omitted.append(Omission(i, rank, "overlap", min(hits)[2]))
-            elif used + row.cost > max_chars:
+            elif used + costs[i] > budget:
                 omitted.append(Omission(i, rank, "budget"))
             else:
                 windows.setdefault(row.path, []).append((row.start, row.end, i))
                 selected.append(i)
-                used += row.cost
+                ranks.append(rank)
+                used += costs[i]
 
         items = [Candidate(**fields[i]) for i in selected]
-        return BuildResult(items, selected, used, bool(omitted), omitted)
+        used_chars = sum(rows[i].cost for i in selected)
+        result = BuildResult(
+            items, selected, used_chars, bool(omitted), omitted, failure_file, cost, budget, used, ()
+        )
+        return finish(result, ranks, None if counter is None else counter.count_one)
+
+
+def _costed_text(row: _Row, item: dict[str, Any], cost: Cost, failure_file: str | None) -> str:
+    """What a candidate costs: its content, or its rendered block when the cost has a template."""
+    if cost.template is None:
+        return str.__str__(item["content"])
+    reason = next(name for name, group in GROUP if group == row.group)
+    return render_block(
+        row.path,
+        row.start,
+        row.end,
+        str.__str__(item["content"]),
+        reason,
+        failing=row.path == failure_file,
+        template=cost.template,
+        line_numbers=cost.line_numbers,
+    )
 
 
 _DEFAULT = RepoContextBuilder()

@@ -9,9 +9,19 @@ from __future__ import annotations
 
 from enum import Enum
 
-from ._core import BuildInput, BuildResult, Candidate, Omission
+from ._core import Block, BuildInput, BuildResult, Candidate, Omission, TokenCounter
+from .cost import Cost
 
-__all__ = ["BuildInput", "BuildResult", "Candidate", "Omission", "Reason"]
+__all__ = [
+    "Block",
+    "BuildInput",
+    "BuildResult",
+    "Candidate",
+    "Cost",
+    "Omission",
+    "Reason",
+    "TokenCounter",
+]
 
 
 class Reason(str, Enum):

@@ -16,10 +16,12 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple, PyType};
 use pyo3::{Borrowed, IntoPyObjectExt, ffi, intern};
+use pyo3::{PyTraverseError, PyVisit};
 use rustc_hash::FxHashMap;
 
 use crate::engine::{self, MAX_LINE, Omitted, Reason, Row};
 
+mod costing;
 mod render;
 mod tokens;
 
@@ -124,6 +126,22 @@ impl Candidate {
             reason,
             score,
         }
+    }
+
+    /// Let the cyclic GC see the fields: a field may be any object (the constructor does not
+    /// validate), so a cycle through a `Candidate` must be collectable.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for field in [
+            &self.path,
+            &self.start,
+            &self.end,
+            &self.content,
+            &self.reason,
+            &self.score,
+        ] {
+            visit.call(field)?;
+        }
+        Ok(())
     }
 
     #[classattr]
@@ -276,9 +294,61 @@ impl Omission {
     }
 }
 
+/// Where a selected item stands in the rendered section: its input `index`, its selection
+/// `rank` (position in `items`) and its render `position`.
+#[pyclass(frozen, eq, hash, module = "repo_context", name = "Block")]
+#[derive(PartialEq, Eq, Hash)]
+pub struct Block {
+    #[pyo3(get)]
+    index: usize,
+    #[pyo3(get)]
+    rank: usize,
+    #[pyo3(get)]
+    position: usize,
+}
+
+#[pymethods]
+impl Block {
+    #[new]
+    fn new(index: usize, rank: usize, position: usize) -> Self {
+        Self {
+            index,
+            rank,
+            position,
+        }
+    }
+
+    /// The JSON form: `index`, `rank`, `position`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item(intern!(py, "index"), self.index)?;
+        d.set_item(intern!(py, "rank"), self.rank)?;
+        d.set_item(intern!(py, "position"), self.position)?;
+        Ok(d)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Block(index={}, rank={}, position={})",
+            self.index, self.rank, self.position
+        )
+    }
+
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
+        let me = slf.get();
+        let args = (me.index, me.rank, me.position).into_pyobject(slf.py())?;
+        Ok((slf.get_type(), args))
+    }
+}
+
 /// What `build` returns: `items` (tuple of `Candidate`, selection order), `selected` (their
-/// input indices), `used_chars` (sum of their costs), `truncated` (something was omitted) and
-/// `omitted` (tuple of `Omission`, rank order).
+/// input indices), `used_chars` (sum of their content lengths, in characters), `truncated`
+/// (something was omitted), `omitted` (tuple of `Omission`, rank order), `failure_file` (the
+/// canonical failure file or `None`), `cost` (the `Cost` model), `budget` and `used` (in the
+/// cost's unit; with a template, `used` is the cost of the whole rendered section) and `blocks`
+/// (with a template, one `Block` per item in render order; else empty).
 #[pyclass(frozen, module = "repo_context", name = "BuildResult")]
 pub struct BuildResult {
     #[pyo3(get)]
@@ -291,6 +361,16 @@ pub struct BuildResult {
     truncated: bool,
     #[pyo3(get)]
     omitted: Py<PyTuple>,
+    #[pyo3(get)]
+    failure_file: Py<PyAny>,
+    #[pyo3(get)]
+    cost: Py<PyAny>,
+    #[pyo3(get)]
+    budget: Py<PyAny>,
+    #[pyo3(get)]
+    used: u64,
+    #[pyo3(get)]
+    blocks: Py<PyTuple>,
 }
 
 impl BuildResult {
@@ -301,6 +381,11 @@ impl BuildResult {
             self.used_chars,
             self.truncated,
             self.omitted.bind(py),
+            self.failure_file.bind(py),
+            self.cost.bind(py),
+            self.budget.bind(py),
+            self.used,
+            self.blocks.bind(py),
         )
             .into_pyobject(py)
     }
@@ -324,12 +409,19 @@ fn dicts<'py>(py: Python<'py>, items: &Bound<'py, PyTuple>) -> PyResult<Bound<'p
 #[pymethods]
 impl BuildResult {
     #[new]
+    #[pyo3(signature = (items, selected, used_chars, truncated, omitted, failure_file, cost, budget, used, blocks))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         items: &Bound<'_, PyAny>,
         selected: &Bound<'_, PyAny>,
         used_chars: u64,
         truncated: bool,
         omitted: &Bound<'_, PyAny>,
+        failure_file: Py<PyAny>,
+        cost: Py<PyAny>,
+        budget: Py<PyAny>,
+        used: u64,
+        blocks: &Bound<'_, PyAny>,
     ) -> PyResult<Self> {
         Ok(Self {
             items: to_tuple(items)?.unbind(),
@@ -337,11 +429,27 @@ impl BuildResult {
             used_chars,
             truncated,
             omitted: to_tuple(omitted)?.unbind(),
+            failure_file,
+            cost,
+            budget,
+            used,
+            blocks: to_tuple(blocks)?.unbind(),
         })
     }
 
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.items)?;
+        visit.call(&self.selected)?;
+        visit.call(&self.omitted)?;
+        visit.call(&self.failure_file)?;
+        visit.call(&self.cost)?;
+        visit.call(&self.budget)?;
+        visit.call(&self.blocks)
+    }
+
     /// The JSON form: `{"items": [...], "selected": [...], "used_chars": N, "truncated": bool,
-    /// "omitted": [...]}`.
+    /// "omitted": [...], "failure_file": str|null, "cost": {...}, "budget": N, "used": N,
+    /// "blocks": [...]}`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item(intern!(py, "items"), dicts(py, self.items.bind(py))?)?;
@@ -352,14 +460,24 @@ impl BuildResult {
         d.set_item(intern!(py, "used_chars"), self.used_chars)?;
         d.set_item(intern!(py, "truncated"), self.truncated)?;
         d.set_item(intern!(py, "omitted"), dicts(py, self.omitted.bind(py))?)?;
+        d.set_item(intern!(py, "failure_file"), &self.failure_file)?;
+        d.set_item(
+            intern!(py, "cost"),
+            self.cost.bind(py).call_method0(intern!(py, "to_dict"))?,
+        )?;
+        d.set_item(intern!(py, "budget"), &self.budget)?;
+        d.set_item(intern!(py, "used"), self.used)?;
+        d.set_item(intern!(py, "blocks"), dicts(py, self.blocks.bind(py))?)?;
         Ok(d)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
-            "BuildResult(selected={}, used_chars={}, truncated={}, omitted={} omissions)",
+            "BuildResult(selected={}, used={} of {} {}, truncated={}, omitted={} omissions)",
             self.selected.bind(py).repr()?,
-            self.used_chars,
+            self.used,
+            self.budget.bind(py).repr()?,
+            self.cost.bind(py).getattr(intern!(py, "unit"))?.str()?,
             if self.truncated { "True" } else { "False" },
             self.omitted.bind(py).len()
         ))
@@ -386,7 +504,8 @@ impl BuildResult {
 }
 
 /// The input of a build: `candidates` (a list of `Candidate`, mappings or objects with the six
-/// attributes), the budget `max_chars` (characters) and the optional `failure_file`.
+/// attributes), the budget (`max_chars` in characters, or `budget` in the unit of `cost`), the
+/// optional `failure_file` and the optional `cost` model.
 #[pyclass(frozen, module = "repo_context", name = "BuildInput")]
 pub struct BuildInput {
     #[pyo3(get)]
@@ -395,19 +514,79 @@ pub struct BuildInput {
     max_chars: Py<PyAny>,
     #[pyo3(get)]
     failure_file: Py<PyAny>,
+    #[pyo3(get)]
+    budget: Py<PyAny>,
+    #[pyo3(get)]
+    cost: Py<PyAny>,
+}
+
+impl BuildInput {
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(
+            py,
+            [
+                &self.candidates,
+                &self.max_chars,
+                &self.failure_file,
+                &self.budget,
+                &self.cost,
+            ],
+        )
+    }
 }
 
 #[pymethods]
 impl BuildInput {
     #[new]
-    #[pyo3(signature = (candidates, max_chars, failure_file=None))]
-    fn new(candidates: Py<PyAny>, max_chars: Py<PyAny>, failure_file: Option<Py<PyAny>>) -> Self {
-        let failure_file = failure_file.unwrap_or_else(|| Python::attach(|py| py.None()));
-        Self {
+    #[pyo3(signature = (candidates, max_chars=None, failure_file=None, *, budget=None, cost=None))]
+    fn new(
+        py: Python<'_>,
+        candidates: Py<PyAny>,
+        max_chars: Option<Py<PyAny>>,
+        failure_file: Option<Py<PyAny>>,
+        budget: Option<Py<PyAny>>,
+        cost: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        let none = || py.None();
+        // An immutable snapshot of the candidates (a generator is read once, here), unless they
+        // are not a collection of candidates at all: then `build` reports that.
+        let given = candidates.bind(py);
+        let collection = !(given.is_instance_of::<PyString>()
+            || given.is_instance_of::<pyo3::types::PyBytes>()
+            || given.is_instance_of::<pyo3::types::PyByteArray>()
+            || given.cast::<PyMapping>().is_ok());
+        let candidates = match given.try_iter() {
+            Ok(iter) if collection && !given.is_exact_instance_of::<PyTuple>() => {
+                PyTuple::new(py, iter.collect::<PyResult<Vec<_>>>()?)?
+                    .into_any()
+                    .unbind()
+            }
+            _ => candidates,
+        };
+        Ok(Self {
             candidates,
-            max_chars,
-            failure_file,
+            max_chars: max_chars.unwrap_or_else(none),
+            failure_file: failure_file.unwrap_or_else(none),
+            budget: budget.unwrap_or_else(none),
+            cost: cost.unwrap_or_else(none),
+        })
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for field in [
+            &self.candidates,
+            &self.max_chars,
+            &self.failure_file,
+            &self.budget,
+            &self.cost,
+        ] {
+            visit.call(field)?;
         }
+        Ok(())
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        self.fields(py)?.hash()
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -417,27 +596,34 @@ impl BuildInput {
                 ("candidates", self.candidates.bind(py)),
                 ("max_chars", self.max_chars.bind(py)),
                 ("failure_file", self.failure_file.bind(py)),
+                ("budget", self.budget.bind(py)),
+                ("cost", self.cost.bind(py)),
             ])?
         ))
     }
 
     fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
         let py = other.py();
-        let fields =
-            |b: &BuildInput| PyTuple::new(py, [&b.candidates, &b.max_chars, &b.failure_file]);
         let theirs = match other.cast::<BuildInput>() {
-            Ok(b) => Some(fields(b.get())?),
+            Ok(b) => Some(b.get().fields(py)?),
             Err(_) => None,
         };
-        compare(py, fields(self)?, theirs, op)
+        compare(py, self.fields(py)?, theirs, op)
     }
 
-    fn __reduce__<'py>(
-        slf: &Bound<'py, Self>,
-    ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        // Rebuilt through a keyword-aware helper, since `budget` and `cost` are keyword-only.
+        let py = slf.py();
         let me = slf.get();
-        let args = PyTuple::new(slf.py(), [&me.candidates, &me.max_chars, &me.failure_file])?;
-        Ok((slf.get_type(), args))
+        let kwargs = PyDict::new(py);
+        kwargs.set_item(intern!(py, "budget"), &me.budget)?;
+        kwargs.set_item(intern!(py, "cost"), &me.cost)?;
+        let partial = py
+            .import(intern!(py, "functools"))?
+            .getattr(intern!(py, "partial"))?;
+        let make = partial.call((slf.get_type(),), Some(&kwargs))?;
+        let args = PyTuple::new(py, [&me.candidates, &me.max_chars, &me.failure_file])?;
+        (make, args).into_bound_py_any(py)
     }
 }
 
@@ -458,6 +644,15 @@ fn error(py: Python<'_>, class: &str, field: &str, problem: String, index: usize
 
 fn invalid(py: Python<'_>, field: &str, problem: String, index: usize) -> PyErr {
     error(py, "InvalidCandidateError", field, problem, index)
+}
+
+/// `str(int)`, or a stand-in for an integer too long for Python to print (its digit limit):
+/// identical to `repo_context._input.show_int`, since error messages must never fail.
+fn show_int(int: &Bound<'_, PyAny>) -> String {
+    int.str().map_or_else(
+        |_| "an integer too large to print".to_owned(),
+        |s| s.to_string(),
+    )
 }
 
 fn type_name(value: &Bound<'_, PyAny>) -> String {
@@ -575,8 +770,11 @@ fn line<'py>(
 
 fn score(value: &Bound<'_, PyAny>, index: usize) -> PyResult<f64> {
     let py = value.py();
-    let number = if value.is_instance_of::<PyFloat>() {
+    let number = if value.is_exact_instance_of::<PyFloat>() {
         value.extract::<f64>()?
+    } else if value.is_instance_of::<PyFloat>() {
+        // `float(score)`, as the contract says: a subclass's own __float__ is honoured.
+        py.get_type::<PyFloat>().call1((value,))?.extract::<f64>()?
     } else if value.is_instance_of::<PyInt>() && !value.is_instance_of::<PyBool>() {
         match value.extract::<f64>() {
             Ok(f) => f,
@@ -764,7 +962,7 @@ fn surrogate_key(text: &Bound<'_, PyString>) -> PyResult<Vec<u8>> {
 }
 
 /// One candidate as it will be returned if selected.
-enum Item<'py> {
+pub(crate) enum Item<'py> {
     /// The caller's own `Candidate`: already canonical, plain ints.
     Same(Bound<'py, PyAny>),
     /// A new `Candidate` with the canonical path and plain-int lines.
@@ -808,28 +1006,30 @@ impl<'py> Reader<'py> {
             return Err(invalid(
                 py,
                 "start",
-                format!("must be >= 1, got {}", start_int.str()?),
+                format!("must be >= 1, got {}", show_int(&start_int)),
                 index,
             ));
         }
         if start > i64::from(MAX_LINE) {
-            let problem = format!("must be <= {MAX_LINE}, got {}", start_int.str()?);
+            let problem = format!("must be <= {MAX_LINE}, got {}", show_int(&start_int));
             return Err(invalid(py, "start", problem, index));
         }
         let end_obj = get(intern!(py, "end"), |c| &c.end)?;
         let (end, end_int) = line(&end_obj, "end", index)?;
         if end < start {
-            let problem = format!("must be >= start ({start}), got {}", end_int.str()?);
+            let problem = format!("must be >= start ({start}), got {}", show_int(&end_int));
             return Err(invalid(py, "end", problem, index));
         }
         if end > i64::from(MAX_LINE) {
-            let problem = format!("must be <= {MAX_LINE}, got {}", end_int.str()?);
+            let problem = format!("must be <= {MAX_LINE}, got {}", show_int(&end_int));
             return Err(invalid(py, "end", problem, index));
         }
 
         let content = get(intern!(py, "content"), |c| &c.content)?;
         let cost = match content.cast::<PyString>() {
-            Ok(_) => content.len()? as u64,
+            // SAFETY: a str (or subclass) object; its length in code points, read from the
+            // object itself, so that a subclass's own __len__ plays no part.
+            Ok(_) => (unsafe { ffi::PyUnicode_GetLength(content.as_ptr()) }) as u64,
             Err(_) => {
                 let problem = format!("must be a str, not {}", type_name(&content));
                 return Err(invalid(py, "content", problem, index));
@@ -929,14 +1129,18 @@ fn prefetch_ahead(list: &Bound<'_, PyList>, index: usize) {
 /// `candidates` is a list or tuple; `max_chars` the budget in characters; `failure_file` the
 /// canonical failure file or `None`; `max_total_chars` the total-content limit.
 #[pyfunction]
-#[pyo3(signature = (candidates, max_chars, failure_file, max_total_chars))]
+#[pyo3(signature = (candidates, budget, failure_file, max_total_chars, cost, budget_obj, counter))]
+#[allow(clippy::too_many_arguments)]
 fn build<'py>(
     py: Python<'py>,
     candidates: &Bound<'py, PyAny>,
-    max_chars: u64,
+    budget: u64,
     failure_file: Option<Bound<'py, PyString>>,
     max_total_chars: u64,
-) -> PyResult<BuildResult> {
+    cost: Bound<'py, PyAny>,
+    budget_obj: Py<PyAny>,
+    counter: Option<Bound<'py, tokens::TokenCounter>>,
+) -> PyResult<(BuildResult, Vec<u32>)> {
     let n = candidates.len()?;
     if u32::try_from(n).is_err() {
         return Err(PyValueError::new_err("more than 2**32 - 1 candidates"));
@@ -948,7 +1152,7 @@ fn build<'py>(
         total: 0,
         max_total: max_total_chars,
     };
-    if let Ok(list) = candidates.cast::<PyList>() {
+    if let Ok(list) = candidates.cast_exact::<PyList>() {
         for (index, obj) in list.iter().enumerate() {
             prefetch_ahead(list, index);
             reader.read(&obj, index)?;
@@ -959,16 +1163,19 @@ fn build<'py>(
         }
     }
 
-    let failure_id = match failure_file {
+    let failure_id = match &failure_file {
         None => None,
         Some(f) => match f.to_str() {
             Ok(s) => reader.paths.ids.get(s.as_bytes()).copied(),
-            Err(_) => reader.paths.ids.get(surrogate_key(&f)?.as_slice()).copied(),
+            Err(_) => reader.paths.ids.get(surrogate_key(f)?.as_slice()).copied(),
         },
     };
-    let rows = reader.rows;
+    let mut rows = reader.rows;
+    // Content lengths, kept when the cost is not the content length itself.
+    let counter = counter.as_ref().map(Bound::get);
+    let lengths = costing::apply(py, &cost, counter, &mut rows, &reader.items, failure_id)?;
     let n_paths = reader.paths.ids.len();
-    let selection = py.detach(|| engine::build(&rows, failure_id, max_chars, n_paths));
+    let selection = py.detach(|| engine::build(&rows, failure_id, budget, n_paths));
 
     let _pause = GcPause::new(py);
     let mut fresh = reader.items;
@@ -1014,13 +1221,27 @@ fn build<'py>(
         untrack(&obj); // it holds only integers
         omitted.push(obj);
     }
-    Ok(BuildResult {
+    let used_chars = match &lengths {
+        None => selection.used,
+        Some(lengths) => selection
+            .selected
+            .iter()
+            .map(|&i| lengths[i as usize])
+            .sum(),
+    };
+    let result = BuildResult {
         items: PyTuple::new(py, items)?.unbind(),
         selected: PyTuple::new(py, &selection.selected)?.unbind(),
-        used_chars: selection.used,
+        used_chars,
         truncated: !selection.omitted.is_empty(),
         omitted: PyTuple::new(py, omitted)?.unbind(),
-    })
+        failure_file: failure_file.map_or_else(|| py.None(), |f| f.into_any().unbind()),
+        cost: cost.unbind(),
+        budget: budget_obj,
+        used: selection.used,
+        blocks: PyTuple::empty(py).unbind(),
+    };
+    Ok((result, selection.ranks))
 }
 
 /// The `repo_context._core` extension module.
@@ -1031,6 +1252,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Omission>()?;
     m.add_class::<BuildResult>()?;
     m.add_class::<BuildInput>()?;
+    m.add_class::<Block>()?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add("MAX_LINE", MAX_LINE)?;
     tokens::register(m)?;

@@ -1,0 +1,550 @@
+"""Rendering a build result as a prompt section: the block format and the composer.
+
+A *section* is the concatenation of one *block* per selected item, with no other text. A block
+is rendered from one item by :func:`render_block` in one of two templates:
+
+* ``"markdown"``::
+
+      ### {path}:{start}-{end} ({label})
+      {fence}{lang}
+      {body}{fence}
+
+  followed by one empty line. ``fence`` is a run of backticks one longer than the longest run
+  of backticks in the body (at least 3), so the content cannot close it early; ``lang`` comes
+  from the path's extension (:func:`block_language`); a newline is added before the closing
+  fence unless the body already ends with one.
+
+* ``"xml"``: ``<snippet path=".." start=".." end=".." reason=".." label="..">{body}</snippet>``
+  and a newline. Text and attribute values are escaped so that an XML parser gives back exactly
+  the body and the path; a string holding a character that XML 1.0 cannot carry at all
+  (control characters, lone surrogates, U+FFFE, U+FFFF) is written as base64 of its UTF-8 bytes
+  (``surrogatepass``): the body with the extra attribute ``encoding="base64"``, the path as the
+  attribute ``path-base64`` in place of ``path``. :func:`parse_xml_section` reads it back.
+
+The *label* says why the item is there (:func:`label`). The *body* is the content, or with line
+numbers each line of it prefixed by its right-aligned line number and ``" | "``
+(:func:`number_lines`).
+
+This module is the specification; ``src/render.rs`` renders byte-identical blocks in Rust for
+the engine's ``rendered`` cost model (``repo_context._core.render_block`` exposes it).
+
+Lengths and positions here are in characters, i.e. Python code points.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import operator
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .types import BuildResult
+
+__all__ = [
+    "FAILING_FILE_LABEL",
+    "ORDERS",
+    "TEMPLATES",
+    "CandidateLike",
+    "RenderedBlock",
+    "block_language",
+    "fence",
+    "label",
+    "language_of",
+    "number_lines",
+    "parse_xml_section",
+    "plan",
+    "render",
+    "render_block",
+    "render_markdown",
+    "render_omitted",
+]
+
+#: The templates a block can be rendered in.
+TEMPLATES = ("markdown", "xml")
+#: The orders a section can be rendered in (see :func:`plan`).
+ORDERS = ("rank", "file")
+
+#: The label of every item from the failure file, whatever its reason.
+FAILING_FILE_LABEL = "failing file"
+_REASON_LABELS = {
+    "failure": "failure evidence",
+    "reference": "referenced definition",
+    "search": "search hit",
+}
+# Plain ``str`` names, looked up by value so that a ``Reason`` member gives its plain name.
+_REASON_NAMES = {name: name for name in _REASON_LABELS}
+
+# Fence language tags of the block format, by lowercased (ASCII) extension. Fixed: the Rust
+# renderer (src/render.rs) holds the same table.
+_BLOCK_LANGUAGES = {
+    "py": "python",
+    "pyi": "python",
+    "rs": "rust",
+    "js": "javascript",
+    "mjs": "javascript",
+    "cjs": "javascript",
+    "ts": "typescript",
+    "tsx": "tsx",
+    "jsx": "jsx",
+    "go": "go",
+    "java": "java",
+    "kt": "kotlin",
+    "c": "c",
+    "h": "c",
+    "cc": "cpp",
+    "cpp": "cpp",
+    "cxx": "cpp",
+    "hpp": "cpp",
+    "hh": "cpp",
+    "cs": "csharp",
+    "rb": "ruby",
+    "php": "php",
+    "sh": "bash",
+    "bash": "bash",
+    "json": "json",
+    "toml": "toml",
+    "yaml": "yaml",
+    "yml": "yaml",
+    "md": "markdown",
+    "sql": "sql",
+    "html": "html",
+    "css": "css",
+}
+
+# The larger table of the legacy ``render_markdown`` (``language_of``).
+_LANGUAGES = {
+    ".py": "python",
+    ".pyi": "python",
+    ".pyx": "cython",
+    ".rs": "rust",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".go": "go",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".scala": "scala",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "jsx",
+    ".ts": "typescript",
+    ".tsx": "tsx",
+    ".rb": "ruby",
+    ".php": "php",
+    ".cs": "csharp",
+    ".swift": "swift",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".zsh": "zsh",
+    ".ps1": "powershell",
+    ".sql": "sql",
+    ".html": "html",
+    ".htm": "html",
+    ".css": "css",
+    ".scss": "scss",
+    ".md": "markdown",
+    ".rst": "rst",
+    ".json": "json",
+    ".toml": "toml",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".xml": "xml",
+    ".ini": "ini",
+    ".cfg": "ini",
+    ".txt": "text",
+    ".lua": "lua",
+    ".r": "r",
+    ".jl": "julia",
+    ".hs": "haskell",
+    ".ml": "ocaml",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".erl": "erlang",
+    ".clj": "clojure",
+    ".dart": "dart",
+    ".vue": "vue",
+    ".zig": "zig",
+}
+
+_BACKTICKS = re.compile(r"`+")
+
+
+class CandidateLike(Protocol):
+    """What rendering reads of a candidate (``repo_context.Candidate`` has it all)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def score(self) -> int | float: ...
+
+
+def language_of(path: str) -> str:
+    """The Markdown fence language tag for ``path``'s extension (``""`` if unknown)."""
+    name = path.rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    return _LANGUAGES.get(name[dot:].lower(), "") if dot > 0 else ""
+
+
+def fence(text: str) -> str:
+    """A backtick fence longer than every run of backticks in ``text`` (at least 3), so
+    that ``text`` cannot close the fence early."""
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+# Characters XML 1.0 cannot carry, escaped or not (the complement of its ``Char`` production).
+_XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _reason_name(reason: str) -> str:
+    name = _REASON_NAMES.get(reason) if isinstance(reason, str) else None
+    if name is None:
+        raise ValueError(f"reason must be 'failure', 'reference' or 'search', got {reason!r}")
+    return name
+
+
+def label(reason: str, failing: bool) -> str:
+    """The label of an item: ``"failing file"`` if it comes from the failure file (``failing``),
+    else by ``reason``: ``"failure evidence"``, ``"referenced definition"`` or ``"search hit"``.
+
+    ``reason`` is ``"failure"``, ``"reference"`` or ``"search"`` (a ``Reason`` member is fine);
+    anything else raises ``ValueError``, even when ``failing``.
+    """
+    name = _reason_name(reason)
+    return FAILING_FILE_LABEL if failing else _REASON_LABELS[name]
+
+
+def block_language(path: str) -> str:
+    """The fence language tag of the block format for ``path`` (``""`` if none).
+
+    The extension is what follows the last ``.`` of the last ``/``-segment, when that dot is not
+    the segment's first character (``a/.bashrc`` has none); it is matched ASCII-case-
+    insensitively against a fixed table (``py``/``pyi`` → ``python``, ``rs`` → ``rust``, ...).
+    """
+    name = path[path.rfind("/") + 1 :]
+    dot = name.rfind(".")
+    if dot <= 0:
+        return ""
+    ext = name[dot + 1 :]
+    return _BLOCK_LANGUAGES.get(ext.lower(), "") if ext.isascii() else ""
+
+
+def number_lines(content: str, start: int) -> str:
+    """``content`` with each line prefixed by its line number: line ``i`` (0-based) gets
+    ``f"{start + i:>{w}} | "``, ``w`` being the number of digits of the last line number.
+
+    Lines are split on ``"\n"`` only and keep it; the empty piece after a final ``"\n"`` is
+    not a line, and an empty content is one empty line (``"7 | "``).
+    """
+    pieces = content.split("\n")
+    trailing = content.endswith("\n")
+    if trailing:
+        pieces.pop()
+    width = len(str(start + len(pieces) - 1))
+    numbered = "\n".join(f"{start + i:>{width}} | {line}" for i, line in enumerate(pieces))
+    return numbered + "\n" if trailing else numbered
+
+
+def _xml_text(text: str) -> str:
+    # "\r" as a character reference, so that the parser's newline normalisation cannot touch it.
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    if "\r" in text:
+        text = text.replace("\r", "&#13;")
+    return text
+
+
+def _xml_attr(text: str) -> str:
+    # Also the quote, and the whitespace that attribute-value normalisation would turn into spaces.
+    text = _xml_text(text)
+    if '"' in text:
+        text = text.replace('"', "&quot;")
+    if "\t" in text:
+        text = text.replace("\t", "&#9;")
+    if "\n" in text:
+        text = text.replace("\n", "&#10;")
+    return text
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode("utf-8", "surrogatepass")).decode("ascii")
+
+
+def _int(value: int, name: str) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    return operator.index(value)
+
+
+def render_block(
+    path: str,
+    start: int,
+    end: int,
+    content: str,
+    reason: str,
+    *,
+    failing: bool,
+    template: str,
+    line_numbers: bool,
+) -> str:
+    """One item as a block of a prompt section (see the module docstring for the format).
+
+    ``path`` is printed as given; ``start``/``end`` are its 1-based line range (``start`` also
+    numbers the lines when ``line_numbers``); ``reason`` is ``"failure"``, ``"reference"`` or
+    ``"search"``; ``failing`` tells that the item comes from the failure file (its label is
+    then ``"failing file"``); ``template`` is ``"markdown"`` or ``"xml"``. Raises ``ValueError``
+    for another template or reason, ``TypeError`` for a non-``str`` path or content or a
+    non-integer line. The block ends with a newline; a section is its blocks concatenated.
+    """
+    if template not in TEMPLATES:
+        raise ValueError(f"template must be 'markdown' or 'xml', got {template!r}")
+    if not isinstance(path, str) or not isinstance(content, str):
+        raise TypeError("path and content must be str")
+    start = _int(start, "start")
+    end = _int(end, "end")
+    name = _reason_name(reason)
+    tag = FAILING_FILE_LABEL if failing else _REASON_LABELS[name]
+    body = number_lines(content, start) if line_numbers else content
+    if template == "markdown":
+        ticks = fence(body)
+        nl = "" if body.endswith("\n") else "\n"
+        head = header_path(path)
+        return f"### {head}:{start}-{end} ({tag})\n{ticks}{block_language(path)}\n{body}{nl}{ticks}\n\n"
+    where = f'path-base64="{_b64(path)}"' if _XML_INVALID.search(path) else f'path="{_xml_attr(path)}"'
+    head = f'<snippet {where} start="{start}" end="{end}" reason="{name}" label="{tag}"'
+    if _XML_INVALID.search(body):
+        return f'{head} encoding="base64">{_b64(body)}</snippet>\n'
+    return f"{head}>{_xml_text(body)}</snippet>\n"
+
+
+@dataclass(frozen=True)
+class RenderedBlock:
+    """One rendered block of a section: the item's ``index`` in the build input, its selection
+    ``rank`` (0-based position in ``result.items``), its 0-based render ``position`` in the
+    section, and its ``text``."""
+
+    index: int
+    rank: int
+    position: int
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: ``{"index", "rank", "position", "text"}``."""
+        return {"index": self.index, "rank": self.rank, "position": self.position, "text": self.text}
+
+
+def plan(
+    result: BuildResult,
+    *,
+    template: str = "markdown",
+    line_numbers: bool = False,
+    order: str = "rank",
+) -> list[RenderedBlock]:
+    """The blocks of ``result``'s section, in render order (``position`` 0, 1, ...).
+
+    ``order="rank"`` keeps selection order (``position == rank``). ``order="file"`` groups the
+    items by path: groups in the selection rank of their first item, the items of a group by
+    ``(start, end, rank)``. An item is from the failure file when its path equals
+    ``result.failure_file`` (``None`` if the result has no such attribute). Raises
+    ``ValueError`` for an unknown ``template`` or ``order``.
+    """
+    if template not in TEMPLATES:
+        raise ValueError(f"template must be 'markdown' or 'xml', got {template!r}")
+    if order not in ORDERS:
+        raise ValueError(f"order must be 'rank' or 'file', got {order!r}")
+    items = result.items
+    failure_file = getattr(result, "failure_file", None)
+    ranks: list[int] = list(range(len(items)))
+    if order == "file":
+        groups: dict[str, list[int]] = {}
+        for rank, item in enumerate(items):
+            groups.setdefault(item.path, []).append(rank)
+        ranks = [
+            rank
+            for group in groups.values()
+            for rank in sorted(group, key=lambda r: (items[r].start, items[r].end, r))
+        ]
+    blocks = []
+    for position, rank in enumerate(ranks):
+        item = items[rank]
+        text = render_block(
+            item.path,
+            item.start,
+            item.end,
+            item.content,
+            item.reason,
+            failing=failure_file is not None and item.path == failure_file,
+            template=template,
+            line_numbers=line_numbers,
+        )
+        blocks.append(RenderedBlock(index=result.selected[rank], rank=rank, position=position, text=text))
+    return blocks
+
+
+def header_path(path: str) -> str:
+    """The path as written in a Markdown header: each line break or other control character
+    (``Cc``, U+2028, U+2029) as ``\\uXXXX``, so that no path can end the header line or start a
+    new Markdown line (a path with ``\\n`` is legal)."""
+    return _HEADER_ESCAPE.sub(lambda m: f"\\u{ord(m.group()):04x}", path)
+
+
+_HEADER_ESCAPE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def render(
+    result: BuildResult,
+    template: str | None = None,
+    line_numbers: bool | None = None,
+    order: str | None = None,
+) -> str:
+    """``result``'s selected items as one prompt section: the texts of :func:`plan`'s blocks,
+    concatenated (``""`` when nothing was selected).
+
+    Each option left ``None`` comes from ``result.cost`` (the section the budget was counted
+    on), or defaults to ``"markdown"``, no line numbers, ``"rank"`` order.
+    """
+    cost = getattr(result, "cost", None)
+    if template is None:
+        template = getattr(cost, "template", None) or "markdown"
+    if line_numbers is None:
+        line_numbers = bool(getattr(cost, "line_numbers", False))
+    if order is None:
+        order = getattr(cost, "order", None) or "rank"
+    blocks = plan(result, template=template, line_numbers=line_numbers, order=order)
+    return "".join(block.text for block in blocks)
+
+
+def _unb64(value: str) -> str:
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"invalid base64: {exc}") from None
+    return raw.decode("utf-8", "surrogatepass")
+
+
+def parse_xml_section(text: str) -> list[dict[str, Any]]:
+    """Read back an XML section: one dict per ``<snippet>``, in order, with ``path`` (str),
+    ``start`` and ``end`` (int), ``reason``, ``label`` and ``content`` (the body: with line
+    numbers if it was rendered with them), base64 decoded where the block says so.
+
+    Raises ``ValueError`` (``xml.etree.ElementTree.ParseError`` is one) if ``text`` is not a
+    sequence of snippet elements.
+    """
+    root = ET.fromstring(f"<section>{text}</section>")
+    if (root.text or "").strip():
+        raise ValueError("text outside a <snippet> element")
+    snippets = []
+    for el in root:
+        if el.tag != "snippet" or (el.tail or "").strip() or len(el):
+            raise ValueError(f"unexpected <{el.tag}> or text in a section")
+        attrs = el.attrib
+        path = _unb64(attrs["path-base64"]) if "path-base64" in attrs else attrs["path"]
+        content = el.text or ""
+        if attrs.get("encoding") == "base64":
+            content = _unb64(content)
+        snippets.append(
+            {
+                "path": path,
+                "start": int(attrs["start"]),
+                "end": int(attrs["end"]),
+                "reason": attrs["reason"],
+                "label": attrs["label"],
+                "content": content,
+            }
+        )
+    return snippets
+
+
+# --- the legacy Markdown section of the command line (``render_markdown``) ----------------
+
+
+def _code_span(text: str) -> str:
+    """``text`` as an inline code span that survives backticks inside it."""
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _where(item: CandidateLike) -> str:
+    return f"{item.path}:{item.start}-{item.end}"
+
+
+def _score(score: float) -> str:
+    return f"{score:.4g}" if isinstance(score, float) else str(score)
+
+
+def render_markdown(result: BuildResult) -> str:
+    """The selected items of ``result`` as a Markdown prompt section, in selection order.
+
+    Each item is a header line ``path:start-end`` (as inline code) with its reason, then
+    its content verbatim in a fenced block tagged with the language of the file's
+    extension. The fence is longer than any run of backticks in the content, so content
+    containing ```` ``` ```` cannot break out of it. Ends with one newline.
+    """
+    parts = ["## Code context\n"]
+    if not result.items:
+        parts.append("\n(no code selected)\n")
+    for item in result.items:
+        ticks = fence(item.content)
+        body = item.content if item.content.endswith(("\n", "\r")) else item.content + "\n"
+        parts.append(
+            f"\n### {_code_span(_where(item))} ({item.reason})\n\n"
+            f"{ticks}{language_of(item.path)}\n{body}{ticks}\n"
+        )
+    return "".join(parts)
+
+
+def render_omitted(result: BuildResult, candidates: Sequence[CandidateLike]) -> str:
+    """A Markdown summary of what ``result`` left out of ``candidates`` (the build's input
+    candidates, in input order) and why.
+
+    One count line by reason (``overlap``, ``budget``), then one line per omitted
+    candidate in rank order: its input index, window, reason and score, and for an overlap
+    the selected window it hits, for a budget omission its cost in characters.
+    """
+    counts = Counter(o.reason for o in result.omitted)
+    by_source = Counter(str(c.reason) for c in candidates)
+    lines = [
+        "## Omitted",
+        "",
+        f"{len(candidates)} candidates ("
+        + ", ".join(f"{reason} {by_source[reason]}" for reason in sorted(by_source))
+        + f"); {len(result.items)} selected, {result.used_chars} characters; "
+        + f"{len(result.omitted)} omitted ("
+        + ", ".join(f"{reason} {counts[reason]}" for reason in ("overlap", "budget"))
+        + ").",
+    ]
+    if result.omitted:
+        lines.append("")
+    for omission in result.omitted:
+        cand = candidates[omission.index]
+        head = f"- #{omission.index} {_code_span(_where(cand))} {cand.reason}, score {_score(cand.score)}: "
+        if omission.reason == "overlap" and omission.overlaps is not None:
+            hit = candidates[omission.overlaps]
+            lines.append(head + f"overlaps #{omission.overlaps} {_code_span(_where(hit))} ({hit.reason})")
+        else:
+            lines.append(head + f"{omission.reason} ({len(cand.content)} characters)")
+    return "\n".join(lines) + "\n"
