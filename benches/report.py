@@ -1,6 +1,6 @@
 """Run the build benchmarks (or read their JSON) and print a Markdown table.
 
-    python benches/report.py                  # run everything, then print the table
+    python benches/report.py                  # run the build benchmarks, then print the table
     python benches/report.py -- -k 10k        # pass extra arguments to pytest
     python benches/report.py --json FILE      # only read a --benchmark-json file
 
@@ -24,7 +24,14 @@ TARGET_FLOOR = 2.0  # native at most this many times the field-reading floor
 
 
 def run_benchmarks(out: str, extra: list[str]) -> int:
-    cmd = ["-m", "pytest", "benches", "--benchmark-only", f"--benchmark-json={out}", *extra]
+    cmd = [
+        "-m",
+        "pytest",
+        "benches/test_bench_build.py",
+        "--benchmark-only",
+        f"--benchmark-json={out}",
+        *extra,
+    ]
     print("Running: python " + " ".join(cmd), file=sys.stderr, flush=True)
     return subprocess.run([sys.executable, *cmd], cwd=ROOT, stdout=sys.stderr).returncode
 
@@ -71,7 +78,9 @@ def render(data: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     machine = data.get("machine_info", {})
     cpu = machine.get("cpu", {})
     lines = [
-        "Command: `" + data.get("command", "python -m pytest benches --benchmark-only") + "`",
+        "Command: `"
+        + data.get("command", "python -m pytest benches/test_bench_build.py --benchmark-only")
+        + "`",
         "",
         f"Machine: {machine.get('python_implementation', '?')} "
         f"{machine.get('python_version', '?')}, {cpu.get('brand_raw', '?')}, "

@@ -66,6 +66,10 @@ class RepoContextBuilder(BuilderBase):
             InvalidInputError: a top-level field is invalid (``index`` is ``None``).
             InvalidCandidateError: a candidate is invalid (``index`` and ``field`` name it).
             ResourceLimitError: too many candidates or too much content.
+
+        An exception raised by the caller's own code while a candidate is read (a property,
+        ``__index__``, ``__getitem__``) propagates unchanged; only a missing key or attribute
+        becomes :class:`InvalidCandidateError` (``problem`` "is missing").
         """
         candidates, budget, failure_file, cost = normalize_input(input, self.max_candidates, self.cost)
         counter = self.counter(cost)

@@ -211,5 +211,6 @@ _DEFAULT = RepoContextBuilder()
 
 
 def build(input: object) -> BuildResult:
-    """Build the context with the default limits (pure Python). See :class:`RepoContextBuilder`."""
+    """Build the context with the default settings (pure Python): the input, result and errors
+    are those of :meth:`repo_context.RepoContextBuilder.build`."""
     return _DEFAULT.build(input)

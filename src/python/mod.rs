@@ -50,21 +50,29 @@ fn reprs(fields: &[(&str, &Bound<'_, PyAny>)]) -> PyResult<String> {
     Ok(parts.join(", "))
 }
 
-/// A proposed window: `path` lines `start..=end` (1-based, closed) with their text `content`,
-/// why it was proposed (`reason`) and how strongly (`score`). Immutable; the constructor does
-/// not validate (build does, naming the candidate's index).
+/// A proposed window: `Candidate(path: str, start: int, end: int, content: str, reason: str,
+/// score: int | float)`, lines `start..end` of `path` (1-based, closed) with their text
+/// `content`, why it was proposed (`reason`: "failure", "reference" or "search") and how
+/// strongly (`score`, higher first). Immutable, compared by value, hashable, picklable. The
+/// constructor does not validate: `build` does, naming the candidate's index and field.
 #[pyclass(frozen, module = "repo_context", name = "Candidate")]
 pub struct Candidate {
+    /// Repository-relative path (`str`; canonical in build results).
     #[pyo3(get)]
     path: Py<PyAny>,
+    /// First line (`int`, 1-based, inclusive).
     #[pyo3(get)]
     start: Py<PyAny>,
+    /// Last line (`int`, inclusive, `>= start`).
     #[pyo3(get)]
     end: Py<PyAny>,
+    /// The text of lines `start..end` (`str`); its cost in characters is `len(content)`.
     #[pyo3(get)]
     content: Py<PyAny>,
+    /// Why it was proposed: `"failure"`, `"reference"` or `"search"`.
     #[pyo3(get)]
     reason: Py<PyAny>,
+    /// How strongly (`int` or finite `float`); higher ranks first within a reason.
     #[pyo3(get)]
     score: Py<PyAny>,
 }
@@ -214,11 +222,14 @@ enum Why {
 #[pyclass(frozen, eq, hash, module = "repo_context", name = "Omission")]
 #[derive(PartialEq, Eq, Hash)]
 pub struct Omission {
+    /// Input index of the omitted candidate.
     #[pyo3(get)]
     index: usize,
+    /// Its 0-based position in the ranked order.
     #[pyo3(get)]
     rank: usize,
     why: Why,
+    /// For an overlap, the input index of the selected window it hits; else `None`.
     #[pyo3(get)]
     overlaps: Option<usize>,
 }
@@ -253,6 +264,7 @@ impl Omission {
         })
     }
 
+    /// Why it was left out: `"overlap"` or `"budget"`.
     #[getter]
     fn reason<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
         match self.why {
@@ -299,10 +311,13 @@ impl Omission {
 #[pyclass(frozen, eq, hash, module = "repo_context", name = "Block")]
 #[derive(PartialEq, Eq, Hash)]
 pub struct Block {
+    /// Input index of the item.
     #[pyo3(get)]
     index: usize,
+    /// Its selection rank (position in `BuildResult.items`).
     #[pyo3(get)]
     rank: usize,
+    /// Its 0-based position in the rendered section.
     #[pyo3(get)]
     position: usize,
 }
@@ -351,24 +366,34 @@ impl Block {
 /// (with a template, one `Block` per item in render order; else empty).
 #[pyclass(frozen, module = "repo_context", name = "BuildResult")]
 pub struct BuildResult {
+    /// The selected candidates (tuple of `Candidate`), in selection order, paths canonical.
     #[pyo3(get)]
     items: Py<PyTuple>,
+    /// Input indices of `items` (tuple of `int`).
     #[pyo3(get)]
     selected: Py<PyTuple>,
+    /// Characters (code points) of the selected contents, summed.
     #[pyo3(get)]
     used_chars: u64,
+    /// True exactly when something was omitted.
     #[pyo3(get)]
     truncated: bool,
+    /// One `Omission` per left-out candidate (tuple), in rank order.
     #[pyo3(get)]
     omitted: Py<PyTuple>,
+    /// The canonical failure file, or `None`.
     #[pyo3(get)]
     failure_file: Py<PyAny>,
+    /// The cost model (`repo_context.Cost`) the budget was counted in.
     #[pyo3(get)]
     cost: Py<PyAny>,
+    /// The budget (`int`), in the cost model's unit.
     #[pyo3(get)]
     budget: Py<PyAny>,
+    /// What the selection costs in that unit (with a template: the whole rendered section).
     #[pyo3(get)]
     used: u64,
+    /// With a template, one `Block` per item in render order; else empty.
     #[pyo3(get)]
     blocks: Py<PyTuple>,
 }
@@ -508,14 +533,19 @@ impl BuildResult {
 /// optional `failure_file` and the optional `cost` model.
 #[pyclass(frozen, module = "repo_context", name = "BuildInput")]
 pub struct BuildInput {
+    /// The candidates (a tuple snapshot of the iterable given).
     #[pyo3(get)]
     candidates: Py<PyAny>,
+    /// The budget in characters, or `None`.
     #[pyo3(get)]
     max_chars: Py<PyAny>,
+    /// The failure file, or `None`.
     #[pyo3(get)]
     failure_file: Py<PyAny>,
+    /// The budget in the cost model's unit, or `None`.
     #[pyo3(get)]
     budget: Py<PyAny>,
+    /// The cost model (`Cost` or its mapping form), or `None`.
     #[pyo3(get)]
     cost: Py<PyAny>,
 }
