@@ -3,8 +3,9 @@
 //! The contract (the Python reference in `python/repo_context/reference.py` is its executable
 //! form):
 //!
-//! * **Rank** by `(group, -score, index)` ascending: group 0 for a candidate from the failure
-//!   file, else 1 for `reference`, 2 for `failure`, 3 for `search`. Scores are finite, compared
+//! * **Rank** by `(group, -score, index)` ascending. With `k` failing files (in error order),
+//!   a candidate from the `i`-th failing file has group `i`; any other has group `k` for
+//!   `reference`, `k + 1` for `failure`, `k + 2` for `search`. Scores are finite, compared
 //!   as `f64` with `-0.0 == 0.0`; ties fall back to the input index, so the order is total.
 //! * **Select** in rank order, never stopping early. A candidate whose closed line range
 //!   intersects a window already selected from the same path is omitted as an overlap (naming
@@ -172,22 +173,33 @@ fn score_bits(score: f64) -> u64 {
     }
 }
 
-/// The ranking key packed into one integer: group, then descending score, then input index.
-fn rank_key(row: &Row, index: u32, failure_path: Option<u32>) -> u128 {
-    let group = if Some(row.path) == failure_path {
-        0
-    } else {
-        row.reason.group()
+/// The ranking key packed into one integer: group (32 bits), then descending score (64), then
+/// input index (32).
+fn rank_key(row: &Row, index: u32, groups: &[u32], failing: u32) -> u128 {
+    let group = match groups[row.path as usize] {
+        u32::MAX => failing + u32::from(row.reason.group()) - 1,
+        position => position,
     };
     (u128::from(group) << 96) | (u128::from(!score_bits(row.score)) << 32) | u128::from(index)
 }
 
-/// Input indices in rank order. `rows.len()` must fit in `u32`.
-pub fn rank(rows: &[Row], failure_path: Option<u32>) -> Vec<u32> {
+/// Input indices in rank order. `failure_paths` are the failing files' path ids in error order
+/// (a repeated id counts at its first place); `n_paths` bounds the path ids; `rows.len()` and
+/// `failure_paths.len() + 2` must fit in `u32`.
+pub fn rank(rows: &[Row], failure_paths: &[u32], n_paths: usize) -> Vec<u32> {
+    // Per path id: its place among the failing files, or u32::MAX.
+    let mut groups = vec![u32::MAX; n_paths];
+    let mut failing = 0u32;
+    for &path in failure_paths {
+        if groups[path as usize] == u32::MAX {
+            groups[path as usize] = failing;
+            failing += 1;
+        }
+    }
     let mut keys: Vec<u128> = rows
         .iter()
         .zip(0u32..)
-        .map(|(row, index)| rank_key(row, index, failure_path))
+        .map(|(row, index)| rank_key(row, index, &groups, failing))
         .collect();
     // Keys are distinct (they end in the index), so an unstable sort is deterministic.
     keys.sort_unstable();
@@ -225,8 +237,8 @@ pub fn pack(rows: &[Row], order: &[u32], budget: u64, n_paths: usize) -> Selecti
 }
 
 /// Rank then pack: the whole build over validated rows.
-pub fn build(rows: &[Row], failure_path: Option<u32>, budget: u64, n_paths: usize) -> Selection {
-    pack(rows, &rank(rows, failure_path), budget, n_paths)
+pub fn build(rows: &[Row], failure_paths: &[u32], budget: u64, n_paths: usize) -> Selection {
+    pack(rows, &rank(rows, failure_paths, n_paths), budget, n_paths)
 }
 
 #[cfg(test)]
@@ -273,8 +285,22 @@ mod tests {
             row(0, 5, 5, 1, Reason::Reference, 0.5),
             row(0, 7, 7, 1, Reason::Reference, 0.5),
         ];
-        assert_eq!(rank(&rows, Some(1)), vec![1, 3, 4, 2, 0]);
-        assert_eq!(rank(&rows, None), vec![3, 4, 2, 0, 1]);
+        assert_eq!(rank(&rows, &[1], 2), vec![1, 3, 4, 2, 0]);
+        assert_eq!(rank(&rows, &[], 2), vec![3, 4, 2, 0, 1]);
+    }
+
+    #[test]
+    fn several_failing_files_rank_first_in_list_order() {
+        let rows = [
+            row(0, 1, 1, 1, Reason::Reference, 9.0),
+            row(1, 1, 1, 1, Reason::Search, 1.0),
+            row(2, 1, 1, 1, Reason::Search, 5.0),
+            row(1, 2, 2, 1, Reason::Reference, 0.0),
+            row(2, 2, 2, 1, Reason::Failure, 0.0),
+        ];
+        // Failing files 2 then 1 (a repeat counts once): all of file 2, then file 1 (by score,
+        // whatever the reason), then the rest.
+        assert_eq!(rank(&rows, &[2, 1, 2], 3), vec![2, 4, 1, 3, 0]);
     }
 
     #[test]
@@ -287,7 +313,7 @@ mod tests {
             row(0, 5, 5, 1, Reason::Search, f64::MAX),
             row(0, 6, 6, 1, Reason::Search, f64::MIN),
         ];
-        assert_eq!(rank(&rows, None), vec![4, 3, 0, 1, 2, 5]);
+        assert_eq!(rank(&rows, &[], 1), vec![4, 3, 0, 1, 2, 5]);
     }
 
     #[test]
@@ -297,7 +323,7 @@ mod tests {
             row(0, 10, 12, 1, Reason::Search, 1.0),
             row(0, 11, 12, 1, Reason::Search, 0.0),
         ];
-        let s = build(&rows, None, 100, 1);
+        let s = build(&rows, &[], 100, 1);
         assert_eq!(s.selected, vec![0, 2]);
         assert_eq!(
             s.omitted,
@@ -317,7 +343,7 @@ mod tests {
             row(0, 1, 40, 1, Reason::Search, 1.0),
             row(1, 1, 40, 1, Reason::Search, 1.0), // another path: kept
         ];
-        let s = build(&rows, None, 100, 2);
+        let s = build(&rows, &[], 100, 2);
         assert_eq!(s.selected, vec![0, 1, 3]);
         assert_eq!(
             s.omitted,
@@ -336,7 +362,7 @@ mod tests {
             row(0, 5, 12, 2, Reason::Search, 1.0),    // overlaps 0, but 0 was not selected
             row(0, 20, 30, 2, Reason::Search, 0.5),   // would exceed 3 after the 2 above
         ];
-        let s = build(&rows, None, 3, 1);
+        let s = build(&rows, &[], 3, 1);
         assert_eq!(s.selected, vec![1]);
         assert_eq!(s.used, 2);
         assert_eq!(
@@ -362,10 +388,10 @@ mod tests {
             row(0, 1, 1, 0, Reason::Search, 0.0),
             row(0, 2, 2, 1, Reason::Search, 0.0),
         ];
-        let s = build(&rows, None, 0, 1);
+        let s = build(&rows, &[], 0, 1);
         assert_eq!(s.selected, vec![0]);
         assert_eq!(s.omitted.len(), 1);
-        assert_eq!(build(&[], None, 0, 0), Selection::default());
+        assert_eq!(build(&[], &[], 0, 0), Selection::default());
     }
 
     #[test]
@@ -374,26 +400,27 @@ mod tests {
             row(0, 1, 1, u64::MAX, Reason::Search, 1.0),
             row(0, 2, 2, u64::MAX, Reason::Search, 0.0),
         ];
-        let s = build(&rows, None, u64::MAX, 1);
+        let s = build(&rows, &[], u64::MAX, 1);
         assert_eq!(s.selected, vec![0]);
         assert_eq!(s.omitted[0].why, Omitted::Budget);
     }
 
     /// Brute-force oracle for the selection loop: linear scan of all selected windows.
-    fn naive(rows: &[Row], failure: Option<u32>, budget: u64) -> Selection {
+    fn naive(rows: &[Row], failure: &[u32], budget: u64) -> Selection {
+        let mut distinct: Vec<u32> = Vec::new();
+        for &f in failure {
+            if !distinct.contains(&f) {
+                distinct.push(f);
+            }
+        }
+        let group = |r: &Row| match distinct.iter().position(|&f| f == r.path) {
+            Some(p) => p as u32,
+            None => distinct.len() as u32 + u32::from(r.reason.group()) - 1,
+        };
         let mut order: Vec<u32> = (0..rows.len() as u32).collect();
         order.sort_by(|&a, &b| {
             let (ra, rb) = (&rows[a as usize], &rows[b as usize]);
-            let ga = if Some(ra.path) == failure {
-                0
-            } else {
-                ra.reason.group()
-            };
-            let gb = if Some(rb.path) == failure {
-                0
-            } else {
-                rb.reason.group()
-            };
+            let (ga, gb) = (group(ra), group(rb));
             ga.cmp(&gb)
                 .then(rb.score.partial_cmp(&ra.score).unwrap())
                 .then(a.cmp(&b))
@@ -456,7 +483,7 @@ mod tests {
                     )
                 })
                 .collect();
-            let failure = [None, Some(0), Some(2)][next(3) as usize];
+            let failure: &[u32] = [&[][..], &[0], &[2], &[2, 0], &[1, 2, 1]][next(5) as usize];
             let budget = next(60);
             assert_eq!(
                 build(&rows, failure, budget, 3),

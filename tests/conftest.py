@@ -79,21 +79,32 @@ def get_field(cand: Any, name: str) -> Any:
     return getattr(cand, name)
 
 
-def rank_key(cand: Any, index: int, failure_file: str | None) -> tuple[Any, ...]:
+def failing_list(failure: str | list[str] | None) -> list[str]:
+    """The canonical failing files, in order, repeats dropped (failure_file is one of them)."""
+    given = [] if failure is None else [failure] if isinstance(failure, str) else failure
+    out: list[str] = []
+    for path in given:
+        if canon(path) not in out:
+            out.append(canon(path))
+    return out
+
+
+def rank_key(cand: Any, index: int, failure_file: str | list[str] | None) -> tuple[Any, ...]:
     path = canon(get_field(cand, "path"))
     reason = get_field(cand, "reason")
-    if failure_file is not None and path == canon(failure_file):
-        group = 0
+    failing = failing_list(failure_file)
+    if path in failing:
+        group = failing.index(path)
     else:
-        group = REASON_RANK[reason]
+        group = len(failing) + REASON_RANK[reason] - 1
     return (group, -float(get_field(cand, "score")), index)
 
 
-def ranked_indices(cands: list[Any], failure_file: str | None) -> list[int]:
+def ranked_indices(cands: list[Any], failure_file: str | list[str] | None) -> list[int]:
     return sorted(range(len(cands)), key=lambda i: rank_key(cands[i], i, failure_file))
 
 
-def model_build(cands: list[Any], max_chars: int, failure_file: str | None) -> dict[str, Any]:
+def model_build(cands: list[Any], max_chars: int, failure_file: str | list[str] | None) -> dict[str, Any]:
     """A naive O(n^2) restatement of the selection rule (JSON-like form).
 
     Items are given as (canonical path, start, end, content, reason, score)
@@ -252,7 +263,18 @@ PATH_SPELLINGS = [
     "A.py",
 ]
 ONE_PATH_SPELLINGS = ["x/y.py", "./x/y.py", "x//y.py/", "x/./y.py", "./x/./y.py/."]
-FAILURE_FILES: list[str | None] = [None, None, "a.py", "./a.py/", "b//c.py", "A.py", "zz.py"]
+FAILURE_FILES: list[str | list[str] | None] = [
+    None,
+    None,
+    "a.py",
+    "./a.py/",
+    "b//c.py",
+    "A.py",
+    "zz.py",
+    ["b//c.py", "a.py"],
+    ["./a.py", "zz.py", "a.py/", "b/c.py"],
+    [],
+]
 
 SCORES: list[Any] = [
     0.0,
@@ -318,7 +340,7 @@ class Drawn:
     specs: list[tuple[Any, ...]]
     forms: list[str]
     max_chars: int
-    failure_file: str | None
+    failure_file: str | list[str] | None  # a list is given as failure_files
     top_form: str
     include_none_failure_file: bool
 
@@ -332,17 +354,20 @@ class Drawn:
         import repo_context
 
         ff = self.failure_file
+        many = isinstance(ff, list)
         if self.top_form == "build_input":
+            if many:
+                return repo_context.BuildInput(cands, self.max_chars, failure_files=ff)
             return repo_context.BuildInput(cands, self.max_chars, ff)
         keys = {
-            "snake": ("max_chars", "failure_file"),
-            "proxy": ("max_chars", "failure_file"),
-            "camel": ("maxChars", "failureFile"),
-            "mixed": ("max_chars", "failureFile"),
+            "snake": ("max_chars", "failure_file", "failure_files"),
+            "proxy": ("max_chars", "failure_file", "failure_files"),
+            "camel": ("maxChars", "failureFile", "failureFiles"),
+            "mixed": ("max_chars", "failureFile", "failure_files"),
         }[self.top_form]
         data: dict[str, Any] = {"candidates": cands, keys[0]: self.max_chars}
         if ff is not None or self.include_none_failure_file:
-            data[keys[1]] = ff
+            data[keys[2] if many else keys[1]] = ff
         if self.top_form == "proxy":
             return types.MappingProxyType(data)
         return data
@@ -395,7 +420,7 @@ def build_inputs(
     max_size: int = 14,
     paths: list[str] = PATH_SPELLINGS,
     max_line: int = 12,
-    failure_files: list[str | None] = FAILURE_FILES,
+    failure_files: list[str | list[str] | None] = FAILURE_FILES,
 ) -> Drawn:
     # Draw the size first: st.lists alone would keep most inputs very small.
     n = draw(st.integers(0, max_size))

@@ -16,6 +16,7 @@ import repo_context
 import repo_context.reference as reference
 from conftest import (
     DIFF_EXAMPLES,
+    FAILURE_FILES,
     FIELDS,
     MAX_LINE,
     ONE_PATH_SPELLINGS,
@@ -158,6 +159,11 @@ TOP_LEVEL_BAD: list[tuple[str, Any]] = [
     ("failure_file", "."),
     ("failure_file", "a\\b"),
     ("failure_file", 3),
+    ("failure_files", "a.py"),
+    ("failure_files", 3),
+    ("failure_files", ["ok.py", "/abs.py"]),
+    ("failure_files", ["ok.py", None]),
+    ("failure_file_and_files", ["ok.py"]),
     ("unknown", "zzz"),
     ("both", "max_chars"),
     ("both", "failure_file"),
@@ -191,7 +197,10 @@ def bad_candidate(spec: tuple[Any, ...], form: str, mutations: dict[str, Any]) -
 
 @st.composite
 def invalid_inputs(draw: Any) -> tuple[Any, tuple[Any, int | None, str]]:
-    drawn: Drawn = draw(build_inputs(max_size=8))
+    # One failing file at most here: the top-level mutations below spell failure_file out.
+    drawn: Drawn = draw(
+        build_inputs(max_size=8, failure_files=[f for f in FAILURE_FILES if not isinstance(f, list)])
+    )
     n = len(drawn.specs)
     cands: list[Any] = drawn.candidates()
     first_bad: tuple[int, str] | None = None
@@ -231,6 +240,13 @@ def invalid_inputs(draw: Any) -> tuple[Any, tuple[Any, int | None, str]]:
                 data[max_key] = value
         elif kind == "failure_file":
             data[ff_key] = value
+        elif kind == "failure_files":
+            data.pop(ff_key, None)
+            data["failure_files"] = value
+        elif kind == "failure_file_and_files":
+            data[ff_key] = "ok.py"
+            data["failure_files"] = value
+            expected = (repo_context.InvalidInputError, None, "failure_files")
         elif kind == "unknown":
             data[value] = 0
             expected = (repo_context.InvalidInputError, None, value)

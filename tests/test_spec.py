@@ -683,6 +683,7 @@ def test_result_to_dict_json_form(engine: Any) -> None:
         "truncated",
         "omitted",
         "failure_file",
+        "failure_files",
         "cost",
         "budget",
         "used",
@@ -732,6 +733,7 @@ def test_result_to_dict_empty(engine: Any) -> None:
             "truncated": False,
             "omitted": [],
             "failure_file": None,
+            "failure_files": [],
             "cost": {
                 "unit": "chars",
                 "encoding": None,
@@ -797,3 +799,45 @@ def test_negative_zero_score_kept_in_item(engine: Any) -> None:
     result = engine({"candidates": [C("a.py", 1, 1, "a", "search", -0.0)], "max_chars": 1})
     assert strict(result.items[0].score) == strict(-0.0)
     assert strict(result.to_dict()["items"][0]["score"]) == strict(-0.0)
+
+
+def test_several_failing_files_rank_first_in_error_order(engine: Any) -> None:
+    cands = [
+        C("lib.py", 1, 5, "aa", "reference", 100.0),
+        C("test_x.py", 1, 5, "bb", "search", -5.0),
+        C("deep.py", 1, 5, "cc", "search", 0.0),
+        C("./deep.py", 10, 12, "dd", "reference", 9.0),
+        C("test_x.py", 20, 22, "ee", "failure", 1.0),
+    ]
+    result = engine(
+        {"candidates": cands, "max_chars": 100, "failure_files": ["deep.py", "test_x.py", "deep.py"]}
+    )
+    # deep.py first (by score, whatever the reason), then test_x.py, then the rest by reason.
+    assert list(result.selected) == [3, 2, 4, 1, 0]
+    assert result.failure_files == ("deep.py", "test_x.py")
+    assert result.failure_file == "deep.py"
+    assert result.to_dict()["failure_files"] == ["deep.py", "test_x.py"]
+
+
+def test_failure_file_is_the_one_element_form(engine: Any) -> None:
+    cands = [C("a.py", 1, 2, "x", "search", 0.0), C("b.py", 1, 2, "y", "reference", 5.0)]
+    one = engine({"candidates": cands, "max_chars": 10, "failure_file": "a.py"})
+    many = engine({"candidates": cands, "max_chars": 10, "failureFiles": ["./a.py"]})
+    assert one == many
+    assert list(one.selected) == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ({"failure_file": "a.py", "failure_files": ["a.py"]}, "not both"),
+        ({"failure_files": "a.py"}, "must be a list of paths"),
+        ({"failure_files": ["a.py", "../b.py"]}, "item 1"),
+        ({"failure_files": ["a.py", 3]}, "item 1"),
+    ],
+)
+def test_invalid_failure_files(engine: Any, rc: Any, extra: dict[str, Any], problem: str) -> None:
+    with pytest.raises(rc.InvalidInputError) as err:
+        engine({"candidates": [C("a.py", 1, 1, "x", "search", 0.0)], "max_chars": 5, **extra})
+    assert (err.value.field, err.value.index) == ("failure_files", None)
+    assert problem in str(err.value)

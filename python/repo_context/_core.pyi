@@ -98,6 +98,8 @@ class BuildResult:
     @property
     def failure_file(self) -> str | None: ...
     @property
+    def failure_files(self) -> tuple[str, ...]: ...
+    @property
     def cost(self) -> Cost: ...
     @property
     def budget(self) -> int: ...
@@ -112,7 +114,7 @@ class BuildResult:
         used_chars: int,
         truncated: bool,
         omitted: Iterable[Omission],
-        failure_file: str | None,
+        failure_files: Iterable[str],
         cost: Cost,
         budget: int,
         used: int,
@@ -134,6 +136,8 @@ class BuildInput:
     @property
     def failure_file(self) -> str | None: ...
     @property
+    def failure_files(self) -> Iterable[str] | None: ...
+    @property
     def budget(self) -> int | None: ...
     @property
     def cost(self) -> Cost | Mapping[str, Any] | None: ...
@@ -143,6 +147,7 @@ class BuildInput:
         max_chars: int | None = None,
         failure_file: str | None = None,
         *,
+        failure_files: Iterable[str] | None = None,
         budget: int | None = None,
         cost: Cost | Mapping[str, Any] | None = None,
     ) -> BuildInput: ...
@@ -151,7 +156,7 @@ class BuildInput:
 def build(
     candidates: Sequence[Any],
     budget: int,
-    failure_file: str | None,
+    failure_files: Sequence[str],
     max_total_chars: int,
     cost: Cost,
     budget_obj: int,

@@ -57,7 +57,7 @@ def _with(
         used_chars,
         bool(omitted),
         omitted,
-        result.failure_file,
+        result.failure_files,
         result.cost,
         result.budget,
         used,

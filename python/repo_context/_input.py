@@ -22,8 +22,8 @@ DEFAULT_MAX_CANDIDATES = 4_000_000
 #: Default limit on the total content of one build, in characters (code points): 2**30.
 DEFAULT_MAX_TOTAL_CHARS = 1 << 30
 
-_ALIASES = {"max_chars": "maxChars", "failure_file": "failureFile"}
-_KEYS = {"candidates", "max_chars", "failure_file", "maxChars", "failureFile", "budget", "cost"}
+_ALIASES = {"max_chars": "maxChars", "failure_file": "failureFile", "failure_files": "failureFiles"}
+_KEYS = {"candidates", "budget", "cost", *_ALIASES, *_ALIASES.values()}
 _U64_MAX = (1 << 64) - 1
 
 
@@ -73,20 +73,20 @@ def _lookup(data: Mapping[Any, Any], key: str, required: bool) -> Any:
 
 def normalize_input(
     data: object, max_candidates: int, default_cost: Cost
-) -> tuple[Sequence[Any], int, str | None, Cost]:
+) -> tuple[Sequence[Any], int, list[str], Cost]:
     """Validate the top level of a build input.
 
     Args:
         data: a :class:`BuildInput` or a mapping with keys ``candidates``, ``budget`` or
             ``max_chars`` (alias ``maxChars``), and optionally ``cost`` and ``failure_file``
-            (alias ``failureFile``).
+            (alias ``failureFile``) or ``failure_files`` (alias ``failureFiles``).
         max_candidates: the candidate-count limit.
         default_cost: the builder's cost model, used when the input names none.
 
     Returns:
-        ``(candidates, budget, failure_file, cost)``: the candidates as a list or tuple
-        (another iterable is copied into a list), the budget as an ``int`` in the cost's unit,
-        the canonical failure file or ``None``, and the cost model.
+        ``(candidates, budget, failure_files, cost)``: a list snapshot of the candidates, the
+        budget as an ``int`` in the cost's unit, the canonical failing files in error order
+        (repeats dropped; ``failure_file`` is the one-element form), and the cost model.
 
     Raises:
         InvalidInputError: with ``index=None`` and the offending field.
@@ -94,7 +94,7 @@ def normalize_input(
     """
     if isinstance(data, BuildInput):
         candidates, max_chars, failure_file = data.candidates, data.max_chars, data.failure_file
-        budget, cost = data.budget, data.cost
+        failure_files, budget, cost = data.failure_files, data.budget, data.cost
     elif isinstance(data, Mapping):
         for key in data:
             if key not in _KEYS:
@@ -102,6 +102,7 @@ def normalize_input(
         candidates = _lookup(data, "candidates", True)
         max_chars = _lookup(data, "max_chars", False)
         failure_file = _lookup(data, "failure_file", False)
+        failure_files = _lookup(data, "failure_files", False)
         budget, cost = data.get("budget"), data.get("cost")
     else:
         raise InvalidInputError("input", f"must be a BuildInput or a mapping, not {type(data).__name__}")
@@ -131,16 +132,36 @@ def normalize_input(
     if amount < 0:
         raise InvalidInputError(field, f"must be >= 0, got {show_int(amount)}")
 
-    canonical_failure: str | None = None
-    if failure_file is not None:
-        try:
-            canonical_failure = canonical_path(failure_file)
-        except PathProblem as exc:
-            raise InvalidInputError("failure_file", str(exc)) from None
+    failing = _failing_files(failure_file, failure_files)
 
     if len(seq) > max_candidates:
         raise ResourceLimitError("candidates", f"{len(seq)} candidates exceed the limit of {max_candidates}")
-    return seq, amount, canonical_failure, model
+    return seq, amount, failing, model
+
+
+def _failing_files(failure_file: object, failure_files: object) -> list[str]:
+    """The canonical failing files, in order, repeats dropped."""
+    if failure_file is not None and failure_files is not None:
+        raise InvalidInputError("failure_files", "give failure_file or failure_files, not both")
+    if failure_file is not None:
+        try:
+            return [canonical_path(failure_file)]
+        except PathProblem as exc:
+            raise InvalidInputError("failure_file", str(exc)) from None
+    if failure_files is None:
+        return []
+    if isinstance(failure_files, (str, bytes, Mapping)) or not isinstance(failure_files, Iterable):
+        kind = type(failure_files).__name__
+        raise InvalidInputError("failure_files", f"must be a list of paths, not {kind}")
+    out: list[str] = []
+    for i, path in enumerate(list(failure_files)):
+        try:
+            canonical = canonical_path(path)
+        except PathProblem as exc:
+            raise InvalidInputError("failure_files", f"item {i}: {exc}") from None
+        if canonical not in out:
+            out.append(canonical)
+    return out
 
 
 def line_int(value: object, field: str) -> int:

@@ -20,8 +20,8 @@ class RepoContextBuilder(BuilderBase):
     * **Cost** each candidate before packing, in the unit of the cost model
       (:class:`~repo_context.Cost`): characters (code points) or exact tokens of an encoding, of
       the content alone or of its whole rendered block.
-    * **Rank** by ``(group, -float(score), input index)``: group 0 for the failure file's
-      candidates, then ``reference`` (1), ``failure`` (2), ``search`` (3).
+    * **Rank** by ``(group, -float(score), input index)``: the failing files' candidates first,
+      file by file in error order, then ``reference``, ``failure``, ``search``.
     * **Select** in rank order: omit a candidate whose closed line range ``[start, end]``
       intersects a window already selected from the same (canonical) path (``"overlap"``),
       else one that does not fit what is left of the budget (``"budget"``); never stop early
@@ -50,7 +50,9 @@ class RepoContextBuilder(BuilderBase):
         Args:
             input: a :class:`BuildInput`, or a mapping with ``candidates``, either ``max_chars``
                 (alias ``maxChars``; a budget in characters) or ``budget`` (in the unit of the
-                cost model), and optional ``cost`` and ``failure_file`` (alias ``failureFile``). Candidates
+                cost model), and optional ``cost`` and ``failure_files`` (alias ``failureFiles``;
+                the failing files in error order, all ranked before every other candidate) or
+                its one-element form ``failure_file`` (alias ``failureFile``). Candidates
                 are :class:`Candidate` objects, mappings, or objects with the attributes
                 ``path``, ``start``, ``end``, ``content``, ``reason``, ``score``.
 
@@ -58,7 +60,8 @@ class RepoContextBuilder(BuilderBase):
             A :class:`BuildResult`: ``items`` (selected candidates as ``Candidate``, canonical
             path, selection order), ``selected`` (their input indices), ``used_chars``,
             ``truncated``, ``omitted`` (one :class:`Omission` per left-out candidate, rank
-            order), ``failure_file``, ``cost``, ``budget``, ``used`` (in the cost's unit) and
+            order), ``failure_files`` (and ``failure_file``, the first), ``cost``, ``budget``,
+            ``used`` (in the cost's unit) and
             ``blocks`` (render placement, with a template). The input is not mutated; equal
             inputs give equal results.
 
@@ -71,12 +74,12 @@ class RepoContextBuilder(BuilderBase):
         ``__index__``, ``__getitem__``) propagates unchanged; only a missing key or attribute
         becomes :class:`InvalidCandidateError` (``problem`` "is missing").
         """
-        candidates, budget, failure_file, cost = normalize_input(input, self.max_candidates, self.cost)
+        candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
         counter = self.counter(cost)
         result, ranks = _core.build(
             candidates,
             clamp_u64(budget),
-            failure_file,
+            failure_files,
             clamp_u64(self.max_total_chars),
             cost,
             budget,

@@ -367,7 +367,7 @@ def plan(
     ``order="rank"`` keeps selection order (``position == rank``). ``order="file"`` groups the
     items by path: groups in the selection rank of their first item, the items of a group by
     ``(start, end, rank)``. An item is from the failure file when its path equals
-    ``result.failure_file`` (``None`` if the result has no such attribute). Raises
+    one of ``result.failure_files`` (none if the result has no such attribute). Raises
     ``ValueError`` for an unknown ``template`` or ``order``.
     """
     if template not in TEMPLATES:
@@ -375,7 +375,7 @@ def plan(
     if order not in ORDERS:
         raise ValueError(f"order must be 'rank' or 'file', got {order!r}")
     items = result.items
-    failure_file = getattr(result, "failure_file", None)
+    failing_files = set(getattr(result, "failure_files", ()))
     ranks: list[int] = list(range(len(items)))
     if order == "file":
         groups: dict[str, list[int]] = {}
@@ -395,7 +395,7 @@ def plan(
             item.end,
             item.content,
             item.reason,
-            failing=failure_file is not None and item.path == failure_file,
+            failing=item.path in failing_files,
             template=template,
             line_numbers=line_numbers,
         )

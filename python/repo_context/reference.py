@@ -4,9 +4,10 @@ Same signature, types, results and errors as :func:`repo_context.build` (the Rus
 Hypothesis differential tests hold the two equal. Read this module to learn the contract:
 
 1. **Validate** every candidate, in input order, before ranking (all-or-nothing).
-2. **Rank** by the key ``(group, -float(score), input index)``, ascending, where ``group`` is 0
-   for a candidate from the failure file, else 1 for ``reference``, 2 for ``failure`` and 3 for
-   ``search``.
+2. **Rank** by the key ``(group, -float(score), input index)``, ascending: with ``k`` failing
+   files (``failure_files``, in error order; ``failure_file`` is the one-element form), a
+   candidate from the ``i``-th has group ``i``; any other has group ``k`` for ``reference``,
+   ``k + 1`` for ``failure`` and ``k + 2`` for ``search``.
 3. **Select** in rank order, never stopping early: a candidate whose closed line range
    ``[start, end]`` intersects a window already *selected* from the same path is omitted as
    ``overlap`` (naming the selected window with the smallest start it hits); else one whose
@@ -133,7 +134,8 @@ class RepoContextBuilder(BuilderBase):
 
     def build(self, input: object) -> BuildResult:
         """Build the context; same contract as :meth:`repo_context.RepoContextBuilder.build`."""
-        candidates, budget, failure_file, cost = normalize_input(input, self.max_candidates, self.cost)
+        candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
+        failing = {path: place for place, path in enumerate(failure_files)}
 
         rows: list[_Row] = []
         fields: list[dict[str, Any]] = []
@@ -154,13 +156,15 @@ class RepoContextBuilder(BuilderBase):
         costs = [row.cost for row in rows]  # characters of the content
         if cost.template is not None or counter is not None:
             texts = [
-                _costed_text(row, item, cost, failure_file) for row, item in zip(rows, fields, strict=True)
+                _costed_text(row, item, cost, row.path in failing) for row, item in zip(rows, fields, strict=True)
             ]
             costs = [len(text) for text in texts] if counter is None else counter.count(texts)
 
         def key(i: int) -> tuple[int, float, int]:
+            # The failing files first, in their order; then reference, failure, search.
             row = rows[i]
-            return (0 if row.path == failure_file else row.group, -row.score, i)
+            group = failing.get(row.path, len(failing) + row.group - 1)
+            return (group, -row.score, i)
 
         order = sorted(range(len(rows)), key=key)
 
@@ -185,12 +189,12 @@ class RepoContextBuilder(BuilderBase):
         items = [Candidate(**fields[i]) for i in selected]
         used_chars = sum(rows[i].cost for i in selected)
         result = BuildResult(
-            items, selected, used_chars, bool(omitted), omitted, failure_file, cost, budget, used, ()
+            items, selected, used_chars, bool(omitted), omitted, failure_files, cost, budget, used, ()
         )
         return finish(result, ranks, None if counter is None else counter.count_one)
 
 
-def _costed_text(row: _Row, item: dict[str, Any], cost: Cost, failure_file: str | None) -> str:
+def _costed_text(row: _Row, item: dict[str, Any], cost: Cost, failing: bool) -> str:
     """What a candidate costs: its content, or its rendered block when the cost has a template."""
     if cost.template is None:
         return str.__str__(item["content"])
@@ -201,7 +205,7 @@ def _costed_text(row: _Row, item: dict[str, Any], cost: Cost, failure_file: str 
         row.end,
         str.__str__(item["content"]),
         reason,
-        failing=row.path == failure_file,
+        failing=failing,
         template=cost.template,
         line_numbers=cost.line_numbers,
     )

@@ -19,7 +19,8 @@ use crate::render::{self, Template};
 /// Candidates costed per call into the token counter.
 const CHUNK: usize = 1024;
 
-/// Set `row.cost` for every candidate according to `cost` (a `repo_context.Cost`). Returns the
+/// Set `row.cost` for every candidate according to `cost` (a `repo_context.Cost`); `failing`
+/// tells, per path id, whether the path is a failing file (its blocks are labelled so). Returns the
 /// content lengths (characters) when the cost is something else, `None` when it is the
 /// content length itself (then `row.cost` is left as read).
 pub(super) fn apply(
@@ -28,7 +29,7 @@ pub(super) fn apply(
     counter: Option<&TokenCounter>,
     rows: &mut [Row],
     items: &[Item<'_>],
-    failure: Option<u32>,
+    failing: &[bool],
 ) -> PyResult<Option<Vec<u64>>> {
     let template = cost.getattr(intern!(py, "template"))?;
     let template = if template.is_none() {
@@ -60,7 +61,7 @@ pub(super) fn apply(
                     .iter()
                     .zip(items)
                     .map(|(row, item)| {
-                        let failing = Some(row.path) == failure;
+                        let failing = failing[row.path as usize];
                         block(py, row, item, failing, template, line_numbers)
                     })
                     .collect::<PyResult<Vec<_>>>()?;

@@ -381,9 +381,9 @@ pub struct BuildResult {
     /// One `Omission` per left-out candidate (tuple), in rank order.
     #[pyo3(get)]
     omitted: Py<PyTuple>,
-    /// The canonical failure file, or `None`.
+    /// The canonical failing files (tuple of `str`), in error order.
     #[pyo3(get)]
-    failure_file: Py<PyAny>,
+    failure_files: Py<PyTuple>,
     /// The cost model (`repo_context.Cost`) the budget was counted in.
     #[pyo3(get)]
     cost: Py<PyAny>,
@@ -406,7 +406,7 @@ impl BuildResult {
             self.used_chars,
             self.truncated,
             self.omitted.bind(py),
-            self.failure_file.bind(py),
+            self.failure_files.bind(py),
             self.cost.bind(py),
             self.budget.bind(py),
             self.used,
@@ -434,7 +434,7 @@ fn dicts<'py>(py: Python<'py>, items: &Bound<'py, PyTuple>) -> PyResult<Bound<'p
 #[pymethods]
 impl BuildResult {
     #[new]
-    #[pyo3(signature = (items, selected, used_chars, truncated, omitted, failure_file, cost, budget, used, blocks))]
+    #[pyo3(signature = (items, selected, used_chars, truncated, omitted, failure_files, cost, budget, used, blocks))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         items: &Bound<'_, PyAny>,
@@ -442,7 +442,7 @@ impl BuildResult {
         used_chars: u64,
         truncated: bool,
         omitted: &Bound<'_, PyAny>,
-        failure_file: Py<PyAny>,
+        failure_files: &Bound<'_, PyAny>,
         cost: Py<PyAny>,
         budget: Py<PyAny>,
         used: u64,
@@ -454,7 +454,7 @@ impl BuildResult {
             used_chars,
             truncated,
             omitted: to_tuple(omitted)?.unbind(),
-            failure_file,
+            failure_files: to_tuple(failure_files)?.unbind(),
             cost,
             budget,
             used,
@@ -462,11 +462,20 @@ impl BuildResult {
         })
     }
 
+    /// The first failing file (the deepest project frame's), or `None`.
+    #[getter]
+    fn failure_file<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        let files = self.failure_files.bind(py);
+        files
+            .get_item(0)
+            .unwrap_or_else(|_| py.None().into_bound(py))
+    }
+
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.items)?;
         visit.call(&self.selected)?;
         visit.call(&self.omitted)?;
-        visit.call(&self.failure_file)?;
+        visit.call(&self.failure_files)?;
         visit.call(&self.cost)?;
         visit.call(&self.budget)?;
         visit.call(&self.blocks)
@@ -485,7 +494,11 @@ impl BuildResult {
         d.set_item(intern!(py, "used_chars"), self.used_chars)?;
         d.set_item(intern!(py, "truncated"), self.truncated)?;
         d.set_item(intern!(py, "omitted"), dicts(py, self.omitted.bind(py))?)?;
-        d.set_item(intern!(py, "failure_file"), &self.failure_file)?;
+        d.set_item(intern!(py, "failure_file"), self.failure_file(py))?;
+        d.set_item(
+            intern!(py, "failure_files"),
+            PyList::new(py, self.failure_files.bind(py))?,
+        )?;
         d.set_item(
             intern!(py, "cost"),
             self.cost.bind(py).call_method0(intern!(py, "to_dict"))?,
@@ -542,6 +555,9 @@ pub struct BuildInput {
     /// The failure file, or `None`.
     #[pyo3(get)]
     failure_file: Py<PyAny>,
+    /// The failing files in error order (list or tuple), or `None`.
+    #[pyo3(get)]
+    failure_files: Py<PyAny>,
     /// The budget in the cost model's unit, or `None`.
     #[pyo3(get)]
     budget: Py<PyAny>,
@@ -568,12 +584,13 @@ impl BuildInput {
 #[pymethods]
 impl BuildInput {
     #[new]
-    #[pyo3(signature = (candidates, max_chars=None, failure_file=None, *, budget=None, cost=None))]
+    #[pyo3(signature = (candidates, max_chars=None, failure_file=None, *, failure_files=None, budget=None, cost=None))]
     fn new(
         py: Python<'_>,
         candidates: Py<PyAny>,
         max_chars: Option<Py<PyAny>>,
         failure_file: Option<Py<PyAny>>,
+        failure_files: Option<Py<PyAny>>,
         budget: Option<Py<PyAny>>,
         cost: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
@@ -597,6 +614,7 @@ impl BuildInput {
             candidates,
             max_chars: max_chars.unwrap_or_else(none),
             failure_file: failure_file.unwrap_or_else(none),
+            failure_files: failure_files.unwrap_or_else(none),
             budget: budget.unwrap_or_else(none),
             cost: cost.unwrap_or_else(none),
         })
@@ -626,6 +644,7 @@ impl BuildInput {
                 ("candidates", self.candidates.bind(py)),
                 ("max_chars", self.max_chars.bind(py)),
                 ("failure_file", self.failure_file.bind(py)),
+                ("failure_files", self.failure_files.bind(py)),
                 ("budget", self.budget.bind(py)),
                 ("cost", self.cost.bind(py)),
             ])?
@@ -646,6 +665,7 @@ impl BuildInput {
         let py = slf.py();
         let me = slf.get();
         let kwargs = PyDict::new(py);
+        kwargs.set_item(intern!(py, "failure_files"), &me.failure_files)?;
         kwargs.set_item(intern!(py, "budget"), &me.budget)?;
         kwargs.set_item(intern!(py, "cost"), &me.cost)?;
         let partial = py
@@ -1159,13 +1179,13 @@ fn prefetch_ahead(list: &Bound<'_, PyList>, index: usize) {
 /// `candidates` is a list or tuple; `max_chars` the budget in characters; `failure_file` the
 /// canonical failure file or `None`; `max_total_chars` the total-content limit.
 #[pyfunction]
-#[pyo3(signature = (candidates, budget, failure_file, max_total_chars, cost, budget_obj, counter))]
+#[pyo3(signature = (candidates, budget, failure_files, max_total_chars, cost, budget_obj, counter))]
 #[allow(clippy::too_many_arguments)]
 fn build<'py>(
     py: Python<'py>,
     candidates: &Bound<'py, PyAny>,
     budget: u64,
-    failure_file: Option<Bound<'py, PyString>>,
+    failure_files: Vec<Bound<'py, PyString>>,
     max_total_chars: u64,
     cost: Bound<'py, PyAny>,
     budget_obj: Py<PyAny>,
@@ -1193,19 +1213,25 @@ fn build<'py>(
         }
     }
 
-    let failure_id = match &failure_file {
-        None => None,
-        Some(f) => match f.to_str() {
+    // The failing files that some candidate comes from, as path ids, in error order.
+    let mut failure_ids = Vec::with_capacity(failure_files.len());
+    for f in &failure_files {
+        let id = match f.to_str() {
             Ok(s) => reader.paths.ids.get(s.as_bytes()).copied(),
             Err(_) => reader.paths.ids.get(surrogate_key(f)?.as_slice()).copied(),
-        },
-    };
+        };
+        failure_ids.extend(id);
+    }
     let mut rows = reader.rows;
     // Content lengths, kept when the cost is not the content length itself.
     let counter = counter.as_ref().map(Bound::get);
-    let lengths = costing::apply(py, &cost, counter, &mut rows, &reader.items, failure_id)?;
     let n_paths = reader.paths.ids.len();
-    let selection = py.detach(|| engine::build(&rows, failure_id, budget, n_paths));
+    let mut failing = vec![false; n_paths];
+    for &id in &failure_ids {
+        failing[id as usize] = true;
+    }
+    let lengths = costing::apply(py, &cost, counter, &mut rows, &reader.items, &failing)?;
+    let selection = py.detach(|| engine::build(&rows, &failure_ids, budget, n_paths));
 
     let _pause = GcPause::new(py);
     let mut fresh = reader.items;
@@ -1265,7 +1291,7 @@ fn build<'py>(
         used_chars,
         truncated: !selection.omitted.is_empty(),
         omitted: PyTuple::new(py, omitted)?.unbind(),
-        failure_file: failure_file.map_or_else(|| py.None(), |f| f.into_any().unbind()),
+        failure_files: PyTuple::new(py, failure_files)?.unbind(),
         cost: cost.unbind(),
         budget: budget_obj,
         used: selection.used,
