@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 import repo_context
-from repo_context.cli import main
+from repo_context.cli import main, run_context
 from repo_context.composer import fence, language_of, render_markdown
 
 
@@ -310,6 +311,7 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
         "truncated",
         "omitted",
         "failure_file",
+        "failure_files",
         "cost",
         "budget",
         "used",
@@ -371,3 +373,176 @@ def test_context_bad_arguments_exit_2(failing_repo: tuple[Path, Path], tmp_path:
         assert proc.returncode == 2, args
         assert proc.stdout == b""
         assert proc.stderr.decode().count("\n") == 1
+
+
+# --- usage errors, output errors, repeated keys, a log on standard input, sections -------
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["build", "--engine", "foo"], "argument --engine: invalid choice: 'foo'"),
+        (["context", "--repo", "."], "the following arguments are required: --pytest-log"),
+        (["frob"], "invalid choice: 'frob'"),
+        ([], "the following arguments are required: COMMAND"),
+        (["build", "--budget", "many"], "argument --budget: invalid int value: 'many'"),
+        (["build", "a.json", "b.json"], "unrecognized arguments: b.json"),
+    ],
+)
+def test_usage_errors_are_one_line_on_stderr(
+    args: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("repo-context: ") and captured.err.endswith(" (see --help)\n")
+    assert captured.err.count("\n") == 1
+    assert expected in captured.err
+
+
+def test_usage_error_exit_status_and_help_in_a_process() -> None:
+    proc = cli("build", "--engine", "foo")
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert proc.stderr.decode().startswith("repo-context: argument --engine: invalid choice")
+    assert proc.stderr.count(b"\n") == 1
+    for args in (("--help",), ("build", "--help"), ("context", "-h")):
+        proc = cli(*args)
+        assert (proc.returncode, proc.stderr) == (0, b""), args
+        out = proc.stdout.decode()
+        assert out.startswith("usage: repo-context") and "--help" in out and out.count("\n") > 5
+
+
+def test_help_in_process_returns_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["build", "--help"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("usage: repo-context build") and captured.err == ""
+
+
+BIG_INPUT = json.dumps(
+    {"candidates": [cand(f"m{i}.py", 1, 1, "x" * 1000, "search", 1) for i in range(300)], "max_chars": 10**6}
+)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("fmt", ["json", "markdown"])
+def test_output_to_a_full_device_is_one_line_and_exit_1(fmt: str) -> None:
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "repo_context.cli", "build", "--format", fmt],
+            input=BIG_INPUT.encode(),
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=300,
+            check=False,
+        )
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == "repo-context build: cannot write the output: No space left on device\n"
+
+
+def test_output_to_a_closed_pipe_is_one_line_and_exit_1() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will ever read: the first write fails with EPIPE
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "repo_context.cli", "build"],
+            input=BIG_INPUT.encode(),
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 1
+    # One line, and no second error when Python flushes its streams at exit.
+    assert proc.stderr.decode() == "repo-context build: cannot write the output: Broken pipe\n"
+
+
+def test_output_error_in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    class Closed(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(INPUT).encode())))
+    monkeypatch.setattr(sys, "stdout", Closed())
+    assert main(["build"]) == 1
+    assert capsys.readouterr().err == "repo-context build: cannot write the output: Broken pipe\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('{"candidates": [], "max_chars": -1, "max_chars": 1}', "max_chars"),
+        ('{"candidates": [{"path": "a.py", "path": "b.py"}], "max_chars": 1}', "path"),
+        ('{"candidates": [], "max_chars": 1, "cost": {"unit": "chars", "unit": "chars"}}', "unit"),
+        ('{"candidates": [{"path": "a.py", "x": {"y": [{"z": 1, "z": 1}]}}], "max_chars": 1}', "z"),
+    ],
+)
+def test_repeated_json_key_is_invalid_input(text: str, key: str) -> None:
+    proc = cli("build", stdin=text)
+    assert proc.returncode == 2
+    assert proc.stdout == b""
+    err = proc.stderr.decode()
+    assert err.count("\n") == 1
+    assert err.startswith("repo-context build: invalid JSON in standard input: ")
+    assert f'key "{key}" given twice' in err
+
+
+def test_equal_keys_in_different_objects_are_fine(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "input.json"
+    path.write_text(json.dumps(INPUT), encoding="utf-8")  # every candidate has "path", ...
+    assert main(["build", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out) == expected_json(INPUT)
+
+
+def test_context_reads_the_log_from_standard_input(failing_repo: tuple[Path, Path]) -> None:
+    repo, log = failing_repo
+    from_file = cli("context", "--repo", str(repo), "--pytest-log", str(log))
+    from_stdin = cli("context", "--repo", str(repo), "--pytest-log", "-", stdin=log.read_bytes())
+    assert from_stdin.returncode == 0, from_stdin.stderr
+    assert from_stdin.stderr == b""
+    assert from_stdin.stdout == from_file.stdout
+    assert b"- test: test_mean_ratio" in from_stdin.stdout
+    json_args = ("--format", "json", "--max-chars", "200")
+    from_file = cli("context", "--repo", str(repo), "--pytest-log", str(log), *json_args)
+    from_stdin = cli("context", "--repo", str(repo), "--pytest-log", "-", *json_args, stdin=log.read_bytes())
+    assert json.loads(from_stdin.stdout) == json.loads(from_file.stdout)
+
+
+@pytest.mark.parametrize("template", ["markdown", "xml"])
+@pytest.mark.parametrize("line_numbers", [False, True])
+def test_build_markdown_with_a_template_prints_the_section_as_costed(
+    template: str, line_numbers: bool
+) -> None:
+    data = {**INPUT, "max_chars": 1000}
+    options = ["--template", template, *(["--line-numbers"] if line_numbers else [])]
+    proc = cli("build", "--format", "markdown", *options, stdin=json.dumps(data))
+    assert proc.returncode == 0, proc.stderr
+    cost = {"template": template, "line_numbers": line_numbers}
+    result = repo_context.build(
+        {**{k: v for k, v in data.items() if k != "max_chars"}, "budget": 1000, "cost": cost}
+    )
+    section = repo_context.render(result)
+    assert section and proc.stdout.decode() == section
+    assert len(section) == result.used <= 1000  # the section is what the budget counted
+    # Without a template the output is the Markdown section it always was.
+    proc = cli("build", "--format", "markdown", stdin=json.dumps(data))
+    assert proc.stdout.decode() == render_markdown(repo_context.build(data))
+
+
+@pytest.mark.parametrize("template", ["markdown", "xml"])
+def test_context_markdown_with_a_template_starts_with_the_section(
+    failing_repo: tuple[Path, Path], template: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, log = failing_repo
+    assert main(["context", "--repo", str(repo), "--pytest-log", str(log), "--template", template]) == 0
+    out = capsys.readouterr().out
+    report = run_context(repo, log, cost={"template": template})
+    section = repo_context.render(report.result)
+    assert section and out == report.markdown()
+    assert out.startswith(section + ("" if section.endswith("\n\n") else "\n") + "## Failure\n")
+    assert f"(the {template} section)" in out
+    assert "## Omitted" in out
+    # Without a template: the legacy section.
+    assert main(["context", "--repo", str(repo), "--pytest-log", str(log)]) == 0
+    assert capsys.readouterr().out.startswith("## Code context\n")

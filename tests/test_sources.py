@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -30,6 +31,7 @@ from repo_context.sources import (
     tokenize,
 )
 from repo_context.sources.files import decode_source, split_lines
+from repo_context.sources.pytest_log import _rule_title
 from repo_context.sources.search import MAX_PER_FILE
 
 CORE = (
@@ -484,3 +486,111 @@ def test_undecodable_bytes_do_not_break_reading(tmp_path: Path) -> None:
     assert source.line_count == 2
     assert source.text(2, 2) == "y = 2\n"
     assert source.text(1, 1).encode("utf-8", "surrogateescape") == b"x = '\xff'\n"
+
+
+# --- hostile logs and file names ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("rule", ["=", "-"])
+def test_long_rule_lines_parse_in_linear_time(rule: str) -> None:
+    # The rule-line test used to be a backtracking regex, cubic on a long run of "=" or "-"
+    # (2,000 characters took seconds): 100,000 now take no noticeable time.
+    long = rule * 100_000
+    assert parse_pytest_log(long) == []
+    assert parse_pytest_log(long + "x") == []
+    report = f"{'=' * 10} FAILURES {'=' * 10}\n{'_' * 5} test_x {'_' * 5}\n"
+    tail = "pkg/mod.py:3: ValueError\nE   ValueError: boom\n"
+    # Not a rule line (it does not end with the rule): the report goes on.
+    (failure,) = parse_pytest_log(report + long + "x\n" + tail)
+    assert [f.line for f in failure.frames] == [3]
+    # A rule line: "=" starts another section, "-" captured output; either way the
+    # traceback part of the report is over.
+    (failure,) = parse_pytest_log(report + long + "\n" + tail)
+    assert failure.frames == ()
+    (failure,) = parse_pytest_log(report + tail + long + "\n")
+    assert [f.line for f in failure.frames] == [3]
+    assert failure.exception_type == "ValueError"
+    # A title between long rules is still read.
+    wide = "=" * 100_000
+    (failure,) = parse_pytest_log(f"{wide} FAILURES {wide}\n{'_' * 5} test_y {'_' * 5}\n{tail}")
+    assert failure.name == "test_y" and [f.line for f in failure.frames] == [3]
+    (failure,) = parse_pytest_log(f"{report}{tail}{long} Captured stdout call {long}\npkg/mod.py:9: in g\n")
+    assert [f.line for f in failure.frames] == [3]
+
+
+def test_rule_lines_are_read_as_the_former_regular_expression() -> None:
+    # The linear reading gives the title the expression ``^R{3,} ?(.*?) ?R{3,}$`` gave, on
+    # every line of up to 7 characters over a small alphabet.
+    for rule, other in (("=", "-"), ("-", "=")):
+        pattern = re.compile(rf"^{rule}{{3,}} ?(?P<title>.*?) ?{rule}{{3,}}$")
+        for size in range(8):
+            for chars in itertools.product((rule, " ", "a", other), repeat=size):
+                line = "".join(chars)
+                match = pattern.match(line)
+                assert _rule_title(line, rule) == (match["title"] if match else None), line
+
+
+def test_a_hundred_thousand_line_log_parses() -> None:
+    frames = "".join(f"pkg/mod.py:{i}: in f{i}\n" for i in range(1, 50_001))
+    messages = "E   ValueError: boom\n" * 49_998
+    log = f"{'=' * 10} FAILURES {'=' * 10}\n{'_' * 5} test_x {'_' * 5}\n{frames}{messages}"
+    assert log.count("\n") == 100_000
+    (failure,) = parse_pytest_log(log)
+    assert len(failure.frames) == 50_000
+    assert (failure.frames[-1].line, failure.frames[-1].function) == (50_000, "f50000")
+    assert (failure.exception_type, failure.message) == ("ValueError", "boom")
+
+
+def test_line_numbers_too_long_for_int_are_unusable_frames(tmp_path: Path) -> None:
+    # int() refuses a string of more than 4,300 digits; such a frame is skipped, not fatal.
+    huge = "9" * 5000
+    big = str(2**31)  # past the largest line the builder accepts
+    report = f"{'=' * 10} FAILURES {'=' * 10}\n{'_' * 5} test_x {'_' * 5}\n"
+    for number in (huge, big):
+        long_style = f"pkg/mod.py:{number}: in f\npkg/mod.py:7: ValueError\nE   ValueError: boom\n"
+        native = f'  File "pkg/mod.py", line {number}, in f\n  File "pkg/mod.py", line 7, in g\n'
+        for log in (report + long_style, report + native + "E   ValueError: boom\n"):
+            (failure,) = parse_pytest_log(log)
+            assert [(f.path, f.line) for f in failure.frames] == [("pkg/mod.py", 7)]
+            assert failure.exception_type == "ValueError"
+        (failure,) = parse_pytest_log(report + f"pkg/mod.py:{number}: ValueError\nE   ValueError: boom\n")
+        assert failure.frames == () and failure.exception_type == "ValueError"
+        # --tb=line: the failure is kept, without its frame.
+        (failure,) = parse_pytest_log(
+            f"{'=' * 5} FAILURES {'=' * 5}\npkg/mod.py:{number}: ValueError: boom\n"
+        )
+        assert failure.frames == () and (failure.exception_type, failure.message) == ("ValueError", "boom")
+        bare = (
+            f'Traceback (most recent call last):\n  File "pkg/mod.py", line {number}, in f\nValueError: x\n'
+        )
+        assert parse_pytest_log(bare) == []
+    padded = "0" * 20 + "7"
+    (failure,) = parse_pytest_log(report + f"pkg/mod.py:{2**31 - 1}: ValueError\npkg/m.py:{padded}: in f\n")
+    assert [f.line for f in failure.frames] == [2**31 - 1, 7]
+    # And the whole pipeline goes through.
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("def f():\n    raise ValueError('boom')\n", encoding="utf-8")
+    gathered = gather(tmp_path, report + f"pkg/mod.py:{huge}: in f\npkg/mod.py:2: ValueError\n")
+    assert gathered.failure_file == "pkg/mod.py"
+    repo_context.build(gathered.build_input(1000))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a backslash separates paths on Windows")
+def test_files_whose_path_the_builder_rejects_are_skipped(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("def widget_error():\n    return 1\n", encoding="utf-8")
+    # A legal file name on POSIX, but a path the build contract rejects; it matches the query.
+    odd = tmp_path / "pkg" / "odd\\name.py"
+    odd.write_text("def widget_error():\n    raise ValueError('widget error')\n", encoding="utf-8")
+    (tmp_path / "back\\slash").mkdir()
+    (tmp_path / "back\\slash" / "inner.py").write_text("widget = 1\n", encoding="utf-8")
+    repo = Repository(tmp_path)
+    assert repo.python_files() == ["pkg/mod.py"]
+    assert repo.relative("pkg/odd\\name.py") is None
+    assert repo.relative(str(odd)) is None
+    log = f'Traceback:\n  File "{odd}", line 2, in widget_error\nValueError: widget error\n'
+    gathered = gather(tmp_path, log, query="widget error")
+    assert gathered.failure_file is None
+    assert {c.path for c in gathered.candidates} == {"pkg/mod.py"}
+    result = repo_context.build(gathered.build_input(10_000))
+    assert [item.path for item in result.items] == ["pkg/mod.py"]

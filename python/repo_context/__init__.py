@@ -7,7 +7,6 @@ explained, in characters or exact tokens, of the content or of the rendered prom
 implementation of the same contract; :func:`render` composes the prompt section.
 """
 
-
 from . import reference
 from ._input import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_TOTAL_CHARS
 from .builder import RepoContextBuilder, build

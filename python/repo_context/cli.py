@@ -2,37 +2,42 @@
 
 ``repo-context build [FILE | -] [--engine native|reference] [--format json|markdown]``
     Read a build input as JSON (``{"candidates": [...], "max_chars": N, "failure_file":
-    ...}``) from ``FILE`` or standard input, and print the result: its JSON form (ASCII
-    only: every non-ASCII character, lone surrogates included, is written as a ``\\uXXXX``
-    escape, so any result prints and reads back exactly) or, with ``--format markdown``,
-    the selected items as a Markdown prompt section.
+    ...}``; an object that repeats a key is invalid) from ``FILE`` or standard input, and
+    print the result: its JSON form (ASCII only: every non-ASCII character, lone surrogates
+    included, is written as a ``\\uXXXX`` escape, so any result prints and reads back
+    exactly) or, with ``--format markdown``, the selected items as a Markdown prompt
+    section (with a cost model that has a template, the section exactly as it was costed,
+    ``repo_context.render(result)``).
 
 ``repo-context context --repo DIR --pytest-log FILE [--query TEXT] [--max-chars N]
 [--format markdown|json] [--engine native|reference]``
     Gather failure, reference and search windows for the first failing test in a pytest
-    log of a run made in ``DIR``, build the context and print it in Markdown followed by a
-    summary of what was omitted and why; with ``--format json``, print only the build
-    result's JSON form.
+    log (``FILE``, or ``-`` for standard input) of a run made in ``DIR``, build the context
+    and print it in Markdown (the section as costed when the cost model has a template)
+    followed by a summary of what was omitted and why; with ``--format json``, print only
+    the build result's JSON form.
 
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
-an unreadable file or folder, a bad option), with one line on standard error and nothing on
-standard output. Markdown output writes characters its stream cannot encode (lone
-surrogates) as backslash escapes.
+an unreadable file or folder, a bad option or command line), with one line on standard error
+and nothing on standard output; 1 if the output cannot be written (a full disk, a closed
+pipe), with one line on standard error. Markdown output writes characters its stream cannot
+encode (lone surrogates) as backslash escapes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from . import BuildResult, InvalidInputError, reference
 from . import build as native_build
-from .composer import render_markdown, render_omitted
+from .composer import render, render_markdown, render_omitted
 from .sources import Gathered, gather
 
 __all__ = ["DEFAULT_MAX_CHARS", "ContextReport", "main", "result_json", "run_context"]
@@ -48,6 +53,30 @@ _ENGINES: dict[str, Callable[[object], BuildResult]] = {
 
 class _UsageError(Exception):
     """Invalid input found by the command line itself (exit status 2)."""
+
+
+class _OutputError(Exception):
+    """The output could not be written (exit status 1)."""
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line on standard error (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"repo-context: {_one_line(message)} (see --help)\n")
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line: its line breaks as blanks."""
+    return " ".join(text.splitlines())
+
+
+def _markdown_section(result: BuildResult) -> str:
+    """The Markdown output of ``result``: the section exactly as costed when the cost model
+    renders one (it has a template), else the legacy Markdown section."""
+    if result.cost.template is not None:
+        return render(result)
+    return render_markdown(result)
 
 
 def result_json(result: BuildResult) -> str:
@@ -87,16 +116,15 @@ class ContextReport:
         unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
         counted = "the content" if cost.template is None else f"the {cost.template} section"
         about.append(f"- budget: {self.result.used} of {self.result.budget} {unit} used ({counted})")
-        return (
-            "\n\n".join(
-                [
-                    render_markdown(self.result).rstrip("\n"),
-                    "\n".join(about),
-                    render_omitted(self.result, self.gathered.candidates).rstrip("\n"),
-                ]
-            )
-            + "\n"
+        summary = "\n\n".join(
+            ["\n".join(about), render_omitted(self.result, self.gathered.candidates).rstrip("\n")]
         )
+        if cost.template is not None:
+            # The section exactly as costed, then one empty line before the summary.
+            section = render(self.result)
+            gap = "" if section == "" or section.endswith("\n\n") else "\n"
+            return section + gap + summary + "\n"
+        return render_markdown(self.result).rstrip("\n") + "\n\n" + summary + "\n"
 
 
 def run_context(
@@ -117,8 +145,21 @@ def run_context(
     Raises ``OSError`` if the log cannot be read, ``NotADirectoryError`` if ``repo`` is not
     a folder, ``InvalidInputError`` for an invalid budget.
     """
-    budget = DEFAULT_MAX_CHARS if max_chars is None else max_chars
     log_text = Path(pytest_log).read_text(encoding="utf-8", errors="replace")
+    return _context(repo, log_text, query=query, max_chars=max_chars, engine=engine, cost=cost)
+
+
+def _context(
+    repo: str | Path,
+    log_text: str,
+    *,
+    query: str | None,
+    max_chars: int | None,
+    engine: str,
+    cost: object,
+) -> ContextReport:
+    """:func:`run_context` on the text of the log."""
+    budget = DEFAULT_MAX_CHARS if max_chars is None else max_chars
     gathered = gather(repo, log_text, query)
     data = gathered.build_input(budget)
     if cost is not None:
@@ -138,17 +179,64 @@ def _read_json(file: str) -> Any:
     except OSError as exc:
         raise _UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
     try:
-        return json.loads(data)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
+        return json.loads(data, object_pairs_hook=_unique_keys)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key
         raise _UsageError(f"invalid JSON in {'standard input' if file == '-' else file}: {exc}") from exc
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a ``dict``; raises ``ValueError`` naming a key given twice in it."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                shown = json.dumps(key)
+                if len(shown) > 80:
+                    shown = shown[:76] + '..."'
+                raise ValueError(f"key {shown} given twice in one object")
+            seen.add(key)
+    return obj
+
+
+def _read_log(file: str) -> str:
+    """The pytest log at ``file`` (``-``: standard input) as text: UTF-8, undecodable bytes
+    replaced."""
+    try:
+        if file == "-":
+            return sys.stdin.buffer.read().decode("utf-8", errors="replace")
+        return Path(file).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise _UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
 
 
 def _write(stream: TextIO, text: str) -> None:
     reconfigure = getattr(stream, "reconfigure", None)
     if reconfigure is not None:
         reconfigure(errors="backslashreplace")
-    stream.write(text)
-    stream.flush()
+    try:
+        stream.write(text)
+        stream.flush()
+    except OSError as exc:  # a full disk, a closed pipe (BrokenPipeError)
+        _discard(stream)
+        raise _OutputError(f"cannot write the output: {exc.strerror or exc}") from exc
+
+
+def _discard(stream: TextIO) -> None:
+    """Point ``stream``'s file descriptor at the null device, so that what is still buffered
+    goes nowhere when Python flushes the standard streams at exit, instead of failing a second
+    time (the advice of Python's documentation for ``BrokenPipeError``)."""
+    try:
+        fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a StringIO, say)
+        return
+    try:
+        os.dup2(devnull, fd)
+    except OSError:
+        pass
+    finally:
+        os.close(devnull)
 
 
 def _cost_options(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -206,7 +294,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
             data.pop("maxChars", None)
             data["budget"] = args.budget
     result = _ENGINES[args.engine](data)
-    out = result_json(result) + "\n" if args.format == "json" else render_markdown(result)
+    out = result_json(result) + "\n" if args.format == "json" else _markdown_section(result)
     _write(sys.stdout, out)
     return 0
 
@@ -214,17 +302,18 @@ def _cmd_build(args: argparse.Namespace) -> int:
 def _cmd_context(args: argparse.Namespace) -> int:
     if not Path(args.repo).is_dir():
         raise _UsageError(f"not a directory: {args.repo}")
+    log_text = _read_log(args.pytest_log)
     try:
-        report = run_context(
+        report = _context(
             args.repo,
-            args.pytest_log,
+            log_text,
             query=args.query,
             max_chars=args.max_chars if args.budget is None else args.budget,
             engine=args.engine,
             cost=_cost_options(args),
         )
     except OSError as exc:
-        raise _UsageError(f"cannot read {args.pytest_log}: {exc.strerror or exc}") from exc
+        raise _UsageError(f"cannot read {exc.filename or args.repo}: {exc.strerror or exc}") from exc
     failure = report.gathered.failure
     if failure is None:
         print("repo-context context: warning: no failing test found in the log", file=sys.stderr)
@@ -242,7 +331,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _ArgumentParser(
         prog="repo-context",
         description="Rank, de-duplicate and pack code-context candidates for coding agents.",
     )
@@ -285,7 +374,10 @@ def _parser() -> argparse.ArgumentParser:
         "--repo", required=True, metavar="DIR", help="the repository folder the tests ran in"
     )
     context.add_argument(
-        "--pytest-log", required=True, metavar="FILE", help="pytest output (e.g. of pytest -rA --tb=long)"
+        "--pytest-log",
+        required=True,
+        metavar="FILE",
+        help="pytest output (e.g. of pytest -rA --tb=long), or - for standard input",
     )
     context.add_argument("--query", metavar="TEXT", default=None, help="extra words for the search source")
     context.add_argument(
@@ -314,15 +406,22 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``repo-context`` command line with ``argv`` (default ``sys.argv[1:]``) and
-    return the exit status: 0, or 2 for invalid input (one line on standard error)."""
-    args = _parser().parse_args(argv)
+    return the exit status: 0; 2 for invalid input or a bad command line, 1 if the output
+    cannot be written (either with one line on standard error). ``--help`` prints the help
+    and returns 0."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2), already reported
+        return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
     except (_UsageError, InvalidInputError) as exc:
-        message = " ".join(str(exc).split("\n"))
-        print(f"repo-context {args.command}: {message}", file=sys.stderr)
+        print(f"repo-context {args.command}: {_one_line(str(exc))}", file=sys.stderr)
         return 2
+    except _OutputError as exc:
+        print(f"repo-context {args.command}: {_one_line(str(exc))}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

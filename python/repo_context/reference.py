@@ -156,7 +156,8 @@ class RepoContextBuilder(BuilderBase):
         costs = [row.cost for row in rows]  # characters of the content
         if cost.template is not None or counter is not None:
             texts = [
-                _costed_text(row, item, cost, row.path in failing) for row, item in zip(rows, fields, strict=True)
+                _costed_text(row, item, cost, row.path in failing)
+                for row, item in zip(rows, fields, strict=True)
             ]
             costs = [len(text) for text in texts] if counter is None else counter.count(texts)
 

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._input import PathProblem, canonical_path
+
 __all__ = [
     "MAX_FILE_BYTES",
     "Repository",
@@ -131,7 +133,8 @@ class Repository:
     ``root`` is the repository folder. Files are addressed by repository-relative paths
     with ``/`` separators. Symbolic links that lead outside ``root`` are never followed,
     hidden folders (``.git``, ``.venv``, ...), virtual environments and
-    ``site-packages`` are skipped, and files over ``max_file_bytes`` are ignored.
+    ``site-packages`` are skipped, and files over ``max_file_bytes`` are ignored, as are
+    files whose repository-relative path the builder would reject (a backslash in a name).
     """
 
     root: Path
@@ -163,7 +166,7 @@ class Repository:
             rel = resolved.relative_to(self.root)
         except (OSError, ValueError):
             return None
-        if not resolved.is_file() or not rel.parts:
+        if not resolved.is_file() or not rel.parts or not _usable(rel.as_posix()):
             return None
         parent = self.root
         for part in rel.parts[:-1]:
@@ -221,7 +224,9 @@ class Repository:
                         full.resolve().relative_to(self.root)
                     except (OSError, ValueError):
                         continue
-                yield full.relative_to(self.root).as_posix()
+                rel = full.relative_to(self.root).as_posix()
+                if _usable(rel):
+                    yield rel
 
     @staticmethod
     def _skipped_dir(name: str, path: Path) -> bool:
@@ -231,6 +236,15 @@ class Repository:
             or name.endswith(".egg-info")
             or (path / "pyvenv.cfg").is_file()
         )
+
+
+def _usable(rel: str) -> bool:
+    """Whether the builder accepts the repository-relative path ``rel`` as it is (a file
+    name may hold a backslash, say, which the build contract rejects in a path)."""
+    try:
+        return canonical_path(rel) == rel
+    except PathProblem:
+        return False
 
 
 def _parse(text: str) -> ast.Module | None:

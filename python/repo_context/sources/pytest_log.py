@@ -21,10 +21,8 @@ from dataclasses import dataclass
 __all__ = ["Frame", "TestFailure", "parse_pytest_log", "strip_ansi"]
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-_SECTION = re.compile(r"^={3,} ?(?P<title>.*?) ?={3,}$")
 _HEADER = re.compile(r"^_{3,} (?P<name>.+?) _{3,}$")
 _ENTRY_SEPARATOR = re.compile(r"^(?:_ )+_?$")
-_SUBSECTION = re.compile(r"^-{3,} ?(?P<title>.*?) ?-{3,}$")
 # `path:line: message` as pytest prints it (long/short/line styles); the path has no blanks.
 _LOCATION = re.compile(r"^(?P<path><[^>\n]+>|[^\s<>]\S*?):(?P<line>\d+): ?(?P<message>.*)$")
 # `  File "path", line N, in func` as Python prints it (native style, bare tracebacks).
@@ -38,6 +36,49 @@ _EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*): ?(?P<message>.*)$")
 _TRACEBACK_TAIL = re.compile(
     r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Iteration|Failed|Group)(?::|$)"
 )
+
+
+# A line number that no file can reach: past the builder's largest line (2**31 - 1). Such
+# digits are not even converted (``int`` refuses more than a few thousand digits).
+_MAX_LINE = 2**31 - 1
+_MAX_LINE_DIGITS = len(str(_MAX_LINE))
+
+
+def _rule_title(line: str, rule: str) -> str | None:
+    """The title of a rule line such as ``===== FAILURES =====`` drawn with ``rule`` (one
+    character), or ``None`` if ``line`` is not one.
+
+    A rule line is at least 3 ``rule`` characters, the title, and at least 3 ``rule``
+    characters (a line of ``rule`` only needs 6 of them, its title then being empty); one
+    blank on each side of the title is not part of it. This is the regular expression
+    ``^R{3,} ?(.*?) ?R{3,}$`` computed in linear time: the expression backtracks cubically
+    on a long run of ``R``.
+    """
+    length = len(line)
+    lead = length - len(line.lstrip(rule))
+    if lead < 3:
+        return None
+    if lead == length:
+        return "" if length >= 6 else None
+    trail = length - len(line.rstrip(rule))
+    if trail < 3:
+        return None
+    title = line[lead : length - trail]
+    if title.startswith(" "):
+        title = title[1:]
+    if title.endswith(" "):
+        title = title[:-1]
+    return title
+
+
+def _line_number(digits: str) -> int | None:
+    """The line number written as ``digits``, or ``None`` if no file can have that line
+    (more digits than ``2**31 - 1`` has, leading zeros aside, or a larger value): such a
+    frame is unusable."""
+    if len(digits.lstrip("0")) > _MAX_LINE_DIGITS:
+        return None
+    line = int(digits)
+    return line if line <= _MAX_LINE else None
 
 
 def strip_ansi(text: str) -> str:
@@ -95,7 +136,7 @@ class _Builder:
         return len(self.messages) - 1
 
     def feed(self, line: str) -> None:
-        if _SUBSECTION.match(line):
+        if _rule_title(line, "-") is not None:
             self.in_capture = True  # "Captured stdout call" and similar: not traceback text
             return
         if self.in_capture:
@@ -111,13 +152,17 @@ class _Builder:
             return
         native = _NATIVE.match(line)
         if native:
-            self.frames.append(Frame(native["path"], int(native["line"]), native["func"], self.segment))
+            number = _line_number(native["line"])
+            if number is not None:
+                self.frames.append(Frame(native["path"], number, native["func"], self.segment))
             return
         location = _LOCATION.match(line)
         if location:
             message = location["message"].strip()
             function = message[3:].strip() if message.startswith("in ") else None
-            self.frames.append(Frame(location["path"], int(location["line"]), function, self.segment))
+            number = _line_number(location["line"])
+            if number is not None:
+                self.frames.append(Frame(location["path"], number, function, self.segment))
             if message and function is None:
                 self.exception_type = message.split(":", 1)[0].strip() or None
             return
@@ -168,12 +213,12 @@ def parse_pytest_log(text: str) -> list[TestFailure]:
     pending: list[str] = []  # `E` lines of a --tb=line failure, before its location line
     for raw in lines:
         line = raw.rstrip()
-        section = _SECTION.match(line)
-        if section:
+        section = _rule_title(line, "=")
+        if section is not None:
             if current is not None:
                 failures.append(current.build())
                 current = None
-            title = section["title"].strip().upper()
+            title = section.strip().upper()
             in_reports = title in ("FAILURES", "ERRORS")
             saw_reports = saw_reports or in_reports
             continue
@@ -196,10 +241,11 @@ def parse_pytest_log(text: str) -> list[TestFailure]:
         location = _LOCATION.match(line)
         if location:
             exc_type, _, message = location["message"].partition(":")
+            number = _line_number(location["line"])
             failures.append(
                 TestFailure(
                     None,
-                    (Frame(location["path"], int(location["line"])),),
+                    () if number is None else (Frame(location["path"], number),),
                     exc_type.strip() or None,
                     message.strip(),
                     tuple(pending) or (location["message"],),
