@@ -38,6 +38,7 @@ from typing import Any, NoReturn, TextIO
 from . import BuildResult, InvalidInputError, reference
 from . import build as native_build
 from .composer import render, render_markdown, render_omitted
+from .evaluate import add_eval_parser
 from .sources import Gathered, gather
 
 __all__ = ["DEFAULT_MAX_CHARS", "ContextReport", "main", "result_json", "run_context"]
@@ -401,6 +402,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_cost_options(context)
     context.set_defaults(run=_cmd_context)
+    add_eval_parser(commands)
     return parser
 
 
