@@ -1,0 +1,354 @@
+"""A pytest plugin that writes the repo-context context of failing tests.
+
+``pytest --repo-context=PATH [--repo-context-budget N] [--repo-context-cost chars|tokens]
+[--repo-context-template markdown|xml]``
+
+At the end of the session, the context of the first failing test is written to ``PATH``
+(a Markdown file), exactly as ``repo-context context`` prints it for that test: the
+selected windows, then the failure and a summary of what was omitted and why. When
+``PATH`` is an existing directory or ends with a path separator, one file per failing
+test is written in it (the directory is created if needed), named after the test's node
+id: unsafe characters replaced, and a short hash of the node id (and of the phase, for a
+setup or teardown error) appended, so that two tests never share a file and a test keeps
+its file name from one run to the next.
+
+A failing test is a test whose call failed, a setup or teardown error, or a collection
+error, taken in the order they happened. Each report (``longreprtext``) is turned into
+the report section of pytest's own terminal output and given to the same sources as
+``repo-context context`` (:func:`repo_context.sources.gather`), with pytest's rootdir as
+the repository; the context is built with the native engine. The budget defaults to
+``repo-context context``'s (16,000 characters); ``--repo-context-cost`` and
+``--repo-context-template`` choose the cost model as ``--cost`` and ``--template`` do there.
+
+When no test failed, nothing is written and nothing is removed. A terminal summary line
+says where the context went. The plugin never changes the outcome or the exit status of
+the run: a context that cannot be built or written is reported as a terminal line (on
+standard error when there is no terminal reporter), not as an error or a warning.
+
+The plugin's ``pytest11`` entry point is named after its module, so that
+``-p repo_context.pytest_plugin`` loads it whether or not the entry points are loaded
+(``PYTEST_DISABLE_PLUGIN_AUTOLOAD``), and ``-p no:repo_context.pytest_plugin`` disables it.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from . import RepoContextBuilder
+    from .sources import Repository
+
+__all__ = ["RepoContextWriter", "context_file_name", "failure_log"]
+
+#: Longest readable part of a file name written in directory mode (the hash and the
+#: extension follow it), well inside the 255 bytes file systems allow.
+MAX_STEM = 100
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# A location line of pytest's long and short styles: `path:line: message`, at column 0.
+_LOCATION = re.compile(r"^(?P<path>[^\s<>]\S*?)(?P<rest>:\d+:(?: .*)?)$")
+# A frame line of Python's own traceback (pytest's native style): `  File "path", line N`.
+_NATIVE = re.compile(r'^(?P<head>\s*File ")(?P<path>[^"]+)(?P<rest>", line \d+.*)$')
+# A line the log parser would take for a section rule (`==== ERRORS ====`) or a report
+# header (`____ test_x ____`); inside one report it can only be text of the test's own.
+_RULE = re.compile(r"^(?:={3,}.*={3,}|_{3,} .+ _{3,})$")
+
+
+def _path_value(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("expected a file or directory path, got an empty string")
+    if "\0" in text:
+        raise argparse.ArgumentTypeError("the path contains a NUL character")
+    return text
+
+
+def _budget_value(text: str) -> int:
+    try:
+        value = int(text.strip(), 10)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("repo-context", "code context of failing tests (repo-context)")
+    group.addoption(
+        "--repo-context",
+        dest="repo_context",
+        metavar="PATH",
+        type=_path_value,
+        default=None,
+        help="write the code context of the first failing test to PATH (Markdown), or, when "
+        "PATH is a directory or ends with a path separator, one file per failing test in it",
+    )
+    group.addoption(
+        "--repo-context-budget",
+        dest="repo_context_budget",
+        metavar="N",
+        type=_budget_value,
+        default=None,
+        help="budget of each context, in the cost's unit (default 16000)",
+    )
+    group.addoption(
+        "--repo-context-cost",
+        dest="repo_context_cost",
+        choices=["chars", "tokens"],
+        default=None,
+        help="unit of the budget: characters (default) or o200k_base tokens",
+    )
+    group.addoption(
+        "--repo-context-template",
+        dest="repo_context_template",
+        choices=["markdown", "xml"],
+        default=None,
+        help="cost each window as its rendered block and fit the rendered section to the budget",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    target = config.getoption("repo_context", None)
+    if not isinstance(target, str) or hasattr(config, "workerinput"):
+        return  # not asked for, or a pytest-xdist worker: the controller writes
+    config.pluginmanager.register(RepoContextWriter(config, target), "repo-context-writer")
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """What the plugin keeps of one failed report."""
+
+    nodeid: str
+    when: str  # "call", "setup", "teardown" or "collect"
+    title: str  # the report header as pytest's terminal output prints it
+    text: str  # ``report.longreprtext``
+    cwd: str | None  # the working directory when the report was made
+
+
+def context_file_name(nodeid: str, when: str = "call") -> str:
+    """The file name, in directory mode, of the context of ``nodeid``'s failure in phase
+    ``when``: letters, digits, ``.``, ``_`` and ``-`` only, at most ``MAX_STEM`` characters of
+    the node id, then a hash of the node id and phase that tells apart ids which read alike.
+
+    >>> context_file_name("tests/test_a.py::test_b[x y-[1]]")
+    'tests_test_a.py_test_b_x_y-_1-afe1978a07.md'
+    """
+    stem = _UNSAFE.sub("_", nodeid).strip("._-")[:MAX_STEM].rstrip("._-") or "test"
+    if when != "call":
+        stem += f".{when}"
+    key = f"{nodeid}\0{when}".encode("utf-8", "surrogatepass")
+    return f"{stem}-{hashlib.sha256(key).hexdigest()[:10]}.md"
+
+
+def _absolute_paths(text: str, cwd: str) -> str:
+    """``text`` with the relative paths of its location and ``File "..."`` lines made
+    absolute from ``cwd`` (pytest prints paths relative to the working directory), where
+    the file exists."""
+
+    def absolute(path: str) -> str:
+        if os.path.isabs(path):
+            return path
+        full = os.path.normpath(os.path.join(cwd, path))
+        return full if os.path.isfile(full) else path
+
+    lines = []
+    for line in text.split("\n"):
+        location = _LOCATION.match(line)
+        native = None if location else _NATIVE.match(line)
+        if location:
+            line = absolute(location["path"]) + location["rest"]
+        elif native:
+            line = native["head"] + absolute(native["path"]) + native["rest"]
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def failure_log(title: str, text: str, *, error: bool = False) -> str:
+    """The pytest terminal output of one failed report: the ``FAILURES`` (or, for an
+    ``error``, ``ERRORS``) section with one report headed ``title`` whose body is ``text``
+    (a report's ``longreprtext``). Lines of ``text`` that would read as a section rule or a
+    report header are indented by one blank."""
+    title = " ".join(title.splitlines()) or "test session"
+    body = "\n".join(" " + line if _RULE.match(line.rstrip()) else line for line in text.splitlines())
+    section = "ERRORS" if error else "FAILURES"
+    return f"{'=' * 30} {section} {'=' * 30}\n{'_' * 20} {title} {'_' * 20}\n\n{body}\n"
+
+
+class RepoContextWriter:
+    """The plugin object of one session with ``--repo-context``: it records the failed
+    reports and writes their contexts when the session finishes."""
+
+    def __init__(self, config: pytest.Config, target: str) -> None:
+        self._config = config
+        self._target = target
+        self._path = Path(config.invocation_params.dir, os.path.expanduser(target))
+        seps = tuple(sep for sep in (os.sep, os.altsep) if sep)
+        self._directory = target.endswith(seps) or self._path.is_dir()
+        self._budget: int | None = config.getoption("repo_context_budget", None)
+        cost = {
+            "unit": config.getoption("repo_context_cost", None),
+            "template": config.getoption("repo_context_template", None),
+        }
+        self._cost = {key: value for key, value in cost.items() if value is not None} or None
+        self._failures: list[_Failure] = []
+        self._failed = 0  # failed reports seen
+        self._lines: list[tuple[str, bool]] = []  # (terminal line, is a problem)
+        self._reported = False
+
+    # -- recording ---------------------------------------------------------------------
+
+    def _record(self, report: pytest.TestReport | pytest.CollectReport, when: str) -> None:
+        self._failed += 1
+        if self._failures and not self._directory:
+            return  # one file: only the first failure is needed
+        try:
+            head = report.head_line or report.nodeid or "test session"
+            if when == "collect":
+                title = f"ERROR collecting {head}"
+            elif when == "call":
+                title = head
+            else:
+                title = f"ERROR at {when} of {head}"
+            try:
+                cwd: str | None = os.getcwd()
+            except OSError:
+                cwd = None
+            self._failures.append(_Failure(report.nodeid, when, title, report.longreprtext, cwd))
+        except Exception as exc:
+            self._lines.append((f"cannot read the report of {report.nodeid}: {_describe(exc)}", True))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            self._record(report, report.when or "call")
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self._record(report, "collect")
+
+    # -- writing -----------------------------------------------------------------------
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        try:
+            self._write_all()
+        except Exception as exc:
+            self._lines.append((f"cannot write the context: {_describe(exc)}", True))
+
+    def _write_all(self) -> None:
+        if not self._failures:
+            self._lines.append(("no failing test, no context written", False))
+            return
+        from . import RepoContextBuilder
+        from .sources import Repository
+
+        root = Path(self._config.rootpath)
+        repo = Repository(root)
+        builder = RepoContextBuilder()
+        if not self._directory:
+            failure = self._failures[0]
+            if self._write_one(failure, self._path, repo, builder):
+                also = f" (the first of {self._failed} failures)" if self._failed > 1 else ""
+                self._lines.append((f"context of {failure.nodeid} written to {self._target}{also}", False))
+            return
+        self._path.mkdir(parents=True, exist_ok=True)
+        used: set[str] = set()
+        written = 0
+        for failure in self._failures:
+            name = context_file_name(failure.nodeid, failure.when)
+            stem, count = name[: -len(".md")], 2
+            while name.casefold() in used:  # the same test and phase reported twice
+                name, count = f"{stem}-{count}.md", count + 1
+            used.add(name.casefold())
+            written += self._write_one(failure, self._path / name, repo, builder)
+        if written:
+            self._lines.append(
+                (
+                    f"{written} context file{'s' if written != 1 else ''} (one per failing test) "
+                    f"written to {self._target}",
+                    False,
+                )
+            )
+
+    def _write_one(
+        self, failure: _Failure, destination: Path, repo: Repository, builder: RepoContextBuilder
+    ) -> bool:
+        try:
+            text = self._context(failure, repo, builder)
+            _write_text(destination, text)
+        except Exception as exc:
+            self._lines.append((f"cannot write the context of {failure.nodeid}: {_describe(exc)}", True))
+            return False
+        return True
+
+    def _context(self, failure: _Failure, repo: Repository, builder: RepoContextBuilder) -> str:
+        from .cli import DEFAULT_MAX_CHARS, ContextReport
+        from .sources import gather
+
+        text = failure.text
+        if failure.cwd is not None and Path(failure.cwd).resolve() != repo.root:
+            text = _absolute_paths(text, failure.cwd)
+        log = failure_log(failure.title, text, error=failure.when != "call")
+        budget = DEFAULT_MAX_CHARS if self._budget is None else self._budget
+        gathered = gather(repo, log)
+        data = dict(gathered.build_input(budget))
+        if self._cost is not None:
+            data.pop("max_chars", None)
+            data["budget"] = budget
+            data["cost"] = self._cost
+        result = builder.build(data)
+        return ContextReport(gathered, result, budget).markdown()
+
+    # -- reporting ---------------------------------------------------------------------
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        try:
+            for line, problem in self._lines:
+                terminalreporter.write_line(f"repo-context: {line}", yellow=problem)
+            self._reported = True
+        except Exception:
+            pass  # reported on standard error at unconfigure
+
+    def pytest_unconfigure(self) -> None:
+        if self._reported:
+            return
+        for line, problem in self._lines:
+            if problem:
+                try:
+                    print(f"repo-context: {line}", file=sys.stderr)
+                except Exception:
+                    pass
+
+
+def _describe(exc: BaseException) -> str:
+    """``exc`` on one line: its type, and its message if it has one."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    message = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (UTF-8; lone surrogates as backslash escapes) through a
+    temporary file in the same folder, so that ``path`` is never left half written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8", errors="backslashreplace", newline="\n")
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            temporary.unlink()
+        except OSError:
+            pass
+        raise
