@@ -1,4 +1,54 @@
-"""Reading a repository's Python files: exact line text, syntax trees and spans.
+"""Reading a repository's files: the one gate every source goes through.
+
+:class:`Repository` lists, locates and reads the files of a repository folder, and nothing of
+the repository reaches a candidate except through it. Its rules:
+
+* **Paths** are repository-relative, ``/``-separated and canonical: the real path of the
+  file (symbolic links inside the repository resolved), in the form the build contract
+  accepts (a file name with a backslash, say, is not used).
+* **Symbolic links** that resolve outside the repository are refused, for files and
+  folders alike; a link inside the repository that points inside it is read as the file it
+  points to, under that file's own path. Walks never follow a link (each file is listed
+  once, under its real path), so link cycles cannot loop.
+* **Ignored files** are never read: the rules of every ``.gitignore`` (the root's and each
+  folder's, deeper files taking precedence, negations honoured) and of
+  ``.git/info/exclude``, matched with `pathspec <https://pypi.org/project/pathspec/>`_'s
+  ``GitIgnoreSpec`` (git's own semantics); a file in an ignored folder cannot be
+  re-included. ``.git`` itself is never read (only its ``info/exclude`` rules), nor are
+  hidden folders, virtual environments, ``site-packages``, ``node_modules``,
+  ``__pycache__`` and ``*.egg-info``.
+* **Binary** files (a NUL byte in the first :data:`BINARY_BLOCK` bytes) and files over
+  ``max_file_bytes`` (default :data:`MAX_FILE_BYTES`, 1 MiB) are skipped
+  (:attr:`Repository.skipped` says why).
+* **Secrets** are never emitted. A file is *refused* (:attr:`Repository.refused` maps its
+  path to the reason) when its name is that of a secret (:data:`SECRET_NAME`): ``.env*``
+  and ``*.env``, private keys and key stores (``*.pem``, ``*.key``, ``*.p12``, ``*.pfx``,
+  ``*.p8``, ``*.jks``, ``*.keystore``, ``*.ppk``, ``id_rsa*``, ``id_dsa*``, ``id_ecdsa*``,
+  ``id_ed25519*``), credential files (``.netrc``, ``_netrc``, ``.pgpass``,
+  ``.git-credentials``, ``.htpasswd``, ``.boto``, ``.s3cfg``, ``.dockercfg``, a file named
+  ``credentials`` such as ``.aws/credentials``, ``credentials*.json``,
+  ``client_secret*.json``, ``*.tfstate``, ``*.kdbx``) or a package-manager configuration
+  (``.npmrc``, ``.pypirc``, ``.yarnrc``, ``.yarnrc.yml``, ``pip.conf``, ``pip.ini``) that
+  holds a token or password; or when its content looks like a secret
+  (:data:`SECRET_CONTENT`): a private key block (``-----BEGIN ... PRIVATE KEY-----``, a PuTTY
+  key), an AWS access key id (``AKIA``/``ASIA`` and 16 characters) or secret key
+  assignment, a GitHub (``ghp_``, ``gho_``, ``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``),
+  Slack (``xoxb-`` ...) or GitLab (``glpat-``) token, a Slack webhook, a Google API key, a
+  Stripe live key, an npm, PyPI, OpenAI or Anthropic token. A refused file still has a
+  :class:`SourceFile` -- its line count and its syntax tree, with every string constant
+  blanked -- so that the sources can say which windows they would have taken, but its lines
+  are empty (line endings only): nothing of its text leaves the reader, whatever the
+  window's priority (it may be the failing file). :meth:`Repository.screen` turns every
+  window of a refused file into a :class:`PolicyOmission`.
+* **Text** is UTF-8 with a BOM dropped; a Python file that declares another encoding
+  (PEP 263) is read in that one, as Python reads it. Line endings are kept exactly
+  (``\\r\\n`` stays ``\\r\\n``). Bytes that are not valid in the encoding are kept as lone
+  surrogates (``surrogateescape``: every window still maps back to the file's exact bytes)
+  and counted in :attr:`SourceFile.undecodable`, which marks the file.
+* **Windows** are cut from one reading of the file (:meth:`SourceFile.window`, which clamps
+  an end past the last line and says so), and :meth:`Repository.screen` checks every window
+  against the file as it is when the candidates are final: a window whose content is no
+  longer exactly its lines is withheld too.
 
 Line numbers are 1-based and ranges closed, as in the build contract. A file's lines are
 split the way Python's own tokenizer and tracebacks count them (``\\n``, ``\\r\\n`` and a
@@ -10,33 +60,129 @@ the file.
 from __future__ import annotations
 
 import ast
+import hashlib
 import io
 import os
 import re
+import stat
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar, Protocol, TypeVar
+
+from pathspec import GitIgnoreSpec
 
 from .._input import PathProblem, canonical_path
 
 __all__ = [
+    "BINARY_BLOCK",
     "MAX_FILE_BYTES",
+    "SECRET_CONTENT",
+    "SECRET_NAME",
+    "WINDOW_CHANGED",
+    "WINDOW_UNREADABLE",
+    "PolicyOmission",
     "Repository",
     "SourceFile",
     "decode_source",
     "enclosing_function",
     "node_span",
+    "secret_in_text",
+    "secret_name",
     "split_lines",
 ]
 
-#: Python files larger than this many bytes are not read (generated tables, vendored blobs).
-MAX_FILE_BYTES = 2_000_000
+#: Files larger than this many bytes (1 MiB) are not read (generated tables, vendored blobs);
+#: ``Repository(root, max_file_bytes=...)`` changes it.
+MAX_FILE_BYTES = 1 << 20
 
-# Folder names never entered when walking a repository.
+#: A file with a NUL byte in its first this many bytes is binary and not read.
+BINARY_BLOCK = 8192
+
+#: The reason a file is refused for its name (:data:`Repository.refused`).
+SECRET_NAME = "policy: secret name"
+#: The reason a file is refused for its content.
+SECRET_CONTENT = "policy: secret content"
+#: Why :meth:`Repository.screen` withholds a window whose file cannot be read through the
+#: reader (outside the repository, ignored, binary, too large, gone) or whose path is not
+#: the file's canonical path.
+WINDOW_UNREADABLE = "policy: not a readable file of the repository"
+#: Why :meth:`Repository.screen` withholds a window whose content is not its lines of the file.
+WINDOW_CHANGED = "policy: content does not match the file"
+
+# Folder names never entered when walking a repository (hidden folders are skipped too).
 _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages"})
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_ENDING = re.compile(r"(?:\r\n|\r|\n)\Z")
+
+# File names (compared in lower case) that are secrets whatever they hold.
+_SECRET_NAMES = re.compile(
+    r"""
+    \.env.* | .+\.env                                   # environment files
+    | .+\.(?:pem|key|p12|pfx|p8|jks|keystore|ppk|kdbx|tfstate|tfstate\.backup)
+    | id_(?:rsa|dsa|ecdsa|ed25519).*                    # SSH keys
+    | \.netrc | _netrc | \.pgpass | \.git-credentials | \.htpasswd
+    | \.boto | \.s3cfg | \.dockercfg
+    | credentials | credentials.*\.json | client_secret.*\.json
+    """,
+    re.VERBOSE,
+)
+
+# Package-manager configurations: secrets when they hold a token or password.
+_CREDENTIAL_CONFIGS = frozenset({".npmrc", ".pypirc", ".yarnrc", ".yarnrc.yml", "pip.conf", "pip.ini"})
+_CREDENTIAL_ENTRY = re.compile(
+    r"^[ \t]*[\w./:@-]*(?:authtoken|_auth|_password|password|token)[ \t\"']*[=:][ \t\"']*[^\s\"']",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+# Content that looks like a private key or a live token, in any file.
+_SECRET_TEXT = re.compile(
+    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+    r"|PuTTY-User-Key-File-\d+:"
+    r"|(?<![0-9A-Za-z])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"
+    r"|(?i:aws_secret_access_key)[\"']?[ \t]*[=:][ \t]*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
+    r"|(?<![0-9A-Za-z_])gh[pousr]_[A-Za-z0-9]{36,255}(?![0-9A-Za-z_])"
+    r"|(?<![0-9A-Za-z_])github_pat_[A-Za-z0-9_]{22,255}"
+    r"|(?<![0-9A-Za-z])xox[baprs]-[0-9A-Za-z-]{10,}"
+    r"|hooks\.slack\.com/services/T[0-9A-Za-z]+/B[0-9A-Za-z]+/[0-9A-Za-z]+"
+    r"|(?<![0-9A-Za-z_-])AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"
+    r"|(?<![0-9A-Za-z])[sr]k_live_[0-9A-Za-z]{20,}"
+    r"|(?<![0-9A-Za-z])glpat-[0-9A-Za-z_-]{20,}"
+    r"|(?<![0-9A-Za-z])npm_[0-9A-Za-z]{36}(?![0-9A-Za-z])"
+    r"|pypi-AgEIcHlwaS5vcmc[0-9A-Za-z_-]{50,}"
+    r"|(?<![0-9A-Za-z])sk-ant-[a-z]+[0-9]*-[0-9A-Za-z_-]{20,}"
+    r"|(?<![0-9A-Za-z])sk-[0-9A-Za-z_-]*T3BlbkFJ[0-9A-Za-z_-]+"
+)
+
+
+# Literal text that every match of ``_SECRET_TEXT`` contains: a file without any is not
+# scanned with the (slower) expression. ``aws_secret_access_key`` is looked for in lower case.
+_SECRET_MARKERS = (
+    "-----BEGIN",
+    "PuTTY-User-Key-File-",
+    "AKIA",
+    "ASIA",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xoxb-",
+    "xoxa-",
+    "xoxp-",
+    "xoxr-",
+    "xoxs-",
+    "hooks.slack.com/services/",
+    "AIza",
+    "k_live_",
+    "glpat-",
+    "npm_",
+    "pypi-AgEIcHlwaS5vcmc",
+    "sk-",
+)
 
 
 def split_lines(text: str) -> tuple[str, ...]:
@@ -55,14 +201,47 @@ def decode_source(data: bytes) -> str:
     invalid in that encoding become lone surrogates (``surrogateescape``), so decoding
     never fails and the text still maps back to the file's bytes.
     """
+    return _decode(data, python=True)[0]
+
+
+def _decode(data: bytes, *, python: bool) -> tuple[str, int]:
+    """``data`` as text (see :func:`decode_source`; a coding cookie counts only when
+    ``python``) and the number of bytes that were not valid in the encoding."""
+    encoding = "utf-8-sig"
+    if python:
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError:  # unknown codec named by a cookie, or a BOM that contradicts it
+            encoding = "utf-8-sig"
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError:  # unknown codec named by a cookie, or a BOM that contradicts it
-        encoding = "utf-8-sig"
+        return data.decode(encoding), 0
+    except (LookupError, UnicodeError):
+        pass
     try:
-        return data.decode(encoding, errors="surrogateescape")
+        text = data.decode(encoding, errors="surrogateescape")
     except (LookupError, UnicodeError):  # codecs without surrogateescape support
-        return data.decode("utf-8-sig", errors="surrogateescape")
+        text = data.decode("utf-8-sig", errors="surrogateescape")
+    return text, sum(1 for ch in text if "\udc80" <= ch <= "\udcff")
+
+
+def secret_name(path: str) -> bool:
+    """Whether the file name of ``path`` (repository-relative) is that of a secret, whatever
+    the file holds (package-manager configurations are judged by :func:`secret_in_text`)."""
+    name = path.rsplit("/", 1)[-1].lower()
+    return _SECRET_NAMES.fullmatch(name) is not None
+
+
+def secret_in_text(path: str, text: str) -> str | None:
+    """Why the file at ``path`` with content ``text`` is a secret (:data:`SECRET_NAME` for
+    a package-manager configuration holding a token or password, :data:`SECRET_CONTENT` for
+    a private key or token anywhere in it), or ``None``."""
+    name = path.rsplit("/", 1)[-1].lower()
+    if name in _CREDENTIAL_CONFIGS and _CREDENTIAL_ENTRY.search(text):
+        return SECRET_NAME
+    marked = any(marker in text for marker in _SECRET_MARKERS) or "aws_secret_access_key" in text.lower()
+    if marked and _SECRET_TEXT.search(text):
+        return SECRET_CONTENT
+    return None
 
 
 def node_span(node: ast.stmt) -> tuple[int, int]:
@@ -95,16 +274,27 @@ def enclosing_function(tree: ast.Module, line: int) -> ast.FunctionDef | ast.Asy
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One file of the repository.
+    """One file of the repository, as read once.
 
-    ``path`` is repository-relative with ``/`` separators; ``lines`` hold the decoded text
-    line by line (``lines[0]`` is line 1) with line endings kept; ``tree`` is the parsed
-    module, or ``None`` when the file is not valid Python for this interpreter.
+    ``path`` is repository-relative with ``/`` separators (the file's canonical path);
+    ``lines`` hold the decoded text line by line (``lines[0]`` is line 1) with line endings
+    kept; ``tree`` is the parsed module of a ``.py``/``.pyi`` file, or ``None`` when the
+    file is not Python or not valid Python for this interpreter.
+
+    ``refused`` is ``None``, or the policy reason (:data:`SECRET_NAME`,
+    :data:`SECRET_CONTENT`) the file's text is withheld for: then every line is empty but
+    for its line ending, and string constants in ``tree`` are blanked, so the file's shape
+    (line count, definitions) is known and its text is not. ``undecodable`` counts the bytes
+    that were not valid in the file's encoding (kept as lone surrogates); ``digest`` is the
+    SHA-256 of the bytes read.
     """
 
     path: str
     lines: tuple[str, ...]
     tree: ast.Module | None
+    refused: str | None = None
+    undecodable: int = 0
+    digest: str = field(default="", repr=False)
 
     @property
     def line_count(self) -> int:
@@ -120,122 +310,406 @@ class SourceFile:
             raise ValueError(f"{self.path}: lines {start}-{end} outside 1-{len(self.lines)}")
         return "".join(self.lines[start - 1 : end])
 
+    def window(self, start: int, end: int) -> tuple[str, int]:
+        """``(content, end)``: the text of lines ``start..end``, with an ``end`` past the
+        last line clamped to it (the returned ``end``; compare it with the one asked for to
+        record the clamp).
+
+        Raises ``ValueError`` if ``start`` is not a line of the file or ``end < start``.
+        """
+        if not 1 <= start <= len(self.lines) or end < start:
+            raise ValueError(f"{self.path}: window {start}-{end} does not start in 1-{len(self.lines)}")
+        end = min(end, len(self.lines))
+        return "".join(self.lines[start - 1 : end]), end
+
+    def matches(self, start: int, end: int, content: str) -> bool:
+        """Whether ``content`` is exactly lines ``start..end`` of the file."""
+        return 1 <= start <= end <= len(self.lines) and "".join(self.lines[start - 1 : end]) == content
+
     def clamp(self, start: int, end: int) -> tuple[int, int]:
         """``(start, end)`` clipped to the file's lines (the file must have a line)."""
         last = max(len(self.lines), 1)
         return max(1, min(start, last)), max(1, min(end, last))
 
 
+@dataclass(frozen=True)
+class PolicyOmission:
+    """A window the sources would have taken and the reader withheld.
+
+    Lines ``start..end`` of ``path``, from the source ``source`` (``"failure"``,
+    ``"reference"`` or ``"search"``); ``why`` is the policy that withheld it
+    (:data:`SECRET_NAME`, :data:`SECRET_CONTENT`, :data:`WINDOW_UNREADABLE`,
+    :data:`WINDOW_CHANGED`). Its omission reason is always ``"policy"``: no priority
+    overrides it.
+    """
+
+    path: str
+    start: int
+    end: int
+    source: str
+    why: str
+
+    reason: ClassVar[str] = "policy"
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON form: ``path``, ``start``, ``end``, ``source``, ``reason`` (``"policy"``)
+        and ``why``."""
+        return {
+            "path": self.path,
+            "start": self.start,
+            "end": self.end,
+            "source": self.source,
+            "reason": self.reason,
+            "why": self.why,
+        }
+
+
+class _WindowLike(Protocol):
+    @property
+    def path(self) -> str: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+
+
+_W = TypeVar("_W", bound=_WindowLike)
+
+
 @dataclass
 class Repository:
-    """A folder of source code, read lazily and cached.
+    """A folder of source code, read lazily and cached, through the rules of the module
+    docstring.
 
-    ``root`` is the repository folder. Files are addressed by repository-relative paths
-    with ``/`` separators. Symbolic links that lead outside ``root`` are never followed,
-    hidden folders (``.git``, ``.venv``, ...), virtual environments and
-    ``site-packages`` are skipped, and files over ``max_file_bytes`` are ignored, as are
-    files whose repository-relative path the builder would reject (a backslash in a name).
+    ``root`` is the repository folder; ``max_file_bytes`` the largest file read;
+    ``gitignore`` whether ``.gitignore`` and ``.git/info/exclude`` rules apply (default yes).
+    ``refused`` maps the path of every file refused so far to the policy reason
+    (:data:`SECRET_NAME` or :data:`SECRET_CONTENT`); ``skipped`` maps files not read for
+    another reason (binary, too large, not a regular file) to a short explanation.
     """
 
     root: Path
     max_file_bytes: int = MAX_FILE_BYTES
-    _files: dict[str, SourceFile | None] = field(default_factory=dict, repr=False)
-    _python_files: list[str] | None = field(default=None, repr=False)
+    gitignore: bool = True
+    refused: dict[str, str] = field(default_factory=dict, init=False)
+    skipped: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    _files: dict[str, SourceFile | None] = field(default_factory=dict, init=False, repr=False)
+    _relative: dict[str, str | None] = field(default_factory=dict, init=False, repr=False)
+    _dirs: dict[str, bool] = field(default_factory=dict, init=False, repr=False)
+    _specs: dict[str, GitIgnoreSpec | None] = field(default_factory=dict, init=False, repr=False)
+    _listed: dict[tuple[str, ...] | None, list[str]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve()
         if not self.root.is_dir():
             raise NotADirectoryError(f"not a directory: {self.root}")
 
+    # --- locating -------------------------------------------------------------------------
+
     def relative(self, path: str) -> str | None:
-        """The repository-relative form of ``path`` if it names a file of the repository.
+        """The repository-relative canonical path of the file ``path`` names, if the reader
+        may read it.
 
         A relative ``path`` is taken relative to ``root``. Returns ``None`` for files
-        outside the repository (after resolving symbolic links and ``..``), inside a
-        skipped folder (``site-packages``, a virtual environment, a hidden folder), for
-        pseudo-files such as ``<frozen importlib._bootstrap>`` and for files that do not
-        exist.
+        outside the repository (after resolving symbolic links and ``..``), in a skipped
+        folder (``.git``, a hidden folder, a virtual environment, ``site-packages``, ...),
+        ignored by a ``.gitignore`` or ``.git/info/exclude`` rule, for paths the build
+        contract rejects, for pseudo-files such as ``<frozen importlib._bootstrap>`` and for
+        files that do not exist. A secret file has a path: :meth:`source` refuses it.
         """
+        if path in self._relative:
+            return self._relative[path]
+        found = self._locate(path)
+        self._relative[path] = found
+        return found
+
+    def _locate(self, path: str) -> str | None:
         if not path or path.startswith("<"):
             return None
-        candidate = Path(path)
-        if not candidate.is_absolute():
-            candidate = self.root / candidate
         try:
+            candidate = Path(path)
+            if not candidate.is_absolute():
+                candidate = self.root / candidate
             resolved = candidate.resolve()
-            rel = resolved.relative_to(self.root)
-        except (OSError, ValueError):
-            return None
-        if not resolved.is_file() or not rel.parts or not _usable(rel.as_posix()):
-            return None
-        parent = self.root
-        for part in rel.parts[:-1]:
-            parent = parent / part
-            if self._skipped_dir(part, parent):
+            rel = resolved.relative_to(self.root).as_posix()
+            if not resolved.is_file():
                 return None
-        return rel.as_posix()
+        except (OSError, RuntimeError, ValueError):  # a link loop, a NUL, outside the root
+            return None
+        if rel == "." or not _usable(rel) or self._excluded_file(rel):
+            return None
+        return rel
 
-    def source(self, rel: str) -> SourceFile | None:
-        """The file at repository-relative ``rel``, or ``None`` if it cannot be read.
+    def _excluded_file(self, rel: str) -> bool:
+        """Whether the file ``rel`` is in a skipped or ignored folder, or is ignored itself."""
+        parent, _, name = rel.rpartition("/")
+        if name == ".git" or (parent and self._excluded_dir(parent)):
+            return True
+        return self._ignored(rel, is_dir=False)
 
-        Files are read once; ``.py`` and ``.pyi`` files are also parsed with ``ast``.
-        """
-        if rel in self._files:
-            return self._files[rel]
-        loaded: SourceFile | None = None
-        path = self.root / rel
-        try:
-            if path.stat().st_size <= self.max_file_bytes:
-                text = decode_source(path.read_bytes())
-                tree: ast.Module | None = None
-                if rel.endswith((".py", ".pyi")):
-                    tree = _parse(text)
-                loaded = SourceFile(rel, split_lines(text), tree)
-        except OSError:
-            loaded = None
-        self._files[rel] = loaded
-        return loaded
+    def _excluded_dir(self, rel: str) -> bool:
+        """Whether the folder ``rel`` (or a folder above it) is skipped or ignored."""
+        if rel in self._dirs:
+            return self._dirs[rel]
+        parent, _, name = rel.rpartition("/")
+        excluded = (
+            (bool(parent) and self._excluded_dir(parent))
+            or _skipped_dir(name, self.root / rel)
+            or self._ignored(rel, is_dir=True)
+        )
+        self._dirs[rel] = excluded
+        return excluded
+
+    def _ignored(self, rel: str, *, is_dir: bool) -> bool:
+        """Whether ``rel`` itself matches the ignore rules (its folders are checked apart):
+        the deepest ``.gitignore`` with a matching pattern decides (its last matching
+        pattern, a negation re-including), then ``.git/info/exclude``."""
+        if not self.gitignore:
+            return False
+        parts = rel.split("/")
+        suffix = "/" if is_dir else ""
+        for depth in range(len(parts) - 1, -1, -1):
+            spec = self._spec("/".join(parts[:depth]))
+            if spec is not None:
+                verdict = spec.check_file("/".join(parts[depth:]) + suffix).include
+                if verdict is not None:
+                    return verdict
+        exclude = self._spec(None)
+        if exclude is not None:
+            return exclude.check_file(rel + suffix).include is True
+        return False
+
+    def _spec(self, folder: str | None) -> GitIgnoreSpec | None:
+        """The rules of ``folder``'s ``.gitignore`` (``""``: the root's; ``None``:
+        ``.git/info/exclude``), or ``None`` without any. Like git, a rules file that is a
+        symbolic link is not read."""
+        key = "\x00exclude" if folder is None else folder
+        if key in self._specs:
+            return self._specs[key]
+        if folder is None:
+            git = self.root / ".git"
+            rules = git / "info" / "exclude" if git.is_dir() and not git.is_symlink() else None
+        else:
+            rules = self.root / folder / ".gitignore" if folder else self.root / ".gitignore"
+        spec = _read_rules(rules, self.max_file_bytes) if rules is not None else None
+        self._specs[key] = spec
+        return spec
+
+    # --- listing --------------------------------------------------------------------------
+
+    def files(self, suffixes: Iterable[str] | None = None) -> list[str]:
+        """Repository-relative paths of the repository's files, sorted: every regular file
+        (not a symbolic link: a link inside the repository is listed as the file it points
+        to) outside skipped and ignored folders, not ignored itself, whose path the build
+        contract accepts; only names ending with one of ``suffixes`` (case-insensitive, e.g.
+        ``(".py", ".js")``) if given. Files are not read: :meth:`source` may still skip or
+        refuse one."""
+        key = None if suffixes is None else tuple(sorted({s.lower() for s in suffixes}))
+        if key not in self._listed:
+            self._listed[key] = sorted(self._walk(key))
+        return list(self._listed[key])
 
     def python_files(self) -> list[str]:
-        """Repository-relative paths of every ``.py`` file, sorted."""
-        if self._python_files is None:
-            self._python_files = sorted(self._walk())
-        return self._python_files
+        """Repository-relative paths of every ``.py`` file (see :meth:`files`), sorted."""
+        return self.files((".py",))
 
     def python_sources(self) -> Iterator[SourceFile]:
-        """Every readable ``.py`` file of the repository, in path order."""
-        for rel in self.python_files():
+        """Every readable ``.py`` file of the repository, in path order (refused files
+        included: their text is withheld, see :class:`SourceFile`)."""
+        return self.sources((".py",))
+
+    def sources(self, suffixes: Iterable[str] | None = None) -> Iterator[SourceFile]:
+        """Every readable file of :meth:`files` ``(suffixes)``, in path order."""
+        for rel in self.files(suffixes):
             source = self.source(rel)
             if source is not None:
                 yield source
 
-    def _walk(self) -> Iterator[str]:
-        for dirpath, dirnames, filenames in os.walk(self.root):
+    def _walk(self, suffixes: tuple[str, ...] | None) -> Iterator[str]:
+        for dirpath, dirnames, filenames in os.walk(self.root):  # never follows links
             here = Path(dirpath)
+            base = here.relative_to(self.root).as_posix()
+            prefix = "" if base == "." else base + "/"
             dirnames[:] = sorted(
-                d for d in dirnames if not (here / d).is_symlink() and not self._skipped_dir(d, here / d)
+                d
+                for d in dirnames
+                if not (here / d).is_symlink() and _usable(prefix + d) and not self._excluded_dir(prefix + d)
             )
             for name in filenames:
-                if not name.endswith(".py"):
+                if suffixes is not None and not name.lower().endswith(suffixes):
                     continue
-                full = here / name
-                if full.is_symlink():
-                    try:
-                        full.resolve().relative_to(self.root)
-                    except (OSError, ValueError):
-                        continue
-                rel = full.relative_to(self.root).as_posix()
-                if _usable(rel):
+                rel = prefix + name
+                if name == ".git" or (here / name).is_symlink() or not _usable(rel):
+                    continue
+                if not self._ignored(rel, is_dir=False):
                     yield rel
 
-    @staticmethod
-    def _skipped_dir(name: str, path: Path) -> bool:
-        return (
-            name.startswith(".")
-            or name in _SKIPPED_DIRS
-            or name.endswith(".egg-info")
-            or (path / "pyvenv.cfg").is_file()
-        )
+    # --- reading --------------------------------------------------------------------------
+
+    def source(self, path: str) -> SourceFile | None:
+        """The file ``path`` names (see :meth:`relative`), read once through the rules, or
+        ``None`` if it may not or cannot be read (outside, ignored, binary, too large, gone).
+
+        A refused secret file gives a :class:`SourceFile` with ``refused`` set and no text.
+        ``.py`` and ``.pyi`` files are also parsed with ``ast``.
+        """
+        rel = self.relative(path)
+        if rel is None:
+            return None
+        if rel not in self._files:
+            self._files[rel] = self._load(rel)
+        return self._files[rel]
+
+    def _load(self, rel: str) -> SourceFile | None:
+        named = secret_name(rel)
+        if named:
+            self.refused[rel] = SECRET_NAME
+        data = self._read(rel)
+        if data is None:
+            return None
+        if b"\x00" in data[:BINARY_BLOCK]:
+            if not named:
+                self.skipped[rel] = "binary"
+            return None
+        python = rel.endswith((".py", ".pyi"))
+        text, undecodable = _decode(data, python=python)
+        refused = SECRET_NAME if named else secret_in_text(rel, text)
+        lines = split_lines(text)
+        tree = _parse(text) if python else None
+        if refused is not None:
+            self.refused[rel] = refused
+            lines = tuple(_line_ending(line) for line in lines)
+            tree = _blank_strings(tree)
+        else:
+            self.refused.pop(rel, None)
+        self.skipped.pop(rel, None)
+        digest = hashlib.sha256(data).hexdigest()
+        return SourceFile(rel, lines, tree, refused=refused, undecodable=undecodable, digest=digest)
+
+    def _read(self, rel: str) -> bytes | None:
+        """The bytes of the regular file ``rel`` (a canonical path: no link on the way), or
+        ``None``, with the reason in :attr:`skipped`."""
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(self.root / rel, flags)
+        except OSError:
+            self.skipped[rel] = "cannot be opened"
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            try:
+                info = os.fstat(handle.fileno())
+                if not stat.S_ISREG(info.st_mode):
+                    self.skipped[rel] = "not a regular file"
+                    return None
+                data = handle.read(self.max_file_bytes + 1) if info.st_size <= self.max_file_bytes else None
+            except OSError:
+                self.skipped[rel] = "cannot be read"
+                return None
+        if data is None or len(data) > self.max_file_bytes:
+            self.skipped[rel] = f"larger than {self.max_file_bytes} bytes"
+            return None
+        return data
+
+    # --- checking -------------------------------------------------------------------------
+
+    def screen(self, windows: Iterable[_W]) -> tuple[list[_W], list[PolicyOmission]]:
+        """Split ``windows`` (anything with ``path``, ``start``, ``end``, ``content`` and
+        ``reason``) into those that may leave the reader, in their order, and the
+        :class:`PolicyOmission` of each one that may not.
+
+        Each file is read again, once per call, and every window is checked against it: a
+        window is withheld if its file is refused (a secret: the file's reason), if its path
+        is not the canonical path of a readable file of the repository
+        (:data:`WINDOW_UNREADABLE`), or if its content is not exactly its lines of the file
+        as read now (:data:`WINDOW_CHANGED`). Reading again refreshes the cache, so
+        :attr:`refused` reflects the files as they are now.
+        """
+        fresh: dict[str, SourceFile | None] = {}
+        kept: list[_W] = []
+        withheld: list[PolicyOmission] = []
+        for window in windows:
+            path = window.path
+            if path not in fresh:
+                fresh[path] = self._reread(path)
+            source = fresh[path]
+            if source is None:
+                why: str | None = self.refused.get(path, WINDOW_UNREADABLE)
+            elif source.refused is not None:
+                why = source.refused
+            elif not source.matches(window.start, window.end, window.content):
+                why = WINDOW_CHANGED
+            else:
+                why = None
+            if why is None:
+                kept.append(window)
+            else:
+                withheld.append(PolicyOmission(path, window.start, window.end, str(window.reason), why))
+        return kept, withheld
+
+    def _reread(self, path: str) -> SourceFile | None:
+        """The file at the canonical path ``path`` read again (``None`` if ``path`` is not
+        canonical or the file cannot be read); the cache keeps the new reading."""
+        if self.relative(path) != path:
+            return None
+        cached = self._files.get(path)
+        loaded = self._load(path)
+        if cached is not None and loaded is not None and cached.digest == loaded.digest:
+            loaded = cached
+        self._files[path] = loaded
+        return loaded
+
+
+def _skipped_dir(name: str, path: Path) -> bool:
+    return (
+        name.startswith(".")
+        or name in _SKIPPED_DIRS
+        or name.endswith(".egg-info")
+        or (path / "pyvenv.cfg").is_file()
+    )
+
+
+def _read_rules(path: Path, limit: int) -> GitIgnoreSpec | None:
+    """The ignore rules in the file ``path``, or ``None`` if there is no such regular file
+    (or it is a symbolic link, or larger than ``limit`` bytes). A pattern pathspec cannot
+    compile is left out."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > limit:
+            return None
+        lines = path.read_bytes().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    try:
+        return GitIgnoreSpec.from_lines(lines)
+    except ValueError:  # an invalid pattern: keep the others
+        good = []
+        for line in lines:
+            try:
+                GitIgnoreSpec.from_lines([line])
+            except ValueError:
+                continue
+            good.append(line)
+        return GitIgnoreSpec.from_lines(good)
+
+
+def _line_ending(line: str) -> str:
+    match = _ENDING.search(line)
+    return match.group() if match else ""
+
+
+def _blank_strings(tree: ast.Module | None) -> ast.Module | None:
+    """``tree`` with every ``str`` and ``bytes`` constant (docstrings included) emptied."""
+    if tree is not None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant):
+                if isinstance(node.value, str):
+                    node.value = ""
+                elif isinstance(node.value, bytes):
+                    node.value = b""
+    return tree
 
 
 def _usable(rel: str) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from .files import SourceFile
@@ -23,6 +23,8 @@ class Window:
     ``path`` is repository-relative with ``/`` separators; ``content`` is exactly the
     text of those lines, line endings kept; ``reason`` names the source; ``score`` orders
     windows of one source (higher first). Accepted as-is by ``repo_context.build``.
+    ``clamped_from`` is the end the source asked for when it was past the end of the file
+    and the window was clamped to the last line (``None`` otherwise; not compared).
     """
 
     path: str
@@ -31,6 +33,7 @@ class Window:
     content: str
     reason: Reason
     score: float
+    clamped_from: int | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, object]:
         """The JSON form of the candidate (the keys of the build input)."""
@@ -45,6 +48,9 @@ class Window:
 
 
 def make_window(source: SourceFile, start: int, end: int, reason: Reason, score: float) -> Window:
-    """The window of lines ``start..end`` of ``source``, clipped to the file."""
-    start, end = source.clamp(start, end)
-    return Window(source.path, start, end, source.text(start, end), reason, score)
+    """The window of lines ``start..end`` of ``source``, read with
+    :meth:`SourceFile.window`: ``start`` clipped to the file, an ``end`` past the last line
+    clamped to it and recorded in ``clamped_from``. Raises ``ValueError`` for an empty file."""
+    start = max(1, min(start, source.line_count))
+    content, last = source.window(start, max(start, end))
+    return Window(source.path, start, last, content, reason, score, end if end > last else None)
