@@ -5,8 +5,9 @@ from three sources, ready for ``repo_context.build``:
 
 * **failure** (:mod:`.failure`): the function around each traceback frame that lies in the
   repository; the deepest such frame's file is the failure file;
-* **reference** (:mod:`.references`): definitions, found with ``ast``, of the names used on
-  the failing lines;
+* **reference** (:mod:`.references`): definitions, found with tree-sitter (:mod:`.symbols`),
+  of the symbols used on the failing lines and in the failing test, callers of the failing
+  function, and the failing file's import graph;
 * **search** (:mod:`.search`): function-level chunks of the repository ranked with BM25
   against the exception, its message and the test name.
 
@@ -18,17 +19,22 @@ from .failure import ProjectFrame, failure_windows, project_frames
 from .files import Repository, SourceFile
 from .gather import Gathered, gather
 from .pytest_log import Frame, TestFailure, parse_pytest_log, strip_ansi
-from .references import DefinitionIndex, names_on_line, reference_windows
+from .references import DefinitionIndex, names_on_line, reference_evidence, reference_windows
 from .search import build_query, chunk_spans, search_windows, tokenize
+from .symbols import Definition, Import, Reference, SymbolIndex
 from .window import Window
 
 __all__ = [
+    "Definition",
     "DefinitionIndex",
     "Frame",
     "Gathered",
+    "Import",
     "ProjectFrame",
+    "Reference",
     "Repository",
     "SourceFile",
+    "SymbolIndex",
     "TestFailure",
     "Window",
     "build_query",
@@ -38,6 +44,7 @@ __all__ = [
     "names_on_line",
     "parse_pytest_log",
     "project_frames",
+    "reference_evidence",
     "reference_windows",
     "search_windows",
     "strip_ansi",
