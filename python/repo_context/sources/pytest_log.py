@@ -1,47 +1,124 @@
-"""Parsing pytest's terminal output into failures and traceback frames.
+"""Parsing test output into failures, exception chains and traceback frames.
 
-Reads what ``pytest -rA --tb=long`` prints, with or without ANSI colour; ``--tb=short``
-and ``--tb=native`` reports are read too, and ``--tb=line`` ones (one location line per
-failure, no test name). Each report section of the ``FAILURES`` and ``ERRORS`` parts
-becomes one :class:`TestFailure`; a log without those parts (a bare Python traceback, say)
-is read as a single failure.
+Shapes read (:func:`parse_test_output` tells them apart by themselves):
+
+* pytest's terminal output: the ``FAILURES`` and ``ERRORS`` parts with ``--tb=long``,
+  ``short``, ``native`` or ``line`` reports (``line`` prints one location line per failure
+  and no report header), ``-q`` and ``-v`` runs, ``-rA`` short summaries (``FAILED id -
+  message``, ``ERROR id``), pytest-xdist's ``[gw0]`` prefixes, ANSI colour and CI time
+  stamps at the start of lines;
+* JUnit XML (``pytest --junitxml``, and other xUnit reporters), parsed with ``defusedxml``
+  (no entity expansion, no external resources); each ``<failure>`` or ``<error>`` text is
+  read as a report of its own;
+* unittest's output (``FAIL: test_x (mod.Class.test_x)`` and ``ERROR:`` blocks, the
+  ``Traceback`` inside, ``test_x (mod.Class.test_x) ... FAIL`` lines of ``-v``);
+* plain Python tracebacks (a log without any of the above).
 
 Frames come from the location lines pytest prints (``path:line: ExcType`` or
 ``path:line: in func``) and from Python's ``File "path", line N, in func`` lines. A chained
 exception (``The above exception was the direct cause of the following exception:``,
 ``During handling of the above exception, another exception occurred:``) starts a new
-*segment*; the last segment is the exception the test saw.
+*segment*: every link of the chain is kept, in printed order (the root cause first), and
+the last segment is the exception the test saw.
+
+Test ids (``tests/test_x.py::TestC::test_y[a b-[1]]``) come from status lines, with the
+status before the id (``FAILED id - message``, ``[gw1] [ 50%] PASSED id``) or after it
+(``id PASSED  [ 50%]``, ``test_x (mod.C.test_x) ... FAIL``); ids may hold blanks and
+brackets. Progress lines (``tests/test_x.py .F.  [100%]``, ``[100%]``) are not tests.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
-__all__ = ["Frame", "TestFailure", "parse_pytest_log", "strip_ansi"]
+__all__ = [
+    "ChainLink",
+    "Frame",
+    "LogFormatError",
+    "TestFailure",
+    "TestOutcome",
+    "is_junit_xml",
+    "parse_junit_xml",
+    "parse_outcomes",
+    "parse_pytest_log",
+    "parse_test_output",
+    "strip_ansi",
+]
+
+Status = Literal["failed", "error"]
+Relation = Literal["cause", "context", "group"]
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+# A time stamp that CI systems put before every line of a job log.
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
+# pytest-xdist: the worker of a line, and the worker's platform line under a report header.
+_XDIST_PREFIX = re.compile(r"^\[gw\d+\] ")
+_XDIST_PLATFORM = re.compile(r"^\[gw\d+\] \S+ -- Python \S+")
+_PROGRESS = re.compile(r"^\[\s*\d+%\]\s*")
 _HEADER = re.compile(r"^_{3,} (?P<name>.+?) _{3,}$")
 _ENTRY_SEPARATOR = re.compile(r"^(?:_ )+_?$")
 # `path:line: message` as pytest prints it (long/short/line styles); the path has no blanks.
 _LOCATION = re.compile(r"^(?P<path><[^>\n]+>|[^\s<>]\S*?):(?P<line>\d+): ?(?P<message>.*)$")
 # `  File "path", line N, in func` as Python prints it (native style, bare tracebacks).
 _NATIVE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
-_CHAIN = (
-    "The above exception was the direct cause of the following exception",
-    "During handling of the above exception, another exception occurred",
-)
+_CHAIN: dict[str, Relation] = {
+    "The above exception was the direct cause of the following exception": "cause",
+    "During handling of the above exception, another exception occurred": "context",
+}
+_TRACEBACK_START = "Traceback (most recent call last):"
+# Exception groups (Python 3.11+) draw their sub-exceptions in a box of `|` and `+-`.
+_GROUP_MARGIN = re.compile(r"^\s*(?:\|(?: |$))+|^\s*\+ (?=Exception Group Traceback)")
+_GROUP_SPLIT = re.compile(r"^\s*\+[-+]*-+ (?:\d+|\.\.\.) -+$")
 _EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*): ?(?P<message>.*)$")
+_EXCEPTION_NAME = re.compile(r"^[A-Za-z_][\w.]*$")
 # The last line of a Python traceback, "ValueError: message", as printed at column 0.
 _TRACEBACK_TAIL = re.compile(
-    r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Iteration|Failed|Group)(?::|$)"
+    r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Iteration|Failed|Group|Warning)(?::|$)"
 )
-
+# unittest: the rule above a report, its header, and the rule under the header.
+_UNITTEST_RULE = re.compile(r"^={20,}$")
+_UNITTEST_HEADER = re.compile(r"^(?P<kind>FAIL|ERROR|UNEXPECTED SUCCESS): (?P<desc>.+)$")
+_UNITTEST_BODY_RULE = re.compile(r"^-{20,}$")
+_UNITTEST_RAN = re.compile(r"^Ran \d+ tests? in ")
+# `test_x (mod.Class.test_x)`, maybe followed by a subtest's parameters `(i=1)`.
+_UNITTEST_DESC = re.compile(r"^(?P<name>\S+) \((?P<id>[^()\s]+)\)(?P<sub> \(.*\))?$")
+_UNITTEST_VERBOSE = re.compile(
+    r"^\s*(?P<desc>\S+ \([^()\s]+\)(?: \(.*\))?) \.\.\. "
+    r"(?P<status>ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$"
+)
+_PYTEST_STATUS = {
+    "PASSED": "passed",
+    "FAILED": "failed",
+    "ERROR": "error",
+    "SKIPPED": "skipped",
+    "XFAIL": "xfailed",
+    "XPASS": "xpassed",
+}
+_STATUS_FIRST = re.compile(r"^(?P<status>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (?P<rest>\S.*)$")
+_STATUS_LAST = re.compile(
+    r"^(?P<id>[^\s:]+::\S.*?) (?P<status>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)"
+    r"(?: \(.*\))?(?:\s+\[\s*\d+%\])?$"
+)
+_UNITTEST_STATUS = {
+    "ok": "passed",
+    "FAIL": "failed",
+    "ERROR": "error",
+    "expected failure": "xfailed",
+    "unexpected success": "xpassed",
+}
 
 # A line number that no file can reach: past the builder's largest line (2**31 - 1). Such
 # digits are not even converted (``int`` refuses more than a few thousand digits).
 _MAX_LINE = 2**31 - 1
 _MAX_LINE_DIGITS = len(str(_MAX_LINE))
+
+
+class LogFormatError(ValueError):
+    """The test output cannot be read: JUnit XML that is malformed or unsafe (an entity
+    declaration, an external reference)."""
 
 
 def _rule_title(line: str, rule: str) -> str | None:
@@ -86,6 +163,23 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
+def _clean_lines(text: str) -> list[str]:
+    """The lines of ``text`` as the parsers read them: no ANSI escapes, no CI time stamps,
+    no pytest-xdist ``[gwN]`` prefixes (the worker platform lines dropped), no trailing
+    blanks."""
+    lines: list[str] = []
+    for raw in strip_ansi(text).splitlines():
+        line = raw.rstrip()
+        if line[:1].isdigit():
+            line = _TIMESTAMP.sub("", line, count=1)
+        if line.startswith("[gw"):
+            if _XDIST_PLATFORM.match(line):
+                continue
+            line = _XDIST_PREFIX.sub("", line, count=1)
+        lines.append(line)
+    return lines
+
+
 @dataclass(frozen=True)
 class Frame:
     """One traceback entry: ``path`` as printed in the log, 1-based ``line``.
@@ -102,16 +196,45 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class ChainLink:
+    """One exception of a chain, in printed order: the root cause first, the exception
+    the test saw last.
+
+    ``segment`` is its index (the ``segment`` of its frames); ``exception_type`` and
+    ``message`` as in :class:`TestFailure`; ``frames`` its own frames, outermost first;
+    ``relation`` how it leads to the next link: ``"cause"`` (``raise ... from``, "The
+    above exception was the direct cause"), ``"context"`` ("During handling of the above
+    exception"), ``"group"`` (a sub-exception of an exception group), or ``None`` for the
+    last link.
+    """
+
+    segment: int
+    exception_type: str | None
+    message: str
+    frames: tuple[Frame, ...]
+    relation: Relation | None = None
+
+
+@dataclass(frozen=True)
 class TestFailure:
     """One failed (or errored) test as reported in the log.
 
     ``name`` is the report header (``TestUtil.test_x``, ``test_y[a b-1]``, ``ERROR at setup
-    of test_z``), or ``None`` for a log without report headers. ``frames`` are in printed
-    order, outermost call first within each segment. ``exception_type`` is the type of the
-    exception the test saw (``ValueError``), or ``None`` when the log does not name it;
-    ``message`` is its message (for a failed ``assert``, pytest's explanation's first
-    line). ``message_lines`` are all the ``E`` lines of the report, every segment's, without
-    the ``E`` prefix.
+    of test_z``), or, without a header, the test's name from its id; ``None`` when the log
+    names no test. ``frames`` are in printed order, outermost call first within each
+    segment. ``exception_type`` is the type of the exception the test saw
+    (``ValueError``), or ``None`` when the log does not name it; ``message`` is its message
+    (for a failed ``assert``, pytest's explanation's first line). ``message_lines`` are
+    all the message lines of the report (``E`` lines without the prefix, native tails),
+    every segment's.
+
+    ``test_id`` is the test's id when the log gives one (a pytest node id
+    ``tests/test_x.py::TestC::test_y[1]`` from a status line; ``mod.Class.test_x`` from
+    unittest; ``classname.name`` from JUnit XML). ``status`` is ``"failed"`` or
+    ``"error"`` (pytest's ``ERRORS`` part, unittest's ``ERROR:``, JUnit's ``<error>``).
+    ``chain`` holds every exception of the chain in printed order (the root cause first).
+    ``origin`` names the shape read: ``pytest``, ``unittest``, ``junit``, ``traceback``
+    or ``summary`` (a status line without any report).
     """
 
     __test__ = False  # not a pytest test class
@@ -121,19 +244,66 @@ class TestFailure:
     exception_type: str | None
     message: str
     message_lines: tuple[str, ...]
+    test_id: str | None = None
+    status: Status = "failed"
+    chain: tuple[ChainLink, ...] = ()
+    origin: str = "pytest"
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """One test's outcome as a status line reports it.
+
+    ``test_id`` as printed (``tests/test_x.py::test_y[a b]``, ``mod.Class.test_x``);
+    ``status`` one of ``passed``, ``failed``, ``error``, ``skipped``, ``xfailed``,
+    ``xpassed``; ``message`` the text after ``id - `` in a short summary (else ``""``).
+    """
+
+    __test__ = False  # not a pytest test class
+
+    test_id: str
+    status: str
+    message: str = ""
+
+
+# --- one report's traceback ----------------------------------------------------------
+
+
+@dataclass
+class _Segment:
+    frames: list[Frame] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # E lines and native tails
+    location_type: str | None = None  # `path:N: ExcType` (long style, --tb=line)
+    tail_type: str | None = None  # the type named by a native traceback's last line
 
 
 class _Builder:
-    def __init__(self, name: str | None) -> None:
+    """Reads the lines of one report (or of a whole bare log) into a :class:`TestFailure`.
+
+    ``bounded``: the lines are one report whose end is known (a unittest block, a JUnit
+    element, a pytest report), so every line after a native traceback's last line belongs
+    to the message; in an unbounded log the message ends at the first blank line.
+    """
+
+    def __init__(self, name: str | None, *, bounded: bool = True) -> None:
         self.name = name
-        self.frames: list[Frame] = []
-        self.exception_type: str | None = None
-        self.messages: list[list[str]] = [[]]  # E lines, per segment
+        self.bounded = bounded
+        self.segments: list[_Segment] = [_Segment()]
+        self.relations: list[Relation] = []
         self.in_capture = False
+        self.after_frame = False  # inside a native frame (its source and caret lines)
+        self.in_tail = False  # after a native traceback's last line
+        self.frame_count = 0
 
     @property
-    def segment(self) -> int:
-        return len(self.messages) - 1
+    def current(self) -> _Segment:
+        return self.segments[-1]
+
+    def _new_segment(self, relation: Relation) -> None:
+        if self.current.frames or self.current.messages:
+            self.segments.append(_Segment())
+            self.relations.append(relation)
+        self.after_frame = self.in_tail = False
 
     def feed(self, line: str) -> None:
         if _rule_title(line, "-") is not None:
@@ -141,20 +311,32 @@ class _Builder:
             return
         if self.in_capture:
             return
+        if line.lstrip()[:1] in ("|", "+"):
+            # An exception group: each sub-exception is a segment; the box is not text.
+            if _GROUP_SPLIT.match(line):
+                self._new_segment("group")
+                return
+            margin = _GROUP_MARGIN.match(line)
+            if margin is not None:
+                line = line[margin.end() :]
         stripped = line.strip()
-        if any(stripped.startswith(chain) for chain in _CHAIN):
-            if self.frames:
-                self.messages.append([])
-                self.exception_type = None
+        relation = next((rel for text, rel in _CHAIN.items() if stripped.startswith(text)), None)
+        if relation is not None:
+            self._new_segment(relation)
+            return
+        if stripped == _TRACEBACK_START or stripped.startswith("Exception Group Traceback"):
+            self.after_frame = self.in_tail = False
             return
         if line.startswith("E") and (len(line) == 1 or line[1] in " \t"):
-            self.messages[-1].append(line[1:].strip())
+            self.current.messages.append(line[1:].strip())
+            self.after_frame = self.in_tail = False
             return
         native = _NATIVE.match(line)
         if native:
             number = _line_number(native["line"])
             if number is not None:
-                self.frames.append(Frame(native["path"], number, native["func"], self.segment))
+                self._add_frame(Frame(native["path"], number, native["func"], len(self.segments) - 1))
+            self.after_frame, self.in_tail = True, False
             return
         location = _LOCATION.match(line)
         if location:
@@ -162,73 +344,298 @@ class _Builder:
             function = message[3:].strip() if message.startswith("in ") else None
             number = _line_number(location["line"])
             if number is not None:
-                self.frames.append(Frame(location["path"], number, function, self.segment))
+                self._add_frame(Frame(location["path"], number, function, len(self.segments) - 1))
             if message and function is None:
-                self.exception_type = message.split(":", 1)[0].strip() or None
+                exc_type, _, rest = message.partition(":")
+                if _EXCEPTION_NAME.match(exc_type.strip()):
+                    self.current.location_type = exc_type.strip()
+                    if rest.strip() and not self.current.messages:
+                        self.current.messages.append(message)  # --tb=line: `path:N: Type: message`
+            self.after_frame = self.in_tail = False
             return
-        if self.frames and not line.startswith((" ", "\t", ">")) and _TRACEBACK_TAIL.match(stripped):
-            # The last line of a native traceback: "ValueError: message" at column 0.
-            self.exception_type = stripped.split(":", 1)[0]
-            self.messages[-1].append(stripped)
+        if self.in_tail:
+            if not stripped and not self.bounded:
+                self.in_tail = False
+            else:
+                self.current.messages.append(stripped)
+            return
+        at_column_0 = not line.startswith((" ", "\t", ">"))
+        if at_column_0 and stripped and self.current.frames:
+            tail = _EXCEPTION_LINE.match(stripped) or _EXCEPTION_NAME.match(stripped)
+            if (self.after_frame and tail) or _TRACEBACK_TAIL.match(stripped):
+                # The last line of a native traceback: "ValueError: message" at column 0.
+                self.current.tail_type = stripped.split(":", 1)[0]
+                self.current.messages.append(stripped)
+                self.after_frame, self.in_tail = False, True
+                return
+        if at_column_0:
+            self.after_frame = False
 
-    def build(self) -> TestFailure:
-        final = next((lines for lines in reversed(self.messages) if any(lines)), [])
-        exception_type, message = self.exception_type, ""
-        for text in final:
+    def _add_frame(self, frame: Frame) -> None:
+        self.current.frames.append(frame)
+        self.frame_count += 1
+
+    @staticmethod
+    def _exception(segment: _Segment) -> tuple[str | None, str]:
+        exception_type = segment.location_type or segment.tail_type
+        message = ""
+        for text in segment.messages:
             if not text:
                 continue
             match = _EXCEPTION_LINE.match(text)
-            if (
-                match
-                and _TRACEBACK_TAIL.match(text)
-                and (
-                    exception_type is None
-                    or match["type"] == exception_type
-                    or match["type"].endswith("." + exception_type)
-                )
+            if match and (
+                exception_type is None
+                or match["type"] == exception_type
+                or match["type"].endswith("." + exception_type)
+                or exception_type.endswith("." + match["type"])
             ):
                 exception_type = exception_type or match["type"]
                 message = match["message"]
+            elif exception_type is None and _EXCEPTION_NAME.match(text) and _TRACEBACK_TAIL.match(text):
+                exception_type = text
             else:
                 message = text
             break
-        all_lines = tuple(line for lines in self.messages for line in lines)
-        return TestFailure(self.name, tuple(self.frames), exception_type, message, all_lines)
+        if exception_type is None and message.startswith("assert "):
+            exception_type = "AssertionError"  # pytest's rewritten `assert` explains itself
+        return exception_type, message
+
+    def build(
+        self,
+        *,
+        test_id: str | None = None,
+        status: Status = "failed",
+        origin: str = "pytest",
+    ) -> TestFailure:
+        links: list[ChainLink] = []
+        for index, segment in enumerate(self.segments):
+            exception_type, message = self._exception(segment)
+            relation = self.relations[index] if index < len(self.relations) else None
+            links.append(ChainLink(index, exception_type, message, tuple(segment.frames), relation))
+        # The exception the test saw: the last link that says anything.
+        final = next(
+            (link for link in reversed(links) if link.exception_type or link.message or link.frames),
+            links[-1],
+        )
+        frames = tuple(frame for segment in self.segments for frame in segment.frames)
+        all_lines = tuple(line for segment in self.segments for line in segment.messages)
+        return TestFailure(
+            self.name,
+            frames,
+            final.exception_type,
+            final.message,
+            all_lines,
+            test_id=test_id,
+            status=status,
+            chain=tuple(links),
+            origin=origin,
+        )
 
 
-def parse_pytest_log(text: str) -> list[TestFailure]:
-    """Parse pytest terminal output into its failures, in report order.
+# --- status lines --------------------------------------------------------------------
 
-    ``text`` may contain ANSI colour codes and any line endings. Only the ``FAILURES`` and
-    ``ERRORS`` parts are read (warnings summaries, captured output and passed-test
-    reports are ignored), so paths in warnings never pose as frames. A log with neither part
-    is read as one failure with ``name=None`` if it shows any traceback frame; otherwise
-    the result is empty.
+
+def _split_id(rest: str) -> tuple[str, str]:
+    """``(test_id, message)`` from the text after a status: ``id`` or ``id - message``.
+
+    A parametrised id's brackets may hold blanks, `` - `` and more brackets
+    (``test_x[a - b-[1]]``): the id ends at the first ``]`` that balances the brackets
+    opened after its last ``::`` and is followed by the end or by `` - ``.
     """
-    lines = strip_ansi(text).splitlines()
-    failures: list[TestFailure] = []
+    head, sep, _ = rest.partition(" - ")
+    opening = rest.find("[", rest.find("::") + 1 if "::" in head else 0)
+    if opening == -1 or (sep and opening > len(head)):
+        return head.strip(), rest[len(head) + len(sep) :].strip() if sep else ""
+    depth = 0
+    fallback: int | None = None
+    for index in range(opening, len(rest)):
+        char = rest[index]
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+            after = rest[index + 1 :]
+            if after == "" or after.startswith(" - "):
+                if depth == 0:
+                    return rest[: index + 1], after[3:].strip()
+                if fallback is None:
+                    fallback = index
+    if fallback is not None:
+        return rest[: fallback + 1], rest[fallback + 1 :][3:].strip()
+    return head.strip(), rest[len(head) + len(sep) :].strip() if sep else ""
+
+
+def _unittest_id(desc: str) -> tuple[str, str] | None:
+    """``(test_id, name)`` of a unittest description ``test_x (mod.Class.test_x)`` (before
+    Python 3.11: ``test_x (mod.Class)``), or ``None``; a subtest's parameters are kept in
+    the name."""
+    match = _UNITTEST_DESC.match(desc)
+    if match is None:
+        return None
+    method, where = match["name"], match["id"]
+    test_id = where if where.endswith("." + method) else f"{where}.{method}"
+    parts = test_id.split(".")
+    qualified = next((i for i, part in enumerate(parts) if part[:1].isupper()), len(parts) - 1)
+    name = ".".join(parts[qualified:]) + (match["sub"] or "")
+    return test_id, name
+
+
+def _outcome_lines(lines: Iterable[str]) -> Iterator[tuple[int, TestOutcome]]:
+    in_summary = False
+    for index, raw in enumerate(lines):
+        section = _rule_title(raw, "=")
+        if section is not None and section:
+            in_summary = section.strip().lower() == "short test summary info"
+            continue
+        line = raw
+        prefixed = False
+        while True:  # `[gw0] [ 50%] PASSED id` (the [gwN] prefix is already gone)
+            progress = _PROGRESS.match(line)
+            if progress is None or progress.end() == 0:
+                break
+            line, prefixed = line[progress.end() :], True
+        if not line:
+            continue
+        first = _STATUS_FIRST.match(line)
+        if first is not None:
+            rest = first["rest"]
+            if first["status"] == "SKIPPED" and rest.startswith("["):
+                continue  # `SKIPPED [1] path:line: reason` names a location, not a test
+            test_id, message = _split_id(rest)
+            if test_id and (in_summary or prefixed or "::" in test_id):
+                yield index, TestOutcome(test_id, _PYTEST_STATUS[first["status"]], message)
+            continue
+        last = _STATUS_LAST.match(line)
+        if last is not None:
+            yield index, TestOutcome(last["id"].strip(), _PYTEST_STATUS[last["status"]])
+            continue
+        verbose = _UNITTEST_VERBOSE.match(line)
+        if verbose is not None:
+            found = _unittest_id(verbose["desc"])
+            if found is not None:
+                word = verbose["status"]
+                status = "skipped" if word.startswith("skipped") else _UNITTEST_STATUS[word]
+                yield index, TestOutcome(found[0], status)
+            continue
+        header = _UNITTEST_HEADER.match(line)
+        if header is not None:
+            found = _unittest_id(header["desc"])
+            if found is not None:
+                status = {"FAIL": "failed", "ERROR": "error"}.get(header["kind"], "xpassed")
+                yield index, TestOutcome(found[0], status)
+
+
+def parse_outcomes(text: str) -> list[TestOutcome]:
+    """Every test outcome that a status line of ``text`` reports, in log order, each
+    ``(test_id, status)`` once (the first line that reports it, with the message of the
+    first line that has one).
+
+    Read: pytest's ``-rA`` short summary (``FAILED id - message``, ``ERROR id``, ``PASSED
+    id``), ``-v`` lines (``id PASSED  [ 50%]``), pytest-xdist's ``[gw0] [ 50%] FAILED id``,
+    unittest's ``test_x (mod.C.test_x) ... FAIL`` and ``FAIL: test_x (mod.C.test_x)``.
+    Progress lines and ``SKIPPED [N] path:line: reason`` summaries are not outcomes.
+    """
+    return _unique_outcomes(outcome for _, outcome in _outcome_lines(_clean_lines(text)))
+
+
+def _unique_outcomes(outcomes: Iterable[TestOutcome]) -> list[TestOutcome]:
+    found: dict[tuple[str, str], TestOutcome] = {}
+    for outcome in outcomes:
+        key = (outcome.test_id, outcome.status)
+        known = found.get(key)
+        if known is None:
+            found[key] = outcome
+        elif not known.message and outcome.message:
+            found[key] = replace(known, message=outcome.message)
+    return list(found.values())
+
+
+def _header_key(name: str) -> str:
+    """The test part of a pytest report header (``ERROR at setup of test_x`` → ``test_x``)."""
+    for prefix in ("ERROR at setup of ", "ERROR at teardown of ", "ERROR collecting "):
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
+
+
+def _id_key(test_id: str) -> str:
+    """The report-header form of a pytest node id: the part after the file, ``::`` as
+    ``.`` (``tests/t.py::C::test_x[1]`` → ``C.test_x[1]``); a file id stays itself."""
+    if "::" not in test_id:
+        return test_id
+    return test_id.split("::", 1)[1].replace("::", ".")
+
+
+def _dotted(test_id: str) -> str:
+    """A test id as dotted names, parameters kept: ``tests/t.py::C::x[1]`` →
+    ``tests.t.C.x[1]``, ``tests.t.C.x[1]`` unchanged."""
+    base, bracket, params = test_id.partition("[")
+    if "::" in base:
+        path, _, rest = base.partition("::")
+        path = path[:-3] if path.endswith(".py") else path
+        base = path.replace("/", ".") + "." + rest.replace("::", ".")
+    return base + bracket + params
+
+
+def _summary_failure(outcome: TestOutcome) -> TestFailure:
+    """A failure known from its status line alone (``FAILED id - message``)."""
+    exc_type: str | None = None
+    message = outcome.message
+    match = _EXCEPTION_LINE.match(message)
+    if match is not None:
+        exc_type, message = match["type"], match["message"]
+    elif message.startswith("assert "):
+        exc_type = "AssertionError"
+    status: Status = "error" if outcome.status == "error" else "failed"
+    return TestFailure(
+        _id_key(outcome.test_id),
+        (),
+        exc_type,
+        message,
+        (outcome.message,) if outcome.message else (),
+        test_id=outcome.test_id,
+        status=status,
+        origin="summary",
+    )
+
+
+# --- pytest ---------------------------------------------------------------------------
+
+
+def _pytest_reports(lines: list[str]) -> tuple[list[tuple[int, TestFailure]], bool]:
+    """The reports of pytest's ``FAILURES`` and ``ERRORS`` parts with their line index, and
+    whether the log has such a part."""
+    failures: list[tuple[int, TestFailure]] = []
     current: _Builder | None = None
+    start = 0
+    status: Status = "failed"
     in_reports = False
     saw_reports = False
     pending: list[str] = []  # `E` lines of a --tb=line failure, before its location line
-    for raw in lines:
-        line = raw.rstrip()
+    pending_links: list[tuple[list[str], Relation]] = []
+
+    def finish() -> None:
+        nonlocal current
+        if current is not None:
+            failures.append((start, current.build(status=status)))
+            current = None
+
+    for index, line in enumerate(lines):
         section = _rule_title(line, "=")
         if section is not None:
-            if current is not None:
-                failures.append(current.build())
-                current = None
+            finish()
             title = section.strip().upper()
             in_reports = title in ("FAILURES", "ERRORS")
+            status = "error" if title == "ERRORS" else "failed"
             saw_reports = saw_reports or in_reports
+            pending, pending_links = [], []
             continue
         if not in_reports:
             continue
         header = _HEADER.match(line)
         if header and not _ENTRY_SEPARATOR.match(line):
-            if current is not None:
-                failures.append(current.build())
-            current = _Builder(header["name"])
+            finish()
+            current, start = _Builder(header["name"]), index
             continue
         if current is not None:
             if not _ENTRY_SEPARATOR.match(line):
@@ -238,27 +645,319 @@ def parse_pytest_log(text: str) -> list[TestFailure]:
         if line.startswith("E") and (len(line) == 1 or line[1] in " \t"):
             pending.append(line[1:].strip())
             continue
+        relation = next((rel for text, rel in _CHAIN.items() if line.strip().startswith(text)), None)
+        if relation is not None and pending:
+            pending_links.append((pending, relation))
+            pending = []
+            continue
         location = _LOCATION.match(line)
         if location:
-            exc_type, _, message = location["message"].partition(":")
-            number = _line_number(location["line"])
-            failures.append(
-                TestFailure(
-                    None,
-                    () if number is None else (Frame(location["path"], number),),
-                    exc_type.strip() or None,
-                    message.strip(),
-                    tuple(pending) or (location["message"],),
-                )
-            )
-            pending = []
-    if current is not None:
-        failures.append(current.build())
-    if saw_reports:
-        return failures
+            builder = _Builder(None)
+            for lines_of_link, link_relation in pending_links:
+                builder.current.messages.extend(lines_of_link)
+                builder._new_segment(link_relation)
+            builder.current.messages.extend(pending)
+            builder.feed(line)
+            failures.append((index, builder.build(status=status)))
+            pending, pending_links = [], []
+    finish()
+    return failures, saw_reports
 
-    bare = _Builder(None)
-    for raw in lines:
-        bare.feed(raw.rstrip())
-    built = bare.build()
-    return [built] if built.frames else []
+
+def _link_ids(
+    failures: list[tuple[int, TestFailure]], outcomes: list[TestOutcome]
+) -> tuple[list[tuple[int, TestFailure]], list[TestOutcome]]:
+    """Give each report its test id from the status lines, and return the failed or
+    errored outcomes that no report claimed.
+
+    A report with a header takes the first unclaimed outcome of its status whose id has
+    that header's test part; a report without one (``--tb=line``) the first unclaimed
+    outcome of its status, in order.
+    """
+    unclaimed = [o for o in outcomes if o.status in ("failed", "error")]
+    linked: list[tuple[int, TestFailure]] = []
+    for index, failure in failures:
+        if failure.test_id is not None:  # unittest: the header named it
+            known = next(
+                (o for o in unclaimed if o.status == failure.status and o.test_id == failure.test_id), None
+            )
+            if known is not None:
+                unclaimed.remove(known)
+            linked.append((index, failure))
+            continue
+        pick: TestOutcome | None = None
+        if failure.name is not None:
+            key = _header_key(failure.name)
+            pick = next(
+                (o for o in unclaimed if o.status == failure.status and _id_key(o.test_id) == key), None
+            )
+            if pick is None:  # unittest: `C.test_x` for id `mod.C.test_x`
+                pick = next(
+                    (
+                        o
+                        for o in unclaimed
+                        if o.status == failure.status
+                        and (_dotted(o.test_id) == key or _dotted(o.test_id).endswith("." + key))
+                    ),
+                    None,
+                )
+        else:
+            pick = next((o for o in unclaimed if o.status == failure.status), None)
+        if pick is None:
+            linked.append((index, failure))
+            continue
+        unclaimed.remove(pick)
+        name = failure.name if failure.name is not None else _id_key(pick.test_id)
+        linked.append((index, replace(failure, name=name, test_id=pick.test_id)))
+    return linked, unclaimed
+
+
+# --- unittest -------------------------------------------------------------------------
+
+
+def _unittest_reports(lines: list[str]) -> list[tuple[int, TestFailure]]:
+    """unittest's ``FAIL:``/``ERROR:`` blocks: a rule of ``=``, the header (maybe a
+    docstring line), a rule of ``-``, the traceback; the block ends at the next rule of
+    ``=`` or at the ``-`` rule above ``Ran N tests``."""
+    failures: list[tuple[int, TestFailure]] = []
+    index = 0
+    count = len(lines)
+    while index < count:
+        if not (_UNITTEST_RULE.match(lines[index]) and index + 1 < count):
+            index += 1
+            continue
+        header = _UNITTEST_HEADER.match(lines[index + 1])
+        if header is None:
+            index += 1
+            continue
+        start = index + 1
+        body = start + 1
+        while body < count and not _UNITTEST_BODY_RULE.match(lines[body]) and body - start <= 3:
+            body += 1
+        if body >= count or not _UNITTEST_BODY_RULE.match(lines[body]):
+            index += 1
+            continue
+        end = body + 1
+        while end < count:
+            if _UNITTEST_RULE.match(lines[end]):
+                break
+            if (
+                _UNITTEST_BODY_RULE.match(lines[end])
+                and end + 1 < count
+                and _UNITTEST_RAN.match(lines[end + 1])
+            ):
+                break
+            end += 1
+        found = _unittest_id(header["desc"])
+        test_id, name = found if found is not None else (None, header["desc"])
+        builder = _Builder(name)
+        for line in lines[body + 1 : end]:
+            builder.feed(line)
+        while builder.current.messages and not builder.current.messages[-1]:
+            builder.current.messages.pop()
+        status: Status = "error" if header["kind"] == "ERROR" else "failed"
+        failures.append((start, builder.build(test_id=test_id, status=status, origin="unittest")))
+        index = end
+    return failures
+
+
+# --- bare tracebacks ------------------------------------------------------------------
+
+# Parts of a pytest log whose `path:line: text` lines are not traceback frames.
+_NOT_TRACEBACKS = frozenset({"warnings summary", "short test summary info", "passes"})
+
+
+def _bare_tracebacks(lines: list[str]) -> list[tuple[int, TestFailure]]:
+    """Plain tracebacks: one failure per traceback (a chained one is one failure); a
+    ``Traceback (most recent call last):`` line that no chain sentence announces starts
+    the next. Only tracebacks with a usable frame count."""
+    failures: list[tuple[int, TestFailure]] = []
+    builder = _Builder(None, bounded=False)
+    start = 0
+    announced = False
+    skipping = False
+    for index, line in enumerate(lines):
+        section = _rule_title(line, "=")
+        if section:
+            # pytest's summaries print `path:line: Warning` locations that are no frames.
+            skipping = section.strip().lower() in _NOT_TRACEBACKS
+            continue
+        if skipping:
+            continue
+        stripped = line.strip()
+        if any(stripped.startswith(text) for text in _CHAIN):
+            announced = True
+        elif stripped == _TRACEBACK_START and not announced and builder.frame_count:
+            failures.append((start, builder.build(origin="traceback")))
+            builder, start = _Builder(None, bounded=False), index
+        elif stripped:
+            announced = announced and stripped == _TRACEBACK_START
+        builder.feed(line)
+    if builder.frame_count:
+        failures.append((start, builder.build(origin="traceback")))
+    return failures
+
+
+# --- JUnit XML ------------------------------------------------------------------------
+
+
+def is_junit_xml(text: str | bytes) -> bool:
+    """Whether ``text`` looks like an XML document (a JUnit report) rather than a log."""
+    head = text[:512].lstrip()
+    if isinstance(head, bytes):
+        head = head.lstrip(b"\xef\xbb\xbf").decode("ascii", errors="replace")
+    head = head.lstrip("\ufeff").lstrip()
+    return head.startswith(("<?xml", "<testsuite", "<testsuites", "<testcase"))
+
+
+def _local(tag: object) -> str:
+    name = tag if isinstance(tag, str) else ""
+    return name.rsplit("}", 1)[-1]
+
+
+def parse_junit_xml(data: str | bytes) -> list[TestFailure]:
+    """The failures of a JUnit XML report, in document order: one per ``<failure>`` or
+    ``<error>`` element of a ``<testcase>``.
+
+    The element's text (pytest writes the report in the run's ``--tb`` style; other
+    reporters a Python traceback) is read like a report of a text log; the ``message``
+    and ``type`` attributes fill in what the text does not say. ``name`` is the test case's
+    name (with its class, ``TestC.test_x``, when the ``classname`` ends with one);
+    ``test_id`` is ``classname.name`` (``file::name`` for a report with a ``file`` but no
+    ``classname``).
+
+    Parsing is done by ``defusedxml``: a document that declares entities or refers to
+    external resources is refused. Raises :class:`LogFormatError` for such a document or
+    malformed XML.
+    """
+    from xml.etree.ElementTree import Element, ParseError
+
+    from defusedxml import DefusedXmlException  # type: ignore[import-untyped,unused-ignore]
+    from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped,unused-ignore]
+
+    try:
+        root: Element = fromstring(data, forbid_dtd=True)
+    except (ParseError, DefusedXmlException, ValueError) as exc:
+        raise LogFormatError(f"invalid JUnit XML: {exc}") from None
+    failures: list[TestFailure] = []
+    for case in root.iter():
+        if _local(case.tag) != "testcase":
+            continue
+        classname = case.get("classname") or ""
+        case_name = case.get("name") or ""
+        if classname:
+            test_id = f"{classname}.{case_name}" if case_name else classname
+        else:
+            file = case.get("file") or ""
+            test_id = f"{file}::{case_name}" if file and case_name else (case_name or file)
+        owner = classname.rsplit(".", 1)[-1]
+        name = f"{owner}.{case_name}" if owner[:1].isupper() and case_name else case_name or None
+        for element in case:
+            kind = _local(element.tag)
+            if kind not in ("failure", "error"):
+                continue
+            builder = _Builder(name)
+            for line in _clean_lines(element.text or ""):
+                if not _ENTRY_SEPARATOR.match(line):
+                    builder.feed(line)
+            status: Status = "error" if kind == "error" else "failed"
+            failure = builder.build(test_id=test_id or None, status=status, origin="junit")
+            attr_type = (element.get("type") or "").strip() or None
+            attr_message = (element.get("message") or "").strip()
+            exc_type = failure.exception_type or attr_type
+            message = failure.message
+            if not message and attr_message:
+                match = _EXCEPTION_LINE.match(attr_message)
+                if match is not None and (exc_type is None or match["type"].endswith(exc_type)):
+                    exc_type, message = exc_type or match["type"], match["message"]
+                else:
+                    message = attr_message
+            lines = failure.message_lines or ((attr_message,) if attr_message else ())
+            failures.append(replace(failure, exception_type=exc_type, message=message, message_lines=lines))
+    return failures
+
+
+# --- entry points ---------------------------------------------------------------------
+
+
+def parse_pytest_log(text: str) -> list[TestFailure]:
+    """Parse a test run's text output into its failures, in report order.
+
+    ``text`` may contain ANSI colour codes, CI time stamps, pytest-xdist prefixes and any
+    line endings. pytest's ``FAILURES`` and ``ERRORS`` parts are read (warnings summaries,
+    captured output and passed-test reports are ignored, so paths in warnings never pose
+    as frames); failed or errored tests that only a status line reports (``--tb=no``) come
+    after them. Without pytest reports, unittest's ``FAIL:``/``ERROR:`` blocks are read;
+    without either, each plain traceback with a usable frame is one failure (``name``
+    ``None``). Each report gets its test id from the status lines when they name it.
+    """
+    lines = _clean_lines(text)
+    reports, saw_reports = _pytest_reports(lines)
+    if not saw_reports:
+        reports = _unittest_reports(lines)
+    outcomes = _unique_outcomes(outcome for _, outcome in _outcome_lines(lines))
+    linked, unclaimed = _link_ids(reports, outcomes)
+    failures = [failure for _, failure in sorted(linked, key=lambda item: item[0])]
+    if not failures and not saw_reports:
+        failures = [failure for _, failure in _bare_tracebacks(lines)]
+        if failures and unclaimed:  # a lone traceback of a test the status lines name
+            failures[0] = replace(
+                failures[0], name=_id_key(unclaimed[0].test_id), test_id=unclaimed[0].test_id
+            )
+            unclaimed = unclaimed[1:]
+    failures.extend(_summary_failure(outcome) for outcome in unclaimed)
+    return failures
+
+
+def _matches(failure: TestFailure, other: TestFailure) -> bool:
+    """Whether two failures (one from a text log, one from a JUnit report) are one test."""
+    mine = failure.test_id or failure.name
+    theirs = other.test_id or other.name
+    if mine is None or theirs is None or failure.status != other.status:
+        return False
+    left, right = _dotted(mine), _dotted(theirs)
+    if failure.test_id is None:
+        left = _header_key(mine)
+    return left == right or right.endswith("." + left) or left.endswith("." + right)
+
+
+def parse_test_output(text: str | bytes = "", junit_xml: str | bytes | None = None) -> list[TestFailure]:
+    """The failures of a test run, from its text output, its JUnit XML report, or both.
+
+    ``text`` is read as JUnit XML when it is an XML document (:func:`is_junit_xml`), else
+    as a log (:func:`parse_pytest_log`; bytes as UTF-8, undecodable bytes replaced). With
+    ``junit_xml`` too, the log's failures come first, each one without frames taking the
+    frames and chain of the report's failure for the same test, and the report's failures
+    that the log does not show follow. Raises :class:`LogFormatError` for unreadable XML.
+    """
+    if is_junit_xml(text):
+        failures = parse_junit_xml(text)
+    else:
+        log = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+        failures = parse_pytest_log(log)
+    if junit_xml is None:
+        return failures
+    reported = parse_junit_xml(junit_xml)
+    merged: list[TestFailure] = []
+    used: set[int] = set()
+    for failure in failures:
+        match = next(
+            (i for i, other in enumerate(reported) if i not in used and _matches(failure, other)), None
+        )
+        if match is None:
+            merged.append(failure)
+            continue
+        used.add(match)
+        other = reported[match]
+        if not failure.frames and other.frames:
+            failure = replace(
+                failure,
+                frames=other.frames,
+                chain=other.chain,
+                exception_type=failure.exception_type or other.exception_type,
+                message=failure.message or other.message,
+                message_lines=failure.message_lines or other.message_lines,
+            )
+        merged.append(replace(failure, test_id=failure.test_id or other.test_id))
+    merged.extend(other for i, other in enumerate(reported) if i not in used)
+    return merged
