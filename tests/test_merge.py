@@ -244,3 +244,16 @@ def test_merging_property(tmp_path_factory: pytest.TempPathFactory, inputs: list
         assert m.reason == min((p.reason for p in parts), key=["reference", "failure", "search"].index)
     assert sum(len(m.provenance) for m in merged) == len(inputs)
     assert RangeMerger(root).merge(merged) == merged
+
+
+def test_a_file_refused_by_the_secrets_policy_is_never_re_read(tmp_path: Path) -> None:
+    import repo_context as rc
+    from repo_context.merge import RangeMerger
+
+    (tmp_path / "keys.py").write_text("KEY = 'AKIA" + "ABCDEFGHIJKLMNOP'\n")
+    with pytest.raises(rc.InvalidCandidateError) as err:
+        RangeMerger(tmp_path).merge(
+            [{"path": "keys.py", "start": 1, "end": 1, "content": "", "reason": "search", "score": 1}]
+        )
+    assert err.value.field == "path"
+    assert "withheld" in str(err.value)

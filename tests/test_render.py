@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import re
-import types
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -354,15 +353,6 @@ def cand(path: str, start: int, end: int, content: str, reason: str, score: floa
     return {"path": path, "start": start, "end": end, "content": content, "reason": reason, "score": score}
 
 
-def with_failure_file(result: Any, failure_file: str | None) -> Any:
-    """``result`` as the composer sees it, with ``failure_file`` (the attribute the result is
-    gaining; until it has it, a stand-in with the same items)."""
-    if hasattr(result, "failure_file"):
-        assert result.failure_file == failure_file
-        return result
-    return types.SimpleNamespace(items=result.items, selected=result.selected, failure_file=failure_file)
-
-
 CANDS = [
     cand("src/b.py", 30, 40, "def b():\n    return 2\n", "reference", 1.0),  # 0
     cand("src/a.py", 50, 60, "def late(): ...\n", "search", 9.0),  # 1
@@ -376,7 +366,8 @@ CANDS = [
 
 def test_plan_rank_and_file_order_on_a_real_build() -> None:
     raw = repo_context.build({"candidates": CANDS, "max_chars": 10_000, "failure_file": "src/a.py"})
-    result = with_failure_file(raw, "src/a.py")
+    result = raw
+    assert result.failure_file == "src/a.py"
     # Failure file first (by score), then references, then search.
     assert raw.selected == (1, 2, 6, 4, 0, 3)
     ranked = plan(result)
@@ -438,8 +429,10 @@ def same_path_groups_are_contiguous(paths: list[str]) -> bool:
 def test_plan_properties(drawn: Any, template: str, line_numbers: bool) -> None:
     raw = repo_context.build(drawn.make())
     ff = drawn.failure_file
-    failure_file = None if ff is None else "/".join(s for s in ff.split("/") if s not in ("", "."))
-    result = with_failure_file(raw, failure_file)
+    given = [] if ff is None else [ff] if isinstance(ff, str) else ff
+    failing = {"/".join(s for s in f.split("/") if s not in ("", ".")) for f in given}
+    assert set(raw.failure_files) == failing
+    result = raw
     items = raw.items
     ranked = plan(result, template=template, line_numbers=line_numbers)
     by_file = plan(result, template=template, line_numbers=line_numbers, order="file")
@@ -451,7 +444,7 @@ def test_plan_properties(drawn: Any, template: str, line_numbers: bool) -> None:
             assert b.index == raw.selected[b.rank]
             assert b.text == rust_block(
                 it.path, it.start, it.end, it.content, it.reason,
-                failing=it.path == failure_file, template=template, line_numbers=line_numbers,
+                failing=it.path in failing, template=template, line_numbers=line_numbers,
             )  # fmt: skip
     assert [b.rank for b in ranked] == list(range(len(items)))
     order = [b.rank for b in by_file]

@@ -417,7 +417,7 @@ def test_query_has_exception_message_and_test_name_once() -> None:
         "bad",
         "widget",
         "spec",
-        "test_parse_widget",
+        "parsewidget",
         "parse",
         "extra",
         "words",

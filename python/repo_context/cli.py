@@ -9,13 +9,17 @@
     section (with a cost model that has a template, the section exactly as it was costed,
     ``repo_context.render(result)``).
 
-``repo-context context --repo DIR --pytest-log FILE [--query TEXT] [--max-chars N]
-[--format markdown|json] [--engine native|reference]``
+``repo-context context --repo DIR --pytest-log FILE [--junit-xml FILE] [--query TEXT]
+[--max-chars N] [--format markdown|json] [--engine native|reference]``
     Gather failure, reference and search windows for the first failing test in a pytest
     log (``FILE``, or ``-`` for standard input) of a run made in ``DIR``, build the context
     and print it in Markdown (the section as costed when the cost model has a template)
-    followed by a summary of what was omitted and why; with ``--format json``, print only
-    the build result's JSON form.
+    followed by a summary of what was omitted and why; with ``--format json``, print the
+    build result's JSON form with one more top-level key, ``"policy_omitted"``: the windows
+    the sources took and the safe reader withheld, whatever their priority (a file that
+    looks like a secret, even the failure file; a window that no longer matches its file),
+    each ``{"path", "start", "end", "source", "reason": "policy", "why"}`` (``why`` such as
+    ``"policy: secret name"`` or ``"policy: secret content"``); an empty list when none.
 
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
 an unreadable file or folder, a bad option or command line), with one line on standard error
@@ -29,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,11 +42,12 @@ from typing import Any, NoReturn, TextIO
 
 from . import BuildResult, InvalidInputError, reference
 from . import build as native_build
-from .composer import render, render_markdown, render_omitted
+from .composer import header_path, render, render_markdown, render_omitted
 from .evaluate import add_eval_parser
 from .sources import Gathered, gather
+from .sources.pytest_log import LogFormatError
 
-__all__ = ["DEFAULT_MAX_CHARS", "ContextReport", "main", "result_json", "run_context"]
+__all__ = ["DEFAULT_MAX_CHARS", "ContextReport", "context_json", "main", "result_json", "run_context"]
 
 #: Default budget of ``repo-context context``, in characters (code points).
 DEFAULT_MAX_CHARS = 16_000
@@ -118,7 +124,11 @@ class ContextReport:
         counted = "the content" if cost.template is None else f"the {cost.template} section"
         about.append(f"- budget: {self.result.used} of {self.result.budget} {unit} used ({counted})")
         summary = "\n\n".join(
-            ["\n".join(about), render_omitted(self.result, self.gathered.candidates).rstrip("\n")]
+            [
+                "\n".join(about),
+                render_omitted(self.result, self.gathered.candidates).rstrip("\n"),
+                *_policy_summary(self.gathered),
+            ]
         )
         if cost.template is not None:
             # The section exactly as costed, then one empty line before the summary.
@@ -126,6 +136,33 @@ class ContextReport:
             gap = "" if section == "" or section.endswith("\n\n") else "\n"
             return section + gap + summary + "\n"
         return render_markdown(self.result).rstrip("\n") + "\n\n" + summary + "\n"
+
+
+def _policy_summary(gathered: Gathered) -> list[str]:
+    """The Markdown lines about the windows the reader withheld (none: no lines)."""
+    withheld = gathered.policy_omissions
+    if not withheld:
+        return []
+    files = len({w.path for w in withheld})
+    lines = [
+        f"{len(withheld)} window{'s' if len(withheld) != 1 else ''} of {files} "
+        f"file{'s' if files != 1 else ''} withheld by the reader (reason policy, before any ranking):",
+        "",
+    ]
+    for w in withheld:
+        where = header_path(f"{w.path}:{w.start}-{w.end}")
+        ticks = "`" * (max((len(run) for run in re.findall("`+", where)), default=0) + 1)
+        pad = " " if where.startswith("`") or where.endswith("`") else ""
+        lines.append(f"- {ticks}{pad}{where}{pad}{ticks} {w.source}: {w.why}")
+    return ["\n".join(lines)]
+
+
+def context_json(report: ContextReport) -> str:
+    """The JSON output of ``repo-context context``: the build result's JSON form and
+    ``"policy_omitted"`` (the reader's withheld windows), on one line, ASCII only."""
+    data = report.result.to_dict()
+    data["policy_omitted"] = [w.to_dict() for w in report.gathered.policy_omissions]
+    return json.dumps(data, ensure_ascii=True, allow_nan=False)
 
 
 def run_context(
@@ -136,18 +173,25 @@ def run_context(
     max_chars: int | None = None,
     engine: str = "native",
     cost: object = None,
+    junit_xml: str | Path | None = None,
 ) -> ContextReport:
     """Gather candidates for the failing test in ``pytest_log`` (a file, read as UTF-8
-    with undecodable bytes replaced) in the repository folder ``repo`` and build the
-    context with ``engine`` (``"native"`` or ``"reference"``) in ``max_chars`` characters
-    (default ``DEFAULT_MAX_CHARS``), or, with a ``cost`` model (a ``Cost`` or its mapping
-    form), in that many units of it.
+    with undecodable bytes replaced; a JUnit XML report is recognised as such) in the
+    repository folder ``repo`` and build the context with ``engine`` (``"native"`` or
+    ``"reference"``) in ``max_chars`` characters (default ``DEFAULT_MAX_CHARS``), or, with a
+    ``cost`` model (a ``Cost`` or its mapping form), in that many units of it.
+    ``junit_xml`` is the run's JUnit XML report (``pytest --junitxml``), if any: it fills
+    in the tracebacks the log lacks.
 
     Raises ``OSError`` if the log cannot be read, ``NotADirectoryError`` if ``repo`` is not
-    a folder, ``InvalidInputError`` for an invalid budget.
+    a folder, ``InvalidInputError`` for an invalid budget, ``LogFormatError`` (a
+    ``ValueError``) for unreadable JUnit XML.
     """
     log_text = Path(pytest_log).read_text(encoding="utf-8", errors="replace")
-    return _context(repo, log_text, query=query, max_chars=max_chars, engine=engine, cost=cost)
+    report = Path(junit_xml).read_bytes() if junit_xml is not None else None
+    return _context(
+        repo, log_text, query=query, max_chars=max_chars, engine=engine, cost=cost, junit_xml=report
+    )
 
 
 def _context(
@@ -158,15 +202,16 @@ def _context(
     max_chars: int | None,
     engine: str,
     cost: object,
+    junit_xml: bytes | None = None,
 ) -> ContextReport:
-    """:func:`run_context` on the text of the log."""
+    """:func:`run_context` on the text of the log (and the bytes of the JUnit report)."""
     budget = DEFAULT_MAX_CHARS if max_chars is None else max_chars
-    gathered = gather(repo, log_text, query)
+    gathered = gather(repo, log_text, query, junit_xml=junit_xml)
     data = gathered.build_input(budget)
     if cost is not None:
         data = {
             "candidates": data["candidates"],
-            "failure_file": data["failure_file"],
+            "failure_files": data["failure_files"],
             "budget": budget,
             "cost": cost,
         }
@@ -304,6 +349,12 @@ def _cmd_context(args: argparse.Namespace) -> int:
     if not Path(args.repo).is_dir():
         raise _UsageError(f"not a directory: {args.repo}")
     log_text = _read_log(args.pytest_log)
+    junit_xml: bytes | None = None
+    if args.junit_xml is not None:
+        try:
+            junit_xml = Path(args.junit_xml).read_bytes()
+        except OSError as exc:
+            raise _UsageError(f"cannot read {args.junit_xml}: {exc.strerror or exc}") from exc
     try:
         report = _context(
             args.repo,
@@ -312,20 +363,24 @@ def _cmd_context(args: argparse.Namespace) -> int:
             max_chars=args.max_chars if args.budget is None else args.budget,
             engine=args.engine,
             cost=_cost_options(args),
+            junit_xml=junit_xml,
         )
     except OSError as exc:
         raise _UsageError(f"cannot read {exc.filename or args.repo}: {exc.strerror or exc}") from exc
+    except LogFormatError as exc:
+        raise _UsageError(str(exc)) from exc
     failure = report.gathered.failure
     if failure is None:
         print("repo-context context: warning: no failing test found in the log", file=sys.stderr)
-    elif failure.frames and not report.gathered.frames:
+    elif failure.frames and not any(pf.frame in failure.frames for pf in report.gathered.frames):
+        # (a frame found from the test id alone does not count: the log's paths matched nothing)
         print(
             f"repo-context context: warning: no traceback frame of the log is a file of "
             f"{args.repo} (relative paths are taken from there)",
             file=sys.stderr,
         )
     if args.format == "json":
-        _write(sys.stdout, result_json(report.result) + "\n")
+        _write(sys.stdout, context_json(report) + "\n")
     else:
         _write(sys.stdout, report.markdown())
     return 0
@@ -378,7 +433,14 @@ def _parser() -> argparse.ArgumentParser:
         "--pytest-log",
         required=True,
         metavar="FILE",
-        help="pytest output (e.g. of pytest -rA --tb=long), or - for standard input",
+        help="test output (pytest in any --tb style, unittest, a traceback) or a JUnit XML "
+        "report, or - for standard input",
+    )
+    context.add_argument(
+        "--junit-xml",
+        metavar="FILE",
+        default=None,
+        help="the run's JUnit XML report (pytest --junitxml): fills in tracebacks the log lacks",
     )
     context.add_argument("--query", metavar="TEXT", default=None, help="extra words for the search source")
     context.add_argument(

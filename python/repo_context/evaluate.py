@@ -233,7 +233,7 @@ def measure(
 # --- strategies ----------------------------------------------------------------------------
 
 
-def _block(window: Any, failure_file: str | None) -> str:
+def _block(window: Any, failing: Sequence[str]) -> str:
     path = canonical_path(window.path)
     return render_block(
         path,
@@ -241,13 +241,13 @@ def _block(window: Any, failure_file: str | None) -> str:
         window.end,
         window.content,
         str(window.reason),
-        failing=path == failure_file,
+        failing=path in failing,
         template="markdown",
         line_numbers=False,
     )
 
 
-def _take_while(ordered: Sequence[Any], budget: int, failure_file: str | None) -> tuple[tuple[Any, ...], int]:
+def _take_while(ordered: Sequence[Any], budget: int, failing: Sequence[str]) -> tuple[tuple[Any, ...], int]:
     """The windows of ``ordered`` taken in order while they fit ``budget`` tokens (stopping at
     the first that does not), and the token count of their rendered section.
 
@@ -256,7 +256,7 @@ def _take_while(ordered: Sequence[Any], budget: int, failure_file: str | None) -
     window is dropped (the builder's guarantee, applied the same way).
     """
     counter = TokenCounter(COST.encoding or "o200k_base")
-    blocks = [_block(window, failure_file) for window in ordered]
+    blocks = [_block(window, failing) for window in ordered]
     taken, total = 0, 0
     for cost in counter.count(blocks):
         if total + cost > budget:
@@ -278,37 +278,37 @@ def _attributes(candidates: Sequence[Any]) -> list[Any]:
     return [Candidate(*(c[f] for f in _FIELDS)) if isinstance(c, Mapping) else c for c in candidates]
 
 
-def _naive(candidates: Sequence[Any], budget: int, failure_file: str | None, repo: Repository) -> _Picked:
+def _naive(candidates: Sequence[Any], budget: int, failing: Sequence[str], repo: Repository) -> _Picked:
     candidates = _attributes(candidates)
     order = sorted(
         range(len(candidates)),
         key=lambda i: (canonical_path(candidates[i].path), candidates[i].start, candidates[i].end, i),
     )
-    return _take_while([candidates[i] for i in order], budget, failure_file)
+    return _take_while([candidates[i] for i in order], budget, failing)
 
 
-def _top_k(candidates: Sequence[Any], budget: int, failure_file: str | None, repo: Repository) -> _Picked:
+def _top_k(candidates: Sequence[Any], budget: int, failing: Sequence[str], repo: Repository) -> _Picked:
     candidates = _attributes(candidates)
     order = sorted(range(len(candidates)), key=lambda i: (-float(candidates[i].score), i))
-    return _take_while([candidates[i] for i in order], budget, failure_file)
+    return _take_while([candidates[i] for i in order], budget, failing)
 
 
-def _layered(candidates: Sequence[Any], budget: int, failure_file: str | None, repo: Repository) -> _Picked:
-    data = {"candidates": candidates, "budget": budget, "failure_file": failure_file}
+def _layered(candidates: Sequence[Any], budget: int, failing: Sequence[str], repo: Repository) -> _Picked:
+    data = {"candidates": candidates, "budget": budget, "failure_files": list(failing)}
     result = RepoContextBuilder(cost=COST).build(data)
     return tuple(result.items), result.used
 
 
 def _layered_merge(
-    candidates: Sequence[Any], budget: int, failure_file: str | None, repo: Repository
+    candidates: Sequence[Any], budget: int, failing: Sequence[str], repo: Repository
 ) -> _Picked:
     merged = RangeMerger(repo).merge(candidates)
-    data = {"candidates": merged, "budget": budget, "failure_file": failure_file}
+    data = {"candidates": merged, "budget": budget, "failure_files": list(failing)}
     result = RepoContextBuilder(cost=COST).build(data)
     return tuple(result.items), result.used
 
 
-_STRATEGY_FUNCTIONS: dict[str, Callable[[Sequence[Any], int, str | None, Repository], _Picked]] = {
+_STRATEGY_FUNCTIONS: dict[str, Callable[[Sequence[Any], int, Sequence[str], Repository], _Picked]] = {
     "naive": _naive,
     "top-k": _top_k,
     "layered": _layered,
@@ -320,7 +320,7 @@ def select(
     strategy: str,
     candidates: Sequence[Any],
     budget: int,
-    failure_file: str | None,
+    failing: str | Sequence[str] | None,
     repository: Repository,
     *,
     repeat: int = 1,
@@ -333,11 +333,13 @@ def select(
     ``layered+merge`` only). Raises ``KeyError`` for an unknown strategy.
     """
     run = _STRATEGY_FUNCTIONS[strategy]
+    # The failing files (error order); a single failure file is the one-element form.
+    failing = [] if failing is None else [failing] if isinstance(failing, str) else list(failing)
     times = []
     picked: _Picked = ((), 0)
     for _ in range(max(1, repeat)):
         began = time.perf_counter()
-        picked = run(candidates, budget, failure_file, repository)
+        picked = run(candidates, budget, failing, repository)
         times.append(time.perf_counter() - began)
     return Selection(picked[0], picked[1], statistics.median(times))
 
@@ -352,6 +354,7 @@ def evaluate_candidates(
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     strategies: Sequence[str] = STRATEGIES,
     repeat: int = 1,
+    failure_files: Sequence[str] | None = None,
 ) -> list[Run]:
     """Every strategy at every budget on the same ``candidates`` of one case: one :class:`Run`
     each, budgets outer, strategies inner; times are medians of ``repeat`` runs."""
@@ -361,7 +364,14 @@ def evaluate_candidates(
             case,
             strategy,
             budget,
-            select(strategy, candidates, budget, failure_file, repository, repeat=repeat),
+            select(
+                strategy,
+                candidates,
+                budget,
+                failure_file if failure_files is None else failure_files,
+                repository,
+                repeat=repeat,
+            ),
             gold,
             failure_file,
         )
@@ -418,6 +428,7 @@ def evaluate(
             candidates,
             repository=repository,
             failure_file=gathered.failure_file,
+            failure_files=gathered.failure_files,
             gold=gold,
             budgets=budgets,
             strategies=strategies,

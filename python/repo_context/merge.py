@@ -231,6 +231,9 @@ class RangeMerger:
         source = self.repository.source(path) if inside else None
         if source is None:
             raise InvalidCandidateError("path", "names no readable file of the repository", index)
+        if source.refused is not None:
+            # The reader's secrets policy: never re-read, never emitted, whatever the priority.
+            raise InvalidCandidateError("path", f"is withheld by the reader ({source.refused})", index)
         return source
 
     @staticmethod

@@ -6,11 +6,19 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .failure import ProjectFrame, failure_windows, project_frames
-from .files import Repository
-from .pytest_log import TestFailure, parse_pytest_log
-from .references import DefinitionIndex, reference_windows
+from .failure import (
+    ProjectFrame,
+    called_code_windows,
+    failure_files,
+    failure_windows,
+    merge_windows,
+    project_frames,
+)
+from .files import PolicyOmission, Repository
+from .pytest_log import TestFailure, parse_test_output
+from .references import reference_windows
 from .search import TOP_K, build_query, search_windows
+from .symbols import SymbolIndex
 from .window import Window
 
 __all__ = ["Gathered", "gather"]
@@ -25,6 +33,11 @@ class Gathered:
     frame of the exception the test saw (``None`` without project frames). ``failure`` is
     the report the windows were built from (the log's first failure, or ``None``);
     ``frames`` its project frames, most relevant first; ``query`` the search tokens.
+    ``policy_omissions`` are the windows the sources took and the reader withheld (a secret
+    file, even the failure file; a window that no longer matches its file), in the order
+    the sources produced them: they are not among ``candidates``, whatever their priority.
+    ``failure_files`` are the failing files in error order (the failure file first, then
+    the other files of the traceback from deep to shallow, each once).
     """
 
     candidates: tuple[Window, ...]
@@ -32,14 +45,20 @@ class Gathered:
     failure: TestFailure | None
     frames: tuple[ProjectFrame, ...]
     query: tuple[str, ...]
+    policy_omissions: tuple[PolicyOmission, ...] = ()
+    failure_files: tuple[str, ...] = ()
 
     def build_input(self, max_chars: int) -> dict[str, object]:
         """The input of ``repo_context.build``: candidates, ``max_chars`` (a budget in
-        characters, i.e. code points) and the failure file."""
+        characters, i.e. code points) and the failing files (``failure_files``, in error
+        order; the failure file alone when ``failure_files`` is empty)."""
+        files = list(self.failure_files)
+        if not files and self.failure_file is not None:
+            files = [self.failure_file]
         return {
             "candidates": list(self.candidates),
             "max_chars": max_chars,
-            "failure_file": self.failure_file,
+            "failure_files": files,
         }
 
 
@@ -49,41 +68,58 @@ def gather(
     query: str | None = None,
     *,
     top_k: int = TOP_K,
+    junit_xml: str | bytes | None = None,
 ) -> Gathered:
     """Gather failure, reference and search windows for the first failure in ``log_text``.
 
     ``repo`` is the repository folder (or a :class:`Repository`); ``log_text`` the output
     of a pytest run made in that folder (``-rA --tb=long`` or any other traceback style;
     relative paths in it are taken relative to the repository). ``query`` is extra search
-    text; ``top_k`` the number of search windows.
+    text; ``top_k`` the number of search windows. ``log_text`` may be a JUnit XML report
+    instead, and ``junit_xml`` a JUnit XML report of the same run (``parse_test_output``).
 
     Scores. The builder orders the candidates of the failure file by score alone, whatever
     their reason, so the three sources share one scale there: search windows keep their
     BM25 score ``s``; with ``T = ceil(max s)`` (0 without search windows), reference
     windows score in ``(T + 1, T + 2]`` and failure windows in ``(T + 2, T + 3]``. Within
     a source, the score falls off with the frame's distance from the deepest frame
-    (failure), with the name's ambiguity and distance (reference), or follows BM25.
+    (failure), with the kind of evidence, the name's ambiguity, the frame's distance and
+    the import-graph distance (reference), or follows BM25.
 
     Raises ``NotADirectoryError`` if ``repo`` is not a folder.
     """
     repository = repo if isinstance(repo, Repository) else Repository(Path(repo))
-    failures = parse_pytest_log(log_text)
+    failures = parse_test_output(log_text, junit_xml=junit_xml)
     failure = failures[0] if failures else None
     frames = project_frames(repository, failure) if failure is not None else []
-    tokens = build_query(failure, query)
+    tokens = build_query(failure, query, repo=repository, weighted=True)
 
     search = search_windows(repository, tokens, top_k=top_k)
     tier = math.ceil(max((w.score for w in search), default=0.0))
     references = (
-        reference_windows(repository, frames, DefinitionIndex(repository), base_score=tier + 1.0)
+        reference_windows(
+            repository,
+            frames,
+            SymbolIndex(repository),
+            base_score=tier + 1.0,
+            test_name=failure.name if failure is not None else None,
+        )
         if frames
         else []
     )
+    if failure is not None:
+        # An assertion in the test body: the code under test it calls is reference evidence.
+        called = called_code_windows(repository, failure, frames, base_score=tier + 1.0)
+        references = merge_windows(called, references)
     failure_found = failure_windows(repository, frames, base_score=tier + 2.0)
+    # Every window passes the reader's check last: secrets and stale windows are withheld.
+    candidates, withheld = repository.screen((*failure_found, *references, *search))
     return Gathered(
-        candidates=(*failure_found, *references, *search),
+        candidates=tuple(candidates),
         failure_file=frames[0].path if frames else None,
         failure=failure,
         frames=tuple(frames),
-        query=tuple(tokens),
+        query=tuple(dict.fromkeys(tokens)),
+        policy_omissions=tuple(withheld),
+        failure_files=tuple(failure_files(frames)),
     )
