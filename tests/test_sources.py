@@ -594,3 +594,21 @@ def test_files_whose_path_the_builder_rejects_are_skipped(tmp_path: Path) -> Non
     assert {c.path for c in gathered.candidates} == {"pkg/mod.py"}
     result = repo_context.build(gathered.build_input(10_000))
     assert [item.path for item in result.items] == ["pkg/mod.py"]
+
+
+def test_search_hits_in_a_failing_test_file_are_left_out(tmp_path: Path) -> None:
+    # The failing test file ranks first whatever the score, and its failing test is already
+    # failure evidence: its other tests must not crowd out the code under test.
+    (tmp_path / "widgets.py").write_text("def frobnicate_widget(x):\n    return x + 2\n")
+    tests = "\n\n".join(
+        f"def test_frobnicate_widget_{i}():\n    from widgets import frobnicate_widget\n"
+        f"    assert frobnicate_widget({i}) == {i + 1}, 'frobnicate widget'\n"
+        for i in range(6)
+    )
+    (tmp_path / "test_widgets.py").write_text(tests)
+    log = run_pytest(tmp_path, "test_widgets.py::test_frobnicate_widget_0")
+    gathered = gather(tmp_path, log)
+    assert gathered.failure_file == "test_widgets.py"
+    in_test_file = [c for c in gathered.candidates if c.path == "test_widgets.py"]
+    assert in_test_file and all(c.reason == "failure" for c in in_test_file)
+    assert any(c.path == "widgets.py" for c in gathered.candidates)

@@ -11,6 +11,7 @@ from .failure import (
     called_code_windows,
     failure_files,
     failure_windows,
+    is_test_file,
     merge_windows,
     project_frames,
 )
@@ -94,7 +95,15 @@ def gather(
     frames = project_frames(repository, failure) if failure is not None else []
     tokens = build_query(failure, query, repo=repository, weighted=True)
 
-    search = search_windows(repository, tokens, top_k=top_k)
+    failing = failure_files(frames)
+    # Search hits in a failing *test* file are left out: the builder ranks a failing file's
+    # windows before everything else, and there the failing test is already failure evidence,
+    # while its neighbouring tests would crowd the code under test out of a small budget.
+    search = [
+        w
+        for w in search_windows(repository, tokens, top_k=top_k)
+        if not (w.path in failing and is_test_file(w.path))
+    ]
     tier = math.ceil(max((w.score for w in search), default=0.0))
     references = (
         reference_windows(
@@ -121,5 +130,5 @@ def gather(
         frames=tuple(frames),
         query=tuple(dict.fromkeys(tokens)),
         policy_omissions=tuple(withheld),
-        failure_files=tuple(failure_files(frames)),
+        failure_files=tuple(failing),
     )
