@@ -52,6 +52,5 @@ def test_token_build(benchmark: Any, run: str, template: str | None) -> None:
     if len(times) == 2:
         ratio = times["first"] / times["repeat"]
         benchmark.extra_info["repeat_vs_first"] = ratio
-        print(
-            f"\ntemplate={template}: first {times['first'] * 1e3:.0f} ms, repeat {times['repeat'] * 1e3:.1f} ms, {ratio:.0f}x"
-        )
+        first, repeat = times["first"] * 1e3, times["repeat"] * 1e3
+        print(f"\ntemplate={template}: first {first:.0f} ms, repeat {repeat:.1f} ms, {ratio:.0f}x")
