@@ -548,3 +548,77 @@ def test_context_markdown_with_a_template_starts_with_the_section(
     # Without a template: the legacy section.
     assert main(["context", "--repo", str(repo), "--pytest-log", str(log)]) == 0
     assert capsys.readouterr().out.startswith("## Code context\n")
+
+
+def test_build_cost_options_change_only_the_fields_they_name() -> None:
+    data = {
+        "candidates": [cand("a.py", 1, 1, "x", "search", 1)],
+        "budget": 100,
+        "cost": {"unit": "tokens", "encoding": "cl100k_base", "template": "xml"},
+    }
+    proc = cli("build", "--order", "file", stdin=json.dumps(data))
+    assert proc.returncode == 0, proc.stderr
+    cost = json.loads(proc.stdout)["cost"]
+    assert cost == {
+        "unit": "tokens",
+        "encoding": "cl100k_base",
+        "template": "xml",
+        "line_numbers": False,
+        "order": "file",
+    }
+    proc = cli("build", "--line-numbers", stdin=json.dumps(data))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["cost"]["line_numbers"] is True
+    # Changing the unit drops the encoding that belonged to the old one.
+    proc = cli("build", "--cost", "chars", stdin=json.dumps(data))
+    assert json.loads(proc.stdout)["cost"]["encoding"] is None
+
+
+def test_markdown_header_paths_cannot_break_the_line() -> None:
+    data = {"candidates": [cand("src/we\nird.py", 1, 1, "x", "search", 1)], "max_chars": 99}
+    out = cli("build", "--format", "markdown", stdin=json.dumps(data)).stdout.decode()
+    assert "src/we\\u000aird.py:1-1" in out
+    assert "\nird.py" not in out
+
+
+def test_context_budget_options_are_checked(tmp_path: Path) -> None:
+    (tmp_path / "log.txt").write_text("nothing failed\n")
+    both = cli(
+        "context",
+        "--repo",
+        str(tmp_path),
+        "--pytest-log",
+        str(tmp_path / "log.txt"),
+        "--budget",
+        "5",
+        "--max-chars",
+        "5",
+    )
+    assert (both.returncode, both.stdout) == (2, b"")
+    assert b"not both" in both.stderr
+    chars = cli(
+        "context",
+        "--repo",
+        str(tmp_path),
+        "--pytest-log",
+        str(tmp_path / "log.txt"),
+        "--cost",
+        "tokens",
+        "--max-chars",
+        "5",
+    )
+    assert (chars.returncode, chars.stdout) == (2, b"")
+    assert b"character budget" in chars.stderr
+    tokens = cli(
+        "context",
+        "--repo",
+        str(tmp_path),
+        "--pytest-log",
+        str(tmp_path / "log.txt"),
+        "--cost",
+        "tokens",
+        "--format",
+        "json",
+    )
+    assert tokens.returncode == 0, tokens.stderr
+    assert json.loads(tokens.stdout)["budget"] == 4000

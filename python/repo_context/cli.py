@@ -43,6 +43,7 @@ from typing import Any, NoReturn, TextIO
 from . import BuildResult, InvalidInputError, reference
 from . import build as native_build
 from .composer import header_path, render, render_markdown, render_omitted
+from .cost import Cost
 from .evaluate import add_eval_parser
 from .sources import Gathered, gather
 from .sources.pytest_log import LogFormatError
@@ -51,6 +52,8 @@ __all__ = ["DEFAULT_MAX_CHARS", "ContextReport", "context_json", "main", "result
 
 #: Default budget of ``repo-context context``, in characters (code points).
 DEFAULT_MAX_CHARS = 16_000
+#: Default budget of ``repo-context context --cost tokens``, in tokens of the encoding.
+DEFAULT_MAX_TOKENS = 4_000
 
 _ENGINES: dict[str, Callable[[object], BuildResult]] = {
     "native": native_build,
@@ -285,8 +288,10 @@ def _discard(stream: TextIO) -> None:
         os.close(devnull)
 
 
-def _cost_options(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The cost model given on the command line (JSON form), or ``None`` if no option names one."""
+def _cost_options(args: argparse.Namespace, base: object = None) -> dict[str, Any] | None:
+    """The cost model named on the command line (JSON form), merged over ``base`` (the input's
+    own cost, if any: only the fields given as options change), or ``None`` if no option names
+    a field and there is no base."""
     given = {
         "unit": args.cost,
         "encoding": args.encoding,
@@ -295,14 +300,21 @@ def _cost_options(args: argparse.Namespace) -> dict[str, Any] | None:
         "order": args.order,
     }
     chosen = {key: value for key, value in given.items() if value is not None}
-    return chosen or None
+    if base is None or not chosen:
+        return chosen or None
+    merged = dict(Cost.parse(base).to_dict())
+    if "unit" in chosen and chosen["unit"] != merged["unit"]:
+        merged["encoding"] = None  # the encoding belongs to the unit it came with
+    merged.update(chosen)
+    return merged
 
 
 def _add_cost_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "budget and cost",
-        "The budget's unit and what a candidate costs (issue: tokens and rendered blocks). "
-        "Options given here take precedence over the input's own cost and budget.",
+        "The budget's unit and what a candidate costs: characters or tokens, of the content or "
+        "of the rendered block. For build, each option given replaces that field of the input's "
+        "own cost (and --budget its budget); the other fields are kept.",
     )
     group.add_argument("--budget", type=int, metavar="N", help="budget in the cost's unit")
     group.add_argument(
@@ -330,7 +342,7 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     data = _read_json(args.file)
-    cost = _cost_options(args)
+    cost = _cost_options(args, data.get("cost") if isinstance(data, dict) else None)
     if isinstance(data, dict) and (cost is not None or args.budget is not None):
         data = dict(data)
         if cost is not None:
@@ -355,14 +367,26 @@ def _cmd_context(args: argparse.Namespace) -> int:
             junit_xml = Path(args.junit_xml).read_bytes()
         except OSError as exc:
             raise _UsageError(f"cannot read {args.junit_xml}: {exc.strerror or exc}") from exc
+    cost = _cost_options(args)
+    if args.max_chars is not None and args.budget is not None:
+        raise _UsageError("give --budget or --max-chars, not both")
+    if args.max_chars is not None and cost is not None and cost.get("unit", "chars") != "chars":
+        raise _UsageError(f"--max-chars is a character budget; with --cost {cost['unit']} give --budget")
+    if args.budget is not None:
+        budget = args.budget
+    elif args.max_chars is not None:
+        budget = args.max_chars
+    else:
+        tokens = cost is not None and cost.get("unit") == "tokens"
+        budget = DEFAULT_MAX_TOKENS if tokens else DEFAULT_MAX_CHARS
     try:
         report = _context(
             args.repo,
             log_text,
             query=args.query,
-            max_chars=args.max_chars if args.budget is None else args.budget,
+            max_chars=budget,
             engine=args.engine,
-            cost=_cost_options(args),
+            cost=cost,
             junit_xml=junit_xml,
         )
     except OSError as exc:
@@ -446,9 +470,10 @@ def _parser() -> argparse.ArgumentParser:
     context.add_argument(
         "--max-chars",
         type=int,
-        default=DEFAULT_MAX_CHARS,
+        default=None,
         metavar="N",
-        help="budget in characters (default %(default)s)",
+        help=f"budget in characters (default {DEFAULT_MAX_CHARS}; with --cost tokens, --budget "
+        f"defaults to {DEFAULT_MAX_TOKENS})",
     )
     context.add_argument(
         "--format",

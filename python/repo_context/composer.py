@@ -489,7 +489,8 @@ def _code_span(text: str) -> str:
 
 
 def _where(item: CandidateLike) -> str:
-    return f"{item.path}:{item.start}-{item.end}"
+    # Control characters in the path as \uXXXX (header_path): no path can end the line.
+    return f"{header_path(item.path)}:{item.start}-{item.end}"
 
 
 def _score(score: float) -> str:
@@ -523,7 +524,8 @@ def render_omitted(result: BuildResult, candidates: Sequence[CandidateLike]) -> 
 
     One count line by reason (``overlap``, ``budget``), then one line per omitted
     candidate in rank order: its input index, window, reason and score, and for an overlap
-    the selected window it hits, for a budget omission its cost in characters.
+    the selected window it hits, for a budget omission its content length in characters
+    (with a token or rendered cost model, the unit line says what the budget counted).
     """
     counts = Counter(o.reason for o in result.omitted)
     by_source = Counter(str(c.reason) for c in candidates)
@@ -532,7 +534,9 @@ def render_omitted(result: BuildResult, candidates: Sequence[CandidateLike]) -> 
         "",
         f"{len(candidates)} candidates ("
         + ", ".join(f"{reason} {by_source[reason]}" for reason in sorted(by_source))
-        + f"); {len(result.items)} selected, {result.used_chars} characters; "
+        + f"); {len(result.items)} selected, {result.used_chars} characters of content"
+        + _used(result)
+        + "; "
         + f"{len(result.omitted)} omitted ("
         + ", ".join(f"{reason} {counts[reason]}" for reason in ("overlap", "budget"))
         + ").",
@@ -546,5 +550,15 @@ def render_omitted(result: BuildResult, candidates: Sequence[CandidateLike]) -> 
             hit = candidates[omission.overlaps]
             lines.append(head + f"overlaps #{omission.overlaps} {_code_span(_where(hit))} ({hit.reason})")
         else:
-            lines.append(head + f"{omission.reason} ({len(cand.content)} characters)")
+            lines.append(head + f"{omission.reason} ({len(cand.content)} characters of content)")
     return "\n".join(lines) + "\n"
+
+
+def _used(result: BuildResult) -> str:
+    """`` (N of B <unit> counted on ...)`` when the budget is not content characters."""
+    cost = getattr(result, "cost", None)
+    if cost is None or (cost.unit == "chars" and cost.template is None):
+        return ""
+    unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
+    counted = "the content" if cost.template is None else f"the {cost.template} section"
+    return f" ({result.used} of {result.budget} {unit} counted on {counted})"
