@@ -612,3 +612,16 @@ def test_search_hits_in_a_failing_test_file_are_left_out(tmp_path: Path) -> None
     in_test_file = [c for c in gathered.candidates if c.path == "test_widgets.py"]
     assert in_test_file and all(c.reason == "failure" for c in in_test_file)
     assert any(c.path == "widgets.py" for c in gathered.candidates)
+
+
+def test_a_frame_in_a_file_the_reader_will_not_read_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "gen.py").write_text('def f():\n    raise RuntimeError("boom")\n')
+    (tmp_path / ".gitignore").write_text("pkg/gen.py\n")
+    (tmp_path / "test_a.py").write_text("from pkg.gen import f\n\n\ndef test_x():\n    f()\n")
+    gathered = gather(tmp_path, run_pytest(tmp_path, "test_a.py"))
+    assert all(c.path != "pkg/gen.py" for c in gathered.candidates)
+    withheld = [(p.path, p.start, p.source, p.reason) for p in gathered.policy_omissions]
+    assert ("pkg/gen.py", 2, "failure", "policy") in withheld
+    assert gathered.failure_file == "test_a.py"

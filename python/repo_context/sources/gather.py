@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from .failure import (
     merge_windows,
     project_frames,
 )
-from .files import PolicyOmission, Repository
+from .files import WINDOW_UNREADABLE, PolicyOmission, Repository
 from .pytest_log import TestFailure, parse_test_output
 from .references import reference_windows
 from .search import TOP_K, build_query, search_windows
@@ -123,6 +124,8 @@ def gather(
     failure_found = failure_windows(repository, frames, base_score=tier + 2.0)
     # Every window passes the reader's check last: secrets and stale windows are withheld.
     candidates, withheld = repository.screen((*failure_found, *references, *search))
+    if failure is not None:
+        withheld = [*_unreadable_frames(repository, failure), *withheld]
     return Gathered(
         candidates=tuple(candidates),
         failure_file=frames[0].path if frames else None,
@@ -132,3 +135,27 @@ def gather(
         policy_omissions=tuple(withheld),
         failure_files=tuple(failing),
     )
+
+
+def _unreadable_frames(repository: Repository, failure: TestFailure) -> list[PolicyOmission]:
+    """Traceback frames that name a file under the repository folder which the reader will
+    not read (ignored, binary, oversized, a link leading out, not canonical): reported as
+    policy omissions, so a frame never disappears without a trace."""
+    out: list[PolicyOmission] = []
+    seen: set[tuple[str, int]] = set()
+    for frame in failure.frames:
+        if frame.path.startswith("<"):
+            continue  # <frozen ...>, <string>: no file
+        where = Path(frame.path)
+        full = Path(os.path.normpath(where if where.is_absolute() else repository.root / where))
+        if {"site-packages", "dist-packages"} & set(full.parts):
+            continue  # installed code, even in a virtual environment inside the repository
+        try:
+            textual = full.relative_to(repository.root).as_posix()
+        except ValueError:
+            continue  # outside the repository folder: not a project frame at all
+        if repository.relative(frame.path) is not None or (textual, frame.line) in seen:
+            continue
+        seen.add((textual, frame.line))
+        out.append(PolicyOmission(textual, frame.line, frame.line, "failure", WINDOW_UNREADABLE))
+    return out
