@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import repo_context
 from repo_context.cli import main, run_context
-from repo_context.composer import fence, language_of, render_markdown
+from repo_context.composer import block_language, fence, render_markdown
 
 
 def cli(*args: str, stdin: str | bytes | None = None) -> subprocess.CompletedProcess[bytes]:
@@ -193,10 +193,10 @@ def test_markdown_fences_content_that_contains_fences() -> None:
 def test_render_helpers() -> None:
     assert fence("plain") == "```"
     assert fence("x ```` y") == "`````"
-    assert language_of("a/b.py") == "python"
-    assert language_of("a/b.RS") == "rust"
-    assert language_of("a/.bashrc") == ""
-    assert language_of("Makefile") == ""
+    assert block_language("a/b.py") == "python"
+    assert block_language("a/b.RS") == "rust"
+    assert block_language("a/.bashrc") == ""
+    assert block_language("Makefile") == ""
     result = repo_context.build({"candidates": [], "max_chars": 0})
     assert "(no code selected)" in render_markdown(result)
 

@@ -54,7 +54,6 @@ __all__ = [
     "block_language",
     "fence",
     "label",
-    "language_of",
     "number_lines",
     "parse_xml_section",
     "plan",
@@ -116,65 +115,6 @@ _BLOCK_LANGUAGES = {
     "css": "css",
 }
 
-# The larger table of the legacy ``render_markdown`` (``language_of``).
-_LANGUAGES = {
-    ".py": "python",
-    ".pyi": "python",
-    ".pyx": "cython",
-    ".rs": "rust",
-    ".c": "c",
-    ".h": "c",
-    ".cc": "cpp",
-    ".cpp": "cpp",
-    ".cxx": "cpp",
-    ".hpp": "cpp",
-    ".hh": "cpp",
-    ".go": "go",
-    ".java": "java",
-    ".kt": "kotlin",
-    ".scala": "scala",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "jsx",
-    ".ts": "typescript",
-    ".tsx": "tsx",
-    ".rb": "ruby",
-    ".php": "php",
-    ".cs": "csharp",
-    ".swift": "swift",
-    ".sh": "bash",
-    ".bash": "bash",
-    ".zsh": "zsh",
-    ".ps1": "powershell",
-    ".sql": "sql",
-    ".html": "html",
-    ".htm": "html",
-    ".css": "css",
-    ".scss": "scss",
-    ".md": "markdown",
-    ".rst": "rst",
-    ".json": "json",
-    ".toml": "toml",
-    ".yaml": "yaml",
-    ".yml": "yaml",
-    ".xml": "xml",
-    ".ini": "ini",
-    ".cfg": "ini",
-    ".txt": "text",
-    ".lua": "lua",
-    ".r": "r",
-    ".jl": "julia",
-    ".hs": "haskell",
-    ".ml": "ocaml",
-    ".ex": "elixir",
-    ".exs": "elixir",
-    ".erl": "erlang",
-    ".clj": "clojure",
-    ".dart": "dart",
-    ".vue": "vue",
-    ".zig": "zig",
-}
 
 _BACKTICKS = re.compile(r"`+")
 
@@ -194,13 +134,6 @@ class CandidateLike(Protocol):
     def reason(self) -> str: ...
     @property
     def score(self) -> int | float: ...
-
-
-def language_of(path: str) -> str:
-    """The Markdown fence language tag for ``path``'s extension (``""`` if unknown)."""
-    name = path.rsplit("/", 1)[-1]
-    dot = name.rfind(".")
-    return _LANGUAGES.get(name[dot:].lower(), "") if dot > 0 else ""
 
 
 def fence(text: str) -> str:
@@ -513,7 +446,7 @@ def render_markdown(result: BuildResult) -> str:
         body = item.content if item.content.endswith(("\n", "\r")) else item.content + "\n"
         parts.append(
             f"\n### {_code_span(_where(item))} ({item.reason})\n\n"
-            f"{ticks}{language_of(item.path)}\n{body}{ticks}\n"
+            f"{ticks}{block_language(item.path)}\n{body}{ticks}\n"
         )
     return "".join(parts)
 
