@@ -1,6 +1,6 @@
 """Shared fixtures and contract helpers for the repo-context test suite.
 
-The helpers here are written from the contract in issue 2, independently of
+The helpers here are written from the contract (README), independently of
 either engine: ``canon`` is the path canonicalisation rule, ``rank_key`` the
 ranking key, ``model_build`` a deliberately naive restatement of selection,
 and ``strict`` a comparison form that tells ``-0.0`` from ``0.0`` and ``1``
@@ -26,7 +26,7 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 ENGINES = ["native", "reference"]
 
-# Number of examples for each differential test (the issue asks for >= 2,000 in CI).
+# Number of examples for each differential test (at least 2,000 in CI).
 DIFF_EXAMPLES = 2000
 
 FIELDS = ("path", "start", "end", "content", "reason", "score")

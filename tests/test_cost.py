@@ -1,4 +1,4 @@
-"""Cost models (issue 3): units, rendered costs, the budget guarantee on the rendered section.
+"""Cost models: units, rendered costs, the budget guarantee on the rendered section.
 
 Both engines are run on every case; the differential test holds them equal for every cost
 model, and the guarantee ``cost(render(result)) <= budget`` is checked on random inputs for both

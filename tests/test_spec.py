@@ -1,4 +1,4 @@
-"""The table of spec cases from issue 2, run on both engines.
+"""The table of spec cases of the contract (README), run on both engines.
 
 Every case states the exact expected ``selected`` indices, omission records
 ``(index, rank, reason, overlaps)``, ``used_chars`` and ``truncated``; the
