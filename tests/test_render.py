@@ -475,3 +475,14 @@ def test_legacy_markdown_section_still_renders() -> None:
     result = repo_context.build({"candidates": CANDS, "max_chars": 10_000})
     out = render_markdown(result)
     assert out.startswith("## Code context\n") and "`src/b.py:30-40` (reference)" in out
+
+
+def test_render_checks_its_options() -> None:
+    result = repo_context.build({"candidates": [cand("a.py", 1, 1, "x\n", "search", 1.0)], "max_chars": 100})
+    with pytest.raises(TypeError):
+        repo_context.render(result, line_numbers="no")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        repo_context.render(result, template="html")
+    with pytest.raises(ValueError):
+        repo_context.render(result, order="path")
+    assert repo_context.render(result) == repo_context.render(result, "markdown", False, "rank")

@@ -356,8 +356,17 @@ def render(
     concatenated (``""`` when nothing was selected).
 
     Each option left ``None`` comes from ``result.cost`` (the section the budget was counted
-    on), or defaults to ``"markdown"``, no line numbers, ``"rank"`` order.
+    on), or defaults to ``"markdown"``, no line numbers, ``"rank"`` order. Only the result's
+    own options give the section whose cost is ``result.used`` (within ``result.budget``);
+    another template, order or line-number choice renders the same items at another cost.
+
+    Raises:
+        ValueError: ``template`` is not ``"markdown"`` or ``"xml"``, or ``order`` is not
+            ``"rank"`` or ``"file"``.
+        TypeError: ``line_numbers`` is not a ``bool`` (or ``None``).
     """
+    if line_numbers is not None and not isinstance(line_numbers, bool):
+        raise TypeError(f"line_numbers must be a bool, not {type(line_numbers).__name__}")
     cost = getattr(result, "cost", None)
     if template is None:
         template = getattr(cost, "template", None) or "markdown"

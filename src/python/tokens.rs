@@ -50,6 +50,10 @@ fn surrogate_replacement(text: &Bound<'_, PyString>) -> PyResult<String> {
 /// tiktoken, whose handling of lone surrogates it also follows. The encodings are compiled in:
 /// nothing is downloaded. Counts are cached by a 128-bit hash of the text, so counting the
 /// same text again is a lookup; the cache grows until `clear_cache()`. Thread-safe.
+///
+/// `TokenCounter(encoding)` raises `ValueError` for an unknown encoding name and `TypeError`
+/// for a non-`str`; `count(texts)` (an iterable of `str`, not a bare `str`) returns a
+/// `list[int]` and raises `TypeError` naming the index of a non-`str` item.
 #[pyclass(frozen, module = "repo_context", name = "TokenCounter")]
 pub struct TokenCounter {
     encoding: Encoding,
