@@ -184,9 +184,9 @@ def test_markdown_fences_content_that_contains_fences() -> None:
     assert blocks[1][0] == "`````"  # longer than the 4-backtick run inside
     headers = re.findall(r"^### (.*)$", out, flags=re.M)
     assert headers == [
-        "`Makefile:1-1` (reference)",
-        "`pkg/x.py:3-7` (failure)",
-        "`notes/readme.md:1-1` (search)",
+        "Makefile:1-1 (referenced definition)",
+        "pkg/x.py:3-7 (failure evidence)",
+        "notes/readme.md:1-1 (search hit)",
     ]
 
 
@@ -266,11 +266,12 @@ def test_context_prints_markdown_context_and_omission_summary(
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
     assert out.startswith("## Code context\n")
-    headers = re.findall(r"^### `(.*?)` \((\w+)\)$", out, flags=re.M)
-    # The deepest frame (ZeroDivisionError in parse_ratio) is the failure file's first window.
-    assert headers[0] == ("lib/ratios.py:1-3", "failure")
-    assert ("lib/ratios.py:6-7", "failure") in headers
-    assert ("tests/test_ratios.py:4-5", "failure") in headers
+    headers = re.findall(r"^### (\S+) \(([a-z ]+)\)$", out, flags=re.M)
+    # The deepest frame (ZeroDivisionError in parse_ratio) is the failure file's first window;
+    # every file of the traceback is a failing file.
+    assert headers[0] == ("lib/ratios.py:1-3", "failing file")
+    assert ("lib/ratios.py:6-7", "failing file") in headers
+    assert ("tests/test_ratios.py:4-5", "failing file") in headers
     blocks = _fenced_blocks(out)
     lib = (repo / "lib" / "ratios.py").read_text(encoding="utf-8").splitlines(keepends=True)
     assert blocks[0][2] == "".join(lib[0:3])

@@ -469,12 +469,16 @@ def test_plan_properties(drawn: Any, template: str, line_numbers: bool) -> None:
             assert s["content"] == (number_lines(content, items[r].start) if line_numbers else content)
 
 
-def test_legacy_markdown_section_still_renders() -> None:
+def test_command_line_markdown_is_the_block_format_under_a_heading() -> None:
     from repo_context.composer import render_markdown
 
     result = repo_context.build({"candidates": CANDS, "max_chars": 10_000})
     out = render_markdown(result)
-    assert out.startswith("## Code context\n") and "`src/b.py:30-40` (reference)" in out
+    assert (
+        out
+        == "## Code context\n\n" + repo_context.render(result, "markdown", False, "rank").rstrip("\n") + "\n"
+    )
+    assert "### src/b.py:30-40 (referenced definition)\n" in out
 
 
 def test_render_checks_its_options() -> None:

@@ -440,24 +440,13 @@ def _score(score: float) -> str:
 
 
 def render_markdown(result: BuildResult) -> str:
-    """The selected items of ``result`` as a Markdown prompt section, in selection order.
-
-    Each item is a header line ``path:start-end`` (as inline code) with its reason, then
-    its content verbatim in a fenced block tagged with the language of the file's
-    extension. The fence is longer than any run of backticks in the content, so content
-    containing ```` ``` ```` cannot break out of it. Ends with one newline.
+    """The selected items of ``result`` as the command line's Markdown section: a
+    ``## Code context`` heading, then :func:`render` in the Markdown template, selection order,
+    no line numbers (the block format the budget counts), or ``(no code selected)``. Ends with
+    one newline.
     """
-    parts = ["## Code context\n"]
-    if not result.items:
-        parts.append("\n(no code selected)\n")
-    for item in result.items:
-        ticks = fence(item.content)
-        body = item.content if item.content.endswith(("\n", "\r")) else item.content + "\n"
-        parts.append(
-            f"\n### {_code_span(_where(item))} ({item.reason})\n\n"
-            f"{ticks}{block_language(item.path)}\n{body}{ticks}\n"
-        )
-    return "".join(parts)
+    section = render(result, template="markdown", line_numbers=False, order="rank")
+    return "## Code context\n\n" + (section.rstrip("\n") + "\n" if section else "(no code selected)\n")
 
 
 def render_omitted(result: BuildResult, candidates: Sequence[CandidateLike]) -> str:
