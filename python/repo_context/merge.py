@@ -26,7 +26,6 @@ nothing.
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,8 +33,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from ._input import PathProblem, canonical_path
 from .errors import InvalidCandidateError
+from .reference import read_reason, read_score, read_window
 from .sources.files import Repository, SourceFile
 
 __all__ = ["REASON_ORDER", "MergedCandidate", "Part", "RangeMerger", "merge_windows"]
@@ -43,7 +42,6 @@ __all__ = ["REASON_ORDER", "MergedCandidate", "Part", "RangeMerger", "merge_wind
 #: The reasons, best first: a merged candidate carries the best reason of its parts.
 REASON_ORDER = ("reference", "failure", "search")
 _REASON_RANK = {name: rank for rank, name in enumerate(REASON_ORDER)}
-_MAX_LINE = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -99,55 +97,13 @@ class MergedCandidate:
         }
 
 
-def _field(candidate: object, name: str, index: int) -> Any:
-    """Field ``name`` of a candidate given as a mapping or as an object with attributes."""
-    if isinstance(candidate, Mapping):
-        if name not in candidate:
-            raise InvalidCandidateError(name, "is missing", index)
-        return candidate[name]
-    try:
-        return getattr(candidate, name)
-    except AttributeError:
-        raise InvalidCandidateError(name, "is missing", index) from None
-
-
-def _line(value: object, name: str, index: int) -> int:
-    if isinstance(value, bool):
-        raise InvalidCandidateError(name, f"must be an integer, got {value!r}", index)
-    try:
-        line = operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise InvalidCandidateError(name, f"must be an integer, got {type(value).__name__}", index) from None
-    if not 1 <= line <= _MAX_LINE:
-        raise InvalidCandidateError(name, f"must be between 1 and {_MAX_LINE}, got {line}", index)
-    return line
-
-
 def _part(candidate: object, index: int) -> Part:
-    """The candidate's window as a validated :class:`Part` (the builder's field rules)."""
-    try:
-        path = canonical_path(_field(candidate, "path", index))
-    except PathProblem as exc:
-        raise InvalidCandidateError("path", str(exc), index) from None
-    start = _line(_field(candidate, "start", index), "start", index)
-    end = _line(_field(candidate, "end", index), "end", index)
-    if end < start:
-        raise InvalidCandidateError("end", f"must be >= start ({start}), got {end}", index)
-    reason = _field(candidate, "reason", index)
-    name = next((n for n in REASON_ORDER if isinstance(reason, str) and reason == n), None)
-    if name is None:
-        raise InvalidCandidateError(
-            "reason", f"must be 'failure', 'reference' or 'search', got {reason!r}", index
-        )
-    score = _field(candidate, "score", index)
-    if isinstance(score, bool) or not isinstance(score, (int, float)):
-        raise InvalidCandidateError("score", f"must be an int or a float, got {type(score).__name__}", index)
-    try:
-        finite = math.isfinite(float(score))
-    except OverflowError:
-        finite = False
-    if not finite:
-        raise InvalidCandidateError("score", f"must be finite, got {score!r}", index)
+    """The candidate's window as a validated :class:`Part`, by the builder's own field rules
+    and messages (:mod:`repo_context.reference`); the content is not read: the merger re-reads
+    the lines."""
+    path, start, end = read_window(candidate, index)
+    _, name, _ = read_reason(candidate, index)
+    score, _ = read_score(candidate, index)
     return Part(path, start, end, name, score)
 
 

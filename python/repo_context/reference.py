@@ -76,9 +76,8 @@ def _line(value: object, field: str, index: int) -> int:
         raise InvalidCandidateError(field, f"must be an int, not {type(value).__name__}", index) from None
 
 
-def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
-    """Read and check one candidate's fields, one at a time, in the order path, start, end,
-    content, reason, score: the first missing or invalid field is reported."""
+def read_window(candidate: object, index: int) -> tuple[str, int, int]:
+    """The candidate's canonical path and line range, checked in the order path, start, end."""
     try:
         path = canonical_path(_field(candidate, "path", index))
     except PathProblem as exc:
@@ -94,11 +93,11 @@ def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
         raise InvalidCandidateError("end", f"must be >= start ({start}), got {show_int(end)}", index)
     if end > MAX_LINE:
         raise InvalidCandidateError("end", f"must be <= {MAX_LINE}, got {show_int(end)}", index)
+    return path, start, end
 
-    content = _field(candidate, "content", index)
-    if not isinstance(content, str):
-        raise InvalidCandidateError("content", f"must be a str, not {type(content).__name__}", index)
 
+def read_reason(candidate: object, index: int) -> tuple[Any, str, int]:
+    """The candidate's reason as given, its plain name and its rank group."""
     reason = _field(candidate, "reason", index)
     if not isinstance(reason, str):
         raise InvalidCandidateError("reason", f"{_REASONS_TEXT}, not {type(reason).__name__}", index)
@@ -108,7 +107,11 @@ def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
     group = next((g for name, g in GROUP if text == name), None)
     if group is None:
         raise InvalidCandidateError("reason", f"{_REASONS_TEXT}, got {text!r}", index)
+    return reason, text, group
 
+
+def read_score(candidate: object, index: int) -> tuple[Any, float]:
+    """The candidate's score as given and as the float it is compared as."""
     score = _field(candidate, "score", index)
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise InvalidCandidateError("score", f"must be an int or a float, not {type(score).__name__}", index)
@@ -118,6 +121,18 @@ def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
         raise InvalidCandidateError("score", "is too large to convert to a float", index) from None
     if not math.isfinite(as_float):
         raise InvalidCandidateError("score", f"must be finite, got {as_float!r}", index)
+    return score, as_float
+
+
+def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
+    """Read and check one candidate's fields, one at a time, in the order path, start, end,
+    content, reason, score: the first missing or invalid field is reported."""
+    path, start, end = read_window(candidate, index)
+    content = _field(candidate, "content", index)
+    if not isinstance(content, str):
+        raise InvalidCandidateError("content", f"must be a str, not {type(content).__name__}", index)
+    reason, _, group = read_reason(candidate, index)
+    score, as_float = read_score(candidate, index)
 
     item = {"path": path, "start": start, "end": end, "content": content, "reason": reason, "score": score}
     return _Row(path, start, end, len(str.__str__(content)), group, as_float), item
