@@ -250,7 +250,8 @@ class ForeignCandidate:
 # Hypothesis strategies for valid inputs built to stress the rules
 # ---------------------------------------------------------------------------
 
-# Three canonical paths ("a.py", "b/c.py", "A.py"), several spellings each.
+# Five canonical paths ("a.py", "b/c.py", "A.py", and two that exercise the native engine's
+# non-ASCII and lone-surrogate path handling), several spellings each.
 PATH_SPELLINGS = [
     "a.py",
     "./a.py",
@@ -261,6 +262,10 @@ PATH_SPELLINGS = [
     "b//c.py",
     "./b/./c.py/",
     "A.py",
+    "日本/ü.py",
+    "./日本//ü.py",
+    "s\ud800.py",
+    "./s\ud800.py/",
 ]
 ONE_PATH_SPELLINGS = ["x/y.py", "./x/y.py", "x//y.py/", "x/./y.py", "./x/./y.py/."]
 FAILURE_FILES: list[str | list[str] | None] = [
@@ -274,6 +279,8 @@ FAILURE_FILES: list[str | list[str] | None] = [
     ["b//c.py", "a.py"],
     ["./a.py", "zz.py", "a.py/", "b/c.py"],
     [],
+    "s\ud800.py",
+    ["./s\ud800.py", "日本/ü.py"],
 ]
 
 SCORES: list[Any] = [
