@@ -12,11 +12,12 @@
 //!   the selected window with the smallest start that it hits); else one whose cost would take
 //!   the total past the budget is omitted for budget; else it is selected.
 //!
-//! Selected windows of one path are pairwise disjoint, so a path's list sorted by start is also
-//! sorted by end, and one binary search answers "does `[s, e]` hit a selected window?" in
-//! `O(log k)`.
+//! Selected windows of one path are pairwise disjoint, so ordered by end they are also ordered
+//! by start: one B-tree per path, keyed by end, answers "does `[s, e]` hit a selected window?"
+//! and takes a new window in `O(log k)` each, whatever the arrival order.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 /// Highest accepted line number (`2**31 - 1`).
 pub const MAX_LINE: u32 = i32::MAX as u32;
@@ -208,23 +209,25 @@ pub fn rank(rows: &[Row], failure_paths: &[u32], n_paths: usize) -> Vec<u32> {
 
 /// Walk `order` once and select, skipping (never stopping at) what does not fit.
 ///
-/// `n_paths` bounds the path ids in `rows`.
+/// `n_paths` bounds the path ids in `rows`. Each path's selected windows live in a B-tree keyed
+/// by their last line: the windows are pairwise disjoint, so ordering by end also orders by start,
+/// and both the overlap query and the insertion take `O(log k)` for `k` windows on that path,
+/// whatever order the candidates arrive in (descending, nested, interleaved).
 pub fn pack(rows: &[Row], order: &[u32], budget: u64, n_paths: usize) -> Selection {
-    // Per path: selected windows as (start, end, index), sorted by start and pairwise disjoint.
-    let mut windows: Vec<Vec<(u32, u32, u32)>> = vec![Vec::new(); n_paths];
+    // Per path: end -> (start, index) of each selected window.
+    let mut windows: Vec<BTreeMap<u32, (u32, u32)>> = vec![BTreeMap::new(); n_paths];
     let mut out = Selection::default();
     for (rank, &index) in (0u32..).zip(order) {
         let row = &rows[index as usize];
-        let list = &mut windows[row.path as usize];
+        let tree = &mut windows[row.path as usize];
         // First selected window that ends at or after our start; it is the only candidate hit
         // with the smallest start, because every earlier window ends before we begin.
-        let pos = list.partition_point(|w| w.1 < row.start);
-        let why = match list.get(pos) {
-            Some(&(start, _, blocker)) if start <= row.end => Omitted::Overlap(blocker),
+        let why = match tree.range(row.start..).next() {
+            Some((_, &(start, blocker))) if start <= row.end => Omitted::Overlap(blocker),
             // `used <= budget` always holds, so this is `used + cost > budget` without overflow.
             _ if row.cost > budget - out.used => Omitted::Budget,
             _ => {
-                list.insert(pos, (row.start, row.end, index));
+                tree.insert(row.end, (row.start, index));
                 out.used += row.cost;
                 out.selected.push(index);
                 out.ranks.push(rank);

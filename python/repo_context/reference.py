@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sortedcontainers import SortedKeyList
+
 from ._core import BuildResult, Candidate, Omission
 from ._finish import finish
 from ._input import BuilderBase, PathProblem, canonical_path, normalize_input, show_int
@@ -184,20 +186,26 @@ class RepoContextBuilder(BuilderBase):
 
         order = sorted(range(len(rows)), key=key)
 
-        windows: dict[str, list[tuple[int, int, int]]] = {}  # path -> selected (start, end, index)
+        # Per path, the selected windows (start, end, index) ordered by end. They are pairwise
+        # disjoint, so this is also their order by start, and the first window ending at or
+        # after a candidate's start is the hit with the smallest start, if any window is hit.
+        # A sorted list keeps query and insertion logarithmic in any arrival order.
+        windows: dict[str, SortedKeyList[tuple[int, int, int], int]] = {}
         selected: list[int] = []
         ranks: list[int] = []
         omitted: list[Omission] = []
         used = 0
         for rank, i in enumerate(order):
             row = rows[i]
-            hits = [w for w in windows.get(row.path, []) if w[0] <= row.end and row.start <= w[1]]
-            if hits:
-                omitted.append(Omission(i, rank, "overlap", min(hits)[2]))
+            path_windows = windows.setdefault(row.path, SortedKeyList(key=_window_end))
+            at = path_windows.bisect_key_left(row.start)
+            first = path_windows[at] if at < len(path_windows) else None
+            if first is not None and first[0] <= row.end:
+                omitted.append(Omission(i, rank, "overlap", first[2]))
             elif used + costs[i] > budget:
                 omitted.append(Omission(i, rank, "budget"))
             else:
-                windows.setdefault(row.path, []).append((row.start, row.end, i))
+                path_windows.add((row.start, row.end, i))
                 selected.append(i)
                 ranks.append(rank)
                 used += costs[i]
@@ -208,6 +216,10 @@ class RepoContextBuilder(BuilderBase):
             items, selected, used_chars, bool(omitted), omitted, failure_files, cost, budget, used, ()
         )
         return finish(result, ranks, None if counter is None else counter.count_one)
+
+
+def _window_end(window: tuple[int, int, int]) -> int:
+    return window[1]
 
 
 def _costed_text(row: _Row, item: dict[str, Any], cost: Cost, failing: bool) -> str:
