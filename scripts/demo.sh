@@ -4,11 +4,13 @@
 #   bash scripts/demo.sh [CASE_ID]        (default: ytdl_unescape_html; --list shows the cases)
 #
 # Needs CPython 3.11 with pip and a Rust toolchain (pip builds the extension with maturin),
-# and access to PyPI. scripts/realbug.py then downloads the case's buggy and fixed releases,
-# runs the regression test in a virtual environment under work/realbugs/ (cached), and prints
-# the context that `repo-context context` builds from the failing log, with a line saying
-# whether the lines the real fix changed are in it.
+# and access to PyPI. The package goes into the project's virtual environment .venv (the one
+# scripts/test.sh uses: scripts/venv.sh builds the extension once and reuses it), never into
+# the system interpreter. scripts/realbug.py then downloads the case's buggy and fixed
+# releases, runs the regression test in a virtual environment of its own under work/realbugs/
+# (cached), and prints the context that `repo-context context` builds from the failing log,
+# with a line saying whether the lines the real fix changed are in it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet --disable-pip-version-check .
-python3 scripts/realbug.py "${1:-ytdl_unescape_html}"
+bash scripts/venv.sh
+.venv/bin/python scripts/realbug.py "${1:-ytdl_unescape_html}"

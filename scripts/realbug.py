@@ -6,9 +6,9 @@ Usage::
     python3 scripts/realbug.py [CASE_ID] [--max-chars N] [--format markdown|json]
                                [--engine native|reference] [--refresh] [--prepare-only] [--list]
 
-A case (``data/realbugs/cases.json``) names a PyPI package, a buggy release, the fixed
-release and the regression test that fails on the buggy one. The preparation
-(``repo_context.realbugs.prepare``)
+A case (``repo_context/evaluation/realbugs.json``, package data) names a PyPI package, a buggy
+release, the fixed release and the regression test that fails on the buggy one. The preparation
+(``repo_context.evaluation.realbugs.prepare``)
 
 1. downloads both source distributions (``pip download --no-binary :all:``),
 2. unpacks the buggy release as ``repo/`` and lays the fixed release's test folder over it,
@@ -38,10 +38,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from repo_context.realbugs import PreparationError, gold_report, load_cases, prepare, select_cases
+from repo_context.evaluation.evaluate import DEFAULT_CASES
+from repo_context.evaluation.realbugs import PreparationError, gold_report, load_cases, prepare, select_cases
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = ROOT / "data" / "realbugs" / "cases.json"
+CASES = DEFAULT_CASES
 WORK = ROOT / "work" / "realbugs"
 DEFAULT_CASE = "ytdl_unescape_html"
 

@@ -1,16 +1,14 @@
 #!/usr/bin/env bash
 # Set up everything and run every check, on a fresh machine or a used one:
 #   1. a virtual environment in .venv with the package (built by maturin from src/) and its
-#      test and lint tools;
+#      test and lint tools (scripts/venv.sh; reused while the sources are unchanged);
 #   2. the Rust engine's own tests (`cargo test`, no Python needed), rustfmt and clippy;
 #   3. ruff and mypy --strict on the Python package;
 #   4. the Python test suite (pytest; exit 5, "no tests collected", fails like any other error).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python3 -m venv .venv
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet ".[test,dev]"
+bash scripts/venv.sh
 
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings

@@ -17,20 +17,19 @@ from typing import Any
 import pytest
 from repo_context import TokenCounter
 from repo_context.composer import render_block
-from repo_context.evaluate import (
+from repo_context.evaluation.command import add_eval_parser, main
+from repo_context.evaluation.evaluate import (
+    DEFAULT_CASES,
     STRATEGIES,
     Evaluation,
     Selection,
-    add_eval_parser,
-    coverage_chart,
     evaluate,
     evaluate_candidates,
-    main,
-    markdown_report,
     measure,
     select,
 )
-from repo_context.realbugs import GoldRange, gold_ranges, load_cases, select_cases
+from repo_context.evaluation.realbugs import GoldRange, gold_ranges, load_cases, select_cases
+from repo_context.evaluation.report import coverage_chart, markdown_report
 from repo_context.sources import Repository
 
 CORE = textwrap.dedent(
@@ -299,7 +298,7 @@ def test_add_eval_parser_plugs_into_a_command_line(work: Path, tmp_path: Path) -
     args = parser.parse_args(["eval"])
     assert (args.budgets, args.cases, args.out, args.case) == (
         (2000, 8000, 32000),
-        Path("data/realbugs/cases.json"),
+        DEFAULT_CASES,
         None,
         None,
     )
@@ -331,7 +330,10 @@ def test_command_line_errors(work: Path, tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_realbugs_cases_file() -> None:
-    cases = load_cases(Path(__file__).parent.parent / "data" / "realbugs" / "cases.json")
+    # The cases ship as package data, so eval runs from any folder.
+    assert DEFAULT_CASES.is_file()
+    assert DEFAULT_CASES.parent.name == "evaluation"
+    cases = load_cases(DEFAULT_CASES)
     assert len(cases) >= 5
     for case in cases:
         assert gold_ranges(case)
@@ -340,7 +342,7 @@ def test_realbugs_cases_file() -> None:
 
 
 def fake_run(strategy: str, budget: int, covered: int, tokens: int, duplicate: int = 0) -> Any:
-    from repo_context.evaluate import Run
+    from repo_context.evaluation.evaluate import Run
 
     return Run(
         case="c",
@@ -363,7 +365,7 @@ def fake_run(strategy: str, budget: int, covered: int, tokens: int, duplicate: i
 
 
 def test_targets_verdicts() -> None:
-    from repo_context.evaluate import CaseInfo
+    from repo_context.evaluation.evaluate import CaseInfo
 
     runs = (
         fake_run("naive", 8000, 1, 900),

@@ -44,7 +44,7 @@ from . import BuildResult, InvalidInputError, reference
 from . import build as native_build
 from .composer import header_path, render, render_markdown, render_omitted
 from .cost import Cost
-from .evaluate import add_eval_parser
+from .evaluation.command import add_eval_parser
 from .sources import Gathered, gather
 from .sources.pytest_log import LogFormatError
 

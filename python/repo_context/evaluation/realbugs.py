@@ -1,13 +1,14 @@
 """Real bugs from PyPI: the cases, their preparation and their gold line ranges.
 
-A case (one object of ``data/realbugs/cases.json``) names a PyPI package, a buggy release, the
+A case (one object of ``realbugs.json`` beside this module) names a PyPI package, a buggy release, the
 fixed release, the regression test that fails on the buggy one and the *gold* line ranges (the
 lines the real fix changed). :func:`prepare` makes a case ready to build a context for:
 
 1. downloads both source distributions (``pip download --no-binary :all:``), once;
 2. unpacks the buggy release as ``repo/`` and lays the fixed release's test folder over it;
 3. makes a virtual environment with the case's test dependencies and the buggy release;
-4. runs the regression test inside ``repo/`` with ``pytest -rA --tb=long`` and keeps the log as
+4. runs the regression test inside ``repo/`` with ``pytest -rA --tb=long`` (``repo/`` as the rootdir
+   and the case's own configuration, or an empty one: never an enclosing project's) and keeps the log as
    ``failing.log`` and the JUnit XML report as ``failing.junit.xml`` (the test must fail:
    pytest exit code 1).
 
@@ -264,6 +265,9 @@ def prepare(
                 "pytest",
                 "-p",
                 "no:cacheprovider",
+                f"--rootdir={repo}",
+                "-c",
+                str(_pytest_config(repo, out)),
                 "-rA",
                 "--tb=long",
                 "--junitxml",
@@ -283,6 +287,25 @@ def prepare(
         )
     marker.write_text(json.dumps({"case": case["id"], "pytest_exit": 1}) + "\n", encoding="utf-8")
     return _prepared(case, out)
+
+
+def _pytest_config(repo: Path, out: Path) -> Path:
+    """The case's own pytest configuration file, or an empty one beside ``repo``: a case nested
+    in another project (this checkout, say) must not inherit that project's configuration,
+    which pytest would otherwise find by walking up from ``repo``."""
+    sections = {
+        "pytest.ini": "[pytest]",
+        "pyproject.toml": "[tool.pytest.ini_options]",
+        "tox.ini": "[pytest]",
+        "setup.cfg": "[tool:pytest]",
+    }
+    for name, section in sections.items():
+        path = repo / name
+        if path.is_file() and section in path.read_text(encoding="utf-8", errors="replace"):
+            return path
+    empty = out / "pytest.ini"
+    empty.write_text("[pytest]\n", encoding="utf-8")
+    return empty
 
 
 def gold_report(case: dict[str, Any], items: Sequence[Any]) -> list[str]:

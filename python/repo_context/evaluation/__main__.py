@@ -1,0 +1,7 @@
+"""``python -m repo_context.evaluation``: ``repo-context eval``."""
+
+import sys
+
+from .command import main
+
+sys.exit(main())
