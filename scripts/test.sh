@@ -4,7 +4,8 @@
 #      test and lint tools (scripts/venv.sh; reused while the sources are unchanged);
 #   2. the Rust engine's own tests (`cargo test`, no Python needed), rustfmt and clippy;
 #   3. ruff and mypy --strict on the Python package;
-#   4. the Python test suite (pytest; exit 5, "no tests collected", fails like any other error).
+#   4. the Python test suite (pytest; exit 5, "no tests collected", fails like any other error);
+#   5. the named mutants (scripts/mutants.sh --named): each must make the tests fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,3 +20,6 @@ cargo test --no-default-features --quiet
 .venv/bin/python -m mypy.stubtest repo_context._core  # the hand-written stub matches the extension
 
 .venv/bin/python -m pytest -q "$@"
+
+# The lesson's named mutants of the reference and the engine must each fail the gates above.
+bash scripts/mutants.sh --named
