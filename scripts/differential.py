@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""Compare the Rust engine with the pure-Python reference on many generated inputs.
+
+    python scripts/differential.py --cases 1000000 --seed 1 [--jobs N] [--out DIR]
+
+Case ``k`` is generated from ``random.Random(f"{seed}:{k}")`` alone, so any case can be made
+again by its number (``--only K``). Inputs are valid and invalid: a few to a few dozen
+candidates over a handful of paths (several spellings of each, non-ASCII and lone-surrogate
+names), windows crowded onto a few dozen lines so that ranges collide, every candidate form
+(``Candidate``, mapping, frozen dataclass, plain object) and hostile values (``str``, ``int``
+and ``float`` subclasses overriding ``__eq__``/``__hash__``/``__str__``/``__float__``, lying or
+raising; ``__index__`` objects; ``bool``; huge integers; NaN and infinities), budgets in
+characters or exact tokens, with and without a template, and one or several failing files.
+
+Both engines must give the same result (the JSON form and the items, compared strictly: types,
+float signs) or raise the same error (type, index, field, problem, message), and neither may
+change the input. A mismatch is minimised (candidates dropped one at a time while it persists)
+and written to ``DIR/mismatch-<case>.txt``. Prints cases per second; exits 1 on any mismatch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import os
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FIELDS = ("path", "start", "end", "content", "reason", "score")
+PATHS = ["a.py", "./a.py", "a.py/", "src/b.py", "src//b.py", "ü/ñ.py", "s\udcff.py", "A.py"]
+TEXTS = ["", "x", "def f():\n    return 1\n", "```\n", "<a>&</a>", "é😀", "\udc80z", "\r\n", "a" * 40]
+ENCODINGS = ["o200k_base", "cl100k_base"]
+
+
+class LyingStr(str):
+    def __repr__(self) -> str:
+        return f"LyingStr({str.__repr__(self)})"
+
+    """A ``str`` whose own dunders disagree with its text."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __hash__(self) -> int:
+        return 7
+
+    def __str__(self) -> str:
+        return "lie"
+
+    def __len__(self) -> int:
+        return 0
+
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:  # type: ignore[override]
+        return b"lie"
+
+
+class LyingInt(int):
+    def __repr__(self) -> str:
+        return f"LyingInt({int.__repr__(self)})"
+
+    def __index__(self) -> int:
+        return 1
+
+    def __int__(self) -> int:
+        return 1
+
+
+class LyingFloat(float):
+    def __repr__(self) -> str:
+        return f"LyingFloat({float.__repr__(self)})"
+
+    def __float__(self) -> float:
+        return 0.0
+
+
+class RaisingFloat(float):
+    def __repr__(self) -> str:
+        return f"RaisingFloat({float.__repr__(self)})"
+
+    def __float__(self) -> float:
+        raise OverflowError("too big")
+
+
+class Idx:
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"Idx({self.value})"
+
+
+@dataclass(frozen=True)
+class Frozen:
+    path: Any
+    start: Any
+    end: Any
+    content: Any
+    reason: Any
+    score: Any
+
+
+class Plain:
+    def __init__(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
+
+    def __repr__(self) -> str:
+        return f"Plain({self.__dict__!r})"
+
+
+def _line(rnd: random.Random) -> Any:
+    roll = rnd.random()
+    if roll < 0.9:
+        return rnd.randint(1, 30)
+    return rnd.choice([0, -1, 2**31 - 1, 2**31, 2**70, True, Idx(rnd.randint(1, 30)), LyingInt(5), "3", 1.0])
+
+
+def _score(rnd: random.Random) -> Any:
+    roll = rnd.random()
+    if roll < 0.5:
+        return rnd.choice([0, 1, 2, 3, -1])
+    if roll < 0.9:
+        return rnd.choice([0.5, 1.0, -0.0, 0.0, 2.5, 1e308, -1e-308])
+    return rnd.choice(
+        [math.nan, math.inf, -math.inf, True, 10**400, LyingFloat(3.0), RaisingFloat(1.0), "1", None]
+    )
+
+
+def _reason(rnd: random.Random) -> Any:
+    if rnd.random() < 0.95:
+        return rnd.choice(["failure", "reference", "search"])
+    return rnd.choice(["Search", "", LyingStr("search"), 3, None])
+
+
+def _content(rnd: random.Random) -> Any:
+    roll = rnd.random()
+    if roll < 0.93:
+        return "".join(rnd.choice(TEXTS) for _ in range(rnd.randint(0, 4)))
+    if roll < 0.98:
+        return LyingStr(rnd.choice(TEXTS))
+    return rnd.choice([b"bytes", None, 3])
+
+
+def _path(rnd: random.Random) -> Any:
+    if rnd.random() < 0.96:
+        return rnd.choice(PATHS)
+    return rnd.choice(["", "/abs.py", "a/../b.py", "a\\b.py", "a\0.py", LyingStr("a.py"), 5])
+
+
+def _candidate(rnd: random.Random) -> Any:
+    import repo_context
+
+    start = _line(rnd)
+    end = start + rnd.randint(0, 6) if isinstance(start, int) and not isinstance(start, bool) else _line(rnd)
+    if rnd.random() < 0.03:
+        end = _line(rnd)
+    fields = {
+        "path": _path(rnd),
+        "start": start,
+        "end": end,
+        "content": _content(rnd),
+        "reason": _reason(rnd),
+        "score": _score(rnd),
+    }
+    if rnd.random() < 0.01:
+        del fields[rnd.choice(FIELDS)]
+    form = rnd.choice(["candidate", "dict", "frozen", "plain"])
+    if form == "dict" or len(fields) < len(FIELDS):
+        return fields if form != "plain" else Plain(**fields)
+    if form == "candidate":
+        return repo_context.Candidate(*fields.values())
+    if form == "frozen":
+        return Frozen(**fields)
+    return Plain(**fields)
+
+
+def generate(seed: int, case: int) -> dict[str, Any]:
+    """The input of case ``case``: a mapping for ``build``."""
+    rnd = random.Random(f"{seed}:{case}")
+    cands = [_candidate(rnd) for _ in range(rnd.choice([0, 1, 2, 3, 5, 8, 13, 24, 40]))]
+    data: dict[str, Any] = {"candidates": cands}
+    total = sum(
+        len(str.__str__(c["content"]))
+        for c in cands
+        if isinstance(c, dict) and isinstance(c.get("content"), str)
+    )
+    roll = rnd.random()
+    if roll < 0.45:
+        data["max_chars"] = rnd.choice([0, 1, 5, total // 3, total, 10**6, rnd.randint(0, 200)])
+    else:
+        data["budget"] = rnd.choice([0, 10, 50, 120, 400, 2_000, rnd.randint(0, 600)])
+        cost: dict[str, Any] = {"unit": rnd.choice(["chars", "tokens"])}
+        if cost["unit"] == "tokens":
+            cost["encoding"] = rnd.choice(ENCODINGS)
+        if rnd.random() < 0.6:
+            cost["template"] = rnd.choice(["markdown", "xml"])
+            cost["line_numbers"] = rnd.random() < 0.3
+            cost["order"] = rnd.choice(["rank", "file"])
+        data["cost"] = cost
+    roll = rnd.random()
+    if roll < 0.3:
+        data["failure_file"] = rnd.choice(PATHS)
+    elif roll < 0.5:
+        data["failure_files"] = rnd.sample(PATHS, rnd.randint(0, 3))
+    if rnd.random() < 0.01:
+        data[rnd.choice(["max_chars", "budget"])] = rnd.choice([-1, True, 1.5, None])
+    return data
+
+
+def _strict(value: Any) -> Any:
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((repr(k), _strict(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_strict(v) for v in value))
+    if isinstance(value, float):
+        return ("float", "nan" if math.isnan(value) else value.hex())
+    return (type(value).__qualname__, repr(value))
+
+
+def _snapshot(value: Any) -> Any:
+    if isinstance(value, dict):
+        return ("dict", id(value), tuple((repr(k), _snapshot(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, id(value), tuple(_snapshot(v) for v in value))
+    if isinstance(value, (Frozen, Plain)):
+        fields = tuple((f, _snapshot(getattr(value, f, None))) for f in FIELDS)
+        return (type(value).__name__, id(value), fields)
+    return (_strict(value), id(value))
+
+
+def outcome(build: Callable[[Any], Any], data: dict[str, Any]) -> tuple[Any, ...]:
+    """What ``build`` makes of ``data``: the result or the error, and whether ``data`` changed."""
+    before = _snapshot(data)
+    try:
+        result = build(data)
+        got: tuple[Any, ...] = (
+            "ok",
+            _strict(result.to_dict()),
+            _strict([(i.path, i.start, i.end, i.content, i.reason, i.score) for i in result.items]),
+        )
+    except Exception as exc:
+        details = (getattr(exc, a, None) for a in ("index", "field", "problem"))
+        got = ("error", type(exc).__name__, *details, str(exc))
+    return (got, "input unchanged" if _snapshot(data) == before else "INPUT CHANGED")
+
+
+_ENGINES: tuple[Callable[[Any], Any], Callable[[Any], Any]] | None = None
+
+
+def _engines() -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    global _ENGINES
+    if _ENGINES is None:
+        import repo_context
+        import repo_context.reference
+
+        native = repo_context.RepoContextBuilder().build
+        _ENGINES = (native, repo_context.reference.RepoContextBuilder().build)
+    return _ENGINES
+
+
+def mismatch(seed: int, case: int, drop: frozenset[int] = frozenset()) -> tuple[Any, Any] | None:
+    """The two outcomes of case ``case`` (without the candidates in ``drop``) when they differ."""
+    native, reference = _engines()
+    data = generate(seed, case)
+    data["candidates"] = [c for i, c in enumerate(data["candidates"]) if i not in drop]
+    a = outcome(native, data)
+    data = generate(seed, case)
+    data["candidates"] = [c for i, c in enumerate(data["candidates"]) if i not in drop]
+    b = outcome(reference, data)
+    return None if a == b else (a, b)
+
+
+def _run_chunk(args: tuple[int, int, int]) -> list[int]:
+    seed, first, last = args
+    return [case for case in range(first, last) if mismatch(seed, case) is not None]
+
+
+def minimise(seed: int, case: int) -> tuple[frozenset[int], tuple[Any, Any]]:
+    """Drop candidates one at a time while the engines still disagree."""
+    n = len(generate(seed, case)["candidates"])
+    drop: frozenset[int] = frozenset()
+    found = mismatch(seed, case)
+    assert found is not None
+    for i in range(n):
+        smaller = mismatch(seed, case, drop | {i})
+        if smaller is not None:
+            drop, found = drop | {i}, smaller
+    return drop, found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--cases", type=int, default=100_000, help="how many cases (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=1, help="seed (default %(default)s)")
+    parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="processes (default: all cores)"
+    )
+    parser.add_argument("--out", type=Path, default=Path("differential-mismatches"), help="mismatch folder")
+    parser.add_argument("--only", type=int, default=None, metavar="K", help="run case K alone, print it")
+    args = parser.parse_args(argv)
+    if args.cases < 0 or args.jobs < 1:
+        parser.error("--cases must be >= 0 and --jobs >= 1")
+    if args.only is not None:
+        print(repr(generate(args.seed, args.only)))
+        found = mismatch(args.seed, args.only)
+        print("agree" if found is None else f"native:    {found[0]!r}\nreference: {found[1]!r}")
+        return 0 if found is None else 1
+
+    chunk = 2_000
+    chunks = [(args.seed, first, min(first + chunk, args.cases)) for first in range(0, args.cases, chunk)]
+    started = time.perf_counter()
+    bad: list[int] = []
+    done = 0
+    with multiprocessing.Pool(args.jobs) as pool:
+        for found in pool.imap_unordered(_run_chunk, chunks):
+            bad += found
+            done += chunk
+            if done % 100_000 < chunk:
+                rate = min(done, args.cases) / (time.perf_counter() - started)
+                print(f"{min(done, args.cases):,} cases, {rate:,.0f} cases/s", file=sys.stderr, flush=True)
+    seconds = time.perf_counter() - started
+    print(
+        f"{args.cases:,} cases (seed {args.seed}) in {seconds:.1f} s on {args.jobs} processes: "
+        f"{args.cases / seconds:,.0f} cases/s; {len(bad)} mismatches"
+    )
+    if bad:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for case in sorted(bad)[:20]:
+            drop, (native, reference) = minimise(args.seed, case)
+            data = generate(args.seed, case)
+            data["candidates"] = [c for i, c in enumerate(data["candidates"]) if i not in drop]
+            path = args.out / f"mismatch-{case}.txt"
+            path.write_text(
+                f"case {case} seed {args.seed}\ninput: {data!r}\n"
+                f"native: {native!r}\nreference: {reference!r}\n"
+            )
+            print(f"case {case}: minimised to {len(data['candidates'])} candidates, written to {path}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
