@@ -14,6 +14,7 @@ bash scripts/venv.sh
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
 cargo test --no-default-features --quiet
+cargo test --profile proptest --no-default-features --quiet --test engine_props  # 100,000 cases
 
 .venv/bin/ruff check python tests benches scripts
 .venv/bin/mypy --strict python/repo_context
