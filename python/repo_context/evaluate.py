@@ -39,6 +39,7 @@ all lines sent. The report is a Markdown table (printed, and written to ``DIR/ev
 from __future__ import annotations
 
 import argparse
+import io
 import statistics
 import sys
 import time
@@ -46,12 +47,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from ._input import canonical_path
+from ._io import MAX_LOG_BYTES, OutputError, read_capped, warn, write_file, write_stream
 from .builder import RepoContextBuilder
-from .composer import render_block
+from .composer import header_path, render_block
 from .cost import Cost
+from .errors import ResourceLimitError
 from .merge import RangeMerger
 from .realbugs import GoldRange, PreparationError, gold_ranges, load_cases, prepare, select_cases
 from .sources import Repository, gather
@@ -406,7 +409,14 @@ def evaluate(
             failed.append((str(case["id"]), str(exc)))
             continue
         repository = Repository(prepared.repo)
-        log_text = prepared.log.read_text(encoding="utf-8", errors="replace")
+        try:
+            log_bytes = read_capped(
+                prepared.log, MAX_LOG_BYTES, limit_name="MAX_LOG_BYTES", field="pytest_log"
+            )
+        except (OSError, ResourceLimitError) as exc:
+            failed.append((str(case["id"]), str(exc)))
+            continue
+        log_text = log_bytes.decode("utf-8", errors="replace")
         began = time.perf_counter()
         gathered = gather(repository, log_text)
         gather_seconds = time.perf_counter() - began
@@ -673,8 +683,9 @@ def markdown_report(evaluation: Evaluation) -> str:
     return "\n".join(lines) + "\n"
 
 
-def coverage_chart(evaluation: Evaluation, path: str | Path) -> None:
-    """Write a PNG chart of mean gold coverage against budget, one line per strategy."""
+def coverage_chart(evaluation: Evaluation, path: str | Path | IO[bytes]) -> None:
+    """Write a PNG chart of mean gold coverage against budget, one line per strategy, to
+    ``path`` (a file name or a binary stream)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -749,7 +760,7 @@ def _positive(text: str) -> int:
 
 
 def _error(message: str) -> None:
-    print(f"repo-context eval: {' '.join(message.splitlines())}", file=sys.stderr)
+    warn(f"repo-context eval: {' '.join(message.splitlines())}")
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -759,32 +770,39 @@ def run_eval(args: argparse.Namespace) -> int:
     try:
         cases = select_cases(load_cases(args.cases), args.case)
     except OSError as exc:
-        _error(f"cannot read {args.cases}: {exc.strerror or exc}")
+        _error(f"cannot read {header_path(str(args.cases))}: {exc.strerror or exc}")
+        return 2
+    except ResourceLimitError as exc:
+        _error(str(exc))
         return 2
     except ValueError as exc:
-        _error(f"invalid cases file {args.cases}: {exc}")
+        _error(f"invalid cases file {header_path(str(args.cases))}: {exc}")
         return 2
     except KeyError as exc:
         _error(str(exc.args[0]))
         return 2
 
     def progress(message: str) -> None:
-        print(f"[eval] {message}", file=sys.stderr, flush=True)
+        warn(f"[eval] {message}")
 
     evaluation, failed = evaluate(cases, args.work, budgets=args.budgets, refresh=args.refresh, log=progress)
     for case_id, problem in failed:
         _error(f"{case_id}: preparation failed: {problem}")
     report = markdown_report(evaluation)
     try:
-        sys.stdout.write(report)
-        sys.stdout.flush()
+        write_stream(sys.stdout, report)
         if args.out is not None:
             out = Path(args.out)
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "eval.md").write_text(report, encoding="utf-8")
-            coverage_chart(evaluation, out / "coverage.png")
-    except OSError as exc:
-        _error(f"cannot write the report: {exc.strerror or exc}")
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise OutputError(f"cannot write {header_path(str(out))}: {exc.strerror or exc}") from exc
+            write_file(out / "eval.md", report)
+            chart = io.BytesIO()
+            coverage_chart(evaluation, chart)
+            write_file(out / "coverage.png", chart.getvalue())
+    except OutputError as exc:
+        _error(str(exc))
         return 1
     return 1 if failed else 0
 
