@@ -126,19 +126,21 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_stream(stream: TextIO | None, text: str, *, name: str = "standard output") -> None:
+def write_stream(
+    stream: TextIO | None, text: str, *, name: str = "the output", closed: str = "standard output is closed"
+) -> None:
     """Write all of ``text`` to ``stream`` and flush it; characters its encoding cannot
     carry (lone surrogates) are written as backslash escapes.
 
     A stream with a file descriptor gets the encoded bytes with ``os.write`` until every byte
     is written (so an unbuffered stream cannot silently drop the end of the text when a pipe
     closes); another stream (a ``StringIO``) gets ``write``. Raises :class:`OutputError`
-    ("cannot write to standard output: Broken pipe") if ``stream`` is ``None`` (closed when
-    the program started) or any write fails; the stream's file descriptor is then pointed at
+    (``"cannot write {name}: Broken pipe"``; ``"cannot write {name}: {closed}"`` if ``stream``
+    is ``None``, closed when the program started) if any write fails; the stream's file descriptor is then pointed at
     the null device, so that Python's own flush at exit does not fail a second time.
     """
     if stream is None:
-        raise OutputError(f"cannot write to {name}: it is closed")
+        raise OutputError(f"cannot write {name}: {closed}")
     try:
         try:
             fd = stream.fileno()
@@ -153,8 +155,8 @@ def write_stream(stream: TextIO | None, text: str, *, name: str = "standard outp
         _write_all(fd, text.encode(encoding, errors="backslashreplace"))
     except (OSError, ValueError) as exc:  # EPIPE, ENOSPC, EBADF; a closed file (ValueError)
         _discard(stream)
-        why = _why(exc) if isinstance(exc, OSError) else "it is closed"
-        raise OutputError(f"cannot write to {name}: {why}") from exc
+        why = _why(exc) if isinstance(exc, OSError) else closed
+        raise OutputError(f"cannot write {name}: {why}") from exc
 
 
 def _discard(stream: TextIO) -> None:
@@ -177,7 +179,7 @@ def warn(line: str) -> None:
     """Write ``line`` and a newline to standard error; a standard error that cannot be
     written (closed, a broken pipe) is ignored: there is nowhere left to report."""
     try:
-        write_stream(sys.stderr, line + "\n", name="standard error")
+        write_stream(sys.stderr, line + "\n", name="standard error", closed="it is closed")
     except OutputError:
         pass
 
