@@ -135,9 +135,10 @@ def write_stream(
     A stream with a file descriptor gets the encoded bytes with ``os.write`` until every byte
     is written (so an unbuffered stream cannot silently drop the end of the text when a pipe
     closes); another stream (a ``StringIO``) gets ``write``. Raises :class:`OutputError`
-    (``"cannot write {name}: Broken pipe"``; ``"cannot write {name}: {closed}"`` if ``stream``
-    is ``None``, closed when the program started) if any write fails; the stream's file descriptor is then pointed at
-    the null device, so that Python's own flush at exit does not fail a second time.
+    (``"cannot write {name}: Broken pipe"``; ``"cannot write {name}: {closed}"`` if
+    ``stream`` is ``None``, closed when the program started) if any write fails; the
+    stream's file descriptor is then pointed at the null device, so that Python's own flush
+    at exit does not fail a second time.
     """
     if stream is None:
         raise OutputError(f"cannot write {name}: {closed}")

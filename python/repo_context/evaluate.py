@@ -629,9 +629,9 @@ def markdown_report(evaluation: Evaluation) -> str:
     lines += ["", "## Cases", ""]
     rows = [
         [
-            c.case,
-            f"`{c.failure_file}`" if c.failure_file else "(none)",
-            ", ".join(f"`{g.path}:{g.start}-{g.end}`" for g in c.gold),
+            header_path(c.case),
+            f"`{header_path(c.failure_file)}`" if c.failure_file else "(none)",
+            ", ".join(f"`{header_path(g.path)}:{g.start}-{g.end}`" for g in c.gold),
             str(c.candidates),
             str(c.merged_candidates),
             _ms(c.gather_seconds),
@@ -647,7 +647,7 @@ def markdown_report(evaluation: Evaluation) -> str:
     lines += ["", "## Per case", ""]
     rows = [
         [
-            r.case,
+            header_path(r.case),
             _budget(r.budget),
             STRATEGY_LABELS.get(r.strategy, r.strategy),
             "yes" if r.failure_file_in_context else "no",
@@ -783,11 +783,11 @@ def run_eval(args: argparse.Namespace) -> int:
         return 2
 
     def progress(message: str) -> None:
-        warn(f"[eval] {message}")
+        warn(f"[eval] {header_path(message)}")
 
     evaluation, failed = evaluate(cases, args.work, budgets=args.budgets, refresh=args.refresh, log=progress)
     for case_id, problem in failed:
-        _error(f"{case_id}: preparation failed: {problem}")
+        _error(f"{header_path(case_id)}: preparation failed: {problem}")
     report = markdown_report(evaluation)
     try:
         write_stream(sys.stdout, report)
