@@ -43,7 +43,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from . import BuildResult, InvalidInputError, reference
 from . import build as native_build
@@ -81,6 +81,10 @@ _ENGINES: dict[str, Callable[[object], BuildResult]] = {
 
 class _UsageError(Exception):
     """Invalid input found by the command line itself (exit status 2)."""
+
+
+#: The output could not be written (exit status 1).
+_OutputError = OutputError
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -301,9 +305,10 @@ def _read_log(file: str) -> str:
     return _log_text(_read_input(file, MAX_LOG_BYTES, "MAX_LOG_BYTES", "pytest_log"))
 
 
-def _write(text: str) -> None:
-    """Write ``text`` to standard output (``OutputError`` if it cannot be written)."""
-    write_stream(sys.stdout, text)
+def _write(stream: TextIO | None, text: str) -> None:
+    """Write all of ``text`` to ``stream`` (standard output; ``OutputError`` if it cannot be
+    written, see :func:`repo_context._io.write_stream`)."""
+    write_stream(stream, text)
 
 
 def _cost_options(args: argparse.Namespace, base: object = None) -> dict[str, Any] | None:
@@ -371,7 +376,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
             data["budget"] = args.budget
     result = _ENGINES[args.engine](data)
     out = result_json(result) + "\n" if args.format == "json" else _markdown_section(result)
-    _write(out)
+    _write(sys.stdout, out)
     return 0
 
 
@@ -419,9 +424,9 @@ def _cmd_context(args: argparse.Namespace) -> int:
             f"{header_path(args.repo)} (relative paths are taken from there)"
         )
     if args.format == "json":
-        _write(context_json(report) + "\n")
+        _write(sys.stdout, context_json(report) + "\n")
     else:
-        _write(report.markdown())
+        _write(sys.stdout, report.markdown())
     return 0
 
 
