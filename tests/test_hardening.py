@@ -695,3 +695,40 @@ def test_plugin_writes_through_a_device_and_keeps_it(failing_project: pytest.Pyt
     lines = _run_plugin(failing_project, "null")
     assert lines == ["repo-context: context of test_x.py::test_x written to null"]
     assert stat.S_ISCHR(device.stat().st_mode)
+
+
+def test_plugin_report_larger_than_the_cap_gets_no_context(
+    failing_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from repo_context import pytest_plugin
+
+    monkeypatch.setattr(pytest_plugin, "MAX_LOG_BYTES", 10)
+    result = failing_project.runpytest(*PLUGIN, "--repo-context=context.md")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert [line for line in result.outlines if line.startswith("repo-context:")] == [
+        "repo-context: cannot write the context of test_x.py::test_x: ResourceLimitError: input field "
+        "'pytest_log': the report is larger than MAX_LOG_BYTES = 10 bytes"
+    ]
+    assert not (failing_project.path / "context.md").exists()
+
+
+@pytest.mark.parametrize(
+    ("pattern", "bounded_by_re2"),
+    [
+        (PATHOLOGICAL, True),
+        ("*a*b", True),
+        ("**/a/**/b", True),
+        ("*.py[cod]", False),
+        ("build/", False),
+        ("**/generated/*.txt", False),
+        ("a/**/b", False),
+        (".coverage.*", False),
+        (r"\*\*\*x", False),
+    ],
+)
+def test_patterns_that_could_backtrack_are_matched_by_re2(pattern: str, bounded_by_re2: bool) -> None:
+    from repo_context.sources.files import _rules
+
+    spec = _rules([pattern])
+    regexes = [p.regex for p in spec.patterns if getattr(p, "regex", None) is not None]
+    assert [type(r).__module__.startswith("re2") for r in regexes] == [bounded_by_re2]
