@@ -732,3 +732,15 @@ def test_patterns_that_could_backtrack_are_matched_by_re2(pattern: str, bounded_
     spec = _rules([pattern])
     regexes = [p.regex for p in spec.patterns if getattr(p, "regex", None) is not None]
     assert [type(r).__module__.startswith("re2") for r in regexes] == [bounded_by_re2]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_plugin_problem_without_a_terminal_goes_to_standard_error(failing_project: pytest.Pytester) -> None:
+    fifo = failing_project.path / "pipe"
+    os.mkfifo(fifo)
+    result = failing_project.runpytest_subprocess(*PLUGIN, "-p", "no:terminal", "--repo-context=pipe")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.errlines == [
+        f"repo-context: cannot write the context of test_x.py::test_x: cannot write "
+        f"{failing_project.path}/pipe: no process reads the named pipe"
+    ]

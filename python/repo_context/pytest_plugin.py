@@ -47,14 +47,13 @@ import argparse
 import hashlib
 import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from ._io import MAX_LOG_BYTES, OutputError, write_file
+from ._io import MAX_LOG_BYTES, OutputError, warn, write_file
 from .composer import header_path
 from .errors import ResourceLimitError
 
@@ -347,10 +346,7 @@ class RepoContextWriter:
             return
         for line, problem in self._lines:
             if problem:
-                try:
-                    print(f"repo-context: {line}", file=sys.stderr)
-                except Exception:
-                    pass
+                warn(f"repo-context: {line}")  # (a closed standard error is ignored)
 
 
 def _name(name: str) -> str:
