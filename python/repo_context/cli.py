@@ -22,31 +22,49 @@
     ``"policy: secret name"`` or ``"policy: secret content"``); an empty list when none.
 
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
-an unreadable file or folder, a bad option or command line), with one line on standard error
-and nothing on standard output; 1 if the output cannot be written (a full disk, a closed
-pipe), with one line on standard error. Markdown output writes characters its stream cannot
-encode (lone surrogates) as backslash escapes.
+an unreadable file or folder, a bad option or command line, an input larger than its limit:
+``MAX_INPUT_BYTES``, ``MAX_LOG_BYTES``, ``MAX_JUNIT_BYTES`` in ``repo_context._io``), with one
+line on standard error and nothing on standard output; 1 if the output cannot be written (a
+full disk, a closed pipe, a closed standard output), with one line on standard error. A
+closed pipe is such a failure like any other (``SIGPIPE`` stays ignored, as Python sets it,
+and the write fails with ``EPIPE``): the command never reports success for output that was
+cut short. Markdown output writes characters its stream cannot encode (lone surrogates) as
+backslash escapes. Every name printed (a path, a test id), in the output or in a message,
+has its line breaks and other control characters written as ``\\uXXXX``
+(:func:`repo_context.composer.header_path`), so no name can start a line of its own.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from . import BuildResult, InvalidInputError, reference
 from . import build as native_build
+from ._io import (
+    MAX_INPUT_BYTES,
+    MAX_JUNIT_BYTES,
+    MAX_LOG_BYTES,
+    OutputError,
+    read_capped,
+    reserve_standard_fds,
+    warn,
+    write_stream,
+)
 from .composer import header_path, render, render_markdown, render_omitted
 from .cost import Cost
 from .evaluation.command import add_eval_parser
 from .sources import Gathered, gather
 from .sources.pytest_log import LogFormatError
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 __all__ = ["DEFAULT_MAX_CHARS", "ContextReport", "context_json", "main", "result_json", "run_context"]
 
@@ -65,15 +83,24 @@ class _UsageError(Exception):
     """Invalid input found by the command line itself (exit status 2)."""
 
 
-class _OutputError(Exception):
-    """The output could not be written (exit status 1)."""
+#: The output could not be written (exit status 1).
+_OutputError = OutputError
 
 
 class _ArgumentParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors are one line on standard error (exit 2)."""
+    """An ``ArgumentParser`` whose usage errors are one line on standard error (exit 2), and
+    whose help is written like any other output (a failure raises ``OutputError``)."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"repo-context: {_one_line(message)} (see --help)\n")
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if not message:
+            return
+        if file is None or file is sys.stdout:
+            write_stream(sys.stdout, message)
+        else:
+            warn(message.rstrip("\n"))
 
 
 def _one_line(text: str) -> str:
@@ -119,9 +146,10 @@ class ContextReport:
         else:
             exc = failure.exception_type or "failure"
             message = f"{exc}: {failure.message}" if failure.message else exc
-            about.append(f"- test: {failure.name or '(unnamed)'}")
-            about.append(f"- error: {message}")
-        about.append(f"- failure file: {self.failure_file or '(none in the repository)'}")
+            about.append(f"- test: {header_path(failure.name) if failure.name else '(unnamed)'}")
+            about.append(f"- error: {header_path(message)}")
+        where = header_path(self.failure_file) if self.failure_file else "(none in the repository)"
+        about.append(f"- failure file: {where}")
         cost = self.result.cost
         unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
         counted = "the content" if cost.template is None else f"the {cost.template} section"
@@ -187,11 +215,18 @@ def run_context(
     in the tracebacks the log lacks.
 
     Raises ``OSError`` if the log cannot be read, ``NotADirectoryError`` if ``repo`` is not
-    a folder, ``InvalidInputError`` for an invalid budget, ``LogFormatError`` (a
-    ``ValueError``) for unreadable JUnit XML.
+    a folder, ``InvalidInputError`` for an invalid budget, ``ResourceLimitError`` (an
+    ``InvalidInputError``) for a log larger than ``MAX_LOG_BYTES`` or a report larger than
+    ``MAX_JUNIT_BYTES`` (``repo_context._io``), ``LogFormatError`` (a ``ValueError``) for
+    unreadable JUnit XML.
     """
-    log_text = Path(pytest_log).read_text(encoding="utf-8", errors="replace")
-    report = Path(junit_xml).read_bytes() if junit_xml is not None else None
+    log = read_capped(pytest_log, MAX_LOG_BYTES, limit_name="MAX_LOG_BYTES", field="pytest_log")
+    log_text = _log_text(log)
+    report = (
+        read_capped(junit_xml, MAX_JUNIT_BYTES, limit_name="MAX_JUNIT_BYTES", field="junit_xml")
+        if junit_xml is not None
+        else None
+    )
     return _context(
         repo, log_text, query=query, max_chars=max_chars, engine=engine, cost=cost, junit_xml=report
     )
@@ -222,15 +257,31 @@ def _context(
     return ContextReport(gathered, result, budget)
 
 
-def _read_json(file: str) -> Any:
+def _shown(file: str) -> str:
+    """How the input ``file`` (``-``: standard input) is named in a message."""
+    return "standard input" if file == "-" else header_path(file)
+
+
+def _read_input(file: str, limit: int, limit_name: str, field: str) -> bytes:
+    """The bytes of ``file`` (``-``: standard input), at most ``limit`` (``ResourceLimitError``
+    beyond); ``_UsageError`` if it cannot be read."""
+    stdin = sys.stdin.buffer if sys.stdin is not None else None
     try:
-        data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+        return read_capped(stdin if file == "-" else file, limit, limit_name=limit_name, field=field)
     except OSError as exc:
-        raise _UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
+        raise _UsageError(f"cannot read {_shown(file)}: {exc.strerror or exc}") from exc
+
+
+def _log_text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _read_json(file: str) -> Any:
+    data = _read_input(file, MAX_INPUT_BYTES, "MAX_INPUT_BYTES", "input")
     try:
         return json.loads(data, object_pairs_hook=_unique_keys)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key
-        raise _UsageError(f"invalid JSON in {'standard input' if file == '-' else file}: {exc}") from exc
+        raise _UsageError(f"invalid JSON in {_shown(file)}: {exc}") from exc
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -250,42 +301,14 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _read_log(file: str) -> str:
     """The pytest log at ``file`` (``-``: standard input) as text: UTF-8, undecodable bytes
-    replaced."""
-    try:
-        if file == "-":
-            return sys.stdin.buffer.read().decode("utf-8", errors="replace")
-        return Path(file).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise _UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    replaced; at most ``MAX_LOG_BYTES``."""
+    return _log_text(_read_input(file, MAX_LOG_BYTES, "MAX_LOG_BYTES", "pytest_log"))
 
 
-def _write(stream: TextIO, text: str) -> None:
-    reconfigure = getattr(stream, "reconfigure", None)
-    if reconfigure is not None:
-        reconfigure(errors="backslashreplace")
-    try:
-        stream.write(text)
-        stream.flush()
-    except OSError as exc:  # a full disk, a closed pipe (BrokenPipeError)
-        _discard(stream)
-        raise _OutputError(f"cannot write the output: {exc.strerror or exc}") from exc
-
-
-def _discard(stream: TextIO) -> None:
-    """Point ``stream``'s file descriptor at the null device, so that what is still buffered
-    goes nowhere when Python flushes the standard streams at exit, instead of failing a second
-    time (the advice of Python's documentation for ``BrokenPipeError``)."""
-    try:
-        fd = stream.fileno()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-    except (OSError, ValueError, AttributeError):  # no file descriptor (a StringIO, say)
-        return
-    try:
-        os.dup2(devnull, fd)
-    except OSError:
-        pass
-    finally:
-        os.close(devnull)
+def _write(stream: TextIO | None, text: str) -> None:
+    """Write all of ``text`` to ``stream`` (standard output; ``OutputError`` if it cannot be
+    written, see :func:`repo_context._io.write_stream`)."""
+    write_stream(stream, text)
 
 
 def _cost_options(args: argparse.Namespace, base: object = None) -> dict[str, Any] | None:
@@ -359,14 +382,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 def _cmd_context(args: argparse.Namespace) -> int:
     if not Path(args.repo).is_dir():
-        raise _UsageError(f"not a directory: {args.repo}")
+        raise _UsageError(f"not a directory: {header_path(args.repo)}")
     log_text = _read_log(args.pytest_log)
     junit_xml: bytes | None = None
     if args.junit_xml is not None:
-        try:
-            junit_xml = Path(args.junit_xml).read_bytes()
-        except OSError as exc:
-            raise _UsageError(f"cannot read {args.junit_xml}: {exc.strerror or exc}") from exc
+        junit_xml = _read_input(args.junit_xml, MAX_JUNIT_BYTES, "MAX_JUNIT_BYTES", "junit_xml")
     cost = _cost_options(args)
     if args.max_chars is not None and args.budget is not None:
         raise _UsageError("give --budget or --max-chars, not both")
@@ -390,18 +410,18 @@ def _cmd_context(args: argparse.Namespace) -> int:
             junit_xml=junit_xml,
         )
     except OSError as exc:
-        raise _UsageError(f"cannot read {exc.filename or args.repo}: {exc.strerror or exc}") from exc
+        where = header_path(str(exc.filename or args.repo))
+        raise _UsageError(f"cannot read {where}: {exc.strerror or exc}") from exc
     except LogFormatError as exc:
         raise _UsageError(str(exc)) from exc
     failure = report.gathered.failure
     if failure is None:
-        print("repo-context context: warning: no failing test found in the log", file=sys.stderr)
+        warn("repo-context context: warning: no failing test found in the log")
     elif failure.frames and not any(pf.frame in failure.frames for pf in report.gathered.frames):
         # (a frame found from the test id alone does not count: the log's paths matched nothing)
-        print(
+        warn(
             f"repo-context context: warning: no traceback frame of the log is a file of "
-            f"{args.repo} (relative paths are taken from there)",
-            file=sys.stderr,
+            f"{header_path(args.repo)} (relative paths are taken from there)"
         )
     if args.format == "json":
         _write(sys.stdout, context_json(report) + "\n")
@@ -497,19 +517,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``repo-context`` command line with ``argv`` (default ``sys.argv[1:]``) and
     return the exit status: 0; 2 for invalid input or a bad command line, 1 if the output
     cannot be written (either with one line on standard error). ``--help`` prints the help
-    and returns 0."""
+    and returns 0 (1 if it cannot be written). A standard stream closed when the program
+    starts gets the null device, so no file opened later takes its place; output for a
+    closed standard output fails (status 1)."""
+    reserve_standard_fds()
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2), already reported
         return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
+    except OutputError as exc:  # --help could not be written
+        warn(f"repo-context: {_one_line(str(exc))}")
+        return 1
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
     except (_UsageError, InvalidInputError) as exc:
-        print(f"repo-context {args.command}: {_one_line(str(exc))}", file=sys.stderr)
+        warn(f"repo-context {args.command}: {_one_line(str(exc))}")
         return 2
-    except _OutputError as exc:
-        print(f"repo-context {args.command}: {_one_line(str(exc))}", file=sys.stderr)
+    except OutputError as exc:
+        warn(f"repo-context {args.command}: {_one_line(str(exc))}")
         return 1
 
 

@@ -50,9 +50,39 @@ class InvalidCandidateError(InvalidInputError):
 
 
 class ResourceLimitError(InvalidInputError):
-    """The input exceeds a configured limit (candidate count or total content characters).
+    """The input exceeds a configured limit (candidate count, total content characters, or
+    the size of an input file or stream).
 
     For the count limit ``field`` is ``"candidates"`` and ``index`` is ``None``; for the
     total-characters limit ``field`` is ``"content"`` and ``index`` names the first candidate
-    whose content makes the running total exceed the limit.
+    whose content makes the running total exceed the limit. For an input read by the
+    command line or the pytest plugin (``repo_context._io.read_capped``), ``field`` names the
+    input (``"input"``, ``"pytest_log"``, ``"junit_xml"``, ``"cases"``), ``limit`` the setting
+    (``"MAX_LOG_BYTES"``) and ``value`` its value in bytes.
+
+    Attributes:
+        limit: the name of the limit exceeded, or ``None``.
+        value: the value of that limit, or ``None``.
     """
+
+    limit: str | None
+    value: int | None
+
+    def __init__(
+        self,
+        field: str,
+        problem: str,
+        index: int | None = None,
+        *,
+        limit: str | None = None,
+        value: int | None = None,
+    ) -> None:
+        super().__init__(field, problem, index)
+        self.limit = limit
+        self.value = value
+
+    def __reduce__(  # type: ignore[override]
+        self,
+    ) -> tuple[type[ResourceLimitError], tuple[str, str, int | None], dict[str, object]]:
+        state: dict[str, object] = {"limit": self.limit, "value": self.value}
+        return (type(self), (self.field, self.problem, self.index), state)

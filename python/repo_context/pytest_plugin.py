@@ -21,9 +21,18 @@ the repository; the context is built with the native engine. The budget defaults
 ``--repo-context-template`` choose the cost model as ``--cost`` and ``--template`` do there.
 
 When no test failed, nothing is written and nothing is removed. A terminal summary line
-says where the context went. The plugin never changes the outcome or the exit status of
-the run: a context that cannot be built or written is reported as a terminal line (on
-standard error when there is no terminal reporter), not as an error or a warning.
+says where the context went. ``PATH`` (and each file in directory mode) is written with
+:func:`repo_context._io.write_file`: a regular file through a temporary file renamed over it,
+a symbolic link's target rather than the link, a character device (a terminal,
+``/dev/null``) or a named pipe in place; a directory, block device or socket is refused
+with a terminal line. The report text of one failure is read up to ``MAX_LOG_BYTES``
+(``repo_context._io``); a longer one gets no context, with a terminal line naming the limit.
+Node ids and paths in the terminal lines have their control characters escaped as in the
+context (:func:`repo_context.composer.header_path`).
+
+The plugin never changes the outcome or the exit status of the run: a context that cannot
+be built or written is reported as a terminal line (on standard error when there is no
+terminal reporter), not as an error or a warning.
 
 The plugin's ``pytest11`` entry point is named after its module, so that
 ``-p repo_context.pytest_plugin`` loads it whether or not the entry points are loaded
@@ -38,12 +47,15 @@ import argparse
 import hashlib
 import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+
+from ._io import MAX_LOG_BYTES, OutputError, warn, write_file
+from .composer import header_path
+from .errors import ResourceLimitError
 
 if TYPE_CHECKING:
     from . import RepoContextBuilder
@@ -226,7 +238,7 @@ class RepoContextWriter:
                 cwd = None
             self._failures.append(_Failure(report.nodeid, when, title, report.longreprtext, cwd))
         except Exception as exc:
-            self._lines.append((f"cannot read the report of {report.nodeid}: {_describe(exc)}", True))
+            self._lines.append((f"cannot read the report of {_name(report.nodeid)}: {_describe(exc)}", True))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.failed:
@@ -258,7 +270,8 @@ class RepoContextWriter:
             failure = self._failures[0]
             if self._write_one(failure, self._path, repo, builder):
                 also = f" (the first of {self._failed} failures)" if self._failed > 1 else ""
-                self._lines.append((f"context of {failure.nodeid} written to {self._target}{also}", False))
+                where = _name(self._target)
+                self._lines.append((f"context of {_name(failure.nodeid)} written to {where}{also}", False))
             return
         self._path.mkdir(parents=True, exist_ok=True)
         used: set[str] = set()
@@ -274,7 +287,7 @@ class RepoContextWriter:
             self._lines.append(
                 (
                     f"{written} context file{'s' if written != 1 else ''} (one per failing test) "
-                    f"written to {self._target}",
+                    f"written to {_name(self._target)}",
                     False,
                 )
             )
@@ -286,7 +299,9 @@ class RepoContextWriter:
             text = self._context(failure, repo, builder)
             _write_text(destination, text)
         except Exception as exc:
-            self._lines.append((f"cannot write the context of {failure.nodeid}: {_describe(exc)}", True))
+            self._lines.append(
+                (f"cannot write the context of {_name(failure.nodeid)}: {_describe(exc)}", True)
+            )
             return False
         return True
 
@@ -295,6 +310,14 @@ class RepoContextWriter:
         from .sources import gather
 
         text = failure.text
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > MAX_LOG_BYTES:
+            raise ResourceLimitError(
+                "pytest_log",
+                f"the report is larger than MAX_LOG_BYTES = {MAX_LOG_BYTES} bytes",
+                limit="MAX_LOG_BYTES",
+                value=MAX_LOG_BYTES,
+            )
         if failure.cwd is not None and Path(failure.cwd).resolve() != repo.root:
             text = _absolute_paths(text, failure.cwd)
         log = failure_log(failure.title, text, error=failure.when != "call")
@@ -323,32 +346,28 @@ class RepoContextWriter:
             return
         for line, problem in self._lines:
             if problem:
-                try:
-                    print(f"repo-context: {line}", file=sys.stderr)
-                except Exception:
-                    pass
+                warn(f"repo-context: {line}")  # (a closed standard error is ignored)
+
+
+def _name(name: str) -> str:
+    """A node id or path as printed: control characters escaped (``header_path``)."""
+    return header_path(name)
 
 
 def _describe(exc: BaseException) -> str:
     """``exc`` on one line: its type, and its message if it has one."""
+    if isinstance(exc, OutputError):
+        return " ".join(str(exc).split())
     if isinstance(exc, OSError) and exc.strerror:
-        where = f": {exc.filename}" if exc.filename else ""
+        where = f": {_name(str(exc.filename))}" if exc.filename else ""
         return f"{exc.strerror}{where}"
     message = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 def _write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (UTF-8; lone surrogates as backslash escapes) through a
-    temporary file in the same folder, so that ``path`` is never left half written."""
+    """Write ``text`` to ``path`` (UTF-8; lone surrogates as backslash escapes) with
+    :func:`repo_context._io.write_file`: a regular file is never left half written, a link
+    or device is never replaced. Missing folders above ``path`` are created."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(text, encoding="utf-8", errors="backslashreplace", newline="\n")
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            temporary.unlink()
-        except OSError:
-            pass
-        raise
+    write_file(path, text)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .._io import OutputError, warn, write_file, write_stream
+from ..composer import header_path
+from ..errors import ResourceLimitError
 from .evaluate import DEFAULT_BUDGETS, DEFAULT_CASES, DEFAULT_REPEAT, DEFAULT_WORK, evaluate
 from .realbugs import load_cases, select_cases
 from .report import coverage_chart, markdown_report
@@ -36,7 +40,7 @@ def _positive(text: str) -> int:
 
 
 def _error(message: str) -> None:
-    print(f"repo-context eval: {' '.join(message.splitlines())}", file=sys.stderr)
+    warn(f"repo-context eval: {' '.join(message.splitlines())}")
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -46,32 +50,39 @@ def run_eval(args: argparse.Namespace) -> int:
     try:
         cases = select_cases(load_cases(args.cases), args.case)
     except OSError as exc:
-        _error(f"cannot read {args.cases}: {exc.strerror or exc}")
+        _error(f"cannot read {header_path(str(args.cases))}: {exc.strerror or exc}")
+        return 2
+    except ResourceLimitError as exc:
+        _error(str(exc))
         return 2
     except ValueError as exc:
-        _error(f"invalid cases file {args.cases}: {exc}")
+        _error(f"invalid cases file {header_path(str(args.cases))}: {exc}")
         return 2
     except KeyError as exc:
         _error(str(exc.args[0]))
         return 2
 
     def progress(message: str) -> None:
-        print(f"[eval] {message}", file=sys.stderr, flush=True)
+        warn(f"[eval] {header_path(message)}")
 
     evaluation, failed = evaluate(cases, args.work, budgets=args.budgets, refresh=args.refresh, log=progress)
     for case_id, problem in failed:
-        _error(f"{case_id}: preparation failed: {problem}")
+        _error(f"{header_path(case_id)}: preparation failed: {problem}")
     report = markdown_report(evaluation)
     try:
-        sys.stdout.write(report)
-        sys.stdout.flush()
+        write_stream(sys.stdout, report)
         if args.out is not None:
             out = Path(args.out)
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "eval.md").write_text(report, encoding="utf-8")
-            coverage_chart(evaluation, out / "coverage.png")
-    except OSError as exc:
-        _error(f"cannot write the report: {exc.strerror or exc}")
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise OutputError(f"cannot write {header_path(str(out))}: {exc.strerror or exc}") from exc
+            write_file(out / "eval.md", report)
+            chart = io.BytesIO()
+            coverage_chart(evaluation, chart)
+            write_file(out / "coverage.png", chart.getvalue())
+    except OutputError as exc:
+        _error(str(exc))
         return 1
     return 1 if failed else 0
 

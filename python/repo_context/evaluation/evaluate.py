@@ -49,9 +49,11 @@ from typing import Any, Protocol
 import platformdirs
 
 from .._input import canonical_path
+from .._io import MAX_LOG_BYTES, read_capped
 from ..builder import RepoContextBuilder
 from ..composer import render_block
 from ..cost import Cost
+from ..errors import ResourceLimitError
 from ..merge import RangeMerger
 from ..sources import Repository, gather
 from ..types import Candidate, TokenCounter
@@ -402,7 +404,14 @@ def evaluate(
             failed.append((str(case["id"]), str(exc)))
             continue
         repository = Repository(prepared.repo)
-        log_text = prepared.log.read_text(encoding="utf-8", errors="replace")
+        try:
+            log_bytes = read_capped(
+                prepared.log, MAX_LOG_BYTES, limit_name="MAX_LOG_BYTES", field="pytest_log"
+            )
+        except (OSError, ResourceLimitError) as exc:
+            failed.append((str(case["id"]), str(exc)))
+            continue
+        log_text = log_bytes.decode("utf-8", errors="replace")
         began = time.perf_counter()
         gathered = gather(repository, log_text)
         gather_seconds = time.perf_counter() - began

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
+from ..composer import header_path
 from .evaluate import STRATEGY_LABELS, Evaluation, Run
 
 __all__ = ["coverage_chart", "markdown_report"]
@@ -209,9 +211,9 @@ def _cases_section(ev: Evaluation) -> list[str]:
     lines += ["", "## Cases", ""]
     rows = [
         [
-            c.case,
-            f"`{c.failure_file}`" if c.failure_file else "(none)",
-            ", ".join(f"`{g.path}:{g.start}-{g.end}`" for g in c.gold),
+            header_path(c.case),
+            f"`{header_path(c.failure_file)}`" if c.failure_file else "(none)",
+            ", ".join(f"`{header_path(g.path)}:{g.start}-{g.end}`" for g in c.gold),
             str(c.candidates),
             str(c.merged_candidates),
             _ms(c.gather_seconds),
@@ -231,7 +233,7 @@ def _runs_section(ev: Evaluation) -> list[str]:
     lines += ["", "## Per case", ""]
     rows = [
         [
-            r.case,
+            header_path(r.case),
             _budget(r.budget),
             STRATEGY_LABELS.get(r.strategy, r.strategy),
             "yes" if r.failure_file_in_context else "no",
@@ -267,8 +269,9 @@ def _runs_section(ev: Evaluation) -> list[str]:
     return lines
 
 
-def coverage_chart(evaluation: Evaluation, path: str | Path) -> None:
-    """Write a PNG chart of mean gold coverage against budget, one line per strategy."""
+def coverage_chart(evaluation: Evaluation, path: str | Path | IO[bytes]) -> None:
+    """Write a PNG chart of mean gold coverage against budget, one line per strategy, to
+    ``path`` (a file name or a binary stream)."""
     import matplotlib
 
     matplotlib.use("Agg")

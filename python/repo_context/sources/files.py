@@ -14,9 +14,20 @@ the repository reaches a candidate except through it. Its rules:
   folder's, deeper files taking precedence, negations honoured) and of
   ``.git/info/exclude``, matched with `pathspec <https://pypi.org/project/pathspec/>`_'s
   ``GitIgnoreSpec`` (git's own semantics); a file in an ignored folder cannot be
-  re-included. ``.git`` itself is never read (only its ``info/exclude`` rules), nor are
+  re-included. Matching takes bounded time whatever the pattern: Python's backtracking
+  ``re`` takes exponential time on a pattern such as ``*a*a*a*a*a*a*a*a*a*a*b`` against a
+  long name of ``a`` letters, so each pattern whose regular expression (pathspec's
+  translation) has more than two quantifiers, or more than one that spans folders, is
+  matched by `RE2 <https://pypi.org/project/google-re2/>`_ instead, in time linear in the
+  path's length; the usual patterns stay with ``re`` (faster per call from Python, and at
+  most about path length times name length steps). A pattern RE2 cannot compile is left
+  out, like one pathspec cannot. A lone surrogate in a path (an
+  undecodable byte of the name) is matched as U+FFFD, as undecodable bytes of a
+  ``.gitignore`` are read. ``.git`` itself is never read (only its ``info/exclude`` rules), nor are
   hidden folders, virtual environments, ``site-packages``, ``node_modules``,
   ``__pycache__`` and ``*.egg-info``.
+* **Walking** is iterative (an explicit stack, not recursion), so a folder nested
+  thousands deep is listed like any other.
 * **Binary** files (a NUL byte in the first :data:`BINARY_BLOCK` bytes) and files over
   ``max_file_bytes`` (default :data:`MAX_FILE_BYTES`, 1 MiB) are skipped
   (:attr:`Repository.skipped` says why).
@@ -71,7 +82,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol, TypeVar
 
+import re2
 from pathspec import GitIgnoreSpec
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from .._input import PathProblem, canonical_path
 
@@ -401,6 +414,9 @@ class Repository:
     _relative: dict[str, str | None] = field(default_factory=dict, init=False, repr=False)
     _dirs: dict[str, bool] = field(default_factory=dict, init=False, repr=False)
     _specs: dict[str, GitIgnoreSpec | None] = field(default_factory=dict, init=False, repr=False)
+    _chains: dict[str, tuple[tuple[str, GitIgnoreSpec], ...]] = field(
+        default_factory=dict, init=False, repr=False
+    )
     _listed: dict[tuple[str, ...] | None, list[str]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -453,15 +469,20 @@ class Repository:
 
     def _excluded_dir(self, rel: str) -> bool:
         """Whether the folder ``rel`` (or a folder above it) is skipped or ignored."""
-        if rel in self._dirs:
-            return self._dirs[rel]
-        parent, _, name = rel.rpartition("/")
-        excluded = (
-            (bool(parent) and self._excluded_dir(parent))
-            or _skipped_dir(name, self.root / rel)
-            or self._ignored(rel, is_dir=True)
-        )
-        self._dirs[rel] = excluded
+        cached = self._dirs.get(rel)
+        if cached is not None:
+            return cached
+        # From the top down, without recursion: a folder is excluded if its parent is.
+        parts = rel.split("/")
+        excluded = False
+        here = ""
+        for name in parts:
+            here = f"{here}/{name}" if here else name
+            known = self._dirs.get(here)
+            if known is None:
+                known = excluded or _skipped_dir(name, self.root / here) or self._ignored(here, is_dir=True)
+                self._dirs[here] = known
+            excluded = known
         return excluded
 
     def _ignored(self, rel: str, *, is_dir: bool) -> bool:
@@ -470,18 +491,33 @@ class Repository:
         pattern, a negation re-including), then ``.git/info/exclude``."""
         if not self.gitignore:
             return False
-        parts = rel.split("/")
-        suffix = "/" if is_dir else ""
-        for depth in range(len(parts) - 1, -1, -1):
-            spec = self._spec("/".join(parts[:depth]))
-            if spec is not None:
-                verdict = spec.check_file("/".join(parts[depth:]) + suffix).include
-                if verdict is not None:
-                    return verdict
+        matched = _SURROGATE.sub("\ufffd", rel) + ("/" if is_dir else "")
+        for folder, spec in reversed(self._rules_above(rel.rpartition("/")[0])):
+            verdict = spec.check_file(matched[len(folder) + 1 :] if folder else matched).include
+            if verdict is not None:
+                return verdict
         exclude = self._spec(None)
         if exclude is not None:
-            return exclude.check_file(rel + suffix).include is True
+            return exclude.check_file(matched).include is True
         return False
+
+    def _rules_above(self, folder: str) -> tuple[tuple[str, GitIgnoreSpec], ...]:
+        """The ``.gitignore`` rules of ``folder`` and of each folder above it, the root's
+        first, as ``(folder, spec)`` (folders without rules left out). Computed without
+        recursion and cached per folder, so a deep tree costs one lookup per folder."""
+        if folder in self._chains:
+            return self._chains[folder]
+        parts = folder.split("/") if folder else []
+        chain: tuple[tuple[str, GitIgnoreSpec], ...] = ()
+        for depth in range(len(parts) + 1):
+            here = "/".join(parts[:depth])
+            known = self._chains.get(here)
+            if known is None:
+                spec = self._spec(here)
+                known = (*chain, (here, spec)) if spec is not None else chain
+                self._chains[here] = known
+            chain = known
+        return chain
 
     def _spec(self, folder: str | None) -> GitIgnoreSpec | None:
         """The rules of ``folder``'s ``.gitignore`` (``""``: the root's; ``None``:
@@ -530,23 +566,27 @@ class Repository:
                 yield source
 
     def _walk(self, suffixes: tuple[str, ...] | None) -> Iterator[str]:
-        for dirpath, dirnames, filenames in os.walk(self.root):  # never follows links
-            here = Path(dirpath)
-            base = here.relative_to(self.root).as_posix()
-            prefix = "" if base == "." else base + "/"
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if not (here / d).is_symlink() and _usable(prefix + d) and not self._excluded_dir(prefix + d)
-            )
-            for name in filenames:
-                if suffixes is not None and not name.lower().endswith(suffixes):
-                    continue
+        """The files under ``root`` (see :meth:`files`), in no particular order: an
+        iterative walk with an explicit stack of folders, which never follows a link."""
+        stack = [""]
+        while stack:
+            base = stack.pop()
+            prefix = base + "/" if base else ""
+            try:
+                with os.scandir(self.root / base if base else self.root) as entries:
+                    listed = [(entry.name, _kind(entry)) for entry in entries]
+            except OSError:  # gone, or not readable
+                continue
+            for name, kind in listed:
                 rel = prefix + name
-                if name == ".git" or (here / name).is_symlink() or not _usable(rel):
+                if kind == "link" or not _usable(rel):
                     continue
-                if not self._ignored(rel, is_dir=False):
-                    yield rel
+                if kind == "dir":
+                    if not self._excluded_dir(rel):
+                        stack.append(rel)
+                elif name != ".git" and (suffixes is None or name.lower().endswith(suffixes)):
+                    if not self._ignored(rel, is_dir=False):
+                        yield rel
 
     # --- reading --------------------------------------------------------------------------
 
@@ -663,6 +703,17 @@ class Repository:
         return loaded
 
 
+def _kind(entry: os.DirEntry[str]) -> str:
+    """``"link"``, ``"dir"`` or ``"file"`` (anything else that is not a link) for a folder
+    entry, without following links."""
+    try:
+        if entry.is_symlink():
+            return "link"
+        return "dir" if entry.is_dir(follow_symlinks=False) else "file"
+    except OSError:
+        return "link"  # cannot be examined: not walked into, not listed
+
+
 def _skipped_dir(name: str, path: Path) -> bool:
     return (
         name.startswith(".")
@@ -672,27 +723,79 @@ def _skipped_dir(name: str, path: Path) -> bool:
     )
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
+# In a regular expression of pathspec's: an escape (skipped), a quantifier that may span
+# folders (``.*``, ``.+``) or one that stays in a name (``[^/]*`` and the like).
+_QUANTIFIER = re.compile(r"\\.|\.[*+]|[*+]")
+
+
+def _backtracks(regex: str) -> bool:
+    """Whether Python's backtracking ``re`` could take more than about ``len(path) *
+    len(name)`` steps on ``regex`` (pathspec's translation of one pattern): it has more than
+    two quantifiers, or more than one that spans folders. Within that bound (every usual
+    pattern: ``*.py[cod]``, ``build/``, ``**/generated/*.txt``) ``re`` is kept, being faster
+    per call than RE2 from Python."""
+    quantifiers = spanning = 0
+    for token in _QUANTIFIER.findall(regex):
+        if not token.startswith("\\"):
+            quantifiers += 1
+            spanning += token.startswith(".")
+    return quantifiers > 2 or spanning > 1
+
+
+class _LinearPattern(GitIgnoreSpecPattern):
+    """A gitignore pattern (pathspec's ``GitIgnoreSpecPattern``: its parsing, its regular
+    expression, its semantics) matched in bounded time: by RE2, in time linear in the
+    path's length, when Python's ``re`` could backtrack (:func:`_backtracks`)."""
+
+    def __init__(self, pattern: str, include: bool | None = None) -> None:
+        super().__init__(pattern, include)
+        if self.regex is not None and _backtracks(self.regex.pattern):
+            try:
+                self.regex = re2.compile(self.regex.pattern, _RE2_OPTIONS)
+            except re2.error as exc:
+                raise ValueError(f"pattern {pattern!r} cannot be compiled: {exc}") from None
+
+
+def _rules(lines: list[str]) -> GitIgnoreSpec:
+    return GitIgnoreSpec.from_lines(lines, pattern_factory=_LinearPattern, backend="simple")
+
+
 def _read_rules(path: Path, limit: int) -> GitIgnoreSpec | None:
     """The ignore rules in the file ``path``, or ``None`` if there is no such regular file
-    (or it is a symbolic link, or larger than ``limit`` bytes). A pattern pathspec cannot
-    compile is left out."""
+    (or it is a symbolic link, or larger than ``limit`` bytes: at most ``limit + 1`` bytes
+    are read). A pattern pathspec or RE2 cannot compile is left out."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > limit:
-            return None
-        lines = path.read_bytes().decode("utf-8", errors="replace").splitlines()
-    except OSError:
+        fd = os.open(path, flags)
+    except OSError:  # none, a link (O_NOFOLLOW), unreadable
         return None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            data = handle.read(limit + 1)
+        except OSError:
+            return None
+    if len(data) > limit:
+        return None
+    lines = data.decode("utf-8", errors="replace").splitlines()
     try:
-        return GitIgnoreSpec.from_lines(lines)
+        return _rules(lines)
     except ValueError:  # an invalid pattern: keep the others
         good = []
         for line in lines:
             try:
-                GitIgnoreSpec.from_lines([line])
+                _rules([line])
             except ValueError:
                 continue
             good.append(line)
-        return GitIgnoreSpec.from_lines(good)
+        return _rules(good)
 
 
 def _line_ending(line: str) -> str:

@@ -1,0 +1,272 @@
+"""Bounded reading of untrusted input and safe writing of outputs.
+
+Reading: every file or stream the package reads on a user's behalf (a build input, a pytest
+log, a JUnit XML report, a cases file) goes through :func:`read_capped`, which stops after
+its limit and raises :class:`~repo_context.errors.ResourceLimitError` naming the limit (one
+of the module-level settings below) and its value, instead of reading an endless stream
+(``/dev/zero``, a pipe that never ends) into memory. The repository reader has its own
+limit per file (:data:`repo_context.sources.files.MAX_FILE_BYTES`).
+
+Writing: :func:`write_stream` writes all of a text to a standard stream or raises
+:class:`OutputError` (a full disk, a closed pipe, a closed stream: never a partial write
+that passes for success); :func:`write_file` writes a file without ever replacing what
+the name points at by something else (see its docstring).
+
+Names (paths, test ids) written into messages go through :func:`repo_context.composer.
+header_path`, the one escaping function of the package.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+import sys
+from pathlib import Path
+from typing import BinaryIO, TextIO
+
+from .composer import header_path
+from .errors import ResourceLimitError
+
+__all__ = [
+    "MAX_INPUT_BYTES",
+    "MAX_JUNIT_BYTES",
+    "MAX_LOG_BYTES",
+    "OutputError",
+    "read_capped",
+    "write_file",
+    "write_stream",
+]
+
+#: Largest JSON input read (``repo-context build`` from a file or standard input, the
+#: ``eval`` cases file), in bytes: 256 MiB.
+MAX_INPUT_BYTES = 256 << 20
+#: Largest pytest log read (``--pytest-log``, a file or standard input; the plugin's report
+#: text of one failure), in bytes (UTF-8): 64 MiB.
+MAX_LOG_BYTES = 64 << 20
+#: Largest JUnit XML report read (``--junit-xml``), in bytes: 64 MiB.
+MAX_JUNIT_BYTES = 64 << 20
+
+_CHUNK = 1 << 20
+
+
+class OutputError(Exception):
+    """An output could not be written (a full disk, a closed pipe or stream, a target that
+    may not be written). The message is one line and names the output."""
+
+
+def _limit_error(field: str, what: str, limit_name: str, limit: int) -> ResourceLimitError:
+    return ResourceLimitError(
+        field,
+        f"{header_path(what)} is larger than {limit_name} = {limit} bytes",
+        limit=limit_name,
+        value=limit,
+    )
+
+
+def read_capped(
+    source: str | Path | BinaryIO | None,
+    limit: int,
+    *,
+    limit_name: str,
+    field: str,
+    what: str | None = None,
+) -> bytes:
+    """All the bytes of ``source`` (a file path, or an open binary stream such as
+    ``sys.stdin.buffer``; ``None`` for a closed standard input), at most ``limit`` bytes.
+
+    ``limit_name`` names the setting that gave ``limit`` (``"MAX_LOG_BYTES"``), ``field`` the
+    input it limits (``"pytest_log"``), ``what`` how the input is named in messages (default:
+    the path, or ``"standard input"``).
+
+    Raises:
+        ResourceLimitError: the input holds more than ``limit`` bytes (its ``limit`` and
+            ``value`` attributes name the setting and its value); at most ``limit + 1``
+            bytes were read.
+        OSError: the input cannot be opened or read (``EBADF`` for a closed standard input).
+    """
+    if source is None:
+        raise OSError(errno.EBADF, "standard input is closed")
+    if isinstance(source, (str, Path)):
+        name = what if what is not None else str(source)
+        with open(source, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+                raise _limit_error(field, name, limit_name, limit)
+            return _read_stream(handle, limit, field, name, limit_name)
+    return _read_stream(source, limit, field, what or "standard input", limit_name)
+
+
+def _read_stream(handle: BinaryIO, limit: int, field: str, name: str, limit_name: str) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = handle.read(min(_CHUNK, limit + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise _limit_error(field, name, limit_name, limit)
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to the file descriptor ``fd`` (``os.write`` may write
+    part of it: a pipe whose reader went away, a signal)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:  # pragma: no cover - a blocking descriptor writes or raises
+            raise OSError(errno.EIO, "nothing written")
+        view = view[written:]
+
+
+def write_stream(
+    stream: TextIO | None, text: str, *, name: str = "the output", closed: str = "standard output is closed"
+) -> None:
+    """Write all of ``text`` to ``stream`` and flush it; characters its encoding cannot
+    carry (lone surrogates) are written as backslash escapes.
+
+    A stream with a file descriptor gets the encoded bytes with ``os.write`` until every byte
+    is written (so an unbuffered stream cannot silently drop the end of the text when a pipe
+    closes); another stream (a ``StringIO``) gets ``write``. Raises :class:`OutputError`
+    (``"cannot write {name}: Broken pipe"``; ``"cannot write {name}: {closed}"`` if
+    ``stream`` is ``None``, closed when the program started) if any write fails; the
+    stream's file descriptor is then pointed at the null device, so that Python's own flush
+    at exit does not fail a second time.
+    """
+    if stream is None:
+        raise OutputError(f"cannot write {name}: {closed}")
+    try:
+        try:
+            fd = stream.fileno()
+        except (OSError, ValueError, AttributeError):  # no file descriptor (a StringIO)
+            fd = None
+        if fd is None:
+            stream.write(text)
+            stream.flush()
+            return
+        stream.flush()  # whatever was written to it before, in order
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        _write_all(fd, text.encode(encoding, errors="backslashreplace"))
+    except (OSError, ValueError) as exc:  # EPIPE, ENOSPC, EBADF; a closed file (ValueError)
+        _discard(stream)
+        why = _why(exc) if isinstance(exc, OSError) else closed
+        raise OutputError(f"cannot write {name}: {why}") from exc
+
+
+def _discard(stream: TextIO) -> None:
+    """Point ``stream``'s file descriptor at the null device (the advice of Python's
+    documentation for ``BrokenPipeError``), so that what is still buffered goes nowhere."""
+    try:
+        fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError, AttributeError):
+        return
+    try:
+        os.dup2(devnull, fd)
+    except OSError:
+        pass
+    finally:
+        os.close(devnull)
+
+
+def warn(line: str) -> None:
+    """Write ``line`` and a newline to standard error; a standard error that cannot be
+    written (closed, a broken pipe) is ignored: there is nowhere left to report."""
+    try:
+        write_stream(sys.stderr, line + "\n", name="standard error", closed="it is closed")
+    except OutputError:
+        pass
+
+
+def reserve_standard_fds() -> None:
+    """Open the null device on each of the file descriptors 0, 1 and 2 that is closed, so
+    that no file opened later takes its number (and, say, receives what is meant for standard
+    output). ``sys.stdin``/``sys.stdout``/``sys.stderr`` stay ``None`` when Python found the
+    descriptor closed: writing there still fails as it should."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                opened = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                return
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+
+
+def write_file(path: str | Path, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8, lone surrogates as backslash escapes; ``\\n`` line
+    endings as given) to the file ``path`` names, never replacing what the name points at:
+
+    * a symbolic link is followed: its target is written and the link stays;
+    * a regular file (or no file yet) is written through a temporary file in the same folder,
+      then renamed over it (so it is never left half written; an existing file keeps its
+      permission bits);
+    * a character device (``/dev/null``, a terminal) or a named pipe is written through, in
+      place (a pipe that no process reads is refused rather than waited on);
+    * anything else (a directory, a block device, a socket) is refused.
+
+    Raises :class:`OutputError` (one line, naming the path) if the target is refused or any
+    step fails.
+    """
+    shown = header_path(str(path))
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", errors="backslashreplace")
+    real = os.path.realpath(path)
+    try:
+        try:
+            info: os.stat_result | None = os.stat(real)
+        except FileNotFoundError:
+            info = None
+        if info is None or stat.S_ISREG(info.st_mode):
+            _replace(real, raw, None if info is None else stat.S_IMODE(info.st_mode))
+        elif stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode):
+            _write_through(real, raw, fifo=stat.S_ISFIFO(info.st_mode))
+        else:
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file, device or pipe"
+            raise OutputError(f"cannot write {shown}: {kind}; refusing to replace it")
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OutputError(f"cannot write {shown}: no process reads the named pipe") from exc
+        raise OutputError(f"cannot write {shown}: {_why(exc)}") from exc
+
+
+def _replace(real: str, raw: bytes, mode: int | None) -> None:
+    folder, name = os.path.split(real)
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    try:
+        try:
+            _write_all(fd, raw)
+            if mode is not None:
+                os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        os.replace(temporary, real)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def _write_through(real: str, raw: bytes, *, fifo: bool) -> None:
+    flags = os.O_WRONLY | getattr(os, "O_NOCTTY", 0)
+    if fifo:
+        flags |= os.O_NONBLOCK  # ENXIO at once when no process reads it
+    fd = os.open(real, flags)
+    try:
+        if fifo:
+            os.set_blocking(fd, True)
+        _write_all(fd, raw)
+    finally:
+        os.close(fd)
