@@ -30,22 +30,27 @@ brackets. Progress lines (``tests/test_x.py .F.  [100%]``, ``[100%]``) are not t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 __all__ = [
     "ChainLink",
+    "FailingTest",
     "Frame",
     "LogFormatError",
     "TestFailure",
     "TestOutcome",
+    "UnknownTestError",
+    "failing_tests",
     "is_junit_xml",
     "parse_junit_xml",
     "parse_outcomes",
     "parse_pytest_log",
     "parse_test_output",
+    "select_test",
     "strip_ansi",
+    "summary_order",
 ]
 
 Status = Literal["failed", "error"]
@@ -795,10 +800,10 @@ def _pytest_reports(lines: list[str]) -> tuple[list[tuple[int, TestFailure]], bo
             continue
         if not in_reports:
             continue
-        title = _report_title(line, width) if line.startswith("_") else None
-        if title is not None:
+        header = _report_title(line, width) if line.startswith("_") else None
+        if header is not None:
             finish()
-            current, start = _Builder(title), index
+            current, start = _Builder(header), index
             continue
         if current is not None:
             if not _is_entry_separator(line):
@@ -980,6 +985,13 @@ def is_junit_xml(text: str | bytes) -> bool:
     return head.startswith(("<?xml", "<testsuite", "<testsuites", "<testcase"))
 
 
+_JUNIT_PHASES: tuple[tuple[str, Phase], ...] = (
+    ("failed on setup with", "setup"),
+    ("failed on teardown with", "teardown"),
+    ("collection failure", "collect"),
+)
+
+
 def _local(tag: object) -> str:
     name = tag if isinstance(tag, str) else ""
     return name.rsplit("}", 1)[-1]
@@ -1043,7 +1055,12 @@ def parse_junit_xml(data: str | bytes) -> list[TestFailure]:
                 else:
                     message = attr_message
             lines = failure.message_lines or ((attr_message,) if attr_message else ())
-            failures.append(replace(failure, exception_type=exc_type, message=message, message_lines=lines))
+            phase = failure.phase
+            if kind == "error":  # pytest: "failed on setup with ...", "collection failure"
+                phase = next((p for word, p in _JUNIT_PHASES if attr_message.startswith(word)), None)
+            failures.append(
+                replace(failure, exception_type=exc_type, message=message, message_lines=lines, phase=phase)
+            )
     return failures
 
 
@@ -1095,10 +1112,13 @@ def parse_test_output(text: str | bytes = "", junit_xml: str | bytes | None = No
     """The failures of a test run, from its text output, its JUnit XML report, or both.
 
     ``text`` is read as JUnit XML when it is an XML document (:func:`is_junit_xml`), else
-    as a log (:func:`parse_pytest_log`; bytes as UTF-8, undecodable bytes replaced). With
-    ``junit_xml`` too, the log's failures come first, each one without frames taking the
-    frames and chain of the report's failure for the same test, and the report's failures
-    that the log does not show follow. Raises :class:`LogFormatError` for unreadable XML.
+    as a log (:func:`parse_pytest_log`; bytes as UTF-8, undecodable bytes replaced).
+
+    With ``junit_xml`` too (the JUnit report of the same run), the report is the authority:
+    the failures are the report's, in its order, with its frames, chain, exception and
+    phase; from the log's failure for the same test come the pytest node id and report
+    name (and the frames, when the report's text has none). A failure the log shows and
+    the report does not is left out. Raises :class:`LogFormatError` for unreadable XML.
     """
     if is_junit_xml(text):
         failures = parse_junit_xml(text)
@@ -1110,24 +1130,163 @@ def parse_test_output(text: str | bytes = "", junit_xml: str | bytes | None = No
     reported = parse_junit_xml(junit_xml)
     merged: list[TestFailure] = []
     used: set[int] = set()
-    for failure in failures:
-        match = next(
-            (i for i, other in enumerate(reported) if i not in used and _matches(failure, other)), None
-        )
+    for other in reported:
+        match = next((i for i, mine in enumerate(failures) if i not in used and _matches(mine, other)), None)
         if match is None:
-            merged.append(failure)
+            merged.append(other)
             continue
         used.add(match)
-        other = reported[match]
-        if not failure.frames and other.frames:
-            failure = replace(
-                failure,
-                frames=other.frames,
-                chain=other.chain,
-                exception_type=failure.exception_type or other.exception_type,
-                message=failure.message or other.message,
-                message_lines=failure.message_lines or other.message_lines,
+        mine = failures[match]
+        frames, chain = (other.frames, other.chain) if other.frames else (mine.frames, mine.chain)
+        merged.append(
+            replace(
+                other,
+                name=mine.name or other.name,
+                test_id=mine.test_id or other.test_id,
+                frames=frames,
+                chain=chain,
+                exception_type=other.exception_type or mine.exception_type,
+                message=other.message or mine.message,
+                message_lines=other.message_lines or mine.message_lines,
+                phase=other.phase or mine.phase,
             )
-        merged.append(replace(failure, test_id=failure.test_id or other.test_id))
-    merged.extend(other for i, other in enumerate(reported) if i not in used)
+        )
     return merged
+
+
+# --- failing tests ----------------------------------------------------------------------
+
+
+class UnknownTestError(LookupError):
+    """The test asked for (``--test NODEID``) is not among the failing tests of the log.
+
+    ``test`` is the id asked for; ``known`` the ids (or names) of the failing tests found.
+    """
+
+    def __init__(self, test: str, known: Sequence[str]) -> None:
+        self.test = test
+        self.known = tuple(known)
+        listed = ", ".join(self.known[:10]) + (", ..." if len(self.known) > 10 else "")
+        super().__init__(
+            f"no failing test {test!r} in the log"
+            + (f" (failing tests: {listed})" if self.known else " (it has no failing test)")
+        )
+
+
+@dataclass(frozen=True)
+class FailingTest:
+    """One failing test and every report the log has of it.
+
+    ``test`` is its id (the pytest node id when the log gives one), else its name, else
+    ``None``; ``failure`` is the report that is the failure (:func:`failing_tests` says
+    which); ``others`` are the test's other reports in log order, extra evidence (an error
+    at teardown after the failure).
+    """
+
+    __test__ = False  # not a pytest test class
+
+    test: str | None
+    failure: TestFailure
+    others: tuple[TestFailure, ...] = ()
+
+
+# Which report of one test is its failure: the call's failure, else a setup error (the call
+# never ran), else a collection error, an error of unknown phase, a teardown error last.
+_PHASE_RANK: dict[Phase | None, int] = {"call": 0, "setup": 1, "collect": 2, None: 3, "teardown": 4}
+
+
+def summary_order(text: str | bytes) -> list[str]:
+    """The ids of the failed and errored tests in the order of the short test summary
+    (``FAILED id``, ``ERROR id`` lines under ``short test summary info``), each once; a log
+    without that summary gives the order of its other status lines. A JUnit XML document
+    gives ``[]``."""
+    if is_junit_xml(text):
+        return []
+    log = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    lines = _clean_lines(log)
+    sections: list[tuple[int, bool]] = []  # (line index of a `=` rule, opens the summary)
+    for index, line in enumerate(lines):
+        title = _rule_title(line, "=") if line.startswith("===") else None
+        if title:
+            sections.append((index, title.strip().lower() == "short test summary info"))
+    in_summary: list[str] = []
+    elsewhere: list[str] = []
+    part = 0
+    for index, outcome in _outcome_lines(lines):
+        while part < len(sections) and sections[part][0] < index:
+            part += 1
+        if outcome.status in ("failed", "error"):
+            summary = part > 0 and sections[part - 1][1]
+            (in_summary if summary else elsewhere).append(outcome.test_id)
+    return list(dict.fromkeys(in_summary or elsewhere))
+
+
+def failing_tests(failures: Sequence[TestFailure], order: Sequence[str] = ()) -> list[FailingTest]:
+    """The failing tests of ``failures`` (as parsed, in report order), each once.
+
+    Reports of one test (the same test id; without an id, the same test name, so that
+    ``ERROR at teardown of test_x`` joins ``test_x``) are grouped: the call's failure is
+    the test's failure; a setup error is when the call never ran; a teardown error is
+    extra evidence (``others``), the failure only when the test has nothing else. Tests
+    are ordered by ``order`` (ids, as :func:`summary_order` gives them), those it does not
+    name after, in report order.
+    """
+    groups: list[list[TestFailure]] = []
+    by_id: dict[str, int] = {}
+    by_name: dict[str, int] = {}
+    for failure in failures:
+        key = _dotted(failure.test_id) if failure.test_id else None
+        name = _header_key(failure.name) if failure.name is not None else None
+        found = by_id.get(key) if key is not None else None
+        if found is None and name is not None and (key is None or name not in by_id):
+            candidate = by_name.get(name)
+            if candidate is not None:
+                first = groups[candidate][0]
+                if key is None or first.test_id is None or _dotted(first.test_id) == key:
+                    found = candidate
+        if found is None:
+            found = len(groups)
+            groups.append([])
+        groups[found].append(failure)
+        if key is not None:
+            by_id.setdefault(key, found)
+        if name is not None:
+            by_name.setdefault(name, found)
+    position: dict[str, int] = {}
+    for rank, test_id in enumerate(order):
+        position.setdefault(_dotted(test_id), rank)
+    ranked: list[tuple[int, int, FailingTest]] = []
+    for index, group in enumerate(groups):
+        best = min(range(len(group)), key=lambda i: _PHASE_RANK.get(group[i].phase, 3))
+        failure = group[best]
+        test = next((f.test_id for f in group if f.test_id), None)
+        if test is None and failure.name is not None:
+            test = _header_key(failure.name)
+        others = tuple(f for i, f in enumerate(group) if i != best)
+        rank = position.get(_dotted(test), len(position)) if test else len(position)
+        ranked.append((rank, index, FailingTest(test, failure, others)))
+    ranked.sort(key=lambda item: (item[0], item[1]))
+    return [item[2] for item in ranked]
+
+
+def select_test(tests: Sequence[FailingTest], test: str | None = None) -> FailingTest | None:
+    """The failing test ``test`` names among ``tests`` (:func:`failing_tests`), or the first
+    one when ``test`` is ``None`` (``None`` when there is none).
+
+    ``test`` is a pytest node id (``tests/test_x.py::TestC::test_y[1]``), a unittest or
+    JUnit dotted id (``tests.test_x.TestC.test_y``) or a test name (``TestC.test_y``);
+    exact ids first, then the same test written another way. Raises
+    :class:`UnknownTestError` when no failing test matches.
+    """
+    if test is None:
+        return tests[0] if tests else None
+    for found in tests:
+        if found.test == test or found.failure.test_id == test:
+            return found
+    wanted = _dotted(test)
+    for found in tests:
+        ids = [f.test_id for f in (found.failure, *found.others) if f.test_id]
+        names = [_header_key(f.name) for f in (found.failure, *found.others) if f.name]
+        if any(_dotted(i) == wanted or _dotted(i).endswith("." + wanted) for i in ids) or test in names:
+            return found
+    raise UnknownTestError(test, [t.test or "(unnamed)" for t in tests])
