@@ -664,3 +664,58 @@ def test_the_parsers_run_in_linear_time_with_the_right_result() -> None:
         case = f'<testcase classname="t" name="x"><failure message="{big}">{big}</failure></testcase>'
         report = parse_junit_xml(f"<testsuite>{case}</testsuite>")
         assert [(f.test_id, f.exception_type, f.message) for f in report] == [("t.x", None, big)]
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_captured_output_that_looks_like_a_header_is_not_a_report(tmp_path: Path, style: str) -> None:
+    test = (
+        "def test_p():\n"
+        "    print('______ fake header ______')\n"
+        "    print('pkg/x.py:3: in f')\n"
+        "    assert 1 == 2\n"
+        "\n\n"
+        "def test_q():\n"
+        "    assert 2 == 3\n"
+    )
+    root = write(tmp_path, {"tests/test_p.py": test})
+    junit = tmp_path / "junit.xml"
+    log = run_pytest(root, "-rA", f"--tb={style}", f"--junitxml={junit}")
+    assert "______ fake header ______" in log
+    expected = [("tests/test_p.py::test_p", "AssertionError"), ("tests/test_p.py::test_q", "AssertionError")]
+    for failures in (parse_test_output(log), parse_test_output(log, junit_xml=junit.read_bytes())):
+        assert [(f.test_id, f.exception_type) for f in failures] == expected
+        assert [Path(f.frames[-1].path).as_posix()[-len("tests/test_p.py") :] for f in failures] == [
+            "tests/test_p.py",
+            "tests/test_p.py",
+        ]
+        assert not any(x.path == "pkg/x.py" for f in failures for x in f.frames)
+
+
+def test_context_names_the_syntax_error_and_the_broken_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files, broken, failing = UNCOMPILABLE["syntax"]
+    root = write(tmp_path / "repo", {"pkg/__init__.py": "", **files})
+    exc_type, message, line = compiled_error(files[broken], broken)
+    log = tmp_path / "run.log"
+    log.write_text(run_pytest(root, "-rA", "--tb=short"), encoding="utf-8")
+    assert main(["context", "--repo", str(root), "--pytest-log", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert f"- error: {exc_type}: {message}\n" in out
+    assert "- failure file: pkg/broken.py\n" in out
+    assert main(["context", "--repo", str(root), "--pytest-log", str(log), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["failure_files"] == failing
+    first = data["items"][0]
+    assert (first["path"], first["reason"]) == (broken, "failure") and first["start"] <= line <= first["end"]
+    assert data["failing_tests"] == [
+        {
+            "test": "tests/test_syn.py",
+            "name": "ERROR collecting tests/test_syn.py",
+            "status": "error",
+            "phase": "collect",
+            "exception": exc_type,
+            "message": message,
+            "selected": True,
+        }
+    ]

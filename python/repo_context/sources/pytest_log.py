@@ -171,7 +171,7 @@ def _is_entry_separator(line: str) -> bool:
     return size >= 3 and line == "_ " * (size // 2) + "_" * (size % 2)
 
 
-def _report_title(line: str, width: int | None) -> str | None:
+def _report_title(line: str, width: int | None, *, strict: bool = False) -> str | None:
     """The title of a pytest report header line, or ``None`` if ``line`` is not one.
 
     pytest's terminal writer draws a header as ``write_sep("_", title)``: ``N`` times ``_``,
@@ -181,7 +181,8 @@ def _report_title(line: str, width: int | None) -> str | None:
     as long as each other (the right one maybe by one more), its title is not made of ``_``
     and blanks only (the ``_ _ _`` frame separators of ``--tb=long``), and, when ``width``
     (the terminal width, known from the ``=`` rule above the reports) is given and the runs
-    are shorter than 3, the line is exactly what pytest would draw at that width.
+    are shorter than 3 (or ``strict``: the line comes after a report's captured output,
+    which any program can print), the line is exactly what pytest would draw at that width.
     """
     size = len(line)
     if size < 5 or line[0] != "_" or line[-1] != "_":
@@ -195,7 +196,7 @@ def _report_title(line: str, width: int | None) -> str | None:
     title = line[left + 1 : size - right - 1]
     if not title.strip(" _"):
         return None
-    if left >= 3 or width is None:
+    if width is None or (left >= 3 and not strict):
         return title
     fill = max((width - len(title) - 2) // 2, 1)
     drawn = 2 * fill + len(title) + 2
@@ -777,6 +778,7 @@ def _pytest_reports(lines: list[str]) -> tuple[list[tuple[int, TestFailure]], bo
     in_reports = False
     saw_reports = False
     width: int | None = None  # the terminal's, from the `=` rule above the reports
+    capturing = False  # in the captured output of a --tb=line failure
     pending: list[str] = []  # `E` lines of a --tb=line failure, before its location line
     pending_links: list[tuple[list[str], Relation]] = []
 
@@ -796,11 +798,12 @@ def _pytest_reports(lines: list[str]) -> tuple[list[tuple[int, TestFailure]], bo
             if in_reports:
                 width = len(line)
             saw_reports = saw_reports or in_reports
-            pending, pending_links = [], []
+            pending, pending_links, capturing = [], [], False
             continue
         if not in_reports:
             continue
-        header = _report_title(line, width) if line.startswith("_") else None
+        strict = capturing or (current is not None and current.in_capture)
+        header = _report_title(line, width, strict=strict) if line.startswith("_") else None
         if header is not None:
             finish()
             current, start = _Builder(header), index
@@ -810,7 +813,17 @@ def _pytest_reports(lines: list[str]) -> tuple[list[tuple[int, TestFailure]], bo
                 current.feed(line)
             continue
         # No report header: `--tb=line` prints each failure as `E` lines and one location
-        # (a SyntaxError's text goes on in indented lines without the `E`).
+        # (a SyntaxError's text goes on in indented lines without the `E`); the test's
+        # captured output comes between them, and any program can print a location there:
+        # the location that ends it repeats the message of the `E` lines.
+        if _rule_title(line, "-") is not None:
+            capturing = True
+            continue
+        if capturing:
+            found = _LOCATION.match(line)
+            said = {text[1:].strip() for text in pending} - {""}
+            if found is None or (said and found["message"].strip() not in said):
+                continue
         if line.startswith("E") and (len(line) == 1 or line[1] in " \t"):
             pending.append(line)
             continue
@@ -834,7 +847,7 @@ def _pytest_reports(lines: list[str]) -> tuple[list[tuple[int, TestFailure]], bo
             builder.in_syntax = False
             builder.feed(line)
             failures.append((index, builder.build(status=status)))
-            pending, pending_links = [], []
+            pending, pending_links, capturing = [], [], False
     finish()
     return failures, saw_reports
 
