@@ -3,6 +3,10 @@
 * :func:`project_frames` keeps the frames whose file is in the repository (never
   ``site-packages``, the standard library, ``<frozen ...>`` or ``<string>``), every link of
   a chained exception included, most relevant first;
+* :func:`resolve_frames` also maps frames printed on another machine or in another
+  checkout folder (``C:\\repo\\pkg\\calc.py``) to the repository file with the longest
+  common path tail, and reports every frame that gives no window (a line past the end of
+  its file, an unreadable file, an ambiguous or unmatched path) as a policy omission;
 * :func:`failure_files` lists the failing files in error order (the deepest project
   frame's file first);
 * :func:`failure_windows` gives each frame its whole syntactic unit: the enclosing function

@@ -21,6 +21,19 @@ exception (``The above exception was the direct cause of the following exception
 *segment*: every link of the chain is kept, in printed order (the root cause first), and
 the last segment is the exception the test saw.
 
+A report header is recognised by pytest's own layout (``write_sep("_", title)``: the title
+between runs of ``_`` of equal length, one ``_`` a side for a long name; the ``_ _ _`` lines
+between the entries of a long traceback are never headers). Failures with no ordinary
+traceback entry for the broken file are read too: a ``SyntaxError`` (``IndentationError``,
+``TabError``) names its location in its message (``E     File "pkg/broken.py", line 3``),
+which becomes the deepest frame; pytest's "fixture not found" report gives ``file path,
+line N``; a doctest's ``path:N: UnexpectedException`` is the example, the traceback above it
+goes deeper.
+
+:func:`failing_tests` groups one test's reports (a failure and an error at teardown) and
+picks the one that is its failure; :func:`summary_order` gives the order of the short test
+summary; :func:`select_test` chooses a failing test by id.
+
 Test ids (``tests/test_x.py::TestC::test_y[a b-[1]]``) come from status lines, with the
 status before the id (``FAILED id - message``, ``[gw1] [ 50%] PASSED id``) or after it
 (``id PASSED  [ 50%]``, ``test_x (mod.C.test_x) ... FAIL``); ids may hold blanks and
