@@ -719,3 +719,47 @@ def test_context_names_the_syntax_error_and_the_broken_file(
             "selected": True,
         }
     ]
+
+
+def test_unittest_teardown_errors_are_extra_evidence(tmp_path: Path) -> None:
+    test = (
+        "import unittest\n\n\n"
+        "class T(unittest.TestCase):\n"
+        "    def tearDown(self):\n"
+        "        raise RuntimeError('teardown complaint')\n\n"
+        "    def test_a(self):\n"
+        "        1 + 'x'\n\n"
+        "    def test_b(self):\n"
+        "        self.assertEqual(1, 2)\n"
+    )
+    root = write(tmp_path, {"test_u.py": test})
+    proc = subprocess.run(
+        [sys.executable, "-m", "unittest", "-v", "test_u"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    log = proc.stdout + proc.stderr
+    # unittest prints test_b's error at teardown before its failure.
+    assert log.index("ERROR: test_b") < log.index("FAIL: test_b")
+    gathered = gather(root, log)
+    assert [t.test for t in gathered.failing_tests] == ["test_u.T.test_a", "test_u.T.test_b"]
+    summary = [
+        (
+            t.failure.status,
+            t.failure.phase,
+            t.failure.exception_type,
+            [(o.phase, o.exception_type) for o in t.others],
+        )
+        for t in gathered.failing_tests
+    ]
+    assert summary == [
+        ("error", "call", "TypeError", [("teardown", "RuntimeError")]),
+        ("failed", "call", "AssertionError", [("teardown", "RuntimeError")]),
+    ]
+    assert gathered.failure is gathered.failing_tests[0].failure
+    chosen = gather(root, log, test="test_u.T.test_b")
+    assert chosen.failure is not None and chosen.failure.exception_type == "AssertionError"
+    assert [(pf.path, pf.line) for pf in chosen.frames] == [("test_u.py", 12), ("test_u.py", 6)]

@@ -957,9 +957,33 @@ def _unittest_reports(lines: list[str]) -> list[tuple[int, TestFailure]]:
         while builder.current.messages and not builder.current.messages[-1]:
             builder.current.messages.pop()
         status: Status = "error" if header["kind"] == "ERROR" else "failed"
-        failures.append((start, builder.build(test_id=test_id, status=status, origin="unittest")))
+        report = builder.build(test_id=test_id, status=status, origin="unittest")
+        failures.append((start, replace(report, phase=_unittest_phase(report, test_id))))
         index = end
     return failures
+
+
+# The methods unittest runs around a test: an error in one of them is a setup or teardown error.
+_UNITTEST_SETUP = frozenset({"setUp", "asyncSetUp", "setUpClass", "setUpModule"})
+_UNITTEST_TEARDOWN = frozenset(
+    {"tearDown", "asyncTearDown", "tearDownClass", "tearDownModule", "doCleanups", "doClassCleanups"}
+)
+
+
+def _unittest_phase(report: TestFailure, test_id: str | None) -> Phase | None:
+    """The phase of a unittest report, from the function of the first frame of its
+    exception's traceback that is the test method or a setup or teardown method; a
+    ``FAIL`` without one is ``"call"``."""
+    method = test_id.rsplit(".", 1)[-1] if test_id else None
+    last = report.chain[-1].frames if report.chain else report.frames
+    for frame in last:
+        if frame.function in _UNITTEST_SETUP:
+            return "setup"
+        if frame.function in _UNITTEST_TEARDOWN:
+            return "teardown"
+        if method is not None and frame.function == method:
+            return "call"
+    return "call" if report.status == "failed" else None
 
 
 # --- bare tracebacks ------------------------------------------------------------------
