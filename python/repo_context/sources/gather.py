@@ -116,6 +116,7 @@ def gather(
     if chosen is not None and failure is not None:
         frames, frame_omissions = resolve_frames(repository, failure)
         known = {(pf.path, pf.line) for pf in frames}
+        reported = set(frame_omissions)
         for other in chosen.others:  # a teardown error: extra evidence, after the failure's
             extra, omitted = resolve_frames(repository, other, from_test_id=False)
             offset = len(frames)
@@ -123,7 +124,10 @@ def gather(
                 if (pf.path, pf.line) not in known:
                     known.add((pf.path, pf.line))
                     frames.append(ProjectFrame(pf.path, pf.line, pf.distance + offset, pf.frame))
-            frame_omissions.extend(o for o in omitted if o not in frame_omissions)
+            for omission in omitted:
+                if omission not in reported:
+                    reported.add(omission)
+                    frame_omissions.append(omission)
     tokens = build_query(failure, query, repo=repository, weighted=True)
 
     failing = failure_files(frames)
