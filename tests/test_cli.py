@@ -318,6 +318,7 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
         "used",
         "blocks",
         "policy_omitted",
+        "failing_tests",
     }
     assert out["policy_omitted"] == []
     assert (out["budget"], out["cost"]["unit"]) == (120, "chars")

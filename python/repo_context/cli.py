@@ -9,17 +9,20 @@
     section (with a cost model that has a template, the section exactly as it was costed,
     ``repo_context.render(result)``).
 
-``repo-context context --repo DIR --pytest-log FILE [--junit-xml FILE] [--query TEXT]
-[--max-chars N] [--format markdown|json] [--engine native|reference]``
-    Gather failure, reference and search windows for the first failing test in a pytest
-    log (``FILE``, or ``-`` for standard input) of a run made in ``DIR``, build the context
+``repo-context context --repo DIR --pytest-log FILE [--junit-xml FILE] [--test NODEID]
+[--query TEXT] [--max-chars N] [--format markdown|json] [--engine native|reference]``
+    Gather failure, reference and search windows for one failing test (``--test``, by
+    default the first of the short test summary) in a pytest log (``FILE``, or ``-`` for
+    standard input) of a run made in ``DIR``, build the context
     and print it in Markdown (the section as costed when the cost model has a template)
     followed by a summary of what was omitted and why; with ``--format json``, print the
     build result's JSON form with one more top-level key, ``"policy_omitted"``: the windows
     the sources took and the safe reader withheld, whatever their priority (a file that
     looks like a secret, even the failure file; a window that no longer matches its file),
     each ``{"path", "start", "end", "source", "reason": "policy", "why"}`` (``why`` such as
-    ``"policy: secret name"`` or ``"policy: secret content"``); an empty list when none.
+    ``"policy: secret name"`` or ``"policy: secret content"``); an empty list when none;
+    and ``"failing_tests"``: every failing test found, each ``{"test", "name", "status",
+    "phase", "exception", "message", "selected"}``.
 
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
 an unreadable file or folder, a bad option or command line, an input larger than its limit:
@@ -61,12 +64,20 @@ from .composer import header_path, render, render_markdown, render_omitted
 from .cost import Cost
 from .evaluation.command import add_eval_parser
 from .sources import Gathered, gather
-from .sources.pytest_log import LogFormatError
+from .sources.pytest_log import LogFormatError, UnknownTestError
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
-__all__ = ["DEFAULT_MAX_CHARS", "ContextReport", "context_json", "main", "result_json", "run_context"]
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "ContextReport",
+    "context_json",
+    "failing_tests_json",
+    "main",
+    "result_json",
+    "run_context",
+]
 
 #: Default budget of ``repo-context context``, in characters (code points).
 DEFAULT_MAX_CHARS = 16_000
@@ -189,11 +200,38 @@ def _policy_summary(gathered: Gathered) -> list[str]:
 
 
 def context_json(report: ContextReport) -> str:
-    """The JSON output of ``repo-context context``: the build result's JSON form and
-    ``"policy_omitted"`` (the reader's withheld windows), on one line, ASCII only."""
+    """The JSON output of ``repo-context context``: the build result's JSON form,
+    ``"policy_omitted"`` (the reader's withheld windows) and ``"failing_tests"`` (every
+    failing test of the log, :func:`failing_tests_json`), on one line, ASCII only."""
     data = report.result.to_dict()
     data["policy_omitted"] = [w.to_dict() for w in report.gathered.policy_omissions]
+    data["failing_tests"] = failing_tests_json(report.gathered)
     return json.dumps(data, ensure_ascii=True, allow_nan=False)
+
+
+def failing_tests_json(gathered: Gathered) -> list[dict[str, object]]:
+    """Every failing test found in the log, in summary order, each ``{"test", "name",
+    "status", "phase", "exception", "message", "selected"}``: ``test`` its id (a pytest
+    node id when the log gives one, else its name, else ``null``), ``name`` the report's
+    name, ``status`` ``"failed"`` or ``"error"`` and ``phase`` (``"collect"``, ``"setup"``,
+    ``"call"``, ``"teardown"`` or ``null``) of the report taken as its failure, its
+    exception type (or ``null``) and message, and ``selected`` whether the context was
+    built for it."""
+    out: list[dict[str, object]] = []
+    for test in gathered.failing_tests:
+        failure = test.failure
+        out.append(
+            {
+                "test": test.test,
+                "name": failure.name,
+                "status": failure.status,
+                "phase": failure.phase,
+                "exception": failure.exception_type,
+                "message": failure.message,
+                "selected": failure is gathered.failure,
+            }
+        )
+    return out
 
 
 def run_context(
@@ -205,6 +243,7 @@ def run_context(
     engine: str = "native",
     cost: object = None,
     junit_xml: str | Path | None = None,
+    test: str | None = None,
 ) -> ContextReport:
     """Gather candidates for the failing test in ``pytest_log`` (a file, read as UTF-8
     with undecodable bytes replaced; a JUnit XML report is recognised as such) in the
@@ -212,13 +251,16 @@ def run_context(
     ``"reference"``) in ``max_chars`` characters (default ``DEFAULT_MAX_CHARS``), or, with a
     ``cost`` model (a ``Cost`` or its mapping form), in that many units of it.
     ``junit_xml`` is the run's JUnit XML report (``pytest --junitxml``), if any: it fills
-    in the tracebacks the log lacks.
+    and is the authority for the failures and their frames. ``test`` chooses the failing
+    test (a pytest node id, a dotted id or a test name) when the log has several; by
+    default the first failing test in the order of the short test summary.
 
     Raises ``OSError`` if the log cannot be read, ``NotADirectoryError`` if ``repo`` is not
     a folder, ``InvalidInputError`` for an invalid budget, ``ResourceLimitError`` (an
     ``InvalidInputError``) for a log larger than ``MAX_LOG_BYTES`` or a report larger than
     ``MAX_JUNIT_BYTES`` (``repo_context._io``), ``LogFormatError`` (a ``ValueError``) for
-    unreadable JUnit XML.
+    unreadable JUnit XML, ``UnknownTestError`` (a ``LookupError``) if ``test`` names no
+    failing test of the log.
     """
     log = read_capped(pytest_log, MAX_LOG_BYTES, limit_name="MAX_LOG_BYTES", field="pytest_log")
     log_text = _log_text(log)
@@ -228,7 +270,14 @@ def run_context(
         else None
     )
     return _context(
-        repo, log_text, query=query, max_chars=max_chars, engine=engine, cost=cost, junit_xml=report
+        repo,
+        log_text,
+        query=query,
+        max_chars=max_chars,
+        engine=engine,
+        cost=cost,
+        junit_xml=report,
+        test=test,
     )
 
 
@@ -241,10 +290,11 @@ def _context(
     engine: str,
     cost: object,
     junit_xml: bytes | None = None,
+    test: str | None = None,
 ) -> ContextReport:
     """:func:`run_context` on the text of the log (and the bytes of the JUnit report)."""
     budget = DEFAULT_MAX_CHARS if max_chars is None else max_chars
-    gathered = gather(repo, log_text, query, junit_xml=junit_xml)
+    gathered = gather(repo, log_text, query, junit_xml=junit_xml, test=test)
     data = gathered.build_input(budget)
     if cost is not None:
         data = {
@@ -408,11 +458,12 @@ def _cmd_context(args: argparse.Namespace) -> int:
             engine=args.engine,
             cost=cost,
             junit_xml=junit_xml,
+            test=args.test,
         )
     except OSError as exc:
         where = header_path(str(exc.filename or args.repo))
         raise _UsageError(f"cannot read {where}: {exc.strerror or exc}") from exc
-    except LogFormatError as exc:
+    except (LogFormatError, UnknownTestError) as exc:
         raise _UsageError(str(exc)) from exc
     failure = report.gathered.failure
     if failure is None:
@@ -485,6 +536,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         default=None,
         help="the run's JUnit XML report (pytest --junitxml): fills in tracebacks the log lacks",
+    )
+    context.add_argument(
+        "--test",
+        metavar="NODEID",
+        default=None,
+        help="the failing test to build the context for, when the log has several (default: "
+        "the first failing test of the short test summary)",
     )
     context.add_argument("--query", metavar="TEXT", default=None, help="extra words for the search source")
     context.add_argument(

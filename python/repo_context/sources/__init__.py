@@ -15,10 +15,10 @@ Every window's ``content`` is exactly its lines of the file (line endings kept),
 ``path`` is repository-relative with ``/`` separators.
 """
 
-from .failure import ProjectFrame, failure_windows, project_frames
+from .failure import ProjectFrame, failure_windows, project_frames, resolve_frames
 from .files import Repository, SourceFile
 from .gather import Gathered, gather
-from .pytest_log import Frame, TestFailure, parse_pytest_log, strip_ansi
+from .pytest_log import FailingTest, Frame, TestFailure, UnknownTestError, parse_pytest_log, strip_ansi
 from .references import DefinitionIndex, names_on_line, reference_evidence, reference_windows
 from .search import build_query, chunk_spans, search_windows, tokenize
 from .symbols import Definition, Import, Reference, SymbolIndex
@@ -27,6 +27,7 @@ from .window import Window
 __all__ = [
     "Definition",
     "DefinitionIndex",
+    "FailingTest",
     "Frame",
     "Gathered",
     "Import",
@@ -36,6 +37,7 @@ __all__ = [
     "SourceFile",
     "SymbolIndex",
     "TestFailure",
+    "UnknownTestError",
     "Window",
     "build_query",
     "chunk_spans",
@@ -46,6 +48,7 @@ __all__ = [
     "project_frames",
     "reference_evidence",
     "reference_windows",
+    "resolve_frames",
     "search_windows",
     "strip_ansi",
     "tokenize",

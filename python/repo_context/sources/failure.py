@@ -3,6 +3,10 @@
 * :func:`project_frames` keeps the frames whose file is in the repository (never
   ``site-packages``, the standard library, ``<frozen ...>`` or ``<string>``), every link of
   a chained exception included, most relevant first;
+* :func:`resolve_frames` also maps frames printed on another machine or in another
+  checkout folder (``C:\\repo\\pkg\\calc.py``) to the repository file with the longest
+  common path tail, and reports every frame that gives no window (a line past the end of
+  its file, an unreadable file, an ambiguous or unmatched path) as a policy omission;
 * :func:`failure_files` lists the failing files in error order (the deepest project
   frame's file first);
 * :func:`failure_windows` gives each frame its whole syntactic unit: the enclosing function
@@ -17,15 +21,29 @@
 from __future__ import annotations
 
 import ast
+import itertools
+import os
 import posixpath
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from .files import Repository, SourceFile, enclosing_function, node_span
+from .files import (
+    WINDOW_UNREADABLE,
+    PolicyOmission,
+    Repository,
+    SourceFile,
+    enclosing_function,
+    node_span,
+)
 from .pytest_log import Frame, TestFailure
 from .window import RADIUS, Window, make_window
 
 __all__ = [
+    "FRAME_AMBIGUOUS",
+    "FRAME_PAST_END",
+    "FRAME_UNMATCHED",
     "MAX_CALLED",
     "ProjectFrame",
     "assertion_in_test",
@@ -37,7 +55,21 @@ __all__ = [
     "locate_test",
     "merge_windows",
     "project_frames",
+    "resolve_frames",
 ]
+
+#: Why a traceback frame gave no window: its line is past the end of the file.
+FRAME_PAST_END = "policy: line past the end of the file"
+#: Why a frame from another machine gave no window: several repository files end with the
+#: longest part of its path that any file ends with.
+FRAME_AMBIGUOUS = "policy: frame path matches several files of the repository"
+#: Why a frame from another machine gave no window: no repository file has its file name.
+FRAME_UNMATCHED = "policy: frame path matches no file of the repository"
+
+# Installed code on the machine that ran the tests: `site-packages`, or a Python's own
+# library (`lib/python3.11/...`, Windows `Python311/Lib/...`).
+_INSTALLED = frozenset({"site-packages", "dist-packages"})
+_PYTHON_DIR = re.compile(r"python\d*+(?:\.\d++)*+", re.IGNORECASE)
 
 #: At most this many definitions are taken as the code under test of a failing test body.
 MAX_CALLED = 8
@@ -79,30 +111,136 @@ def is_test_file(path: str) -> bool:
     return any(part in _TEST_DIRS for part in folders.split("/") if part)
 
 
-def project_frames(
+def _foreign_parts(path: str) -> list[str] | None:
+    """The folder and file names of a frame path printed on another machine (``\\`` read
+    as ``/``, a drive ``C:`` dropped), or ``None`` for a pseudo-file or installed code."""
+    if not path or path.startswith("<"):
+        return None
+    parts = [part for part in path.replace("\\", "/").split("/") if part and part != "."]
+    if parts and len(parts[0]) == 2 and parts[0][1] == ":" and parts[0][0].isalpha():
+        parts = parts[1:]
+    if not parts or ".." in parts:
+        return None
+    lowered = [part.lower() for part in parts]
+    if _INSTALLED & set(lowered):
+        return None
+    for before, after in itertools.pairwise(lowered):
+        if (before == "lib" and _PYTHON_DIR.fullmatch(after)) or (
+            after == "lib" and _PYTHON_DIR.fullmatch(before)
+        ):
+            return None
+    return parts
+
+
+def _map_foreign(names: dict[str, list[str]], path: str) -> tuple[str | None, str | None]:
+    """``(repository path, None)`` for a frame path from another machine or checkout
+    folder that the repository file with the longest common tail of path names matches,
+    alone; ``(None, why)`` when several files share that longest tail
+    (:data:`FRAME_AMBIGUOUS`) or none has the file name (:data:`FRAME_UNMATCHED`);
+    ``(None, None)`` when the path is not one to map (installed code, a pseudo-file).
+    ``names`` maps each file name to the repository files of that name."""
+    parts = _foreign_parts(path)
+    if parts is None:
+        return None, None
+    best = 0
+    matches: list[str] = []
+    for rel in names.get(parts[-1], ()):
+        theirs = rel.split("/")
+        common = 0
+        while common < min(len(theirs), len(parts)) and theirs[-1 - common] == parts[-1 - common]:
+            common += 1
+        if common > best:
+            best, matches = common, [rel]
+        elif common == best:
+            matches.append(rel)
+    if len(matches) == 1:
+        return matches[0], None
+    return None, FRAME_AMBIGUOUS if matches else FRAME_UNMATCHED
+
+
+def _under_root(repo: Repository, path: str) -> str | None:
+    """``path`` relative to the repository folder as written (``..`` resolved, links not),
+    if it lies there and outside installed code; else ``None``."""
+    try:
+        where = Path(path)
+        full = Path(os.path.normpath(where if where.is_absolute() else repo.root / where))
+        if _INSTALLED & set(full.parts):
+            return None
+        return full.relative_to(repo.root).as_posix()
+    except ValueError:
+        return None
+
+
+def _local_file(repo: Repository, path: str) -> Path | None:
+    """The file ``path`` names on this machine (relative: under the repository), if it
+    exists."""
+    try:
+        where = Path(path)
+        full = where if where.is_absolute() else repo.root / where
+        return full if full.exists() else None
+    except (OSError, ValueError):
+        return None
+
+
+def resolve_frames(
     repo: Repository, failure: TestFailure, *, from_test_id: bool = True
-) -> list[ProjectFrame]:
-    """The frames of ``failure`` whose file is in ``repo``, most relevant first.
+) -> tuple[list[ProjectFrame], list[PolicyOmission]]:
+    """The project frames of ``failure`` (:func:`project_frames`) and an omission for each
+    frame under the repository that gives no window, so that no frame disappears without
+    a trace.
 
-    Frames in ``site-packages``, the standard library, ``<frozen ...>`` or ``<string>``
-    modules or anywhere outside the repository are dropped, as are frames whose line is
-    past the end of the file. Order: the exception the test saw first (its deepest frame
-    first), then the exceptions it was chained from, latest first, so the root cause's
-    frames are kept too. So the first frame, if any, is the deepest project frame of the
-    final exception: its file is the failure file.
+    A frame's path is the repository file it names (a relative path taken from the
+    repository folder). A path that names no file here (a Windows path
+    ``pkg\\calc.py``, ``C:\\Users\\dev\\repo1\\pkg\\calc.py``, a CI checkout folder
+    ``/home/runner/work/x/x/pkg/calc.py``) is mapped to the repository file whose path
+    has the longest tail of folder and file names in common with it (``\\`` read as
+    ``/``), when exactly one file has it; installed code (``site-packages``,
+    ``lib/python3.11``) and pseudo-files (``<frozen ...>``) are never mapped.
 
-    With ``from_test_id``, a failure whose traceback has no project frame (``--tb=line``
-    pointing into the standard library, ``--tb=no``, a JUnit report without text) gets
-    the failing test's own definition as its one frame, found from its test id
-    (:func:`locate_test`).
+    Omissions (reason ``policy``, source ``failure``, lines ``line..line``): a frame whose
+    line is past the end of its file (:data:`FRAME_PAST_END`); a file under the
+    repository folder the reader will not read (ignored, binary, oversized, a link leading
+    out: ``WINDOW_UNREADABLE``); a path from elsewhere that matches several files
+    (:data:`FRAME_AMBIGUOUS`) or none (:data:`FRAME_UNMATCHED`), under the path as printed.
     """
     by_segment: dict[int, list[ProjectFrame]] = {}
+    omitted: list[PolicyOmission] = []
+    seen: set[tuple[str, int, str]] = set()
+    names: dict[str, list[str]] = {}
+
+    def omit(path: str, line: int, why: str) -> None:
+        if (path, line, why) not in seen:
+            seen.add((path, line, why))
+            omitted.append(PolicyOmission(path, line, line, "failure", why))
+
     for frame in failure.frames:
+        if frame.path.startswith("<"):
+            continue  # <frozen ...>, <string>: no file
         rel = repo.relative(frame.path)
         if rel is None:
-            continue
+            textual = _under_root(repo, frame.path)
+            if _local_file(repo, frame.path) is not None:
+                # A file here: outside the repository (not a project frame), installed code,
+                # or one the reader will not read.
+                if textual is not None:
+                    omit(textual, frame.line, WINDOW_UNREADABLE)
+                continue
+            if not names:
+                for known in repo.files():
+                    names.setdefault(known.rsplit("/", 1)[-1], []).append(known)
+            rel, why = _map_foreign(names, frame.path)
+            if rel is None:
+                if why is not None:
+                    printed = frame.path.replace("\\", "/")
+                    where = textual if textual is not None and "\\" not in frame.path else printed
+                    omit(where, frame.line, why)
+                continue
         source = repo.source(rel)
-        if source is None or not 1 <= frame.line <= source.line_count:
+        if source is None:
+            omit(rel, frame.line, WINDOW_UNREADABLE)
+            continue
+        if not 1 <= frame.line <= source.line_count:
+            omit(rel, frame.line, FRAME_PAST_END)
             continue
         by_segment.setdefault(frame.segment, []).append(ProjectFrame(rel, frame.line, 0, frame))
     ordered: list[ProjectFrame] = []
@@ -115,7 +253,29 @@ def project_frames(
         located = locate_test(repo, failure)
         if located is not None:
             ordered.append(located)
-    return ordered
+    return ordered, omitted
+
+
+def project_frames(
+    repo: Repository, failure: TestFailure, *, from_test_id: bool = True
+) -> list[ProjectFrame]:
+    """The frames of ``failure`` whose file is in ``repo``, most relevant first.
+
+    Frames in ``site-packages``, the standard library, ``<frozen ...>`` or ``<string>``
+    modules or anywhere outside the repository are dropped, as are frames whose line is
+    past the end of the file (:func:`resolve_frames` reports those). A path from another
+    machine or checkout folder is mapped to the repository file it ends with
+    (:func:`resolve_frames`). Order: the exception the test saw first (its deepest frame
+    first), then the exceptions it was chained from, latest first, so the root cause's
+    frames are kept too. So the first frame, if any, is the deepest project frame of the
+    final exception: its file is the failure file.
+
+    With ``from_test_id``, a failure whose traceback has no project frame (``--tb=line``
+    pointing into the standard library, ``--tb=no``, a JUnit report without text) gets
+    the failing test's own definition as its one frame, found from its test id
+    (:func:`locate_test`).
+    """
+    return resolve_frames(repo, failure, from_test_id=from_test_id)[0]
 
 
 def failure_files(frames: Sequence[ProjectFrame]) -> list[str]:

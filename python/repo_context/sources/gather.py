@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,10 +13,10 @@ from .failure import (
     failure_windows,
     is_test_file,
     merge_windows,
-    project_frames,
+    resolve_frames,
 )
-from .files import WINDOW_UNREADABLE, PolicyOmission, Repository
-from .pytest_log import TestFailure, parse_test_output
+from .files import PolicyOmission, Repository
+from .pytest_log import FailingTest, TestFailure, failing_tests, parse_test_output, select_test, summary_order
 from .references import reference_windows
 from .search import TOP_K, build_query, search_windows
 from .symbols import SymbolIndex
@@ -39,7 +38,9 @@ class Gathered:
     file, even the failure file; a window that no longer matches its file), in the order
     the sources produced them: they are not among ``candidates``, whatever their priority.
     ``failure_files`` are the failing files in error order (the failure file first, then
-    the other files of the traceback from deep to shallow, each once).
+    the other files of the traceback from deep to shallow, each once). ``failing_tests``
+    are every failing test of the log (:func:`~.pytest_log.failing_tests`, summary order);
+    ``failure`` is the ``failure`` of the chosen one.
     """
 
     candidates: tuple[Window, ...]
@@ -49,6 +50,7 @@ class Gathered:
     query: tuple[str, ...]
     policy_omissions: tuple[PolicyOmission, ...] = ()
     failure_files: tuple[str, ...] = ()
+    failing_tests: tuple[FailingTest, ...] = ()
 
     def build_input(self, max_chars: int) -> dict[str, object]:
         """The input of ``repo_context.build``: candidates, ``max_chars`` (a budget in
@@ -71,14 +73,26 @@ def gather(
     *,
     top_k: int = TOP_K,
     junit_xml: str | bytes | None = None,
+    test: str | None = None,
 ) -> Gathered:
-    """Gather failure, reference and search windows for the first failure in ``log_text``.
+    """Gather failure, reference and search windows for one failing test of ``log_text``.
 
     ``repo`` is the repository folder (or a :class:`Repository`); ``log_text`` the output
     of a pytest run made in that folder (``-rA --tb=long`` or any other traceback style;
     relative paths in it are taken relative to the repository). ``query`` is extra search
     text; ``top_k`` the number of search windows. ``log_text`` may be a JUnit XML report
-    instead, and ``junit_xml`` a JUnit XML report of the same run (``parse_test_output``).
+    instead, and ``junit_xml`` a JUnit XML report of the same run (``parse_test_output``:
+    the report is then the authority for the failures and their frames).
+
+    The failing test is ``test`` (a pytest node id such as ``tests/test_x.py::test_y``, a
+    dotted JUnit or unittest id, or a test name), by default the first failing test in the
+    order of the short test summary (:func:`~.pytest_log.select_test`). Of that test's
+    reports, the call's failure is the failure; a setup error only when the call never ran;
+    its other reports (a teardown error) are extra evidence: their project frames follow
+    the failure's, farther away. Frames that give no window (a line past the end of the
+    file, a file the reader will not read, a path from another machine that matches no
+    repository file or several) are ``policy_omissions``
+    (:func:`~.failure.resolve_frames`).
 
     Scores. The builder orders the candidates of the failure file by score alone, whatever
     their reason, so the three sources share one scale there: search windows keep their
@@ -88,12 +102,32 @@ def gather(
     (failure), with the kind of evidence, the name's ambiguity, the frame's distance and
     the import-graph distance (reference), or follows BM25.
 
-    Raises ``NotADirectoryError`` if ``repo`` is not a folder.
+    Raises ``NotADirectoryError`` if ``repo`` is not a folder, ``UnknownTestError`` (a
+    ``LookupError``) if ``test`` names no failing test of the log, ``LogFormatError`` for
+    unreadable JUnit XML.
     """
     repository = repo if isinstance(repo, Repository) else Repository(Path(repo))
     failures = parse_test_output(log_text, junit_xml=junit_xml)
-    failure = failures[0] if failures else None
-    frames = project_frames(repository, failure) if failure is not None else []
+    tests = failing_tests(failures, summary_order(log_text))
+    chosen = select_test(tests, test)
+    failure = chosen.failure if chosen is not None else None
+    frames: list[ProjectFrame] = []
+    frame_omissions: list[PolicyOmission] = []
+    if chosen is not None and failure is not None:
+        frames, frame_omissions = resolve_frames(repository, failure)
+        known = {(pf.path, pf.line) for pf in frames}
+        reported = set(frame_omissions)
+        for other in chosen.others:  # a teardown error: extra evidence, after the failure's
+            extra, omitted = resolve_frames(repository, other, from_test_id=False)
+            offset = len(frames)
+            for pf in extra:
+                if (pf.path, pf.line) not in known:
+                    known.add((pf.path, pf.line))
+                    frames.append(ProjectFrame(pf.path, pf.line, pf.distance + offset, pf.frame))
+            for omission in omitted:
+                if omission not in reported:
+                    reported.add(omission)
+                    frame_omissions.append(omission)
     tokens = build_query(failure, query, repo=repository, weighted=True)
 
     failing = failure_files(frames)
@@ -124,8 +158,7 @@ def gather(
     failure_found = failure_windows(repository, frames, base_score=tier + 2.0)
     # Every window passes the reader's check last: secrets and stale windows are withheld.
     candidates, withheld = repository.screen((*failure_found, *references, *search))
-    if failure is not None:
-        withheld = [*_unreadable_frames(repository, failure), *withheld]
+    withheld = [*frame_omissions, *withheld]
     return Gathered(
         candidates=tuple(candidates),
         failure_file=frames[0].path if frames else None,
@@ -134,28 +167,5 @@ def gather(
         query=tuple(dict.fromkeys(tokens)),
         policy_omissions=tuple(withheld),
         failure_files=tuple(failing),
+        failing_tests=tuple(tests),
     )
-
-
-def _unreadable_frames(repository: Repository, failure: TestFailure) -> list[PolicyOmission]:
-    """Traceback frames that name a file under the repository folder which the reader will
-    not read (ignored, binary, oversized, a link leading out, not canonical): reported as
-    policy omissions, so a frame never disappears without a trace."""
-    out: list[PolicyOmission] = []
-    seen: set[tuple[str, int]] = set()
-    for frame in failure.frames:
-        if frame.path.startswith("<"):
-            continue  # <frozen ...>, <string>: no file
-        where = Path(frame.path)
-        full = Path(os.path.normpath(where if where.is_absolute() else repository.root / where))
-        if {"site-packages", "dist-packages"} & set(full.parts):
-            continue  # installed code, even in a virtual environment inside the repository
-        try:
-            textual = full.relative_to(repository.root).as_posix()
-        except ValueError:
-            continue  # outside the repository folder: not a project frame at all
-        if repository.relative(frame.path) is not None or (textual, frame.line) in seen:
-            continue
-        seen.add((textual, frame.line))
-        out.append(PolicyOmission(textual, frame.line, frame.line, "failure", WINDOW_UNREADABLE))
-    return out

@@ -21,6 +21,19 @@ exception (``The above exception was the direct cause of the following exception
 *segment*: every link of the chain is kept, in printed order (the root cause first), and
 the last segment is the exception the test saw.
 
+A report header is recognised by pytest's own layout (``write_sep("_", title)``: the title
+between runs of ``_`` of equal length, one ``_`` a side for a long name; the ``_ _ _`` lines
+between the entries of a long traceback are never headers). Failures with no ordinary
+traceback entry for the broken file are read too: a ``SyntaxError`` (``IndentationError``,
+``TabError``) names its location in its message (``E     File "pkg/broken.py", line 3``),
+which becomes the deepest frame; pytest's "fixture not found" report gives ``file path,
+line N``; a doctest's ``path:N: UnexpectedException`` is the example, the traceback above it
+goes deeper.
+
+:func:`failing_tests` groups one test's reports (a failure and an error at teardown) and
+picks the one that is its failure; :func:`summary_order` gives the order of the short test
+summary; :func:`select_test` chooses a failing test by id.
+
 Test ids (``tests/test_x.py::TestC::test_y[a b-[1]]``) come from status lines, with the
 status before the id (``FAILED id - message``, ``[gw1] [ 50%] PASSED id``) or after it
 (``id PASSED  [ 50%]``, ``test_x (mod.C.test_x) ... FAIL``); ids may hold blanks and
@@ -30,53 +43,65 @@ brackets. Progress lines (``tests/test_x.py .F.  [100%]``, ``[100%]``) are not t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 __all__ = [
     "ChainLink",
+    "FailingTest",
     "Frame",
     "LogFormatError",
     "TestFailure",
     "TestOutcome",
+    "UnknownTestError",
+    "failing_tests",
     "is_junit_xml",
     "parse_junit_xml",
     "parse_outcomes",
     "parse_pytest_log",
     "parse_test_output",
+    "select_test",
     "strip_ansi",
+    "summary_order",
 ]
 
 Status = Literal["failed", "error"]
+Phase = Literal["collect", "setup", "call", "teardown"]
 Relation = Literal["cause", "context", "group"]
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+# Every pattern here runs in time linear in the line it reads (the log is text we did not
+# write): character classes next to each other are disjoint or the repetition is possessive
+# (``*+``, ``++``), so no pattern can backtrack over a long run more than once.
+_ANSI = re.compile(r"\x1b\[[0-?]*+[ -/]*+[@-~]|\x1b[@-Z\\-_]")
 # A time stamp that CI systems put before every line of a job log.
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
 # pytest-xdist: the worker of a line, and the worker's platform line under a report header.
 _XDIST_PREFIX = re.compile(r"^\[gw\d+\] ")
 _XDIST_PLATFORM = re.compile(r"^\[gw\d+\] \S+ -- Python \S+")
-_PROGRESS = re.compile(r"^\[\s*\d+%\]\s*")
-_HEADER = re.compile(r"^_{3,} (?P<name>.+?) _{3,}$")
-_ENTRY_SEPARATOR = re.compile(r"^(?:_ )+_?$")
+# Matched at a position (``pattern.match(line, pos)``), so no ``^``.
+_PROGRESS = re.compile(r"\[\s*+\d++%\]\s*+")
 # `path:line: message` as pytest prints it (long/short/line styles); the path has no blanks.
-_LOCATION = re.compile(r"^(?P<path><[^>\n]+>|[^\s<>]\S*?):(?P<line>\d+): ?(?P<message>.*)$")
+_LOCATION = re.compile(r"^(?P<path><[^>\n]++>|[^\s<>]\S*?):(?P<line>\d++): ?(?P<message>.*)$")
+# `file path, line N` above the test's signature (pytest's "fixture not found" report).
+_FIXTURE_LOCATION = re.compile(r"^file (?P<path>.+), line (?P<line>\d++)$")
 # `  File "path", line N, in func` as Python prints it (native style, bare tracebacks).
-_NATIVE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
+_NATIVE = re.compile(r'^\s*+File "(?P<path>[^"]++)", line (?P<line>\d++)(?:, in (?P<func>.+))?$')
 _CHAIN: dict[str, Relation] = {
     "The above exception was the direct cause of the following exception": "cause",
     "During handling of the above exception, another exception occurred": "context",
 }
 _TRACEBACK_START = "Traceback (most recent call last):"
 # Exception groups (Python 3.11+) draw their sub-exceptions in a box of `|` and `+-`.
-_GROUP_MARGIN = re.compile(r"^\s*(?:\|(?: |$))+|^\s*\+ (?=Exception Group Traceback)")
-_GROUP_SPLIT = re.compile(r"^\s*\+[-+]*-+ (?:\d+|\.\.\.) -+$")
-_EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*): ?(?P<message>.*)$")
-_EXCEPTION_NAME = re.compile(r"^[A-Za-z_][\w.]*$")
+_GROUP_MARGIN = re.compile(r"^\s*+(?:\|(?: |$))++|^\s*+\+ (?=Exception Group Traceback)")
+# `+-+---- 1 ----` / `+---- ... ----`: the run of `-` and `+` before the blank ends with `-`.
+_GROUP_SPLIT = re.compile(r"^\s*+\+[-+]*+(?<=-) (?:\d++|\.\.\.) -++$")
+_EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*+): ?(?P<message>.*)$")
+_EXCEPTION_NAME = re.compile(r"^[A-Za-z_][\w.]*+$")
 # The last line of a Python traceback, "ValueError: message", as printed at column 0.
 _TRACEBACK_TAIL = re.compile(
-    r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Iteration|Failed|Group|Warning)(?::|$)"
+    r"^[A-Za-z_][\w.]*+(?:(?<=Error)|(?<=Exception)|(?<=Exit)|(?<=Interrupt)|(?<=Iteration)"
+    r"|(?<=Failed)|(?<=Group)|(?<=Warning))(?::|$)"
 )
 # unittest: the rule above a report, its header, and the rule under the header.
 _UNITTEST_RULE = re.compile(r"^={20,}$")
@@ -89,6 +114,11 @@ _UNITTEST_VERBOSE = re.compile(
     r"^\s*(?P<desc>\S+ \([^()\s]+\)(?: \(.*\))?) \.\.\. "
     r"(?P<status>ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$"
 )
+_PHASE_HEADERS: tuple[tuple[str, Phase], ...] = (
+    ("ERROR at setup of ", "setup"),
+    ("ERROR at teardown of ", "teardown"),
+    ("ERROR collecting ", "collect"),
+)
 _PYTEST_STATUS = {
     "PASSED": "passed",
     "FAILED": "failed",
@@ -98,10 +128,9 @@ _PYTEST_STATUS = {
     "XPASS": "xpassed",
 }
 _STATUS_FIRST = re.compile(r"^(?P<status>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (?P<rest>\S.*)$")
-_STATUS_LAST = re.compile(
-    r"^(?P<id>[^\s:]+::\S.*?) (?P<status>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)"
-    r"(?: \(.*\))?(?:\s+\[\s*\d+%\])?$"
-)
+# `id STATUS`, `id STATUS (reason)`, either maybe followed by `  [ 50%]` (:func:`_status_last`).
+_ID_START = re.compile(r"[^\s:]++::\S")
+_STATUS_WORD = re.compile(r" (?P<status>PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)")
 _UNITTEST_STATUS = {
     "ok": "passed",
     "FAIL": "failed",
@@ -146,6 +175,56 @@ def _rule_title(line: str, rule: str) -> str | None:
     if title.endswith(" "):
         title = title[:-1]
     return title
+
+
+def _is_entry_separator(line: str) -> bool:
+    """Whether ``line`` is the ``_ _ _ _`` line pytest's long style prints between the
+    entries of one traceback (trailing blank stripped): never a report header."""
+    size = len(line)
+    return size >= 3 and line == "_ " * (size // 2) + "_" * (size % 2)
+
+
+def _report_title(line: str, width: int | None, *, strict: bool = False) -> str | None:
+    """The title of a pytest report header line, or ``None`` if ``line`` is not one.
+
+    pytest's terminal writer draws a header as ``write_sep("_", title)``: ``N`` times ``_``,
+    a blank, the title, a blank, ``N`` times ``_`` and one more ``_`` when the line still
+    fits the terminal width ``W``, with ``N = max((W - len(title) - 2) // 2, 1)``; so a long
+    test name gets runs of 1 to 3 ``_`` only. A line is a header when its runs of ``_`` are
+    as long as each other (the right one maybe by one more), its title is not made of ``_``
+    and blanks only (the ``_ _ _`` frame separators of ``--tb=long``), and, when ``width``
+    (the terminal width, known from the ``=`` rule above the reports) is given and the runs
+    are shorter than 3 (or ``strict``: the line comes after a report's captured output,
+    which any program can print), the line is exactly what pytest would draw at that width.
+    """
+    size = len(line)
+    if size < 5 or line[0] != "_" or line[-1] != "_":
+        return None
+    left = size - len(line.lstrip("_"))
+    right = size - len(line.rstrip("_"))
+    if left == size or right - left not in (0, 1):
+        return None
+    if line[left] != " " or line[size - right - 1] != " " or size - right - 1 <= left:
+        return None
+    title = line[left + 1 : size - right - 1]
+    if not title.strip(" _"):
+        return None
+    if width is None or (left >= 3 and not strict):
+        return title
+    fill = max((width - len(title) - 2) // 2, 1)
+    drawn = 2 * fill + len(title) + 2
+    extra = 1 if drawn + 1 <= width else 0
+    return title if left == fill and right == fill + extra else None
+
+
+def _phase_of(name: str | None, status: Status) -> Phase | None:
+    """The phase a report header names (``ERROR at setup of x``), ``"call"`` for any other
+    failed test, ``None`` for an error of unknown phase."""
+    if name is not None:
+        for prefix, phase in _PHASE_HEADERS:
+            if name.startswith(prefix):
+                return phase
+    return "call" if status == "failed" else None
 
 
 def _line_number(digits: str) -> int | None:
@@ -235,6 +314,11 @@ class TestFailure:
     ``chain`` holds every exception of the chain in printed order (the root cause first).
     ``origin`` names the shape read: ``pytest``, ``unittest``, ``junit``, ``traceback``
     or ``summary`` (a status line without any report).
+
+    ``phase`` is when the test went wrong, as far as the log says: ``"collect"`` (pytest's
+    ``ERROR collecting``, JUnit's ``collection failure``), ``"setup"`` or ``"teardown"``
+    (``ERROR at setup of``, ``failed on teardown with``), ``"call"`` (a failed test), or
+    ``None`` (an error of unknown phase).
     """
 
     __test__ = False  # not a pytest test class
@@ -248,6 +332,7 @@ class TestFailure:
     status: Status = "failed"
     chain: tuple[ChainLink, ...] = ()
     origin: str = "pytest"
+    phase: Phase | None = None
 
 
 @dataclass(frozen=True)
@@ -275,6 +360,10 @@ class _Segment:
     messages: list[str] = field(default_factory=list)  # E lines and native tails
     location_type: str | None = None  # `path:N: ExcType` (long style, --tb=line)
     tail_type: str | None = None  # the type named by a native traceback's last line
+    # The location a SyntaxError (IndentationError, TabError) names inside its message
+    # (`E     File "path", line N`): the deepest frame, though no traceback entry shows it.
+    syntax_frames: list[Frame] = field(default_factory=list)
+    quoted: set[int] = field(default_factory=set)  # messages that quote source, not the error
 
 
 class _Builder:
@@ -293,6 +382,7 @@ class _Builder:
         self.in_capture = False
         self.after_frame = False  # inside a native frame (its source and caret lines)
         self.in_tail = False  # after a native traceback's last line
+        self.in_syntax = False  # inside a SyntaxError's quoted location (file line, source, caret)
         self.frame_count = 0
 
     @property
@@ -328,8 +418,19 @@ class _Builder:
             self.after_frame = self.in_tail = False
             return
         if line.startswith("E") and (len(line) == 1 or line[1] in " \t"):
-            self.current.messages.append(line[1:].strip())
+            self._message(line[1:].strip())
             self.after_frame = self.in_tail = False
+            return
+        if self.in_syntax and line[:1] in (" ", "\t"):
+            # --tb=line and JUnit: only the first line of a SyntaxError's text has the `E`.
+            self._message(stripped)
+            return
+        self.in_syntax = False
+        fixture = _FIXTURE_LOCATION.match(line)
+        if fixture is not None:  # pytest's "fixture 'x' not found": `file path, line N`
+            number = _line_number(fixture["line"])
+            if number is not None:
+                self._add_frame(Frame(fixture["path"], number, None, len(self.segments) - 1))
             return
         native = _NATIVE.match(line)
         if native:
@@ -344,7 +445,20 @@ class _Builder:
             function = message[3:].strip() if message.startswith("in ") else None
             number = _line_number(location["line"])
             if number is not None:
-                self._add_frame(Frame(location["path"], number, function, len(self.segments) - 1))
+                frame = Frame(location["path"], number, function, len(self.segments) - 1)
+                if message == "UnexpectedException":
+                    # A doctest example that raised: the example is the outermost frame, the
+                    # traceback printed above it goes deeper, and its last line is the error.
+                    self.current.frames.insert(0, frame)
+                    self.frame_count += 1
+                    self.after_frame = self.in_tail = False
+                    return
+                self._add_frame(frame)
+            syntax = _NATIVE.match(message) if message.startswith("File ") else None
+            if syntax is not None and syntax["func"] is None:
+                self._message(message)  # --tb=line: `path:N:   File "broken.py", line 3`
+                self.after_frame = self.in_tail = False
+                return
             if message and function is None:
                 exc_type, _, rest = message.partition(":")
                 if _EXCEPTION_NAME.match(exc_type.strip()):
@@ -375,12 +489,34 @@ class _Builder:
         self.current.frames.append(frame)
         self.frame_count += 1
 
+    def _message(self, text: str) -> None:
+        """One message line: a SyntaxError's ``File "path", line N`` (no function) is its
+        location, a frame; the quoted source and caret lines under it are kept as message
+        lines but are not the error's message."""
+        segment = self.current
+        syntax = _NATIVE.match(text) if text.startswith("File ") else None
+        if syntax is not None and syntax["func"] is None:
+            number = _line_number(syntax["line"])
+            if number is not None:
+                frame = Frame(syntax["path"], number, None, len(self.segments) - 1)
+                if frame not in segment.syntax_frames:
+                    segment.syntax_frames.append(frame)
+                    self.frame_count += 1
+            self.in_syntax = True
+            segment.quoted.add(len(segment.messages))
+        elif self.in_syntax:
+            if _TRACEBACK_TAIL.match(text):
+                self.in_syntax = False  # `SyntaxError: invalid syntax`: the error itself
+            else:
+                segment.quoted.add(len(segment.messages))
+        segment.messages.append(text)
+
     @staticmethod
     def _exception(segment: _Segment) -> tuple[str | None, str]:
         exception_type = segment.location_type or segment.tail_type
         message = ""
-        for text in segment.messages:
-            if not text:
+        for index, text in enumerate(segment.messages):
+            if not text or index in segment.quoted:
                 continue
             match = _EXCEPTION_LINE.match(text)
             if match and (
@@ -409,6 +545,10 @@ class _Builder:
     ) -> TestFailure:
         links: list[ChainLink] = []
         for index, segment in enumerate(self.segments):
+            for frame in segment.syntax_frames:
+                if not segment.frames or segment.frames[-1] != frame:
+                    segment.frames.append(frame)
+            segment.syntax_frames = []
             exception_type, message = self._exception(segment)
             relation = self.relations[index] if index < len(self.relations) else None
             links.append(ChainLink(index, exception_type, message, tuple(segment.frames), relation))
@@ -429,6 +569,7 @@ class _Builder:
             status=status,
             chain=tuple(links),
             origin=origin,
+            phase=_phase_of(self.name, status),
         )
 
 
@@ -454,10 +595,10 @@ def _split_id(rest: str) -> tuple[str, str]:
             depth += 1
         elif char == "]":
             depth -= 1
-            after = rest[index + 1 :]
-            if after == "" or after.startswith(" - "):
+            # (no slicing here: a line of many `]` would copy its rest once per `]`)
+            if index + 1 == len(rest) or rest.startswith(" - ", index + 1):
                 if depth == 0:
-                    return rest[: index + 1], after[3:].strip()
+                    return rest[: index + 1], rest[index + 4 :].strip()
                 if fallback is None:
                     fallback = index
     if fallback is not None:
@@ -480,6 +621,32 @@ def _unittest_id(desc: str) -> tuple[str, str] | None:
     return test_id, name
 
 
+def _status_last(line: str) -> tuple[str, str] | None:
+    r"""``(test_id, status word)`` of a ``-v`` status line ``id STATUS``, ``id STATUS
+    (reason)``, either maybe followed by blanks and ``[ 50%]``; ``None`` for another line.
+
+    The id starts ``name::`` and ends at the first `` STATUS`` after which only the
+    reason and the progress may follow (the expression
+    ``^([^\s:]+::\S.*?) (STATUS)(?: \(.*\))?(?:\s+\[\s*\d+%\])?$``, computed in linear time).
+    """
+    body = line
+    if line.endswith("%]"):
+        opening = line.rfind("[")
+        inner = line[opening + 1 : -2].strip()
+        head = line[:opening].rstrip()
+        if opening > 0 and inner.isdecimal() and len(head) < opening:
+            body = head
+    start = _ID_START.match(body)
+    if start is None:
+        return None
+    end = len(body)
+    for word in _STATUS_WORD.finditer(body, start.end()):
+        after = word.end()
+        if after == end or (end - after >= 3 and body.startswith(" (", after) and body.endswith(")")):
+            return body[: word.start()].strip(), word["status"]
+    return None
+
+
 def _outcome_lines(lines: Iterable[str]) -> Iterator[tuple[int, TestOutcome]]:
     in_summary = False
     for index, raw in enumerate(lines):
@@ -487,13 +654,14 @@ def _outcome_lines(lines: Iterable[str]) -> Iterator[tuple[int, TestOutcome]]:
         if section is not None and section:
             in_summary = section.strip().lower() == "short test summary info"
             continue
-        line = raw
-        prefixed = False
+        position = 0
         while True:  # `[gw0] [ 50%] PASSED id` (the [gwN] prefix is already gone)
-            progress = _PROGRESS.match(line)
-            if progress is None or progress.end() == 0:
+            progress = _PROGRESS.match(raw, position)
+            if progress is None or progress.end() == position:
                 break
-            line, prefixed = line[progress.end() :], True
+            position = progress.end()
+        line = raw[position:]
+        prefixed = position > 0
         if not line:
             continue
         first = _STATUS_FIRST.match(line)
@@ -505,9 +673,9 @@ def _outcome_lines(lines: Iterable[str]) -> Iterator[tuple[int, TestOutcome]]:
             if test_id and (in_summary or prefixed or "::" in test_id):
                 yield index, TestOutcome(test_id, _PYTEST_STATUS[first["status"]], message)
             continue
-        last = _STATUS_LAST.match(line)
+        last = _status_last(line)
         if last is not None:
-            yield index, TestOutcome(last["id"].strip(), _PYTEST_STATUS[last["status"]])
+            yield index, TestOutcome(last[0], _PYTEST_STATUS[last[1]])
             continue
         verbose = _UNITTEST_VERBOSE.match(line)
         if verbose is not None:
@@ -554,8 +722,9 @@ def _header_key(name: str) -> str:
     """The test part of a pytest report header (``ERROR at setup of test_x`` → ``test_x``)."""
     for prefix in ("ERROR at setup of ", "ERROR at teardown of ", "ERROR collecting "):
         if name.startswith(prefix):
-            return name[len(prefix) :]
-    return name
+            name = name[len(prefix) :]
+            break
+    return name[len("[doctest] ") :] if name.startswith("[doctest] ") else name
 
 
 def _id_key(test_id: str) -> str:
@@ -574,6 +743,8 @@ def _dotted(test_id: str) -> str:
         path, _, rest = base.partition("::")
         path = path[:-3] if path.endswith(".py") else path
         base = path.replace("/", ".") + "." + rest.replace("::", ".")
+    elif base.endswith(".py") and not bracket:  # a module's collection error: `tests/t.py`
+        base = base[:-3].replace("/", ".")
     return base + bracket + params
 
 
@@ -587,15 +758,23 @@ def _summary_failure(outcome: TestOutcome) -> TestFailure:
     elif message.startswith("assert "):
         exc_type = "AssertionError"
     status: Status = "error" if outcome.status == "error" else "failed"
+    frames: tuple[Frame, ...] = ()
+    syntax = _NATIVE.match(message) if message.startswith("File ") else None
+    if syntax is not None and syntax["func"] is None:
+        # `FAILED id -   File "pkg/broken.py", line 3`: a SyntaxError's location
+        number = _line_number(syntax["line"])
+        frames = (Frame(syntax["path"], number),) if number is not None else ()
+        message = ""
     return TestFailure(
         _id_key(outcome.test_id),
-        (),
+        frames,
         exc_type,
         message,
         (outcome.message,) if outcome.message else (),
         test_id=outcome.test_id,
         status=status,
         origin="summary",
+        phase=_phase_of(None, status),
     )
 
 
@@ -611,6 +790,8 @@ def _pytest_reports(lines: list[str]) -> tuple[list[tuple[int, TestFailure]], bo
     status: Status = "failed"
     in_reports = False
     saw_reports = False
+    width: int | None = None  # the terminal's, from the `=` rule above the reports
+    capturing = False  # in the captured output of a --tb=line failure
     pending: list[str] = []  # `E` lines of a --tb=line failure, before its location line
     pending_links: list[tuple[list[str], Relation]] = []
 
@@ -627,23 +808,40 @@ def _pytest_reports(lines: list[str]) -> tuple[list[tuple[int, TestFailure]], bo
             title = section.strip().upper()
             in_reports = title in ("FAILURES", "ERRORS")
             status = "error" if title == "ERRORS" else "failed"
+            if in_reports:
+                width = len(line)
             saw_reports = saw_reports or in_reports
-            pending, pending_links = [], []
+            pending, pending_links, capturing = [], [], False
             continue
         if not in_reports:
             continue
-        header = _HEADER.match(line)
-        if header and not _ENTRY_SEPARATOR.match(line):
+        strict = capturing or (current is not None and current.in_capture)
+        header = _report_title(line, width, strict=strict) if line.startswith("_") else None
+        if header is not None:
             finish()
-            current, start = _Builder(header["name"]), index
+            current, start = _Builder(header), index
             continue
         if current is not None:
-            if not _ENTRY_SEPARATOR.match(line):
+            if not _is_entry_separator(line):
                 current.feed(line)
             continue
-        # No report header: `--tb=line` prints each failure as `E` lines and one location.
+        # No report header: `--tb=line` prints each failure as `E` lines and one location
+        # (a SyntaxError's text goes on in indented lines without the `E`); the test's
+        # captured output comes between them, and any program can print a location there:
+        # the location that ends it repeats the message of the `E` lines.
+        if _rule_title(line, "-") is not None:
+            capturing = True
+            continue
+        if capturing:
+            found = _LOCATION.match(line)
+            said = {text[1:].strip() for text in pending} - {""}
+            if found is None or (said and found["message"].strip() not in said):
+                continue
         if line.startswith("E") and (len(line) == 1 or line[1] in " \t"):
-            pending.append(line[1:].strip())
+            pending.append(line)
+            continue
+        if pending and line[:1] in (" ", "\t"):
+            pending.append(line)
             continue
         relation = next((rel for text, rel in _CHAIN.items() if line.strip().startswith(text)), None)
         if relation is not None and pending:
@@ -654,12 +852,15 @@ def _pytest_reports(lines: list[str]) -> tuple[list[tuple[int, TestFailure]], bo
         if location:
             builder = _Builder(None)
             for lines_of_link, link_relation in pending_links:
-                builder.current.messages.extend(lines_of_link)
+                for text in lines_of_link:
+                    builder.feed(text)
                 builder._new_segment(link_relation)
-            builder.current.messages.extend(pending)
+            for text in pending:
+                builder.feed(text)
+            builder.in_syntax = False
             builder.feed(line)
             failures.append((index, builder.build(status=status)))
-            pending, pending_links = [], []
+            pending, pending_links, capturing = [], [], False
     finish()
     return failures, saw_reports
 
@@ -756,9 +957,33 @@ def _unittest_reports(lines: list[str]) -> list[tuple[int, TestFailure]]:
         while builder.current.messages and not builder.current.messages[-1]:
             builder.current.messages.pop()
         status: Status = "error" if header["kind"] == "ERROR" else "failed"
-        failures.append((start, builder.build(test_id=test_id, status=status, origin="unittest")))
+        report = builder.build(test_id=test_id, status=status, origin="unittest")
+        failures.append((start, replace(report, phase=_unittest_phase(report, test_id))))
         index = end
     return failures
+
+
+# The methods unittest runs around a test: an error in one of them is a setup or teardown error.
+_UNITTEST_SETUP = frozenset({"setUp", "asyncSetUp", "setUpClass", "setUpModule"})
+_UNITTEST_TEARDOWN = frozenset(
+    {"tearDown", "asyncTearDown", "tearDownClass", "tearDownModule", "doCleanups", "doClassCleanups"}
+)
+
+
+def _unittest_phase(report: TestFailure, test_id: str | None) -> Phase | None:
+    """The phase of a unittest report, from the function of the first frame of its
+    exception's traceback that is the test method or a setup or teardown method; a
+    ``FAIL`` without one is ``"call"``."""
+    method = test_id.rsplit(".", 1)[-1] if test_id else None
+    last = report.chain[-1].frames if report.chain else report.frames
+    for frame in last:
+        if frame.function in _UNITTEST_SETUP:
+            return "setup"
+        if frame.function in _UNITTEST_TEARDOWN:
+            return "teardown"
+        if method is not None and frame.function == method:
+            return "call"
+    return "call" if report.status == "failed" else None
 
 
 # --- bare tracebacks ------------------------------------------------------------------
@@ -810,6 +1035,13 @@ def is_junit_xml(text: str | bytes) -> bool:
     return head.startswith(("<?xml", "<testsuite", "<testsuites", "<testcase"))
 
 
+_JUNIT_PHASES: tuple[tuple[str, Phase], ...] = (
+    ("failed on setup with", "setup"),
+    ("failed on teardown with", "teardown"),
+    ("collection failure", "collect"),
+)
+
+
 def _local(tag: object) -> str:
     name = tag if isinstance(tag, str) else ""
     return name.rsplit("}", 1)[-1]
@@ -858,7 +1090,7 @@ def parse_junit_xml(data: str | bytes) -> list[TestFailure]:
                 continue
             builder = _Builder(name)
             for line in _clean_lines(element.text or ""):
-                if not _ENTRY_SEPARATOR.match(line):
+                if not _is_entry_separator(line):
                     builder.feed(line)
             status: Status = "error" if kind == "error" else "failed"
             failure = builder.build(test_id=test_id or None, status=status, origin="junit")
@@ -873,7 +1105,12 @@ def parse_junit_xml(data: str | bytes) -> list[TestFailure]:
                 else:
                     message = attr_message
             lines = failure.message_lines or ((attr_message,) if attr_message else ())
-            failures.append(replace(failure, exception_type=exc_type, message=message, message_lines=lines))
+            phase = failure.phase
+            if kind == "error":  # pytest: "failed on setup with ...", "collection failure"
+                phase = next((p for word, p in _JUNIT_PHASES if attr_message.startswith(word)), None)
+            failures.append(
+                replace(failure, exception_type=exc_type, message=message, message_lines=lines, phase=phase)
+            )
     return failures
 
 
@@ -925,10 +1162,13 @@ def parse_test_output(text: str | bytes = "", junit_xml: str | bytes | None = No
     """The failures of a test run, from its text output, its JUnit XML report, or both.
 
     ``text`` is read as JUnit XML when it is an XML document (:func:`is_junit_xml`), else
-    as a log (:func:`parse_pytest_log`; bytes as UTF-8, undecodable bytes replaced). With
-    ``junit_xml`` too, the log's failures come first, each one without frames taking the
-    frames and chain of the report's failure for the same test, and the report's failures
-    that the log does not show follow. Raises :class:`LogFormatError` for unreadable XML.
+    as a log (:func:`parse_pytest_log`; bytes as UTF-8, undecodable bytes replaced).
+
+    With ``junit_xml`` too (the JUnit report of the same run), the report is the authority:
+    the failures are the report's, in its order, with its frames, chain, exception and
+    phase; from the log's failure for the same test come the pytest node id and report
+    name (and the frames, when the report's text has none). A failure the log shows and
+    the report does not is left out. Raises :class:`LogFormatError` for unreadable XML.
     """
     if is_junit_xml(text):
         failures = parse_junit_xml(text)
@@ -940,24 +1180,163 @@ def parse_test_output(text: str | bytes = "", junit_xml: str | bytes | None = No
     reported = parse_junit_xml(junit_xml)
     merged: list[TestFailure] = []
     used: set[int] = set()
-    for failure in failures:
-        match = next(
-            (i for i, other in enumerate(reported) if i not in used and _matches(failure, other)), None
-        )
+    for other in reported:
+        match = next((i for i, mine in enumerate(failures) if i not in used and _matches(mine, other)), None)
         if match is None:
-            merged.append(failure)
+            merged.append(other)
             continue
         used.add(match)
-        other = reported[match]
-        if not failure.frames and other.frames:
-            failure = replace(
-                failure,
-                frames=other.frames,
-                chain=other.chain,
-                exception_type=failure.exception_type or other.exception_type,
-                message=failure.message or other.message,
-                message_lines=failure.message_lines or other.message_lines,
+        mine = failures[match]
+        frames, chain = (other.frames, other.chain) if other.frames else (mine.frames, mine.chain)
+        merged.append(
+            replace(
+                other,
+                name=mine.name or other.name,
+                test_id=mine.test_id or other.test_id,
+                frames=frames,
+                chain=chain,
+                exception_type=other.exception_type or mine.exception_type,
+                message=other.message or mine.message,
+                message_lines=other.message_lines or mine.message_lines,
+                phase=other.phase or mine.phase,
             )
-        merged.append(replace(failure, test_id=failure.test_id or other.test_id))
-    merged.extend(other for i, other in enumerate(reported) if i not in used)
+        )
     return merged
+
+
+# --- failing tests ----------------------------------------------------------------------
+
+
+class UnknownTestError(LookupError):
+    """The test asked for (``--test NODEID``) is not among the failing tests of the log.
+
+    ``test`` is the id asked for; ``known`` the ids (or names) of the failing tests found.
+    """
+
+    def __init__(self, test: str, known: Sequence[str]) -> None:
+        self.test = test
+        self.known = tuple(known)
+        listed = ", ".join(self.known[:10]) + (", ..." if len(self.known) > 10 else "")
+        super().__init__(
+            f"no failing test {test!r} in the log"
+            + (f" (failing tests: {listed})" if self.known else " (it has no failing test)")
+        )
+
+
+@dataclass(frozen=True)
+class FailingTest:
+    """One failing test and every report the log has of it.
+
+    ``test`` is its id (the pytest node id when the log gives one), else its name, else
+    ``None``; ``failure`` is the report that is the failure (:func:`failing_tests` says
+    which); ``others`` are the test's other reports in log order, extra evidence (an error
+    at teardown after the failure).
+    """
+
+    __test__ = False  # not a pytest test class
+
+    test: str | None
+    failure: TestFailure
+    others: tuple[TestFailure, ...] = ()
+
+
+# Which report of one test is its failure: the call's failure, else a setup error (the call
+# never ran), else a collection error, an error of unknown phase, a teardown error last.
+_PHASE_RANK: dict[Phase | None, int] = {"call": 0, "setup": 1, "collect": 2, None: 3, "teardown": 4}
+
+
+def summary_order(text: str | bytes) -> list[str]:
+    """The ids of the failed and errored tests in the order of the short test summary
+    (``FAILED id``, ``ERROR id`` lines under ``short test summary info``), each once; a log
+    without that summary gives the order of its other status lines. A JUnit XML document
+    gives ``[]``."""
+    if is_junit_xml(text):
+        return []
+    log = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    lines = _clean_lines(log)
+    sections: list[tuple[int, bool]] = []  # (line index of a `=` rule, opens the summary)
+    for index, line in enumerate(lines):
+        title = _rule_title(line, "=") if line.startswith("===") else None
+        if title:
+            sections.append((index, title.strip().lower() == "short test summary info"))
+    in_summary: list[str] = []
+    elsewhere: list[str] = []
+    part = 0
+    for index, outcome in _outcome_lines(lines):
+        while part < len(sections) and sections[part][0] < index:
+            part += 1
+        if outcome.status in ("failed", "error"):
+            summary = part > 0 and sections[part - 1][1]
+            (in_summary if summary else elsewhere).append(outcome.test_id)
+    return list(dict.fromkeys(in_summary or elsewhere))
+
+
+def failing_tests(failures: Sequence[TestFailure], order: Sequence[str] = ()) -> list[FailingTest]:
+    """The failing tests of ``failures`` (as parsed, in report order), each once.
+
+    Reports of one test (the same test id; without an id, the same test name, so that
+    ``ERROR at teardown of test_x`` joins ``test_x``) are grouped: the call's failure is
+    the test's failure; a setup error is when the call never ran; a teardown error is
+    extra evidence (``others``), the failure only when the test has nothing else. Tests
+    are ordered by ``order`` (ids, as :func:`summary_order` gives them), those it does not
+    name after, in report order.
+    """
+    groups: list[list[TestFailure]] = []
+    by_id: dict[str, int] = {}
+    by_name: dict[str, int] = {}
+    for failure in failures:
+        key = _dotted(failure.test_id) if failure.test_id else None
+        name = _header_key(failure.name) if failure.name is not None else None
+        found = by_id.get(key) if key is not None else None
+        if found is None and name is not None and (key is None or name not in by_id):
+            candidate = by_name.get(name)
+            if candidate is not None:
+                first = groups[candidate][0]
+                if key is None or first.test_id is None or _dotted(first.test_id) == key:
+                    found = candidate
+        if found is None:
+            found = len(groups)
+            groups.append([])
+        groups[found].append(failure)
+        if key is not None:
+            by_id.setdefault(key, found)
+        if name is not None:
+            by_name.setdefault(name, found)
+    position: dict[str, int] = {}
+    for rank, test_id in enumerate(order):
+        position.setdefault(_dotted(test_id), rank)
+    ranked: list[tuple[int, int, FailingTest]] = []
+    for index, group in enumerate(groups):
+        best = min(range(len(group)), key=lambda i: _PHASE_RANK.get(group[i].phase, 3))
+        failure = group[best]
+        test = next((f.test_id for f in group if f.test_id), None)
+        if test is None and failure.name is not None:
+            test = _header_key(failure.name)
+        others = tuple(f for i, f in enumerate(group) if i != best)
+        rank = position.get(_dotted(test), len(position)) if test else len(position)
+        ranked.append((rank, index, FailingTest(test, failure, others)))
+    ranked.sort(key=lambda item: (item[0], item[1]))
+    return [item[2] for item in ranked]
+
+
+def select_test(tests: Sequence[FailingTest], test: str | None = None) -> FailingTest | None:
+    """The failing test ``test`` names among ``tests`` (:func:`failing_tests`), or the first
+    one when ``test`` is ``None`` (``None`` when there is none).
+
+    ``test`` is a pytest node id (``tests/test_x.py::TestC::test_y[1]``), a unittest or
+    JUnit dotted id (``tests.test_x.TestC.test_y``) or a test name (``TestC.test_y``);
+    exact ids first, then the same test written another way. Raises
+    :class:`UnknownTestError` when no failing test matches.
+    """
+    if test is None:
+        return tests[0] if tests else None
+    for found in tests:
+        if found.test == test or found.failure.test_id == test:
+            return found
+    wanted = _dotted(test)
+    for found in tests:
+        ids = [f.test_id for f in (found.failure, *found.others) if f.test_id]
+        names = [_header_key(f.name) for f in (found.failure, *found.others) if f.name]
+        if any(_dotted(i) == wanted or _dotted(i).endswith("." + wanted) for i in ids) or test in names:
+            return found
+    raise UnknownTestError(test, [t.test or "(unnamed)" for t in tests])
