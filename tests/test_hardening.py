@@ -465,13 +465,22 @@ def test_folder_nested_1000_deep(tmp_path: Path) -> None:
     (here / "test_deep.py").write_text(FAILING_TEST)
     rel = "d/" * 1000 + "test_deep.py"
     (repo / ".gitignore").write_text("*.log\n")
-    assert Repository(repo).files() == [".gitignore", rel]
-    assert Repository(repo).relative(str(repo / rel)) == rel  # the cold path: folders checked from the file
-    log = tmp_path / "log"
-    log.write_text(pytest_log(rel))
-    report = cli.run_context(repo, log)
-    assert report.failure_file == rel
-    assert [(item.path, item.start, item.end) for item in report.result.items][:1] == [(rel, 1, 2)]
+    try:
+        assert Repository(repo).files() == [".gitignore", rel]
+        # The cold path: folders checked from the file.
+        assert Repository(repo).relative(str(repo / rel)) == rel
+        log = tmp_path / "log"
+        log.write_text(pytest_log(rel))
+        report = cli.run_context(repo, log)
+        assert report.failure_file == rel
+        assert [(item.path, item.start, item.end) for item in report.result.items][:1] == [(rel, 1, 2)]
+    finally:
+        # Remove the tree bottom-up here: pytest's own clean-up of old temporary folders
+        # recurses and would fail on it in a later run.
+        (here / "test_deep.py").unlink()
+        while here != repo:
+            here.rmdir()
+            here = here.parent
 
 
 # --- 14. names that would inject lines ------------------------------------------------------
