@@ -177,6 +177,13 @@ def render_block(
     ``repo_context.composer.render_block`` (which it calls for a path or content with lone
     surrogates)."""
 
+SECRET_KINDS: list[str]
+
+def secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """The secrets in ``text``: ``(start, end, kind)`` for characters (code points)
+    ``start..end`` (half-open), sorted, never overlapping; ``kind`` is one of ``SECRET_KINDS``.
+    Linear in the length of ``text``. Raises ``TypeError`` for a non-``str``."""
+
 @final
 class TokenCounter:
     """Exact token counts in one encoding (``"o200k_base"`` or ``"cl100k_base"``), cached by

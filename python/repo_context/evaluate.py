@@ -54,6 +54,7 @@ from .composer import render_block
 from .cost import Cost
 from .merge import RangeMerger
 from .realbugs import GoldRange, PreparationError, gold_ranges, load_cases, prepare, select_cases
+from .secrets import redact_text
 from .sources import Repository, gather
 from .types import Candidate, TokenCounter
 
@@ -749,7 +750,7 @@ def _positive(text: str) -> int:
 
 
 def _error(message: str) -> None:
-    print(f"repo-context eval: {' '.join(message.splitlines())}", file=sys.stderr)
+    print(redact_text(f"repo-context eval: {' '.join(message.splitlines())}"), file=sys.stderr)
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -769,12 +770,12 @@ def run_eval(args: argparse.Namespace) -> int:
         return 2
 
     def progress(message: str) -> None:
-        print(f"[eval] {message}", file=sys.stderr, flush=True)
+        print(redact_text(f"[eval] {message}"), file=sys.stderr, flush=True)
 
     evaluation, failed = evaluate(cases, args.work, budgets=args.budgets, refresh=args.refresh, log=progress)
     for case_id, problem in failed:
         _error(f"{case_id}: preparation failed: {problem}")
-    report = markdown_report(evaluation)
+    report = redact_text(markdown_report(evaluation))  # no secret leaves the program
     try:
         sys.stdout.write(report)
         sys.stdout.flush()

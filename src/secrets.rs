@@ -1,0 +1,421 @@
+//! Secret detection, free of Python types: which byte ranges of a text are secrets, and of
+//! which kind.
+//!
+//! **Rules.** One rule per kind of secret people leak ([`KINDS`]); most re-implement the
+//! published rules of gitleaks (`config/gitleaks.toml`) and detect-secrets (the AWS, Azure
+//! storage, basic-auth URL, JWT and keyword detectors), with the token alphabets and lengths
+//! the providers document. A rule is a regular expression with a capture group for the secret
+//! itself (the rest of the match is context: a keyword, a left boundary) and a check of the
+//! captured bytes (exact length, alphabet, Shannon entropy, placeholders).
+//!
+//! **Time.** Every expression is compiled by the `regex` crate, whose engines (lazy DFA,
+//! one-pass DFA, Pike VM) run in time linear in the text: no backtracking, whatever the input.
+//! Every repetition in the rules either is bounded or ranges over a class that the character
+//! after it cannot belong to, so a search never reads far past the end of its match and
+//! finding every match stays linear too. A [`RegexSet`] first says which rules match at all, in
+//! one pass; only those rules are then run for their spans.
+//!
+//! Texts are bytes (UTF-8, or any bytes: a Python `str` with lone surrogates is passed in its
+//! `surrogatepass` form); every expression is ASCII-only (`(?-u)`), so any byte that is not
+//! ASCII is simply not part of a secret.
+
+use std::sync::LazyLock;
+
+use regex::bytes::{Regex, RegexSet};
+
+/// One secret found in a text: bytes `start..end` (half-open byte offsets) are a secret of
+/// kind `kind` (one of [`KINDS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub start: usize,
+    pub end: usize,
+    pub kind: &'static str,
+}
+
+/// A rule: `pattern` (group 1, or the whole match without a group, is the secret) and the
+/// check the captured bytes must pass.
+struct Rule {
+    kind: &'static str,
+    pattern: &'static str,
+    check: fn(&[u8]) -> bool,
+}
+
+/// Minimum Shannon entropy, in bits per byte, of the value of a keyword assignment.
+pub const MIN_ENTROPY: f64 = 3.5;
+/// Minimum length, in bytes, of the value of a keyword assignment.
+pub const MIN_GENERIC_LEN: usize = 16;
+
+fn any(_: &[u8]) -> bool {
+    true
+}
+
+fn aws_key_id(s: &[u8]) -> bool {
+    s.len() == 20
+        && s.iter()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+}
+
+fn aws_secret(s: &[u8]) -> bool {
+    s.len() == 40
+}
+
+fn github(s: &[u8]) -> bool {
+    if s.starts_with(b"github_pat_") {
+        return s.len() <= 255 + 11;
+    }
+    let body = &s[4..];
+    body.len() <= 255 && body.iter().all(u8::is_ascii_alphanumeric)
+}
+
+fn google(s: &[u8]) -> bool {
+    s.len() == 39
+}
+
+fn npm(s: &[u8]) -> bool {
+    s.len() == 40
+}
+
+fn huggingface(s: &[u8]) -> bool {
+    let body = if s.starts_with(b"hf_") {
+        &s[3..]
+    } else {
+        &s[8..]
+    };
+    (30..=40).contains(&body.len())
+}
+
+fn azure(s: &[u8]) -> bool {
+    (86..=90).contains(&s.len())
+}
+
+/// Placeholder passwords of documentation and examples (compared in lower case).
+const PLACEHOLDER_WORDS: &[&str] = &[
+    "example",
+    "placeholder",
+    "changeme",
+    "change_me",
+    "change-me",
+    "dummy",
+    "fake",
+    "sample",
+    "your",
+    "xxxx",
+    "****",
+    "....",
+    "redacted",
+    "test",
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "todo",
+];
+
+/// Whether `s` reads as a placeholder rather than a value: a template or variable reference
+/// (`${X}`, `{{x}}`, `%(x)s`, `$X`, `<x>`), a placeholder word, or one repeated byte.
+fn placeholder(s: &[u8]) -> bool {
+    if s.is_empty()
+        || matches!(s[0], b'$' | b'%' | b'{' | b'<')
+        || s.windows(2).any(|w| w == b"{{" || w == b"${")
+    {
+        return true;
+    }
+    let lower = s.to_ascii_lowercase();
+    if PLACEHOLDER_WORDS
+        .iter()
+        .any(|w| lower.windows(w.len()).any(|x| x == w.as_bytes()))
+    {
+        return true;
+    }
+    s.iter().all(|&b| b == s[0])
+}
+
+/// Shannon entropy of `s` in bits per byte (0 for an empty slice).
+pub fn entropy(s: &[u8]) -> f64 {
+    if s.is_empty() {
+        return 0.0;
+    }
+    let mut counts = [0u32; 256];
+    for &b in s {
+        counts[b as usize] += 1;
+    }
+    let n = s.len() as f64;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+fn url_password(s: &[u8]) -> bool {
+    !placeholder(s)
+}
+
+/// The value of a keyword assignment is a secret when it is long, random-looking (entropy at
+/// least [`MIN_ENTROPY`]), mixes letters and digits, and is not a placeholder, a dotted name
+/// (`os.environ`) or a snake-case constant name.
+fn generic(s: &[u8]) -> bool {
+    if s.len() < MIN_GENERIC_LEN || placeholder(s) {
+        return false;
+    }
+    let digits = s.iter().any(u8::is_ascii_digit);
+    let letters = s.iter().any(u8::is_ascii_alphabetic);
+    if !(digits && letters) || entropy(s) < MIN_ENTROPY {
+        return false;
+    }
+    let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+    let dotted = s.contains(&b'.')
+        && s.split(|&b| b == b'.')
+            .all(|part| !part.is_empty() && !part[0].is_ascii_digit() && part.iter().all(word));
+    let snake = s.contains(&b'_')
+        && s.iter().all(word)
+        && (!s.iter().any(u8::is_ascii_lowercase) || !s.iter().any(u8::is_ascii_uppercase));
+    !(dotted || snake)
+}
+
+/// The rules, most specific first (an overlap keeps the earlier rule's kind).
+const RULES: &[Rule] = &[
+    Rule {
+        kind: "private-key",
+        pattern: r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:(?:[A-Za-z0-9+/=\s:,\\]|-[A-Za-z0-9])*-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----)?|PuTTY-User-Key-File-[0-9]{1,3}:",
+        check: any,
+    },
+    Rule {
+        kind: "aws-access-key-id",
+        pattern: r"(?:\A|[^0-9A-Za-z])((?:AKIA|ASIA|ABIA|ACCA)[0-9A-Za-z]{16,})",
+        check: aws_key_id,
+    },
+    Rule {
+        kind: "aws-secret-access-key",
+        pattern: r#"(?i:aws_?secret_?access_?key)["']?[ \t]{0,5}[=:][ \t]{0,5}["']?([A-Za-z0-9/+]{40,})"#,
+        check: aws_secret,
+    },
+    Rule {
+        kind: "github-token",
+        pattern: r"(?:\A|[^0-9A-Za-z_])(gh[pousr]_[A-Za-z0-9_]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        check: github,
+    },
+    Rule {
+        kind: "gitlab-token",
+        pattern: r"(?:\A|[^0-9A-Za-z])(gl(?:pat|dt|rt|ptt|ft|soat|cbt)-[0-9A-Za-z_-]{20,})",
+        check: any,
+    },
+    Rule {
+        kind: "slack-token",
+        pattern: r"(?:\A|[^0-9A-Za-z])(xox[abeoprs]-[0-9A-Za-z-]{10,}|xapp-[0-9]-[0-9A-Za-z-]{10,})",
+        check: any,
+    },
+    Rule {
+        kind: "slack-webhook",
+        pattern: r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[0-9A-Za-z_/+-]{20,}",
+        check: any,
+    },
+    Rule {
+        kind: "google-api-key",
+        pattern: r"(?:\A|[^0-9A-Za-z_-])(AIza[0-9A-Za-z_-]{35,})",
+        check: google,
+    },
+    Rule {
+        kind: "stripe-key",
+        pattern: r"(?:\A|[^0-9A-Za-z])((?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]{20,})",
+        check: any,
+    },
+    Rule {
+        kind: "npm-token",
+        pattern: r"(?:\A|[^0-9A-Za-z])(npm_[0-9A-Za-z]{36,})",
+        check: npm,
+    },
+    Rule {
+        kind: "pypi-token",
+        pattern: r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[0-9A-Za-z_-]{50,}",
+        check: any,
+    },
+    Rule {
+        kind: "anthropic-key",
+        pattern: r"(?:\A|[^0-9A-Za-z])(sk-ant-[a-z]{1,20}[0-9]{0,4}-[0-9A-Za-z_-]{20,})",
+        check: any,
+    },
+    Rule {
+        kind: "openai-key",
+        pattern: r"(?:\A|[^0-9A-Za-z])(sk-(?:proj|svcacct|admin)-[0-9A-Za-z_-]{40,}|sk-[0-9A-Za-z_-]*T3BlbkFJ[0-9A-Za-z_-]+)",
+        check: any,
+    },
+    Rule {
+        kind: "huggingface-token",
+        pattern: r"(?:\A|[^0-9A-Za-z_])((?:hf_|api_org_)[0-9A-Za-z]{30,})",
+        check: huggingface,
+    },
+    Rule {
+        kind: "azure-storage-key",
+        pattern: r"(?i:AccountKey)[ \t]{0,5}=[ \t]{0,5}([A-Za-z0-9+/]{80,}={0,2})",
+        check: azure,
+    },
+    Rule {
+        kind: "jwt",
+        pattern: r"(?:\A|[^0-9A-Za-z_-])(eyJ[0-9A-Za-z_-]{10,}\.eyJ[0-9A-Za-z_-]{10,}\.[0-9A-Za-z_-]*)",
+        check: any,
+    },
+    Rule {
+        kind: "url-password",
+        pattern: r#"[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s:/?#@"'<>\[\]{}]{1,100}:([^\s:/?#@"'<>\[\]{}]{1,200})@"#,
+        check: url_password,
+    },
+    Rule {
+        kind: "generic-secret",
+        pattern: r#"(?i:password|passwd|passphrase|pwd|secret|token|api_?key|access_?key|auth_?key|private_?key|credential)[0-9A-Za-z_.-]{0,30}["']?[ \t]{0,5}(?::=|=>|==|=|:)[ \t]{0,5}[bruBRU]{0,2}["'`]?([^"'`\s,;()\[\]{}<>]{16,})"#,
+        check: generic,
+    },
+];
+
+/// The kinds of secret detected, in rule order.
+pub const KINDS: [&str; 18] = [
+    "private-key",
+    "aws-access-key-id",
+    "aws-secret-access-key",
+    "github-token",
+    "gitlab-token",
+    "slack-token",
+    "slack-webhook",
+    "google-api-key",
+    "stripe-key",
+    "npm-token",
+    "pypi-token",
+    "anthropic-key",
+    "openai-key",
+    "huggingface-token",
+    "azure-storage-key",
+    "jwt",
+    "url-password",
+    "generic-secret",
+];
+
+struct Compiled {
+    set: RegexSet,
+    each: Vec<Regex>,
+}
+
+fn ascii(pattern: &str) -> String {
+    format!("(?-u){pattern}")
+}
+
+static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
+    let patterns: Vec<String> = RULES.iter().map(|r| ascii(r.pattern)).collect();
+    Compiled {
+        set: RegexSet::new(&patterns).expect("the secret rules compile"),
+        each: patterns
+            .iter()
+            .map(|p| Regex::new(p).expect("a secret rule compiles"))
+            .collect(),
+    }
+});
+
+/// Every secret in `text`, sorted by start, overlapping findings merged (the merged range
+/// keeps the kind of the finding that starts first, or of the earlier rule on a tie).
+pub fn find(text: &[u8]) -> Vec<Finding> {
+    let compiled = &*COMPILED;
+    let mut found: Vec<(usize, usize, usize)> = Vec::new();
+    for index in compiled.set.matches(text).iter() {
+        let rule = &RULES[index];
+        for caps in compiled.each[index].captures_iter(text) {
+            let Some(secret) = caps.get(1).or_else(|| caps.get(0)) else {
+                continue;
+            };
+            if (rule.check)(secret.as_bytes()) {
+                found.push((secret.start(), index, secret.end()));
+            }
+        }
+    }
+    found.sort_unstable();
+    let mut merged: Vec<Finding> = Vec::with_capacity(found.len());
+    for (start, index, end) in found {
+        match merged.last_mut() {
+            Some(last) if start < last.end => last.end = last.end.max(end),
+            _ => merged.push(Finding {
+                start,
+                end,
+                kind: RULES[index].kind,
+            }),
+        }
+    }
+    merged
+}
+
+/// The kind of the first secret (by position) in `text`, if it holds one.
+pub fn first_kind(text: &[u8]) -> Option<&'static str> {
+    find(text).first().map(|f| f.kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(text: &str) -> Vec<(&'static str, &str)> {
+        find(text.as_bytes())
+            .into_iter()
+            .map(|f| (f.kind, &text[f.start..f.end]))
+            .collect()
+    }
+
+    #[test]
+    fn kinds_table_matches_rules() {
+        assert_eq!(KINDS.len(), RULES.len());
+        for (kind, rule) in KINDS.iter().zip(RULES) {
+            assert_eq!(*kind, rule.kind);
+        }
+    }
+
+    #[test]
+    fn aws_key_id_exact_span() {
+        let key = format!("AKIA{}", "Q7".repeat(8));
+        let text = format!("KEY = \"{key}\"\n");
+        assert_eq!(kinds(&text), vec![("aws-access-key-id", key.as_str())]);
+        assert_eq!(kinds(&format!("X{key}")), vec![]);
+        assert_eq!(kinds(&format!("{key}Z")), vec![]);
+    }
+
+    #[test]
+    fn huggingface_and_generic_merge() {
+        let token = format!("hf_{}", "aBcDeFgHiJkLmNoPqRsTuVwXyZ01234567");
+        let text = format!("HF_TOKEN = \"{token}\"\n");
+        assert_eq!(kinds(&text), vec![("huggingface-token", token.as_str())]);
+    }
+
+    #[test]
+    fn generic_needs_entropy_and_no_placeholder() {
+        assert_eq!(kinds("password = \"changeme\"\n"), vec![]);
+        assert_eq!(kinds("api_key = \"${API_KEY}\"\n"), vec![]);
+        assert_eq!(
+            kinds("db_password = \"Zq8vX2mK9pL4rT7w\"\n"),
+            vec![("generic-secret", "Zq8vX2mK9pL4rT7w")]
+        );
+    }
+
+    #[test]
+    fn adversarial_lines_are_linear() {
+        // A quadratic search would take minutes on these; a linear one milliseconds.
+        for unit in [
+            "-sk",
+            "sk-",
+            "AKIA",
+            "xoxb-",
+            "password=",
+            "a://b:",
+            "eyJ.",
+            "-----BEGIN ",
+        ] {
+            let text = unit.repeat(1_000_000 / unit.len());
+            let started = std::time::Instant::now();
+            let _ = find(text.as_bytes());
+            assert!(started.elapsed().as_secs() < 30, "{unit}");
+        }
+    }
+
+    #[test]
+    fn entropy_of_uniform_bytes() {
+        assert!((entropy(b"abcd") - 2.0).abs() < 1e-12);
+        assert_eq!(entropy(b""), 0.0);
+    }
+}
