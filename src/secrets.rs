@@ -49,10 +49,12 @@ fn any(_: &[u8]) -> bool {
     true
 }
 
+/// AWS's documented example keys end with `EXAMPLE` (`AKIAIOSFODNN7EXAMPLE`).
 fn aws_key_id(s: &[u8]) -> bool {
     s.len() == 20
         && s.iter()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        && !s.ends_with(b"EXAMPLE")
 }
 
 fn aws_secret(s: &[u8]) -> bool {
@@ -60,19 +62,60 @@ fn aws_secret(s: &[u8]) -> bool {
 }
 
 fn github(s: &[u8]) -> bool {
-    if s.starts_with(b"github_pat_") {
-        return s.len() <= 255 + 11;
+    if let Some(body) = s.strip_prefix(b"github_pat_") {
+        return (22..=255).contains(&body.len());
     }
     let body = &s[4..];
-    body.len() <= 255 && body.iter().all(u8::is_ascii_alphanumeric)
+    (36..=255).contains(&body.len()) && body.iter().all(u8::is_ascii_alphanumeric)
+}
+
+/// The part of `s` after its `n`-th `-` (empty if it has fewer).
+fn after_dash(s: &[u8], n: usize) -> &[u8] {
+    let mut rest = s;
+    for _ in 0..n {
+        match rest.iter().position(|&b| b == b'-') {
+            Some(i) => rest = &rest[i + 1..],
+            None => return &[],
+        }
+    }
+    rest
+}
+
+fn gitlab(s: &[u8]) -> bool {
+    after_dash(s, 1).len() >= 20
+}
+
+fn slack(s: &[u8]) -> bool {
+    after_dash(s, 1).len() >= 10
+}
+
+fn slack_webhook(s: &[u8]) -> bool {
+    s.len() >= "hooks.slack.com/services/".len() + 20
 }
 
 fn google(s: &[u8]) -> bool {
     s.len() == 39
 }
 
+fn stripe(s: &[u8]) -> bool {
+    s.len() >= "sk_live_".len() + 20
+}
+
 fn npm(s: &[u8]) -> bool {
     s.len() == 40
+}
+
+fn pypi(s: &[u8]) -> bool {
+    let prefix = if s.starts_with(b"pypi-AgEI") { 20 } else { 27 };
+    s.len() >= prefix + 50
+}
+
+fn anthropic(s: &[u8]) -> bool {
+    after_dash(s, 3).len() >= 20
+}
+
+fn openai(s: &[u8]) -> bool {
+    s.windows(8).any(|w| w == b"T3BlbkFJ") || after_dash(s, 2).len() >= 40
 }
 
 fn huggingface(s: &[u8]) -> bool {
@@ -86,6 +129,11 @@ fn huggingface(s: &[u8]) -> bool {
 
 fn azure(s: &[u8]) -> bool {
     (86..=90).contains(&s.len())
+}
+
+fn jwt(s: &[u8]) -> bool {
+    let mut parts = s.split(|&b| b == b'.');
+    parts.next().is_some_and(|p| p.len() >= 13) && parts.next().is_some_and(|p| p.len() >= 13)
 }
 
 /// Placeholder passwords of documentation and examples (compared in lower case).
@@ -104,8 +152,7 @@ const PLACEHOLDER_WORDS: &[&str] = &[
     "....",
     "redacted",
     "test",
-    "password",
-    "passwd",
+    "pass",
     "secret",
     "token",
     "todo",
@@ -177,95 +224,101 @@ fn generic(s: &[u8]) -> bool {
 }
 
 /// The rules, most specific first (an overlap keeps the earlier rule's kind).
+///
+/// `\b{start-half}` asserts that the byte before is not a word byte (`[0-9A-Za-z_]`), so that
+/// a token is not the tail of a longer word. Lengths are checked in code: a repetition is a
+/// run over a class (`+`), never a bounded count, which keeps the automata small (a bounded
+/// repetition of a broad class makes the lazy DFA's states explode and fall back to the slower
+/// Pike VM) and makes every search stop right after its match.
 const RULES: &[Rule] = &[
     Rule {
         kind: "private-key",
-        pattern: r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:(?:[A-Za-z0-9+/=\s:,\\]|-[A-Za-z0-9])*-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----)?|PuTTY-User-Key-File-[0-9]{1,3}:",
+        pattern: r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:(?:[A-Za-z0-9+/=\s:,\\]|-[A-Za-z0-9])*-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)?|PuTTY-User-Key-File-[0-9]+:",
         check: any,
     },
     Rule {
         kind: "aws-access-key-id",
-        pattern: r"(?:\A|[^0-9A-Za-z])((?:AKIA|ASIA|ABIA|ACCA)[0-9A-Za-z]{16,})",
+        pattern: r"\b{start-half}(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Za-z]+",
         check: aws_key_id,
     },
     Rule {
         kind: "aws-secret-access-key",
-        pattern: r#"(?i:aws_?secret_?access_?key)["']?[ \t]{0,5}[=:][ \t]{0,5}["']?([A-Za-z0-9/+]{40,})"#,
+        pattern: r#"(?i:aws_?secret_?access_?key)["']?[ \t]*[=:][ \t]*["']?([A-Za-z0-9/+]+)"#,
         check: aws_secret,
     },
     Rule {
         kind: "github-token",
-        pattern: r"(?:\A|[^0-9A-Za-z_])(gh[pousr]_[A-Za-z0-9_]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        pattern: r"\b{start-half}(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]+",
         check: github,
     },
     Rule {
         kind: "gitlab-token",
-        pattern: r"(?:\A|[^0-9A-Za-z])(gl(?:pat|dt|rt|ptt|ft|soat|cbt)-[0-9A-Za-z_-]{20,})",
-        check: any,
+        pattern: r"\b{start-half}gl(?:pat|dt|rt|ptt|ft|soat|cbt)-[0-9A-Za-z_-]+",
+        check: gitlab,
     },
     Rule {
         kind: "slack-token",
-        pattern: r"(?:\A|[^0-9A-Za-z])(xox[abeoprs]-[0-9A-Za-z-]{10,}|xapp-[0-9]-[0-9A-Za-z-]{10,})",
-        check: any,
+        pattern: r"\b{start-half}(?:xox[abeoprs]|xapp)-[0-9A-Za-z-]+",
+        check: slack,
     },
     Rule {
         kind: "slack-webhook",
-        pattern: r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[0-9A-Za-z_/+-]{20,}",
-        check: any,
+        pattern: r"hooks\.slack\.com/(?:services|workflows|triggers)/[0-9A-Za-z_/+-]+",
+        check: slack_webhook,
     },
     Rule {
         kind: "google-api-key",
-        pattern: r"(?:\A|[^0-9A-Za-z_-])(AIza[0-9A-Za-z_-]{35,})",
+        pattern: r"\b{start-half}AIza[0-9A-Za-z_-]+",
         check: google,
     },
     Rule {
         kind: "stripe-key",
-        pattern: r"(?:\A|[^0-9A-Za-z])((?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]{20,})",
-        check: any,
+        pattern: r"\b{start-half}(?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]+",
+        check: stripe,
     },
     Rule {
         kind: "npm-token",
-        pattern: r"(?:\A|[^0-9A-Za-z])(npm_[0-9A-Za-z]{36,})",
+        pattern: r"\b{start-half}npm_[0-9A-Za-z]+",
         check: npm,
     },
     Rule {
         kind: "pypi-token",
-        pattern: r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[0-9A-Za-z_-]{50,}",
-        check: any,
+        pattern: r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[0-9A-Za-z_-]+",
+        check: pypi,
     },
     Rule {
         kind: "anthropic-key",
-        pattern: r"(?:\A|[^0-9A-Za-z])(sk-ant-[a-z]{1,20}[0-9]{0,4}-[0-9A-Za-z_-]{20,})",
-        check: any,
+        pattern: r"\b{start-half}sk-ant-[a-z]+[0-9]*-[0-9A-Za-z_-]+",
+        check: anthropic,
     },
     Rule {
         kind: "openai-key",
-        pattern: r"(?:\A|[^0-9A-Za-z])(sk-(?:proj|svcacct|admin)-[0-9A-Za-z_-]{40,}|sk-[0-9A-Za-z_-]*T3BlbkFJ[0-9A-Za-z_-]+)",
-        check: any,
+        pattern: r"\b{start-half}sk-(?:(?:proj|svcacct|admin)-[0-9A-Za-z_-]+|[0-9A-Za-z_-]*T3BlbkFJ[0-9A-Za-z_-]+)",
+        check: openai,
     },
     Rule {
         kind: "huggingface-token",
-        pattern: r"(?:\A|[^0-9A-Za-z_])((?:hf_|api_org_)[0-9A-Za-z]{30,})",
+        pattern: r"\b{start-half}(?:hf_|api_org_)[0-9A-Za-z]+",
         check: huggingface,
     },
     Rule {
         kind: "azure-storage-key",
-        pattern: r"(?i:AccountKey)[ \t]{0,5}=[ \t]{0,5}([A-Za-z0-9+/]{80,}={0,2})",
+        pattern: r"(?i:AccountKey)[ \t]*=[ \t]*([A-Za-z0-9+/]+={0,2})",
         check: azure,
     },
     Rule {
         kind: "jwt",
-        pattern: r"(?:\A|[^0-9A-Za-z_-])(eyJ[0-9A-Za-z_-]{10,}\.eyJ[0-9A-Za-z_-]{10,}\.[0-9A-Za-z_-]*)",
-        check: any,
+        pattern: r"\b{start-half}eyJ[0-9A-Za-z_-]+\.eyJ[0-9A-Za-z_-]+\.[0-9A-Za-z_-]*",
+        check: jwt,
     },
     Rule {
         kind: "url-password",
-        pattern: r#"[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s:/?#@"'<>\[\]{}]{1,100}:([^\s:/?#@"'<>\[\]{}]{1,200})@"#,
+        pattern: r#"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@"'<>\[\]{}]+:([^\s:/?#@"'<>\[\]{}]+)@"#,
         check: url_password,
     },
     Rule {
         kind: "generic-secret",
-        pattern: r#"(?i:password|passwd|passphrase|pwd|secret|token|api_?key|access_?key|auth_?key|private_?key|credential)[0-9A-Za-z_.-]{0,30}["']?[ \t]{0,5}(?::=|=>|==|=|:)[ \t]{0,5}[bruBRU]{0,2}["'`]?([^"'`\s,;()\[\]{}<>]{16,})"#,
+        pattern: r#"(?i:password|passwd|passphrase|pwd|secret|token|api_?key|access_?key|auth_?key|private_?key|credential)[0-9A-Za-z_.-]*["']?[ \t]*(?::=|=>|==|=|:)[ \t]*(?:[bruBRU]{0,2}["'`])?([^"'`\s,;()\[\]{}<>]+)"#,
         check: generic,
     },
 ];

@@ -24,7 +24,7 @@ AWS_SECRET = J(["wJalrXUtnFEMI/K7MDENG/", "bPxRfiCY", "0123456789"])
 GITHUB = J(["ghp", "_", "a1B2" * 9])
 GITLAB = J(["glpat", "-", "xY9z" * 5])
 SLACK = J(["xoxb", "-", "1234567890-abcdefABCDEF"])
-WEBHOOK = J(["https://hooks.slack", ".com/services/", "T0123ABCD/B0123ABCD/", "aBcDeF123456"])
+WEBHOOK = J(["hooks.slack", ".com/services/", "T0123ABCD/B0123ABCD/", "aBcDeF123456"])
 GOOGLE = J(["AIza", "Sy", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"])
 STRIPE = J(["sk", "_live_", "4eC39HqLyjWDarjtT1zdp7dc"])
 NPM = J(["npm", "_", "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1eF3hJ5"])
@@ -60,7 +60,7 @@ TABLE: dict[str, tuple[str, str, str]] = {
     "github-token": (f"TOKEN = '{GITHUB}'\n", GITHUB, "prefix = 'ghp_'\n"),
     "gitlab-token": (f"token: {GITLAB}\n", GITLAB, "glpat-short\n"),
     "slack-token": (f"SLACK = '{SLACK}'\n", SLACK, "xoxb-123\n"),
-    "slack-webhook": (f"url = '{WEBHOOK}'\n", WEBHOOK, "see https://api.slack.com/messaging/webhooks\n"),
+    "slack-webhook": (f"url = 'https://{WEBHOOK}'\n", WEBHOOK, "see https://api.slack.com/messaging/webhooks\n"),
     "google-api-key": (f"key={GOOGLE}\n", GOOGLE, "AIzaShort\n"),
     "stripe-key": (f"stripe.api_key = '{STRIPE}'\n", STRIPE, "pk_live_is_publishable\n"),
     "npm-token": (f"//registry/:x={NPM}\n", NPM, "npm_config_cache = '/tmp'\n"),
@@ -114,6 +114,8 @@ def test_false_positive(kind: str) -> None:
         'token_count = "12345678901234567890"\n',  # digits only
         "tokens = tokenize(text, max_tokens=4096)\n",
         "http://user:password@example.com/\n",  # a placeholder password
+        "e.g. `pass` in `https://user:pass@host:port/path`\n",  # documentation
+        'user_id = "AKIAIOSFODNN7EXAMPLE"\n',  # AWS's documented example key id
     ],
 )
 def test_generic_placeholders_and_names_are_not_secrets(text: str) -> None:

@@ -7,6 +7,7 @@ from .cost import Cost
 
 __all__ = [
     "MAX_LINE",
+    "SECRET_KINDS",
     "Block",
     "BuildInput",
     "BuildResult",
@@ -15,6 +16,7 @@ __all__ = [
     "TokenCounter",
     "build",
     "render_block",
+    "secret_spans",
 ]
 
 MAX_LINE: int

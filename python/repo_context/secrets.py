@@ -46,8 +46,9 @@ A token must stand alone: a letter or digit right before or after it (``XAKIA...
 part of a longer word. ``url-password`` and ``generic-secret`` skip placeholders: template and
 variable references (``${X}``, ``{{x}}``, ``%(x)s``, ``$X``, ``<x>``), one repeated character,
 values holding ``example``, ``placeholder``, ``changeme``, ``dummy``, ``fake``, ``sample``,
-``your``, ``xxxx``, ``redacted``, ``test``, ``password``, ``secret``, ``token`` or ``todo``, dotted
-names (``os.environ``) and snake-case constant names. Offsets are characters (code points).
+``your``, ``xxxx``, ``redacted``, ``test``, ``pass``, ``secret``, ``token`` or ``todo``, dotted
+names (``os.environ``) and snake-case constant names; AWS's documented example key ids (ending
+in ``EXAMPLE``) are not secrets. Offsets are characters (code points).
 """
 
 from __future__ import annotations
