@@ -38,6 +38,35 @@ struct Rule {
     kind: &'static str,
     pattern: &'static str,
     check: fn(&[u8]) -> bool,
+    /// The secret's byte range within a match without a capture group (default: all of it);
+    /// cheaper than running the capture engine on every match.
+    secret: Option<fn(&[u8]) -> (usize, usize)>,
+}
+
+/// The trailing run of `class` bytes of `m`, after `tail` more bytes of `m` that are `b'='`
+/// (base64 padding) at most.
+fn trailing(m: &[u8], class: fn(u8) -> bool, tail: usize) -> (usize, usize) {
+    let padding = m
+        .iter()
+        .rev()
+        .take(tail)
+        .take_while(|&&b| b == b'=')
+        .count();
+    let body = &m[..m.len() - padding];
+    let run = body.iter().rev().take_while(|&&b| class(b)).count();
+    (body.len() - run, m.len())
+}
+
+fn base64_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'+' || b == b'/'
+}
+
+fn aws_secret_span(m: &[u8]) -> (usize, usize) {
+    trailing(m, base64_byte, 0)
+}
+
+fn azure_span(m: &[u8]) -> (usize, usize) {
+    trailing(m, base64_byte, 2)
 }
 
 /// Minimum Shannon entropy, in bits per byte, of the value of a keyword assignment.
@@ -235,91 +264,109 @@ const RULES: &[Rule] = &[
         kind: "private-key",
         pattern: r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:(?:[A-Za-z0-9+/=\s:,\\]|-[A-Za-z0-9])*-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)?|PuTTY-User-Key-File-[0-9]+:",
         check: any,
+        secret: None,
     },
     Rule {
         kind: "aws-access-key-id",
         pattern: r"\b{start-half}(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Za-z]+",
         check: aws_key_id,
+        secret: None,
     },
     Rule {
         kind: "aws-secret-access-key",
-        pattern: r#"(?i:aws_?secret_?access_?key)["']?[ \t]*[=:][ \t]*["']?([A-Za-z0-9/+]+)"#,
+        pattern: r#"(?i:aws_?secret_?access_?key)["']?[ \t]*[=:][ \t]*["']?[A-Za-z0-9/+]+"#,
         check: aws_secret,
+        secret: Some(aws_secret_span),
     },
     Rule {
         kind: "github-token",
         pattern: r"\b{start-half}(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]+",
         check: github,
+        secret: None,
     },
     Rule {
         kind: "gitlab-token",
         pattern: r"\b{start-half}gl(?:pat|dt|rt|ptt|ft|soat|cbt)-[0-9A-Za-z_-]+",
         check: gitlab,
+        secret: None,
     },
     Rule {
         kind: "slack-token",
         pattern: r"\b{start-half}(?:xox[abeoprs]|xapp)-[0-9A-Za-z-]+",
         check: slack,
+        secret: None,
     },
     Rule {
         kind: "slack-webhook",
         pattern: r"hooks\.slack\.com/(?:services|workflows|triggers)/[0-9A-Za-z_/+-]+",
         check: slack_webhook,
+        secret: None,
     },
     Rule {
         kind: "google-api-key",
         pattern: r"\b{start-half}AIza[0-9A-Za-z_-]+",
         check: google,
+        secret: None,
     },
     Rule {
         kind: "stripe-key",
         pattern: r"\b{start-half}(?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]+",
         check: stripe,
+        secret: None,
     },
     Rule {
         kind: "npm-token",
         pattern: r"\b{start-half}npm_[0-9A-Za-z]+",
         check: npm,
+        secret: None,
     },
     Rule {
         kind: "pypi-token",
         pattern: r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[0-9A-Za-z_-]+",
         check: pypi,
+        secret: None,
     },
     Rule {
         kind: "anthropic-key",
         pattern: r"\b{start-half}sk-ant-[a-z]+[0-9]*-[0-9A-Za-z_-]+",
         check: anthropic,
+        secret: None,
     },
     Rule {
         kind: "openai-key",
         pattern: r"\b{start-half}sk-(?:(?:proj|svcacct|admin)-[0-9A-Za-z_-]+|[0-9A-Za-z_-]*T3BlbkFJ[0-9A-Za-z_-]+)",
         check: openai,
+        secret: None,
     },
     Rule {
         kind: "huggingface-token",
         pattern: r"\b{start-half}(?:hf_|api_org_)[0-9A-Za-z]+",
         check: huggingface,
+        secret: None,
     },
     Rule {
         kind: "azure-storage-key",
-        pattern: r"(?i:AccountKey)[ \t]*=[ \t]*([A-Za-z0-9+/]+={0,2})",
+        pattern: r"(?i:AccountKey)[ \t]*=[ \t]*[A-Za-z0-9+/]+={0,2}",
         check: azure,
+        secret: Some(azure_span),
     },
     Rule {
         kind: "jwt",
         pattern: r"\b{start-half}eyJ[0-9A-Za-z_-]+\.eyJ[0-9A-Za-z_-]+\.[0-9A-Za-z_-]*",
         check: jwt,
+        secret: None,
     },
     Rule {
         kind: "url-password",
         pattern: r#"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@"'<>\[\]{}]+:([^\s:/?#@"'<>\[\]{}]+)@"#,
         check: url_password,
+        secret: None,
     },
     Rule {
         kind: "generic-secret",
         pattern: r#"(?i:password|passwd|passphrase|pwd|secret|token|api_?key|access_?key|auth_?key|private_?key|credential)[0-9A-Za-z_.-]*["']?[ \t]*(?::=|=>|==|=|:)[ \t]*(?:[bruBRU]{0,2}["'`])?([^"'`\s,;()\[\]{}<>]+)"#,
         check: generic,
+        secret: None,
     },
 ];
 
@@ -372,12 +419,24 @@ pub fn find(text: &[u8]) -> Vec<Finding> {
     let mut found: Vec<(usize, usize, usize)> = Vec::new();
     for index in compiled.set.matches(text).iter() {
         let rule = &RULES[index];
-        for caps in compiled.each[index].captures_iter(text) {
-            let Some(secret) = caps.get(1).or_else(|| caps.get(0)) else {
-                continue;
-            };
-            if (rule.check)(secret.as_bytes()) {
-                found.push((secret.start(), index, secret.end()));
+        let regex = &compiled.each[index];
+        if regex.captures_len() > 1 {
+            // The secret is group 1; the capture engine runs on each match's span only.
+            for caps in regex.captures_iter(text) {
+                if let Some(secret) = caps.get(1)
+                    && (rule.check)(secret.as_bytes())
+                {
+                    found.push((secret.start(), index, secret.end()));
+                }
+            }
+        } else {
+            // The DFAs alone find the matches; the secret is all or part of each.
+            for m in regex.find_iter(text) {
+                let (start, end) = rule.secret.map_or((0, m.len()), |span| span(m.as_bytes()));
+                let secret = &m.as_bytes()[start..end];
+                if (rule.check)(secret) {
+                    found.push((m.start() + start, index, m.start() + end));
+                }
             }
         }
     }

@@ -232,3 +232,33 @@ def test_a_refused_file_keeps_its_lines_with_the_secrets_redacted(tmp_path: Path
     source = Repository(tmp_path).source("pkg/settings.py")
     assert source is not None and source.refused == SECRET_CONTENT
     assert source.lines == ('API_TOKEN = "[REDACTED: huggingface-token]"\n', "\n", "MAX_RETRIES = 3\n")
+
+
+def test_a_hugging_face_token_is_not_printed_for_a_query_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue: ``context --query HF_TOKEN`` printed an undetected ``hf_`` token twice."""
+    root = tmp_path / "repo"
+    write(root, "settings.py", f'HF_TOKEN = "{HF}"\n\n\ndef token():\n    return HF_TOKEN\n')
+    write(root, "app.py", "def run():\n    raise ValueError('no model')\n")
+    log = write(
+        tmp_path,
+        "run.log",
+        "Traceback (most recent call last):\n"
+        '  File "app.py", line 2, in run\n'
+        "    raise ValueError('no model')\n"
+        "ValueError: no model\n",
+    )
+    args = ["context", "--repo", str(root), "--pytest-log", str(log), "--query", "HF_TOKEN"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert HF not in out and out.count("settings.py") == 2
+    assert "- `settings.py:1-1` search: policy: secret content\n" in out
+    assert "- `settings.py:4-5` search: policy: secret content\n" in out
+    assert main([*args, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert HF not in json.dumps(data)
+    assert [(w["path"], w["start"], w["end"], w["source"]) for w in data["policy_omitted"]] == [
+        ("settings.py", 4, 5, "search"),
+        ("settings.py", 1, 1, "search"),
+    ]

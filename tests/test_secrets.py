@@ -60,7 +60,11 @@ TABLE: dict[str, tuple[str, str, str]] = {
     "github-token": (f"TOKEN = '{GITHUB}'\n", GITHUB, "prefix = 'ghp_'\n"),
     "gitlab-token": (f"token: {GITLAB}\n", GITLAB, "glpat-short\n"),
     "slack-token": (f"SLACK = '{SLACK}'\n", SLACK, "xoxb-123\n"),
-    "slack-webhook": (f"url = 'https://{WEBHOOK}'\n", WEBHOOK, "see https://api.slack.com/messaging/webhooks\n"),
+    "slack-webhook": (
+        f"url = 'https://{WEBHOOK}'\n",
+        WEBHOOK,
+        "see https://api.slack.com/messaging/webhooks\n",
+    ),
     "google-api-key": (f"key={GOOGLE}\n", GOOGLE, "AIzaShort\n"),
     "stripe-key": (f"stripe.api_key = '{STRIPE}'\n", STRIPE, "pk_live_is_publishable\n"),
     "npm-token": (f"//registry/:x={NPM}\n", NPM, "npm_config_cache = '/tmp'\n"),
