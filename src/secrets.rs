@@ -40,8 +40,11 @@ struct Rule {
     check: fn(&[u8]) -> bool,
     /// The secret's byte range within a match without a capture group (default: all of it);
     /// cheaper than running the capture engine on every match.
-    secret: Option<fn(&[u8]) -> (usize, usize)>,
+    secret: Option<SecretSpan>,
 }
+
+/// Where the secret is in a match: its `(start, end)` byte offsets within the match.
+type SecretSpan = fn(&[u8]) -> (usize, usize);
 
 /// The trailing run of `class` bytes of `m`, after `tail` more bytes of `m` that are `b'='`
 /// (base64 padding) at most.

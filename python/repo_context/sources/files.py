@@ -132,7 +132,10 @@ _SECRET_NAMES = re.compile(
     re.VERBOSE,
 )
 
-# Package-manager configurations: secrets when they hold a token or password.
+# Package-manager configurations: secrets when they hold a token or password. Linear in the
+# text: `^` anchors each try at a line start, and the one repetition that can backtrack (the
+# key) gives back only key characters, at each of which the keyword's first letter fails or,
+# after a keyword, the next character is a key character that no separator matches.
 _CREDENTIAL_CONFIGS = frozenset({".npmrc", ".pypirc", ".yarnrc", ".yarnrc.yml", "pip.conf", "pip.ini"})
 _CREDENTIAL_ENTRY = re.compile(
     r"^[ \t]*[\w./:@-]*(?:authtoken|_auth|_password|password|token)[ \t\"']*[=:][ \t\"']*[^\s\"']",
