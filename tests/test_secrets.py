@@ -12,6 +12,8 @@ import re
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from repo_context.secrets import KINDS, Redaction, Secret, find_secrets, redact, redact_text, redaction
 from repo_context.sources.files import SECRET_CONTENT, SECRET_NAME, secret_in_text
 
@@ -301,3 +303,21 @@ def test_is_rule_is_the_expression_it_replaces(line: str) -> None:
     from repo_context.pytest_plugin import _is_rule
 
     assert _is_rule(line) is _rule_regex(line)
+
+
+@given(st.text(alphabet="=_ ax\t", max_size=16))
+def test_is_rule_agrees_with_the_expression_on_any_line(line: str) -> None:
+    from repo_context.pytest_plugin import _is_rule
+
+    assert _is_rule(line) is _rule_regex(line)
+
+
+PIECES = ["AKIA", "Q7", "hf_", "aB3", "aBcDeFgHiJ", "=", " ", "\n", "\r\n", "\r", "-", "é", "\udcff"]
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=40).map("".join))
+def test_redaction_keeps_every_line_and_leaves_no_secret(text: str) -> None:
+    done = redact(text)
+    assert len(done.text.splitlines()) == len(text.splitlines())
+    assert find_secrets(done.text) == []
+    assert len(done.kinds) == len(find_secrets(text))
