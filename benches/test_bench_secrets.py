@@ -3,7 +3,7 @@
 * ``adversarial-<pattern>``: the detector (every rule) on lines of 1 MiB built to make a
   backtracking engine retry a long stretch at every position, one or more lines per pattern
   (the line's name says which); each line records ``mb_per_s``. The worst case per pattern is
-  the slowest of its lines (``benches/README.md`` has the table).
+  the slowest line of its group.
 * ``issue-line``: the line reported in issue 8 (``"-sk" * n`` inside quotes) at 12 KB, for the
   detector and for the Python expression it replaced (``old``: Python's ``re``, which
   backtracks quadratically here: 120 KB took 17 s), side by side; ``new`` records
