@@ -4,16 +4,17 @@
 //! **Rules.** One rule per kind of secret people leak ([`KINDS`]); most re-implement the
 //! published rules of gitleaks (`config/gitleaks.toml`) and detect-secrets (the AWS, Azure
 //! storage, basic-auth URL, JWT and keyword detectors), with the token alphabets and lengths
-//! the providers document. A rule is a regular expression with a capture group for the secret
-//! itself (the rest of the match is context: a keyword, a left boundary) and a check of the
-//! captured bytes (exact length, alphabet, Shannon entropy, placeholders).
+//! the providers document. A rule is a regular expression whose match is the secret, or holds
+//! it after some context (a keyword and an operator: then a capture group, or a function that
+//! cuts the secret out of the match, says where), and a check of the secret's bytes (exact
+//! length, alphabet, Shannon entropy, placeholders).
 //!
 //! **Time.** Every expression is compiled by the `regex` crate, whose engines (lazy DFA,
 //! one-pass DFA, Pike VM) run in time linear in the text: no backtracking, whatever the input.
-//! Every repetition in the rules either is bounded or ranges over a class that the character
-//! after it cannot belong to, so a search never reads far past the end of its match and
-//! finding every match stays linear too. A [`RegexSet`] first says which rules match at all, in
-//! one pass; only those rules are then run for their spans.
+//! Every repetition in the rules ranges over a class that the byte after it cannot belong to
+//! (lengths are checked in code, not with bounded counts), so a search never reads past the end
+//! of its match and finding every match stays linear too. A [`RegexSet`] first says which rules
+//! match at all, in one pass; only those rules are then run for their spans.
 //!
 //! Texts are bytes (UTF-8, or any bytes: a Python `str` with lone surrogates is passed in its
 //! `surrogatepass` form); every expression is ASCII-only (`(?-u)`), so any byte that is not
