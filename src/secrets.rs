@@ -11,9 +11,11 @@
 //!
 //! **Time.** Every expression is compiled by the `regex` crate, whose engines (lazy DFA,
 //! one-pass DFA, Pike VM) run in time linear in the text: no backtracking, whatever the input.
-//! Every repetition in the rules ranges over a class that the byte after it cannot belong to
-//! (lengths are checked in code, not with bounded counts), so a search never reads past the end
-//! of its match and finding every match stays linear too. A [`RegexSet`] first says which rules
+//! Every repetition in the rules is a run over a class (lengths are checked in code, not with
+//! bounded counts, which would blow up the lazy DFA's states), so a search reads past the end
+//! of its match only to the end of a run that the next match cannot start inside (the private
+//! key body stops at `--`): each byte is read a bounded number of times, and finding every
+//! match stays linear too (the adversarial tests and benchmarks check it). A [`RegexSet`] first says which rules
 //! match at all, in one pass; only those rules are then run for their spans.
 //!
 //! Texts are bytes (UTF-8, or any bytes: a Python `str` with lone surrogates is passed in its
