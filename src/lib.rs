@@ -2,12 +2,14 @@
 //!
 //! * [`engine`]: the pure-Rust core (no Python types): path canonicalisation, the ranking key,
 //!   and the selection loop over per-path sorted interval lists. Tested with `cargo test`.
+//! * [`secrets`]: secret detection in linear time (which byte ranges of a text are secrets).
 //! * `python` (feature `python`, on by default): the one PyO3 binding module (`src/python/`) that reads Python
 //!   candidates into compact rows, runs the engine with the GIL released, and builds the result
 //!   from the caller's own objects. It is the `repo_context._core` extension module.
 
 pub mod engine;
 pub mod render;
+pub mod secrets;
 pub mod tokens;
 
 #[cfg(feature = "python")]

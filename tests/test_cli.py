@@ -319,8 +319,10 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
         "blocks",
         "policy_omitted",
         "failing_tests",
+        "policy_redacted",
     }
     assert out["policy_omitted"] == []
+    assert out["policy_redacted"] == []
     assert (out["budget"], out["cost"]["unit"]) == (120, "chars")
     assert out["used_chars"] == out["used"] <= 120
     assert out["used_chars"] == sum(len(item["content"]) for item in out["items"])

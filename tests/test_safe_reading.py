@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import repo_context
 from repo_context.cli import main, run_context
+from repo_context.secrets import redact_text
 from repo_context.sources import Repository, gather
 from repo_context.sources.files import (
     BINARY_BLOCK,
@@ -27,6 +28,7 @@ from repo_context.sources.files import (
     PolicyOmission,
     secret_in_text,
     secret_name,
+    split_lines,
 )
 from repo_context.sources.window import Window, make_window
 
@@ -352,12 +354,15 @@ def test_secret_content_is_refused_in_any_file(tmp_path: Path, kind: str) -> Non
     write(tmp_path, "pkg/settings.py", text)
     write(tmp_path, "notes.txt", "see below\n" + secret)
     repo = Repository(tmp_path)
-    for rel in ("pkg/settings.py", "notes.txt"):
+    for rel, content in (("pkg/settings.py", text), ("notes.txt", "see below\n" + secret)):
         assert secret_in_text(rel, secret) == SECRET_CONTENT
         source = repo.source(rel)
         assert source is not None and source.refused == SECRET_CONTENT
-        assert source.line_count == len(text.splitlines()) or rel == "notes.txt"
-        assert set("".join(source.lines)) <= {"\n"}
+        assert source.line_count == len(content.splitlines())
+        # Its lines are kept with each secret redacted: no secret is left in them.
+        assert source.lines == split_lines(redact_text(content))
+        assert "[REDACTED: " in "".join(source.lines)
+        assert secret_in_text(rel, "".join(source.lines)) is None
         assert repo.refused[rel] == SECRET_CONTENT
     # The structure stays (the windows the sources would take are known), the strings do not.
     settings = repo.source("pkg/settings.py")

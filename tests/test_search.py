@@ -553,10 +553,15 @@ def test_the_reader_decides_what_is_searched(repo: Path) -> None:
     )
     r = Repository(repo)
     index = SearchIndex.for_repository(r)
-    assert {c.path for c in index.chunks if c.path.endswith(".js")} == {"web/app.js"}
-    assert "web/keys.js" in r.refused  # a secret: refused by the reader, never indexed
+    # A secret is refused by the reader: indexed as the reader gives it (the key redacted),
+    # so that a hit in it is a window the reader withholds and reports.
+    assert {c.path for c in index.chunks if c.path.endswith(".js")} == {"web/app.js", "web/keys.js"}
+    assert "web/keys.js" in r.refused
     windows = search_windows(r, tokenize("formatPrice signing key"))
-    assert windows and all(w.path != "web/keys.js" and "PRIVATE" not in w.content for w in windows)
+    assert windows and all("PRIVATE" not in w.content for w in windows)
+    kept, withheld = r.screen(windows)
+    assert kept and all(w.path != "web/keys.js" for w in kept)
+    assert {w.path for w in withheld} == {"web/keys.js"} and {w.reason for w in withheld} == {"policy"}
     # Without .gitignore rules, the ignored files are searched too: another index.
     unignored = SearchIndex.for_repository(Repository(repo, gitignore=False))
     assert unignored is not index

@@ -7,6 +7,7 @@ from .cost import Cost
 
 __all__ = [
     "MAX_LINE",
+    "SECRET_KINDS",
     "Block",
     "BuildInput",
     "BuildResult",
@@ -15,6 +16,7 @@ __all__ = [
     "TokenCounter",
     "build",
     "render_block",
+    "secret_spans",
 ]
 
 MAX_LINE: int
@@ -176,6 +178,13 @@ def render_block(
     """One item as a block of a prompt section, rendered in Rust: the same text as
     ``repo_context.composer.render_block`` (which it calls for a path or content with lone
     surrogates)."""
+
+SECRET_KINDS: list[str]
+
+def secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """The secrets in ``text``: ``(start, end, kind)`` for characters (code points)
+    ``start..end`` (half-open), sorted, never overlapping; ``kind`` is one of ``SECRET_KINDS``.
+    Linear in the length of ``text``. Raises ``TypeError`` for a non-``str``."""
 
 @final
 class TokenCounter:

@@ -177,10 +177,14 @@ def _discard(stream: TextIO) -> None:
 
 
 def warn(line: str) -> None:
-    """Write ``line`` and a newline to standard error; a standard error that cannot be
-    written (closed, a broken pipe) is ignored: there is nowhere left to report."""
+    """Write ``line`` and a newline to standard error, its secrets redacted
+    (:func:`repo_context.secrets.redact_text`: every message leaves through here); a standard
+    error that cannot be written (closed, a broken pipe) is ignored: there is nowhere left to
+    report."""
+    from .secrets import redact_text  # the detector lives in the extension, loaded on first use
+
     try:
-        write_stream(sys.stderr, line + "\n", name="standard error", closed="it is closed")
+        write_stream(sys.stderr, redact_text(line) + "\n", name="standard error", closed="it is closed")
     except OutputError:
         pass
 

@@ -24,6 +24,14 @@
     and ``"failing_tests"``: every failing test found, each ``{"test", "name", "status",
     "phase", "exception", "message", "selected"}``.
 
+Secrets never leave the program: every text printed (the Markdown context and summary, the
+failure's test name and message, every string of the JSON output, warnings and error
+messages) passes through ``repo_context.secrets.redact``, which replaces each secret with
+``[REDACTED: kind]``. The Markdown output then ends with a line saying how many secrets of
+which kinds were redacted; ``context``'s JSON lists them under ``"policy_redacted"``, each
+``{"where": JSONPath, "kind", "reason": "policy", "why": "policy: secret in the output"}``
+(an empty list when none); ``build`` says so on standard error.
+
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
 an unreadable file or folder, a bad option or command line, an input larger than its limit:
 ``MAX_INPUT_BYTES``, ``MAX_LOG_BYTES``, ``MAX_JUNIT_BYTES`` in ``repo_context._io``), with one
@@ -63,6 +71,7 @@ from ._io import (
 from .composer import header_path, render, render_markdown, render_omitted
 from .cost import Cost
 from .evaluation.command import add_eval_parser
+from .secrets import redact, redact_text
 from .sources import Gathered, gather
 from .sources.pytest_log import LogFormatError, UnknownTestError
 
@@ -71,10 +80,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
+    "SECRET_REDACTED",
     "ContextReport",
     "context_json",
     "failing_tests_json",
     "main",
+    "redact_json",
     "result_json",
     "run_context",
 ]
@@ -103,7 +114,7 @@ class _ArgumentParser(argparse.ArgumentParser):
     whose help is written like any other output (a failure raises ``OutputError``)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"repo-context: {_one_line(message)} (see --help)\n")
+        self.exit(2, redact_text(f"repo-context: {_one_line(message)} (see --help)\n"))
 
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if not message:
@@ -149,7 +160,15 @@ class ContextReport:
         return self.gathered.failure_file
 
     def markdown(self) -> str:
-        """The context as Markdown, then the failure and omission summary."""
+        """The context as Markdown, then the failure and omission summary; every secret in
+        it (:func:`repo_context.secrets.redact`: the failure message, the test name, a path,
+        a window) replaced by ``[REDACTED: kind]``, and a last line saying how many were."""
+        redacted = redact(self._markdown())
+        if not redacted.kinds:
+            return redacted.text
+        return redacted.text + "\n" + _redaction_note(redacted.kinds) + "\n"
+
+    def _markdown(self) -> str:
         failure = self.gathered.failure
         about = ["## Failure", ""]
         if failure is None:
@@ -199,13 +218,52 @@ def _policy_summary(gathered: Gathered) -> list[str]:
     return ["\n".join(lines)]
 
 
+def _redaction_note(kinds: Sequence[str]) -> str:
+    """The Markdown line that reports the secrets redacted from an output."""
+    n = len(kinds)
+    return f"{n} secret{'s' if n != 1 else ''} redacted from this output (reason policy): " + ", ".join(
+        dict.fromkeys(kinds)
+    )
+
+
+def redact_json(value: Any, where: str = "$") -> tuple[Any, list[dict[str, str]]]:
+    """``value`` (a JSON value: ``dict``, ``list``, ``str``, numbers) with every secret in a
+    string, keys included, replaced by ``[REDACTED: kind]``; and one record per secret:
+    ``{"where": JSONPath of the string, "kind", "reason": "policy", "why": "policy: secret in
+    the output"}``. ``value`` is not changed."""
+    found: list[dict[str, str]] = []
+
+    def walk(item: Any, at: str) -> Any:
+        if isinstance(item, str):
+            done = redact(item)
+            found.extend(
+                {"where": at, "kind": kind, "reason": "policy", "why": SECRET_REDACTED} for kind in done.kinds
+            )
+            return done.text
+        if isinstance(item, dict):
+            return {walk(k, f"{at}.<key>"): walk(v, f"{at}.{k}") for k, v in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [walk(v, f"{at}[{i}]") for i, v in enumerate(item)]
+        return item
+
+    return walk(value, where), found
+
+
+#: Why a secret was replaced in an output (``"policy_redacted"`` records).
+SECRET_REDACTED = "policy: secret in the output"
+
+
 def context_json(report: ContextReport) -> str:
     """The JSON output of ``repo-context context``: the build result's JSON form,
-    ``"policy_omitted"`` (the reader's withheld windows) and ``"failing_tests"`` (every
-    failing test of the log, :func:`failing_tests_json`), on one line, ASCII only."""
+    ``"policy_omitted"`` (the reader's withheld windows), ``"failing_tests"`` (every
+    failing test of the log, :func:`failing_tests_json`) and ``"policy_redacted"`` (the
+    secrets replaced by ``[REDACTED: kind]`` in the other fields, see :func:`redact_json`;
+    an empty list when none), on one line, ASCII only."""
     data = report.result.to_dict()
     data["policy_omitted"] = [w.to_dict() for w in report.gathered.policy_omissions]
     data["failing_tests"] = failing_tests_json(report.gathered)
+    data, redacted = redact_json(data)
+    data["policy_redacted"] = redacted
     return json.dumps(data, ensure_ascii=True, allow_nan=False)
 
 
@@ -425,9 +483,22 @@ def _cmd_build(args: argparse.Namespace) -> int:
             data.pop("maxChars", None)
             data["budget"] = args.budget
     result = _ENGINES[args.engine](data)
-    out = result_json(result) + "\n" if args.format == "json" else _markdown_section(result)
+    if args.format == "json":
+        redacted_data, found = redact_json(result.to_dict())
+        kinds = [record["kind"] for record in found]
+        out = json.dumps(redacted_data, ensure_ascii=True, allow_nan=False) + "\n"
+    else:
+        markdown = redact(_markdown_section(result))
+        out, kinds = markdown.text, list(markdown.kinds)
+    if kinds:
+        _warn("build", _redaction_note(kinds))
     _write(sys.stdout, out)
     return 0
+
+
+def _warn(command: str, message: str) -> None:
+    """One warning line on standard error (secrets redacted by :func:`warn`)."""
+    warn(f"repo-context {command}: warning: {_one_line(message)}")
 
 
 def _cmd_context(args: argparse.Namespace) -> int:
@@ -467,12 +538,13 @@ def _cmd_context(args: argparse.Namespace) -> int:
         raise _UsageError(str(exc)) from exc
     failure = report.gathered.failure
     if failure is None:
-        warn("repo-context context: warning: no failing test found in the log")
+        _warn("context", "no failing test found in the log")
     elif failure.frames and not any(pf.frame in failure.frames for pf in report.gathered.frames):
         # (a frame found from the test id alone does not count: the log's paths matched nothing)
-        warn(
-            f"repo-context context: warning: no traceback frame of the log is a file of "
-            f"{header_path(args.repo)} (relative paths are taken from there)"
+        _warn(
+            "context",
+            f"no traceback frame of the log is a file of {header_path(args.repo)} "
+            "(relative paths are taken from there)",
         )
     if args.format == "json":
         _write(sys.stdout, context_json(report) + "\n")

@@ -20,6 +20,10 @@ the repository; the context is built with the native engine. The budget defaults
 ``repo-context context``'s (16,000 characters); ``--repo-context-cost`` and
 ``--repo-context-template`` choose the cost model as ``--cost`` and ``--template`` do there.
 
+Secrets never reach the files or the terminal: the context is the Markdown of
+``repo-context context`` (every secret replaced by ``[REDACTED: kind]`` and the redaction
+reported), and every terminal line passes through ``repo_context.secrets.redact``.
+
 When no test failed, nothing is written and nothing is removed. A terminal summary line
 says where the context went. ``PATH`` (and each file in directory mode) is written with
 :func:`repo_context._io.write_file`: a regular file through a temporary file renamed over it,
@@ -72,9 +76,6 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _LOCATION = re.compile(r"^(?P<path>[^\s<>]\S*?)(?P<rest>:\d+:(?: .*)?)$")
 # A frame line of Python's own traceback (pytest's native style): `  File "path", line N`.
 _NATIVE = re.compile(r'^(?P<head>\s*File ")(?P<path>[^"]+)(?P<rest>", line \d+.*)$')
-# A line the log parser would take for a section rule (`==== ERRORS ====`) or a report
-# header (`____ test_x ____`); inside one report it can only be text of the test's own.
-_RULE = re.compile(r"^(?:={3,}.*={3,}|_{3,} .+ _{3,})$")
 
 
 def _path_value(text: str) -> str:
@@ -186,13 +187,27 @@ def _absolute_paths(text: str, cwd: str) -> str:
     return "\n".join(lines)
 
 
+def _is_rule(line: str) -> bool:
+    """Whether ``line`` (one line) is one the log parser would take for a section rule
+    (``==== ERRORS ====``: three ``=`` or more at each end) or a report header (``____ test_x
+    ____``: three ``_`` or more, a blank, text, a blank, three ``_`` or more); inside one report
+    it can only be text of the test's own. The regular expression
+    ``^(?:={3,}.*={3,}|_{3,} .+ _{3,})$``, decided with string operations in time linear in
+    the line (the expression backtracks cubically on a long run of ``=``)."""
+    if len(line) >= 6 and line.startswith("===") and line.endswith("==="):
+        return True
+    head = len(line) - len(line.lstrip("_"))
+    tail = len(line) - len(line.rstrip("_"))
+    return head >= 3 and tail >= 3 and head + tail + 3 <= len(line) and line[head] == line[-tail - 1] == " "
+
+
 def failure_log(title: str, text: str, *, error: bool = False) -> str:
     """The pytest terminal output of one failed report: the ``FAILURES`` (or, for an
     ``error``, ``ERRORS``) section with one report headed ``title`` whose body is ``text``
     (a report's ``longreprtext``). Lines of ``text`` that would read as a section rule or a
     report header are indented by one blank."""
     title = " ".join(title.splitlines()) or "test session"
-    body = "\n".join(" " + line if _RULE.match(line.rstrip()) else line for line in text.splitlines())
+    body = "\n".join(" " + line if _is_rule(line.rstrip()) else line for line in text.splitlines())
     section = "ERRORS" if error else "FAILURES"
     return f"{'=' * 30} {section} {'=' * 30}\n{'_' * 20} {title} {'_' * 20}\n\n{body}\n"
 
@@ -336,7 +351,7 @@ class RepoContextWriter:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         try:
             for line, problem in self._lines:
-                terminalreporter.write_line(f"repo-context: {line}", yellow=problem)
+                terminalreporter.write_line(_redacted(f"repo-context: {line}"), yellow=problem)
             self._reported = True
         except Exception:
             pass  # reported on standard error at unconfigure
@@ -346,12 +361,19 @@ class RepoContextWriter:
             return
         for line, problem in self._lines:
             if problem:
-                warn(f"repo-context: {line}")  # (a closed standard error is ignored)
+                warn(f"repo-context: {line}")  # (secrets redacted; a closed standard error is ignored)
 
 
 def _name(name: str) -> str:
     """A node id or path as printed: control characters escaped (``header_path``)."""
     return header_path(name)
+
+
+def _redacted(line: str) -> str:
+    """``line`` with its secrets replaced (``repo_context.secrets.redact``)."""
+    from .secrets import redact_text
+
+    return redact_text(line)
 
 
 def _describe(exc: BaseException) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 from .._io import OutputError, warn, write_file, write_stream
 from ..composer import header_path
 from ..errors import ResourceLimitError
+from ..secrets import redact_text
 from .evaluate import DEFAULT_BUDGETS, DEFAULT_CASES, DEFAULT_REPEAT, DEFAULT_WORK, evaluate
 from .realbugs import load_cases, select_cases
 from .report import coverage_chart, markdown_report
@@ -68,7 +69,7 @@ def run_eval(args: argparse.Namespace) -> int:
     evaluation, failed = evaluate(cases, args.work, budgets=args.budgets, refresh=args.refresh, log=progress)
     for case_id, problem in failed:
         _error(f"{header_path(case_id)}: preparation failed: {problem}")
-    report = markdown_report(evaluation)
+    report = redact_text(markdown_report(evaluation))  # no secret leaves the program
     try:
         write_stream(sys.stdout, report)
         if args.out is not None:

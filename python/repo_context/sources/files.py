@@ -41,15 +41,15 @@ the repository reaches a candidate except through it. Its rules:
   ``client_secret*.json``, ``*.tfstate``, ``*.kdbx``) or a package-manager configuration
   (``.npmrc``, ``.pypirc``, ``.yarnrc``, ``.yarnrc.yml``, ``pip.conf``, ``pip.ini``) that
   holds a token or password; or when its content looks like a secret
-  (:data:`SECRET_CONTENT`): a private key block (``-----BEGIN ... PRIVATE KEY-----``, a PuTTY
-  key), an AWS access key id (``AKIA``/``ASIA`` and 16 characters) or secret key
-  assignment, a GitHub (``ghp_``, ``gho_``, ``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``),
-  Slack (``xoxb-`` ...) or GitLab (``glpat-``) token, a Slack webhook, a Google API key, a
-  Stripe live key, an npm, PyPI, OpenAI or Anthropic token. A refused file still has a
-  :class:`SourceFile` -- its line count and its syntax tree, with every string constant
-  blanked -- so that the sources can say which windows they would have taken, but its lines
-  are empty (line endings only): nothing of its text leaves the reader, whatever the
-  window's priority (it may be the failing file). :meth:`Repository.screen` turns every
+  (:data:`SECRET_CONTENT`): a secret of any kind :mod:`repo_context.secrets` detects (a
+  private key, a cloud, repository, chat, payment, registry or model-hub token, a password
+  in a URL, a high-entropy value assigned to a password, secret or token; its module
+  docstring has the table), found in time linear in the file's length. A refused file still
+  has a :class:`SourceFile` -- its line count, its syntax tree with every string constant
+  blanked and, for a secret found in its content, its lines with each secret replaced by
+  ``[REDACTED: kind]`` (a secret name: line endings only) -- so that the sources see its
+  definitions and propose the windows they would take, and none of them leaves the reader,
+  whatever the window's priority (it may be the failing file). :meth:`Repository.screen` turns every
   window of a refused file into a :class:`PolicyOmission`.
 * **Text** is UTF-8 with a BOM dropped; a Python file that declares another encoding
   (PEP 263) is read in that one, as Python reads it. Line endings are kept exactly
@@ -86,7 +86,9 @@ import re2
 from pathspec import GitIgnoreSpec
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
+from .._core import secret_spans
 from .._input import PathProblem, canonical_path
+from ..secrets import redact
 
 __all__ = [
     "BINARY_BLOCK",
@@ -143,58 +145,14 @@ _SECRET_NAMES = re.compile(
     re.VERBOSE,
 )
 
-# Package-manager configurations: secrets when they hold a token or password.
+# Package-manager configurations: secrets when they hold a token or password. Linear in the
+# text: `^` anchors each try at a line start, and the one repetition that can backtrack (the
+# key) gives back only key characters, at each of which the keyword's first letter fails or,
+# after a keyword, the next character is a key character that no separator matches.
 _CREDENTIAL_CONFIGS = frozenset({".npmrc", ".pypirc", ".yarnrc", ".yarnrc.yml", "pip.conf", "pip.ini"})
 _CREDENTIAL_ENTRY = re.compile(
     r"^[ \t]*[\w./:@-]*(?:authtoken|_auth|_password|password|token)[ \t\"']*[=:][ \t\"']*[^\s\"']",
     re.IGNORECASE | re.MULTILINE,
-)
-
-# Content that looks like a private key or a live token, in any file.
-_SECRET_TEXT = re.compile(
-    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-    r"|PuTTY-User-Key-File-\d+:"
-    r"|(?<![0-9A-Za-z])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"
-    r"|(?i:aws_secret_access_key)[\"']?[ \t]*[=:][ \t]*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
-    r"|(?<![0-9A-Za-z_])gh[pousr]_[A-Za-z0-9]{36,255}(?![0-9A-Za-z_])"
-    r"|(?<![0-9A-Za-z_])github_pat_[A-Za-z0-9_]{22,255}"
-    r"|(?<![0-9A-Za-z])xox[baprs]-[0-9A-Za-z-]{10,}"
-    r"|hooks\.slack\.com/services/T[0-9A-Za-z]+/B[0-9A-Za-z]+/[0-9A-Za-z]+"
-    r"|(?<![0-9A-Za-z_-])AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"
-    r"|(?<![0-9A-Za-z])[sr]k_live_[0-9A-Za-z]{20,}"
-    r"|(?<![0-9A-Za-z])glpat-[0-9A-Za-z_-]{20,}"
-    r"|(?<![0-9A-Za-z])npm_[0-9A-Za-z]{36}(?![0-9A-Za-z])"
-    r"|pypi-AgEIcHlwaS5vcmc[0-9A-Za-z_-]{50,}"
-    r"|(?<![0-9A-Za-z])sk-ant-[a-z]+[0-9]*-[0-9A-Za-z_-]{20,}"
-    r"|(?<![0-9A-Za-z])sk-[0-9A-Za-z_-]*T3BlbkFJ[0-9A-Za-z_-]+"
-)
-
-
-# Literal text that every match of ``_SECRET_TEXT`` contains: a file without any is not
-# scanned with the (slower) expression. ``aws_secret_access_key`` is looked for in lower case.
-_SECRET_MARKERS = (
-    "-----BEGIN",
-    "PuTTY-User-Key-File-",
-    "AKIA",
-    "ASIA",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "xoxb-",
-    "xoxa-",
-    "xoxp-",
-    "xoxr-",
-    "xoxs-",
-    "hooks.slack.com/services/",
-    "AIza",
-    "k_live_",
-    "glpat-",
-    "npm_",
-    "pypi-AgEIcHlwaS5vcmc",
-    "sk-",
 )
 
 
@@ -247,14 +205,12 @@ def secret_name(path: str) -> bool:
 def secret_in_text(path: str, text: str) -> str | None:
     """Why the file at ``path`` with content ``text`` is a secret (:data:`SECRET_NAME` for
     a package-manager configuration holding a token or password, :data:`SECRET_CONTENT` for
-    a private key or token anywhere in it), or ``None``."""
+    a secret of any kind of :data:`repo_context.secrets.KINDS` anywhere in it), or ``None``.
+    Linear in ``len(text)``."""
     name = path.rsplit("/", 1)[-1].lower()
     if name in _CREDENTIAL_CONFIGS and _CREDENTIAL_ENTRY.search(text):
         return SECRET_NAME
-    marked = any(marker in text for marker in _SECRET_MARKERS) or "aws_secret_access_key" in text.lower()
-    if marked and _SECRET_TEXT.search(text):
-        return SECRET_CONTENT
-    return None
+    return SECRET_CONTENT if secret_spans(text) else None
 
 
 def node_span(node: ast.stmt) -> tuple[int, int]:
@@ -295,9 +251,12 @@ class SourceFile:
     file is not Python or not valid Python for this interpreter.
 
     ``refused`` is ``None``, or the policy reason (:data:`SECRET_NAME`,
-    :data:`SECRET_CONTENT`) the file's text is withheld for: then every line is empty but
-    for its line ending, and string constants in ``tree`` are blanked, so the file's shape
-    (line count, definitions) is known and its text is not. ``undecodable`` counts the bytes
+    :data:`SECRET_CONTENT`) the file's text is withheld for: then each secret in ``lines``
+    is replaced by ``[REDACTED: kind]`` (for :data:`SECRET_CONTENT`; for
+    :data:`SECRET_NAME` every line is empty but for its line ending), and string constants
+    in ``tree`` are blanked, so the file's shape (line count, definitions, names) is known
+    to the sources and its secrets are not; :meth:`Repository.screen` withholds every
+    window of it. ``undecodable`` counts the bytes
     that were not valid in the file's encoding (kept as lone surrogates); ``digest`` is the
     SHA-256 of the bytes read.
     """
@@ -622,7 +581,7 @@ class Repository:
         tree = _parse(text) if python else None
         if refused is not None:
             self.refused[rel] = refused
-            lines = tuple(_line_ending(line) for line in lines)
+            lines = _withheld_lines(lines, text, refused)
             tree = _blank_strings(tree)
         else:
             self.refused.pop(rel, None)
@@ -796,6 +755,19 @@ def _read_rules(path: Path, limit: int) -> GitIgnoreSpec | None:
                 continue
             good.append(line)
         return _rules(good)
+
+
+def _withheld_lines(lines: tuple[str, ...], text: str, refused: str) -> tuple[str, ...]:
+    """The lines a refused file keeps: for a secret found in its content
+    (:data:`SECRET_CONTENT`), its lines with every secret replaced by ``[REDACTED: kind]``
+    (:func:`repo_context.secrets.redact`), so that the sources still see its definitions and
+    names and propose their windows, which :meth:`Repository.screen` then withholds; for a
+    secret name (the whole file is the secret), its line endings only."""
+    if refused == SECRET_CONTENT:
+        masked = split_lines(redact(text).text)
+        if len(masked) == len(lines):
+            return masked
+    return tuple(_line_ending(line) for line in lines)
 
 
 def _line_ending(line: str) -> str:

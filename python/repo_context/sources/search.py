@@ -28,7 +28,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -560,7 +560,8 @@ class SearchIndex:
         """Index the files of ``repo``: ``paths`` (repository-relative) or, by default,
         every ``.py`` file and every source file of another language
         (:data:`CODE_SUFFIXES`), all read through ``repo``: files it does not read (binary,
-        too large, ignored) or refuses (secrets) are left out."""
+        too large, ignored) are left out; a file it refuses (a secret) is indexed as the
+        reader gives it (its secrets redacted), so that its hits are reported as withheld."""
         started = time.perf_counter()
         listed = sorted(paths) if paths is not None else _searchable_paths(repo)
         fingerprint = _fingerprint(repo.root, listed)
@@ -573,8 +574,8 @@ class SearchIndex:
             before = time.perf_counter()
             source = repo.source(rel)
             read += time.perf_counter() - before
-            if source is None or source.refused is not None or not source.line_count:
-                continue
+            if source is None or not source.line_count:
+                continue  # a refused file is indexed: its hits become policy omissions
             files += 1
             lines += source.line_count
             path_tokens = tokenize(rel)
@@ -641,12 +642,19 @@ class SearchIndex:
         return [float(s) for s in _bm25_scores(self._retriever, list(query))]
 
     def query(
-        self, query: Sequence[str], top_k: int = TOP_K, max_per_file: int | None = MAX_PER_FILE
+        self,
+        query: Sequence[str],
+        top_k: int = TOP_K,
+        max_per_file: int | None = MAX_PER_FILE,
+        *,
+        uncounted: Callable[[str], bool] | None = None,
     ) -> list[Hit]:
         """The ``top_k`` best chunks for ``query`` (tokens; a token repeated ``n`` times
         weighs ``n`` times), best first, at most ``max_per_file`` of one file (``None``:
-        no limit). Chunks scoring 0 are left out; ties keep file and line order. The time
-        taken is kept as ``last_query_seconds``."""
+        no limit). Chunks scoring 0 are left out; ties keep file and line order. The hits
+        in a file for which ``uncounted(path)`` is true are returned among the others but
+        do not count towards ``top_k`` (the windows the reader will withhold, reported
+        without taking a place). The time taken is kept as ``last_query_seconds``."""
         started = time.perf_counter()
         hits: list[Hit] = []
         if self._retriever is not None and query and top_k > 0:
@@ -656,6 +664,7 @@ class SearchIndex:
             positive = np.flatnonzero(scores > 0)
             order = positive[np.argsort(-scores[positive], kind="stable")]
             per_file: dict[str, int] = {}
+            counted = 0
             for i in order.tolist():
                 chunk = self.chunks[i]
                 count = per_file.get(chunk.path, 0)
@@ -663,8 +672,10 @@ class SearchIndex:
                     continue
                 per_file[chunk.path] = count + 1
                 hits.append(Hit(chunk, float(scores[i])))
-                if len(hits) == top_k:
-                    break
+                if uncounted is None or not uncounted(chunk.path):
+                    counted += 1
+                    if counted == top_k:
+                        break
         self.last_query_seconds = time.perf_counter() - started
         return hits
 
@@ -676,11 +687,18 @@ class SearchIndex:
         max_per_file: int | None = MAX_PER_FILE,
     ) -> list[Window]:
         """:meth:`query`'s hits as ``search`` windows read from ``repo``, the score
-        rounded to 4 decimals."""
+        rounded to 4 decimals. Hits in a file the reader refuses (a secret) are windows too
+        (of its redacted lines, for :meth:`Repository.screen` to withhold and report) but do
+        not take one of the ``top_k`` places."""
+
+        def refused(path: str) -> bool:
+            source = repo.source(path)
+            return source is not None and source.refused is not None
+
         windows: list[Window] = []
-        for hit in self.query(query, top_k, max_per_file):
+        for hit in self.query(query, top_k, max_per_file, uncounted=refused):
             source = repo.source(hit.chunk.path)
-            if source is not None and source.refused is None and source.line_count:
+            if source is not None and source.line_count:
                 chunk = hit.chunk
                 windows.append(make_window(source, chunk.start, chunk.end, "search", round(hit.score, 4)))
         return windows

@@ -1,0 +1,264 @@
+"""Secrets never leave the program, and no withheld window vanishes.
+
+* Every output (the Markdown context and summary, the JSON of ``context`` and ``build``,
+  error messages, the pytest plugin's files) passes through one redaction
+  (``repo_context.secrets.redact``), which is reported.
+* A window any source proposes into a file the reader refuses is a policy omission.
+
+The secrets are assembled at run time from harmless pieces.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from repo_context.cli import SECRET_REDACTED, main, redact_json, run_context
+from repo_context.sources import gather
+from repo_context.sources.files import SECRET_CONTENT, PolicyOmission, Repository
+
+pytest_plugins = ["pytester"]
+
+AWS_ID = "".join(["AKIA", "Q7" * 8])
+GITHUB = "".join(["ghp", "_", "a1B2" * 9])
+HF = "".join(["hf", "_", "aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeFgH"])
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- a secret in the failure message ----------------------------------------------------
+
+CONFIG = f'''\
+KEY = "{AWS_ID}"
+
+
+def load():
+    raise RuntimeError("bad config " + KEY)
+'''
+
+TEST_CONFIG = """\
+from config import load
+
+
+def test_load():
+    load()
+"""
+
+
+def _config_repo(root: Path) -> Path:
+    write(root, "config.py", CONFIG)
+    write(root, "test_config.py", TEST_CONFIG)
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "test_config.py", line 5, in test_load\n'
+        "    load()\n"
+        '  File "config.py", line 5, in load\n'
+        '    raise RuntimeError("bad config " + KEY)\n'
+        f"RuntimeError: bad config {AWS_ID}\n"
+    )
+    return write(root.parent, f"{root.name}.log", log)
+
+
+def test_the_error_line_of_the_summary_is_redacted(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    log = _config_repo(root)
+    markdown = run_context(root, log).markdown()
+    assert AWS_ID not in markdown
+    assert "- error: RuntimeError: bad config [REDACTED: aws-access-key-id]\n" in markdown
+    assert markdown.endswith("\n1 secret redacted from this output (reason policy): aws-access-key-id\n")
+    # The module holding the key is withheld, as before.
+    assert "`config.py:4-5` failure: policy: secret content" in markdown
+
+
+def test_the_command_line_outputs_are_redacted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "repo"
+    log = _config_repo(root)
+    assert main(["context", "--repo", str(root), "--pytest-log", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert AWS_ID not in out and "bad config [REDACTED: aws-access-key-id]" in out
+
+    assert main(["context", "--repo", str(root), "--pytest-log", str(log), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert AWS_ID not in json.dumps(data)
+    assert data["policy_redacted"] == []  # the JSON holds no message: nothing to redact
+    # The module holding the key is withheld, and every window of it is reported.
+    assert [(w["path"], w["start"], w["end"], w["source"], w["why"]) for w in data["policy_omitted"]] == [
+        ("config.py", 4, 5, "failure", SECRET_CONTENT),
+        ("config.py", 1, 1, "reference", SECRET_CONTENT),
+        ("config.py", 4, 5, "search", SECRET_CONTENT),
+        ("config.py", 1, 1, "search", SECRET_CONTENT),
+    ]
+
+
+def test_build_output_is_redacted_and_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    content = f'TOKEN = "{GITHUB}"\n'
+    candidates = [
+        {"path": "a.py", "start": 1, "end": 1, "content": content, "reason": "search", "score": 1.0}
+    ]
+    data = write(tmp_path, "in.json", json.dumps({"candidates": candidates, "max_chars": 1000}))
+    assert main(["build", str(data)]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["items"][0]["content"] == 'TOKEN = "[REDACTED: github-token]"\n'
+    assert captured.err == (
+        "repo-context build: warning: 1 secret redacted from this output (reason policy): github-token\n"
+    )
+    assert main(["build", str(data), "--format", "markdown"]) == 0
+    captured = capsys.readouterr()
+    assert GITHUB not in captured.out and "[REDACTED: github-token]" in captured.out
+
+
+def test_error_messages_are_redacted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = [{"path": f"{AWS_ID}/a.py", "start": 0, "end": 1, "content": "x\n", "reason": "search", "score": 1}]
+    data = write(tmp_path, "in.json", json.dumps({"candidates": bad, "max_chars": 10}))
+    assert main(["build", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert AWS_ID not in err and err.startswith("repo-context build: ")
+
+
+def test_redact_json_names_where_each_secret_was() -> None:
+    value = {"a": [f"x {AWS_ID} y", 1, None], GITHUB: {"b": "clean"}}
+    redacted, found = redact_json(value)
+    assert redacted == {
+        "a": ["x [REDACTED: aws-access-key-id] y", 1, None],
+        "[REDACTED: github-token]": {"b": "clean"},
+    }
+    assert found == [
+        {"where": "$.a[0]", "kind": "aws-access-key-id", "reason": "policy", "why": SECRET_REDACTED},
+        {"where": "$.<key>", "kind": "github-token", "reason": "policy", "why": SECRET_REDACTED},
+    ]
+    assert value == {"a": [f"x {AWS_ID} y", 1, None], GITHUB: {"b": "clean"}}  # not changed
+
+
+def test_the_pytest_plugin_file_is_redacted(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Build one context first: the sources import modules that cannot be loaded twice.
+    warm = pytester.path / "warm"
+    run_context(warm.parent, _config_repo(warm))
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makepyfile(config=CONFIG, test_config=TEST_CONFIG)
+    result = pytester.runpytest(
+        "-p", "repo_context.pytest_plugin", "--repo-context=context.md", "test_config.py"
+    )
+    result.assert_outcomes(failed=1)
+    text = (pytester.path / "context.md").read_text(encoding="utf-8")
+    assert AWS_ID not in text
+    assert "- error: RuntimeError: bad config [REDACTED: aws-access-key-id]\n" in text
+    assert text.endswith("\n1 secret redacted from this output (reason policy): aws-access-key-id\n")
+
+
+# --- a secret file must not swallow a window --------------------------------------------
+
+CLIENT = """\
+def retries():
+    return 2
+"""
+
+TEST_CLIENT = """\
+from pkg.client import retries
+from pkg.settings import MAX_RETRIES
+
+
+def test_retries():
+    assert retries() == MAX_RETRIES
+"""
+
+LOG = (
+    "Traceback (most recent call last):\n"
+    '  File "tests/test_client.py", line 6, in test_retries\n'
+    "    assert retries() == MAX_RETRIES\n"
+    "AssertionError\n"
+)
+
+
+def _settings_repo(root: Path, token: str | None) -> None:
+    write(root, "pkg/__init__.py", "")
+    write(root, "pkg/client.py", CLIENT)
+    settings = "\n\nMAX_RETRIES = 3\n"
+    if token is not None:
+        settings = f'API_TOKEN = "{token}"\n' + settings
+    else:
+        settings = "API_TOKEN = None\n" + settings
+    write(root, "pkg/settings.py", settings)
+    write(root, "tests/test_client.py", TEST_CLIENT)
+
+
+def test_a_secret_module_reports_the_reference_window_it_withholds(tmp_path: Path) -> None:
+    """Issue: with the token present, the reference window into the settings module
+    disappeared with no omission; without it, the window is selected."""
+    clean, secret = tmp_path / "clean", tmp_path / "secret"
+    _settings_repo(clean, None)
+    _settings_repo(secret, HF)
+
+    without = gather(clean, LOG)
+    taken = [(c.path, c.start, c.end, c.reason) for c in without.candidates if c.path == "pkg/settings.py"]
+    assert ("pkg/settings.py", 4, 4, "reference") in taken
+    assert without.policy_omissions == ()
+
+    with_token = gather(secret, LOG)
+    assert all(c.path != "pkg/settings.py" for c in with_token.candidates)
+    withheld = [(w.path, w.start, w.end, w.source) for w in with_token.policy_omissions]
+    assert withheld == taken
+    assert {w.why for w in with_token.policy_omissions} == {SECRET_CONTENT}
+    for w in with_token.policy_omissions:
+        assert isinstance(w, PolicyOmission) and w.reason == "policy"
+
+
+def test_search_hits_in_a_secret_file_are_reported_without_taking_a_place(tmp_path: Path) -> None:
+    from repo_context.sources.search import SearchIndex, tokenize
+
+    write(tmp_path, "a.py", "def frobnicate_widget():\n    return 1\n")
+    write(tmp_path, "b.py", f'TOKEN = "{GITHUB}"\n\n\ndef frobnicate_widget_twice():\n    return 2\n')
+    repo = Repository(tmp_path)
+    index = SearchIndex.build(repo)
+    windows = index.windows(repo, tokenize("frobnicate widget twice"), top_k=1)
+    assert [(w.path, w.start, w.end) for w in windows] == [("b.py", 4, 5), ("a.py", 1, 2)]
+    kept, withheld = repo.screen(windows)
+    assert [(w.path, w.start, w.end) for w in kept] == [("a.py", 1, 2)]
+    assert [(w.path, w.start, w.end, w.source, w.why) for w in withheld] == [
+        ("b.py", 4, 5, "search", SECRET_CONTENT)
+    ]
+
+
+def test_a_refused_file_keeps_its_lines_with_the_secrets_redacted(tmp_path: Path) -> None:
+    write(tmp_path, "pkg/settings.py", f'API_TOKEN = "{HF}"\n\nMAX_RETRIES = 3\n')
+    source = Repository(tmp_path).source("pkg/settings.py")
+    assert source is not None and source.refused == SECRET_CONTENT
+    assert source.lines == ('API_TOKEN = "[REDACTED: huggingface-token]"\n', "\n", "MAX_RETRIES = 3\n")
+
+
+def test_a_hugging_face_token_is_not_printed_for_a_query_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue: ``context --query HF_TOKEN`` printed an undetected ``hf_`` token twice."""
+    root = tmp_path / "repo"
+    write(root, "settings.py", f'HF_TOKEN = "{HF}"\n\n\ndef token():\n    return HF_TOKEN\n')
+    write(root, "app.py", "def run():\n    raise ValueError('no model')\n")
+    log = write(
+        tmp_path,
+        "run.log",
+        "Traceback (most recent call last):\n"
+        '  File "app.py", line 2, in run\n'
+        "    raise ValueError('no model')\n"
+        "ValueError: no model\n",
+    )
+    args = ["context", "--repo", str(root), "--pytest-log", str(log), "--query", "HF_TOKEN"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert HF not in out and out.count("settings.py") == 2
+    assert "- `settings.py:1-1` search: policy: secret content\n" in out
+    assert "- `settings.py:4-5` search: policy: secret content\n" in out
+    assert main([*args, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert HF not in json.dumps(data)
+    assert [(w["path"], w["start"], w["end"], w["source"]) for w in data["policy_omitted"]] == [
+        ("settings.py", 4, 5, "search"),
+        ("settings.py", 1, 1, "search"),
+    ]
