@@ -86,7 +86,16 @@ def test_the_command_line_outputs_are_redacted(tmp_path: Path, capsys: pytest.Ca
     assert main(["context", "--repo", str(root), "--pytest-log", str(log), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert AWS_ID not in json.dumps(data)
-    assert data["policy_redacted"] == []  # the JSON holds no message: nothing to redact
+    # The JSON lists every failing test with its message: the key is redacted there, and said so.
+    assert data["policy_redacted"] == [
+        {
+            "where": "$.failing_tests[0].message",
+            "kind": "aws-access-key-id",
+            "reason": "policy",
+            "why": "policy: secret in the output",
+        }
+    ]
+    assert "bad config [REDACTED: aws-access-key-id]" in data["failing_tests"][0]["message"]
     # The module holding the key is withheld, and every window of it is reported.
     assert [(w["path"], w["start"], w["end"], w["source"], w["why"]) for w in data["policy_omitted"]] == [
         ("config.py", 4, 5, "failure", SECRET_CONTENT),
