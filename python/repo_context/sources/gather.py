@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from .failure import (
 from .files import WINDOW_UNREADABLE, PolicyOmission, Repository
 from .pytest_log import TestFailure, parse_test_output
 from .references import reference_windows
-from .search import TOP_K, build_query, search_windows
+from .search import TOP_K, SearchIndex, build_query, search_windows
 from .symbols import SymbolIndex
 from .window import Window
 
@@ -71,6 +72,9 @@ def gather(
     *,
     top_k: int = TOP_K,
     junit_xml: str | bytes | None = None,
+    test: str | None = None,
+    symbols: SymbolIndex | None = None,
+    index: SearchIndex | None = None,
 ) -> Gathered:
     """Gather failure, reference and search windows for the first failure in ``log_text``.
 
@@ -79,6 +83,10 @@ def gather(
     relative paths in it are taken relative to the repository). ``query`` is extra search
     text; ``top_k`` the number of search windows. ``log_text`` may be a JUnit XML report
     instead, and ``junit_xml`` a JUnit XML report of the same run (``parse_test_output``).
+    ``test`` chooses the failing test the context is for (:func:`select_failure`; default
+    the first failure). ``symbols`` and ``index`` are the repository's symbol index and
+    search index when the caller keeps them (``repo_context.Workspace``); by default a new
+    :class:`SymbolIndex` and the process's :meth:`SearchIndex.for_repository`.
 
     Scores. The builder orders the candidates of the failure file by score alone, whatever
     their reason, so the three sources share one scale there: search windows keep their
@@ -88,11 +96,12 @@ def gather(
     (failure), with the kind of evidence, the name's ambiguity, the frame's distance and
     the import-graph distance (reference), or follows BM25.
 
-    Raises ``NotADirectoryError`` if ``repo`` is not a folder.
+    Raises ``NotADirectoryError`` if ``repo`` is not a folder, ``LookupError`` if ``test``
+    names no failure of the log.
     """
     repository = repo if isinstance(repo, Repository) else Repository(Path(repo))
     failures = parse_test_output(log_text, junit_xml=junit_xml)
-    failure = failures[0] if failures else None
+    failure = select_failure(failures, test)
     frames = project_frames(repository, failure) if failure is not None else []
     tokens = build_query(failure, query, repo=repository, weighted=True)
 
@@ -102,7 +111,7 @@ def gather(
     # while its neighbouring tests would crowd the code under test out of a small budget.
     search = [
         w
-        for w in search_windows(repository, tokens, top_k=top_k)
+        for w in search_windows(repository, tokens, top_k=top_k, index=index)
         if not (w.path in failing and is_test_file(w.path))
     ]
     tier = math.ceil(max((w.score for w in search), default=0.0))
@@ -110,7 +119,7 @@ def gather(
         reference_windows(
             repository,
             frames,
-            SymbolIndex(repository),
+            symbols if symbols is not None else SymbolIndex(repository),
             base_score=tier + 1.0,
             test_name=failure.name if failure is not None else None,
         )
@@ -135,6 +144,21 @@ def gather(
         policy_omissions=tuple(withheld),
         failure_files=tuple(failing),
     )
+
+
+def select_failure(failures: Sequence[TestFailure], test: str | None = None) -> TestFailure | None:
+    """The failure of ``failures`` the context is for: the first one, or with ``test`` the
+    first whose test id (a pytest node id) or report name is ``test``, or whose node id
+    ends with ``::test``. ``None`` when ``failures`` is empty and no ``test`` is asked for.
+
+    Raises ``LookupError`` (naming ``test``) if no failure matches ``test``.
+    """
+    if test is None:
+        return failures[0] if failures else None
+    for failure in failures:
+        if test in (failure.test_id, failure.name) or (failure.test_id or "").endswith("::" + test):
+            return failure
+    raise LookupError(f"no failing test {test!r} in the log")
 
 
 def _unreadable_frames(repository: Repository, failure: TestFailure) -> list[PolicyOmission]:
