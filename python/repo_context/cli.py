@@ -33,20 +33,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from . import BuildResult, InvalidInputError, reference
 from . import build as native_build
-from .composer import header_path, render, render_markdown, render_omitted
+from .composer import render, render_markdown
 from .cost import Cost
 from .evaluate import add_eval_parser
-from .sources import Gathered, gather
 from .sources.pytest_log import LogFormatError
+from .workspace import ContextResult, Workspace
 
 __all__ = ["DEFAULT_MAX_CHARS", "ContextReport", "context_json", "main", "result_json", "run_context"]
 
@@ -94,70 +92,8 @@ def result_json(result: BuildResult) -> str:
     return json.dumps(result.to_dict(), ensure_ascii=True, allow_nan=False)
 
 
-@dataclass(frozen=True)
-class ContextReport:
-    """The outcome of ``repo-context context``: what was gathered, and the build result.
-
-    ``max_chars`` is the budget used, in characters (code points).
-    """
-
-    gathered: Gathered
-    result: BuildResult
-    max_chars: int
-
-    @property
-    def failure_file(self) -> str | None:
-        """The repository-relative failure file, or ``None`` if no frame is in the repo."""
-        return self.gathered.failure_file
-
-    def markdown(self) -> str:
-        """The context as Markdown, then the failure and omission summary."""
-        failure = self.gathered.failure
-        about = ["## Failure", ""]
-        if failure is None:
-            about.append("No failing test found in the log.")
-        else:
-            exc = failure.exception_type or "failure"
-            message = f"{exc}: {failure.message}" if failure.message else exc
-            about.append(f"- test: {failure.name or '(unnamed)'}")
-            about.append(f"- error: {message}")
-        about.append(f"- failure file: {self.failure_file or '(none in the repository)'}")
-        cost = self.result.cost
-        unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
-        counted = "the content" if cost.template is None else f"the {cost.template} section"
-        about.append(f"- budget: {self.result.used} of {self.result.budget} {unit} used ({counted})")
-        summary = "\n\n".join(
-            [
-                "\n".join(about),
-                render_omitted(self.result, self.gathered.candidates).rstrip("\n"),
-                *_policy_summary(self.gathered),
-            ]
-        )
-        if cost.template is not None:
-            # The section exactly as costed, then one empty line before the summary.
-            section = render(self.result)
-            gap = "" if section == "" or section.endswith("\n\n") else "\n"
-            return section + gap + summary + "\n"
-        return render_markdown(self.result).rstrip("\n") + "\n\n" + summary + "\n"
-
-
-def _policy_summary(gathered: Gathered) -> list[str]:
-    """The Markdown lines about the windows the reader withheld (none: no lines)."""
-    withheld = gathered.policy_omissions
-    if not withheld:
-        return []
-    files = len({w.path for w in withheld})
-    lines = [
-        f"{len(withheld)} window{'s' if len(withheld) != 1 else ''} of {files} "
-        f"file{'s' if files != 1 else ''} withheld by the reader (reason policy, before any ranking):",
-        "",
-    ]
-    for w in withheld:
-        where = header_path(f"{w.path}:{w.start}-{w.end}")
-        ticks = "`" * (max((len(run) for run in re.findall("`+", where)), default=0) + 1)
-        pad = " " if where.startswith("`") or where.endswith("`") else ""
-        lines.append(f"- {ticks}{pad}{where}{pad}{ticks} {w.source}: {w.why}")
-    return ["\n".join(lines)]
+#: The outcome of ``repo-context context`` (:class:`repo_context.ContextResult`).
+ContextReport = ContextResult
 
 
 def context_json(report: ContextReport) -> str:
@@ -177,49 +113,33 @@ def run_context(
     engine: str = "native",
     cost: object = None,
     junit_xml: str | Path | None = None,
+    test: str | None = None,
 ) -> ContextReport:
     """Gather candidates for the failing test in ``pytest_log`` (a file, read as UTF-8
     with undecodable bytes replaced; a JUnit XML report is recognised as such) in the
     repository folder ``repo`` and build the context with ``engine`` (``"native"`` or
-    ``"reference"``) in ``max_chars`` characters (default ``DEFAULT_MAX_CHARS``), or, with a
-    ``cost`` model (a ``Cost`` or its mapping form), in that many units of it.
+    ``"reference"``) in ``max_chars`` characters of content (default ``DEFAULT_MAX_CHARS``),
+    or, with a ``cost`` model (a ``Cost`` or its mapping form), in that many units of it.
     ``junit_xml`` is the run's JUnit XML report (``pytest --junitxml``), if any: it fills
-    in the tracebacks the log lacks.
+    in the tracebacks the log lacks; ``test`` chooses the failing test (default the first).
+    Nothing is cached on disk (``repo_context.Workspace`` keeps and caches what it derives).
 
     Raises ``OSError`` if the log cannot be read, ``NotADirectoryError`` if ``repo`` is not
     a folder, ``InvalidInputError`` for an invalid budget, ``LogFormatError`` (a
-    ``ValueError``) for unreadable JUnit XML.
+    ``ValueError``) for unreadable JUnit XML, ``LookupError`` if ``test`` names no failure.
     """
     log_text = Path(pytest_log).read_text(encoding="utf-8", errors="replace")
     report = Path(junit_xml).read_bytes() if junit_xml is not None else None
-    return _context(
-        repo, log_text, query=query, max_chars=max_chars, engine=engine, cost=cost, junit_xml=report
-    )
-
-
-def _context(
-    repo: str | Path,
-    log_text: str,
-    *,
-    query: str | None,
-    max_chars: int | None,
-    engine: str,
-    cost: object,
-    junit_xml: bytes | None = None,
-) -> ContextReport:
-    """:func:`run_context` on the text of the log (and the bytes of the JUnit report)."""
     budget = DEFAULT_MAX_CHARS if max_chars is None else max_chars
-    gathered = gather(repo, log_text, query, junit_xml=junit_xml)
-    data = gathered.build_input(budget)
-    if cost is not None:
-        data = {
-            "candidates": data["candidates"],
-            "failure_files": data["failure_files"],
-            "budget": budget,
-            "cost": cost,
-        }
-    result = _ENGINES[engine](data)
-    return ContextReport(gathered, result, budget)
+    return Workspace(repo, cache=False).context(
+        log_text,
+        junit_xml=report,
+        test=test,
+        query=query,
+        budget=budget,
+        cost={"unit": "chars"} if cost is None else cost,
+        engine=engine,
+    )
 
 
 def _read_json(file: str) -> Any:
@@ -367,32 +287,35 @@ def _cmd_context(args: argparse.Namespace) -> int:
             junit_xml = Path(args.junit_xml).read_bytes()
         except OSError as exc:
             raise _UsageError(f"cannot read {args.junit_xml}: {exc.strerror or exc}") from exc
-    cost = _cost_options(args)
+    cost = _cost_options(args) or {}
     if args.max_chars is not None and args.budget is not None:
         raise _UsageError("give --budget or --max-chars, not both")
-    if args.max_chars is not None and cost is not None and cost.get("unit", "chars") != "chars":
+    if args.max_chars is not None and cost.get("unit", "chars") != "chars":
         raise _UsageError(f"--max-chars is a character budget; with --cost {cost['unit']} give --budget")
     if args.budget is not None:
         budget = args.budget
     elif args.max_chars is not None:
         budget = args.max_chars
     else:
-        tokens = cost is not None and cost.get("unit") == "tokens"
-        budget = DEFAULT_MAX_TOKENS if tokens else DEFAULT_MAX_CHARS
+        budget = DEFAULT_MAX_TOKENS if cost.get("unit") == "tokens" else DEFAULT_MAX_CHARS
+    if args.format == "markdown":
+        # The budget covers what is printed: the section in its template, Markdown by default.
+        cost.setdefault("template", "markdown")
     try:
-        report = _context(
-            args.repo,
+        workspace = Workspace(args.repo, cache_dir=args.cache_dir, cache=not args.no_cache)
+        report = workspace.context(
             log_text,
-            query=args.query,
-            max_chars=budget,
-            engine=args.engine,
-            cost=cost,
             junit_xml=junit_xml,
+            query=args.query,
+            budget=budget,
+            cost=cost,
+            engine=args.engine,
+            test=getattr(args, "test", None),
         )
     except OSError as exc:
         raise _UsageError(f"cannot read {exc.filename or args.repo}: {exc.strerror or exc}") from exc
-    except LogFormatError as exc:
-        raise _UsageError(str(exc)) from exc
+    except (LogFormatError, LookupError) as exc:
+        raise _UsageError(str(exc).strip("'\"")) from exc
     failure = report.gathered.failure
     if failure is None:
         print("repo-context context: warning: no failing test found in the log", file=sys.stderr)
@@ -406,7 +329,15 @@ def _cmd_context(args: argparse.Namespace) -> int:
     if args.format == "json":
         _write(sys.stdout, context_json(report) + "\n")
     else:
-        _write(sys.stdout, report.markdown())
+        # Standard output holds exactly the budgeted section; the report goes elsewhere.
+        _write(sys.stdout, report.section)
+    if args.report is not None:
+        try:
+            Path(args.report).write_text(report.summary(), encoding="utf-8", errors="backslashreplace")
+        except OSError as exc:
+            raise _OutputError(f"cannot write {args.report}: {exc.strerror or exc}") from exc
+    elif args.format != "json":
+        _write(sys.stderr, report.summary())
     return 0
 
 
@@ -479,13 +410,29 @@ def _parser() -> argparse.ArgumentParser:
         "--format",
         choices=["markdown", "json"],
         default="markdown",
-        help="Markdown context and summary (default), or the result JSON",
+        help="the Markdown section on standard output and the report on standard error "
+        "(default), or one JSON document with the result and the omissions",
     )
     context.add_argument(
         "--engine",
         choices=sorted(_ENGINES),
         default="native",
         help="the Rust engine (default) or the pure-Python reference",
+    )
+    context.add_argument(
+        "--report",
+        metavar="FILE",
+        default=None,
+        help="write the failure and omission report to FILE (default: standard error)",
+    )
+    context.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        default=None,
+        help="folder of the index cache (default: repo-context in the user cache directory)",
+    )
+    context.add_argument(
+        "--no-cache", action="store_true", help="keep the derived index in memory only, nothing on disk"
     )
     _add_cost_options(context)
     context.set_defaults(run=_cmd_context)

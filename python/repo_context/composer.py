@@ -469,7 +469,7 @@ def render_omitted(result: BuildResult, candidates: Sequence[CandidateLike]) -> 
         "",
         f"{len(candidates)} candidates ("
         + ", ".join(f"{reason} {by_source[reason]}" for reason in sorted(by_source))
-        + f"); {len(result.items)} selected, {result.used_chars} characters of content"
+        + f"); {len(result.items)} selected, "
         + _used(result)
         + "; "
         + f"{len(result.omitted)} omitted ("
@@ -518,10 +518,11 @@ def _candidate_cost(result: BuildResult, cand: CandidateLike) -> str:
 
 
 def _used(result: BuildResult) -> str:
-    """`` (N of B <unit> counted on ...)`` when the budget is not content characters."""
+    """What the selection used, in the budget's unit: ``N characters of content``, or
+    ``N of B <unit> counted on ...`` when the budget is not content characters."""
     cost = getattr(result, "cost", None)
     if cost is None or (cost.unit == "chars" and cost.template is None):
-        return ""
+        return f"{result.used_chars} characters of content"
     unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
     counted = "the content" if cost.template is None else f"the {cost.template} section"
-    return f" ({result.used} of {result.budget} {unit} counted on {counted})"
+    return f"{result.used} of {result.budget} {unit} counted on {counted}"
