@@ -436,8 +436,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_cost_options(context)
     context.set_defaults(run=_cmd_context)
+    mcp = commands.add_parser(
+        "mcp",
+        help="run the Model Context Protocol server over standard I/O",
+        description="Serve the context_for_failure and build tools over MCP (stdio); needs the "
+        "mcp extra (pip install 'repo-context[mcp]').",
+    )
+    mcp.add_argument("--cache-dir", metavar="DIR", default=None, help="folder of the index cache")
+    mcp.add_argument("--no-cache", action="store_true", help="keep the derived index in memory only")
+    mcp.set_defaults(run=_cmd_mcp)
     add_eval_parser(commands)
     return parser
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from .mcp_server import run
+    except ImportError as exc:
+        raise _UsageError(f"the MCP server needs the mcp extra (repo-context[mcp]): {exc}") from exc
+    run(cache_dir=args.cache_dir, cache=not args.no_cache)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
