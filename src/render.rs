@@ -507,9 +507,18 @@ mod tests {
         assert_eq!(label(Reason::Failure, false), "failure evidence");
         assert_eq!(label(Reason::Reference, false), "referenced definition");
         assert_eq!(label(Reason::Search, false), "search hit");
-        assert_eq!(label(Reason::Failure, true), "failure evidence in the failing file");
-        assert_eq!(label(Reason::Reference, true), "referenced definition in the failing file");
-        assert_eq!(label(Reason::Search, true), "search hit in the failing file");
+        assert_eq!(
+            label(Reason::Failure, true),
+            "failure evidence in the failing file"
+        );
+        assert_eq!(
+            label(Reason::Reference, true),
+            "referenced definition in the failing file"
+        );
+        assert_eq!(
+            label(Reason::Search, true),
+            "search hit in the failing file"
+        );
         let out = block("f.py", 1, 1, "", Reason::Search, true, Template::Xml, false);
         assert_eq!(
             out,

@@ -338,3 +338,17 @@ def test_printed_section_fits_the_budget(
         cost = len(printed) if unit == "chars" else repo_context.TokenCounter("o200k_base").count_one(printed)
         assert cost <= budget
         assert "## Omitted" in err.getvalue() and "## Omitted" not in printed
+
+
+def test_progress_bar_on_standard_error(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(workspace_module, "PROGRESS_FILES", 0)
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich draws as on a terminal
+    shown = Workspace(repo, cache=False, progress=True).context(_log(), budget=4000)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "indexing 4 files" in captured.err
+    hidden = Workspace(repo, cache=False, progress=False).context(_log(), budget=4000)
+    assert capsys.readouterr().err == ""
+    assert shown.result.to_dict() == hidden.result.to_dict()

@@ -54,8 +54,9 @@ from .composer import render_block
 from .cost import Cost
 from .merge import RangeMerger
 from .realbugs import GoldRange, PreparationError, gold_ranges, load_cases, prepare, select_cases
-from .sources import Repository, gather
+from .sources import Repository
 from .types import Candidate, TokenCounter
+from .workspace import Workspace
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -405,11 +406,13 @@ def evaluate(
         except PreparationError as exc:
             failed.append((str(case["id"]), str(exc)))
             continue
-        repository = Repository(prepared.repo)
         log_text = prepared.log.read_text(encoding="utf-8", errors="replace")
         began = time.perf_counter()
-        gathered = gather(repository, log_text)
+        # A cold workspace (nothing cached on disk): the gather time is the whole job's.
+        workspace = Workspace(prepared.repo, cache=False)
+        gathered = workspace.gather(log_text)
         gather_seconds = time.perf_counter() - began
+        repository = workspace.repository
         candidates = list(gathered.candidates)
         gold = gold_ranges(case)
         infos.append(
