@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import sqlite3
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from repo_context import ContextResult, Workspace
 from repo_context import workspace as workspace_module
 from repo_context.cli import main
-from repo_context.sources import gather
+from repo_context.sources import Repository, gather
 from repo_context.sources.symbols import SymbolIndex
 
 LIB = """\
@@ -209,6 +210,16 @@ def test_a_new_workspace_reuses_the_cache(repo: Path, tmp_path: Path) -> None:
     assert ws.cache_path is not None and ws.cache_path.parent == cache
     assert warm.reread == ()
     assert warm.result.to_dict() == first.result.to_dict()
+    # A file read from the cache is the file as the reader reads it, parsed on demand.
+    cached = ws.repository.source("lib/ratios.py")
+    fresh = Repository(repo).source("lib/ratios.py")
+    assert isinstance(cached, workspace_module._CachedSource)
+    assert fresh is not None and not isinstance(fresh, workspace_module._CachedSource)
+    assert (cached.path, cached.lines, cached.refused, cached.undecodable, cached.digest) == (
+        fresh.path, fresh.lines, fresh.refused, fresh.undecodable, fresh.digest,
+    )  # fmt: skip
+    assert cached.tree is not None and fresh.tree is not None
+    assert ast.dump(cached.tree, include_attributes=True) == ast.dump(fresh.tree, include_attributes=True)
     # Without the cache nothing is kept on disk.
     other = tmp_path / "elsewhere"
     assert Workspace(repo, cache_dir=other, cache=False).cache_path is None

@@ -34,7 +34,7 @@ from ._cache import Store
 from .builder import build as native_build
 from .composer import header_path, render, render_omitted
 from .cost import Cost
-from .sources.files import MAX_FILE_BYTES, PolicyOmission, Repository, SourceFile
+from .sources.files import MAX_FILE_BYTES, PolicyOmission, Repository, SourceFile, _parse
 from .sources.gather import Gathered, gather
 from .sources.pytest_log import TestFailure, parse_test_output
 from .sources.search import (
@@ -208,6 +208,34 @@ def _policy_summary(gathered: Gathered) -> list[str]:
 # The reader and the symbol index, backed by the workspace
 
 
+_PENDING: Any = object()
+
+
+class _LazyTree:
+    """The ``tree`` of a :class:`_CachedSource`: parsed from its lines on first use."""
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        state = obj.__dict__
+        if "_tree" not in state:
+            python = obj.path.endswith((".py", ".pyi"))
+            state["_tree"] = _parse("".join(obj.lines)) if python else None
+        return state["_tree"]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if value is not _PENDING:
+            obj.__dict__["_tree"] = value
+
+
+class _CachedSource(SourceFile):
+    """A :class:`SourceFile` rebuilt from the cache (its lines, as the reader decoded them):
+    the same file, parsed only if its ``tree`` is asked for. Only files the reader did not
+    refuse are cached this way (a refused file's tree comes from text it does not keep)."""
+
+    tree = _LazyTree()
+
+
 class _Reader(Repository):
     """A :class:`Repository` whose reads go through the workspace: a file whose content hash
     the workspace knows is not parsed again. The reader's check before output
@@ -223,7 +251,7 @@ class _Reader(Repository):
             data = self._read(rel)
             digest = hashlib.sha256(data).hexdigest() if data is not None else None
         if digest is not None:
-            kept = ws._sources.get((rel, digest))
+            kept = ws._kept_source(rel, digest)
             if kept is not None:
                 if kept.refused is not None:
                     self.refused[rel] = kept.refused
@@ -233,7 +261,7 @@ class _Reader(Repository):
                 return kept
         source = super()._load(rel)
         if source is not None:
-            ws._sources[(rel, source.digest)] = source
+            ws._keep_source(source)
         return source
 
     def files(self, suffixes: Iterable[str] | None = None) -> list[str]:
@@ -329,6 +357,7 @@ class Workspace:
         self._table: dict[str, tuple[int, int, int, str]] = {}
         self._table_loaded = False
         self._sources: dict[_Key, SourceFile] = {}
+        self._unsaved: dict[str, tuple[tuple[str, ...], int]] = {}
         self._words: dict[_Key, _Words] = {}
         self._parsed: dict[_Key, ParsedFile | None] = {}
         self._docs: dict[_Key, _Doc] = {}
@@ -434,6 +463,7 @@ class Workspace:
                 index=index,
             )
             self._reader = reader
+            self._save_sources()
             done = time.perf_counter()
             timings = {
                 "refresh": refreshed - started,
@@ -447,6 +477,34 @@ class Workspace:
         reader._workspace = self
         reader._verify = False
         return reader
+
+    def _kept_source(self, rel: str, digest: str) -> SourceFile | None:
+        """The file ``rel`` with content hash ``digest`` as read before: kept in memory, or
+        its lines from the cache (parsed when needed), else ``None``."""
+        kept = self._sources.get((rel, digest))
+        if kept is None and self._store is not None:
+            key = _store_key((rel, digest))
+            value = self._store.get_many("source", [key]).get(key)
+            if (
+                isinstance(value, tuple)
+                and len(value) == 2
+                and isinstance(value[0], tuple)
+                and isinstance(value[1], int)
+                and all(isinstance(line, str) for line in value[0])
+            ):
+                kept = _CachedSource(rel, value[0], _PENDING, None, value[1], digest)
+                self._sources[(rel, digest)] = kept
+        return kept
+
+    def _keep_source(self, source: SourceFile) -> None:
+        self._sources[(source.path, source.digest)] = source
+        if source.refused is None and self._store is not None and source.digest:
+            self._unsaved[_store_key((source.path, source.digest))] = (source.lines, source.undecodable)
+
+    def _save_sources(self) -> None:
+        if self._store is not None and self._unsaved:
+            self._store.put_many("source", list(self._unsaved.items()))
+        self._unsaved.clear()
 
     def _digest(self, rel: str) -> str | None:
         row = self._table.get(rel)
@@ -576,6 +634,7 @@ class Workspace:
         docs_wanted = set(todo_docs)
         words_wanted = set(todo_words)
         symbols = _Symbols(reader, [])
+        before = set(self._sources)
         with self._progress(len(todo)) as advance:
             for key in todo:
                 rel = key[0]
@@ -587,6 +646,11 @@ class Workspace:
                     words = symbols._scan(rel)
                     new_words.append((_store_key(key), words))
                 advance()
+        # The files read only to derive are not kept in memory (their parses are large); with
+        # a cache their lines are on disk for the sources that read them again.
+        for key in set(self._sources) - before:
+            del self._sources[key]
+        self._save_sources()
         if self._store is not None:
             self._store.put_many("docs", new_docs)
             self._store.put_many("words", new_words)
