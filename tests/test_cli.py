@@ -347,8 +347,16 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
         "used",
         "blocks",
         "policy_omitted",
+        "failure",
     }
     assert out["policy_omitted"] == []
+    assert out["failure"] == {
+        "test": "test_mean_ratio",
+        "test_id": "tests/test_ratios.py::test_mean_ratio",
+        "error": "ZeroDivisionError",
+        "message": "division by zero",
+        "failure_file": "lib/ratios.py",
+    }
     assert (out["budget"], out["cost"]["unit"]) == (120, "chars")
     assert out["used_chars"] == out["used"] <= 120
     assert out["used_chars"] == sum(len(item["content"]) for item in out["items"])

@@ -70,8 +70,8 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
             data = first.structured_content
             assert data["section"] == expected.section
             assert data["result"] == json.loads(json.dumps(expected.to_dict()))
-            assert data["failure"]["test"] == "test_mean_ratio"
-            assert data["failure"]["failure_file"] == "lib/ratios.py"
+            assert data["result"]["failure"]["test"] == "test_mean_ratio"
+            assert data["result"]["failure"]["failure_file"] == "lib/ratios.py"
             assert data["report"] == expected.summary()
             assert len(data["section"]) == data["result"]["used"] <= 700
 
@@ -90,7 +90,7 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
             assert not second.is_error, second
             assert _text(second) == expected_tokens.section
             assert second.structured_content["result"] == json.loads(json.dumps(expected_tokens.to_dict()))
-            assert second.structured_content["failure"]["test"] == "test_other"
+            assert second.structured_content["result"]["failure"]["test"] == "test_other"
 
             built = await client.call_tool("build", {"input": build_input})
             assert not built.is_error, built

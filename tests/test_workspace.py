@@ -135,7 +135,17 @@ def test_context_is_the_job_without_a_workspace(repo: Path, tmp_path: Path) -> N
     assert sorted(result.reread) == [
         "lib/__init__.py", "lib/other.py", "lib/ratios.py", "tests/test_ratios.py",
     ]  # fmt: skip
-    assert result.to_dict() == {**result.result.to_dict(), "policy_omitted": []}
+    assert result.to_dict() == {
+        **result.result.to_dict(),
+        "policy_omitted": [],
+        "failure": {
+            "test": "test_mean_ratio",
+            "test_id": "tests/test_ratios.py::test_mean_ratio",
+            "error": "ZeroDivisionError",
+            "message": "division by zero",
+            "failure_file": "lib/ratios.py",
+        },
+    }
     # The one-call form gives the same.
     once = repo_context.context(repo, _log(), budget=900, cache_dir=tmp_path / "cache")
     assert once.result.to_dict() == result.result.to_dict()

@@ -97,11 +97,9 @@ ContextReport = ContextResult
 
 
 def context_json(report: ContextReport) -> str:
-    """The JSON output of ``repo-context context``: the build result's JSON form and
-    ``"policy_omitted"`` (the reader's withheld windows), on one line, ASCII only."""
-    data = report.result.to_dict()
-    data["policy_omitted"] = [w.to_dict() for w in report.gathered.policy_omissions]
-    return json.dumps(data, ensure_ascii=True, allow_nan=False)
+    """The JSON output of ``repo-context context``: ``ContextResult.to_dict()`` (the build
+    result's JSON form, ``"policy_omitted"`` and ``"failure"``), on one line, ASCII only."""
+    return json.dumps(report.to_dict(), ensure_ascii=True, allow_nan=False)
 
 
 def run_context(

@@ -85,8 +85,9 @@ def create_server(*, cache_dir: str | os.PathLike[str] | None = None, cache: boo
         "tokens"; encoding: "o200k_base" (default) or "cl100k_base"; template: "markdown" or
         "xml" (the budget counts the rendered section); line_numbers: number the lines.
 
-        Returns the section (text) and the result (structured): the build result's JSON form,
-        the policy omissions, the failure, the report and the timings.
+        Returns the section (text) and, structured, the section, the result
+        (``ContextResult.to_dict()``: the build result's JSON form, the policy omissions and
+        the failure), the report (Markdown) and the timings in seconds.
         """
         if test_log is None and log_file is None:
             raise ToolError("give test_log (the test output) or log_file")
@@ -101,19 +102,9 @@ def create_server(*, cache_dir: str | os.PathLike[str] | None = None, cache: boo
             )
 
         outcome = await _input_errors(run)
-        failure = outcome.failure
         structured = {
             "section": outcome.section,
             "result": outcome.to_dict(),
-            "failure": None
-            if failure is None
-            else {
-                "test": failure.name,
-                "test_id": failure.test_id,
-                "error": failure.exception_type,
-                "message": failure.message,
-                "failure_file": outcome.failure_file,
-            },
             "report": outcome.summary(),
             "timings": dict(outcome.timings),
         }

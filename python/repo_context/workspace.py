@@ -177,9 +177,24 @@ class ContextResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The build result's JSON form (``BuildResult.to_dict``) with ``"policy_omitted"``
-        (the reader's withheld windows, ``PolicyOmission.to_dict``)."""
+        (the reader's withheld windows, ``PolicyOmission.to_dict``) and ``"failure"``: ``None``
+        without a failure, else ``{"test", "test_id", "error", "message", "failure_file"}``
+        (the report name, the node id if the log gives one, the exception type, its message,
+        the repository-relative failure file; each may be ``None``)."""
         data = self.result.to_dict()
         data["policy_omitted"] = [w.to_dict() for w in self.gathered.policy_omissions]
+        failure = self.failure
+        data["failure"] = (
+            None
+            if failure is None
+            else {
+                "test": failure.name,
+                "test_id": failure.test_id,
+                "error": failure.exception_type,
+                "message": failure.message,
+                "failure_file": self.failure_file,
+            }
+        )
         return data
 
 
