@@ -192,6 +192,9 @@ def test_only_changed_files_are_read_again(repo: Path, tmp_path: Path) -> None:
         (repo / "lib" / "ratios.py").write_text(LIB.replace("int(den)", "int(den)  # den may be 0"))
         edited = ws.context(_log(), budget=4000)
     assert edited.reread == ("lib/ratios.py",) and derived == ["lib/ratios.py"]
+    # Only the current content of a file stays in memory.
+    current = ("lib/ratios.py", ws._digest("lib/ratios.py"))
+    assert [k for k in ws._docs if k[0] == "lib/ratios.py"] == [current]
     assert any("# den may be 0" in item.content for item in edited.result.items)
     assert edited.result.to_dict() == _plain(repo, _log(), 4000, {"template": "markdown"}).to_dict()
     # A removed file leaves the index.

@@ -479,6 +479,7 @@ class Workspace:
             )
             self._reader = reader
             self._save_sources()
+            self._prune()
             done = time.perf_counter()
             timings = {
                 "refresh": refreshed - started,
@@ -520,6 +521,13 @@ class Workspace:
         if self._store is not None and self._unsaved:
             self._store.put_many("source", list(self._unsaved.items()))
         self._unsaved.clear()
+
+    def _prune(self) -> None:
+        """Forget, in memory, what was derived from file contents that are no longer the
+        files' (an edited or removed file): a long-lived workspace does not grow with edits."""
+        for kept in (self._sources, self._words, self._parsed, self._docs):
+            for key in [k for k in kept if self._digest(k[0]) != k[1]]:
+                del kept[key]
 
     def _digest(self, rel: str) -> str | None:
         row = self._table.get(rel)
