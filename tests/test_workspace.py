@@ -376,3 +376,20 @@ def test_progress_bar_on_standard_error(
     hidden = Workspace(repo, cache=False, progress=False).context(_log(), budget=4000)
     assert capsys.readouterr().err == ""
     assert shown.result.to_dict() == hidden.result.to_dict()
+
+
+def test_command_line_cache_options(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "failing.log"
+    log.write_text(_log(), encoding="utf-8")
+    base = ["context", "--repo", str(repo), "--pytest-log", str(log)]
+    assert main([*base, "--no-cache", "--cache-dir", str(tmp_path / "unused")]) == 0
+    uncached = capsys.readouterr().out
+    assert not (tmp_path / "unused").exists()
+    assert main([*base, "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert capsys.readouterr().out == uncached
+    assert [p.name for p in (tmp_path / "cache").glob("derived-*.sqlite3")] == [
+        f"derived-{repo_context._cache.rules_version()}.sqlite3"
+    ]
+    # A second process-like run on the warm cache prints the same.
+    assert main([*base, "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert capsys.readouterr().out == uncached
