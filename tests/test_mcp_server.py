@@ -92,6 +92,22 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
             assert second.structured_content["result"] == json.loads(json.dumps(expected_tokens.to_dict()))
             assert second.structured_content["result"]["failure"]["test"] == "test_other"
 
+            # A node id alone: the server runs the test, then builds the context for it.
+            ran = await client.call_tool(
+                "context_for_failure",
+                {"repository": str(repo), "test": "tests/test_ratios.py::test_other", "budget": 600},
+            )
+            assert not ran.is_error, ran
+            data = ran.structured_content
+            assert data["result"]["failure"]["test_id"] == "tests/test_ratios.py::test_other"
+            assert data["result"]["failure"]["failure_file"] == "tests/test_ratios.py"
+            assert "def test_other():\n    assert unrelated(2) == 5\n" in _text(ran)
+            assert len(_text(ran)) == data["result"]["used"] <= 600
+            option = await client.call_tool(
+                "context_for_failure", {"repository": str(repo), "test": "--version"}
+            )
+            assert option.is_error and "not a test node id" in _text(option)
+
             built = await client.call_tool("build", {"input": build_input})
             assert not built.is_error, built
             result = repo_context.build(build_input)
@@ -100,7 +116,7 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
 
             # Bad input is a tool error with the reason, not a crash of the server.
             bad = await client.call_tool("context_for_failure", {"repository": str(repo)})
-            assert bad.is_error and "test_log" in _text(bad)
+            assert bad.is_error and "give test_log" in _text(bad)
             missing = await client.call_tool(
                 "context_for_failure", {"repository": str(tmp_path / "nowhere"), "test_log": _log()}
             )

@@ -4,8 +4,9 @@ Built on the official ``mcp`` Python SDK (2.x, ``MCPServer``). Two tools:
 
 * ``context_for_failure``: the context job for a failing test of a repository
   (:meth:`repo_context.Workspace.context`): the repository folder, the test output (its text,
-  or a file holding it), optionally the node id of the failing test to build for, the budget
-  and the cost (unit, encoding, template, line numbers);
+  or a file holding it) and optionally the node id of the failing test to build for, or the
+  node id alone (the server then runs that test with pytest first), the budget and the cost
+  (unit, encoding, template, line numbers);
 * ``build``: ``repo-context build`` on a JSON input (candidates, budget, cost, failing files).
 
 Each returns the rendered section as its text content, and the structured result as its
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -74,13 +77,18 @@ def create_server(*, cache_dir: str | os.PathLike[str] | None = None, cache: boo
         encoding: str | None = None,
         template: str = "markdown",
         line_numbers: bool = False,
+        python: str | None = None,
     ) -> CallToolResult:
         """Build the code context for a failing test.
 
         repository: the folder the tests ran in. test_log: the test output (pytest in any
         --tb style, unittest, a traceback, or a JUnit XML report); or log_file: a file holding
         it. test: the node id (or name) of the failing test to build for (default: the first
-        failure). junit_xml: the run's JUnit XML report, if any. query: extra search words.
+        failure); with a node id and no test output, the test is run first
+        (``python -m pytest -rA --tb=long NODEID`` in the repository, at most
+        ``PYTEST_TIMEOUT`` seconds, with ``python``: default the repository's ``.venv`` or
+        ``venv`` interpreter if there is one, else the server's). junit_xml: the run's JUnit
+        XML report, if any. query: extra search words.
         budget: in the cost's unit (default 16000 characters or 4000 tokens). unit: "chars" or
         "tokens"; encoding: "o200k_base" (default) or "cl100k_base"; template: "markdown" or
         "xml" (the budget counts the rendered section); line_numbers: number the lines.
@@ -89,14 +97,16 @@ def create_server(*, cache_dir: str | os.PathLike[str] | None = None, cache: boo
         (``ContextResult.to_dict()``: the build result's JSON form, the policy omissions and
         the failure), the report (Markdown) and the timings in seconds.
         """
-        if test_log is None and log_file is None:
-            raise ToolError("give test_log (the test output) or log_file")
+        if test_log is None and log_file is None and test is None:
+            raise ToolError("give test_log (the test output), log_file, or test (a node id to run)")
         cost = {"unit": unit, "encoding": encoding, "template": template, "line_numbers": line_numbers}
 
         def run() -> ContextResult:
             text = test_log
+            if text is None and log_file is not None:
+                text = Path(log_file).read_text(encoding="utf-8", errors="replace")
             if text is None:
-                text = Path(str(log_file)).read_text(encoding="utf-8", errors="replace")
+                text = _run_test(workspace(repository).root, str(test), python)
             return workspace(repository).context(
                 text, junit_xml=junit_xml, test=test, query=query, budget=budget, cost=cost
             )
@@ -134,7 +144,35 @@ def create_server(*, cache_dir: str | os.PathLike[str] | None = None, cache: boo
     return server
 
 
+#: The longest a test run started by ``context_for_failure`` may take, in seconds.
+PYTEST_TIMEOUT = 600
+
 _T = TypeVar("_T")
+
+
+def _run_test(root: Path, node_id: str, python: str | None) -> str:
+    """The output of ``python -m pytest -rA --tb=long -p no:cacheprovider NODE_ID`` run in
+    ``root`` (standard output and standard error). Raises ``ValueError`` if the node id looks
+    like an option, ``OSError`` if the interpreter cannot be started, ``TimeoutError`` after
+    :data:`PYTEST_TIMEOUT` seconds."""
+    if node_id.startswith("-"):
+        raise ValueError(f"not a test node id: {node_id!r}")
+    if python is None:
+        found = [root / env / "bin" / "python" for env in (".venv", "venv")]
+        python = next((str(p) for p in found if p.is_file()), sys.executable)
+    command = [python, "-m", "pytest", "-rA", "--tb=long", "-p", "no:cacheprovider", node_id]
+    try:
+        done = subprocess.run(
+            command,
+            cwd=root,
+            capture_output=True,
+            timeout=PYTEST_TIMEOUT,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise TimeoutError(f"the test run took more than {PYTEST_TIMEOUT} s: {node_id}") from exc
+    return (done.stdout + done.stderr).decode("utf-8", errors="replace")
 
 
 async def _input_errors(job: Callable[[], _T]) -> _T:
@@ -143,7 +181,7 @@ async def _input_errors(job: Callable[[], _T]) -> _T:
     reaches the client."""
     try:
         return await anyio.to_thread.run_sync(job)
-    except (InvalidInputError, ValueError, LookupError, OSError, TypeError) as exc:
+    except (InvalidInputError, ValueError, LookupError, OSError, TypeError, TimeoutError) as exc:
         raise ToolError(str(exc)) from exc
 
 
