@@ -10,16 +10,26 @@
     ``repo_context.render(result)``).
 
 ``repo-context context --repo DIR --pytest-log FILE [--junit-xml FILE] [--query TEXT]
-[--max-chars N] [--format markdown|json] [--engine native|reference]``
+[--budget N | --max-chars N] [--cost ...] [--template ...] [--format markdown|json]
+[--report FILE] [--cache-dir DIR | --no-cache] [--engine native|reference]``
     Gather failure, reference and search windows for the first failing test in a pytest
     log (``FILE``, or ``-`` for standard input) of a run made in ``DIR``, build the context
-    and print it in Markdown (the section as costed when the cost model has a template)
-    followed by a summary of what was omitted and why; with ``--format json``, print the
-    build result's JSON form with one more top-level key, ``"policy_omitted"``: the windows
-    the sources took and the safe reader withheld, whatever their priority (a file that
-    looks like a secret, even the failure file; a window that no longer matches its file),
-    each ``{"path", "start", "end", "source", "reason": "policy", "why"}`` (``why`` such as
-    ``"policy: secret name"`` or ``"policy: secret content"``); an empty list when none.
+    (through a ``repo_context.Workspace``: what is derived from the repository is cached in
+    ``DIR`` of ``--cache-dir``, by default under the user cache directory) and print exactly
+    the prompt section on standard output: with Markdown output the budget counts the rendered
+    section (the Markdown template unless ``--template`` says otherwise), so what is printed,
+    counted in the budget's unit, is within the budget. The failure and omission report goes
+    to standard error, or to ``--report FILE``. With ``--format json``, print one JSON
+    document instead: the build result's JSON form with two more top-level keys,
+    ``"policy_omitted"``: the windows the sources took and the safe reader withheld, whatever
+    their priority (a file that looks like a secret, even the failure file; a window that no
+    longer matches its file), each ``{"path", "start", "end", "source", "reason": "policy",
+    "why"}`` (``why`` such as ``"policy: secret name"`` or ``"policy: secret content"``; an
+    empty list when none), and ``"failure"`` (``ContextResult.to_dict``).
+
+``repo-context mcp [--cache-dir DIR | --no-cache]``
+    Serve the ``context_for_failure`` and ``build`` tools over the Model Context Protocol
+    (standard I/O); needs the ``mcp`` extra (:mod:`repo_context.mcp_server`).
 
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
 an unreadable file or folder, a bad option or command line), with one line on standard error
