@@ -255,7 +255,8 @@ def test_a_damaged_or_foreign_cache_is_rebuilt(repo: Path, tmp_path: Path, damag
     expected = ws.context(_log(), budget=4000).result.to_dict()
     path = ws.cache_path
     assert path is not None
-    ws._store.close()  # type: ignore[union-attr]
+    ws.close()
+    assert ws.cache_path is None
     if damage == "garbage":
         for suffix in ("-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)

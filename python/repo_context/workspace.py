@@ -343,6 +343,11 @@ class Workspace:
     progress bar (``rich``) on standard error while more than :data:`PROGRESS_FILES` files
     are derived; ``None`` (default): when standard error is a terminal.
 
+    A file whose size, modification time (ns) and inode are unchanged is taken as unchanged,
+    as git's index does; everything derived from a file is keyed by its SHA-256 content hash
+    (content-addressed, like a build cache), so a touched but unchanged file costs one read.
+    The reader's check before output still reads every file a selected window comes from.
+
     A workspace is safe to share between threads (calls run one at a time) and its cache
     between processes. Raises ``NotADirectoryError`` if ``root`` is not a folder.
     """
@@ -381,6 +386,13 @@ class Workspace:
         self._reader: _Reader | None = None
 
     # -- the public surface ----------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the cache database (the workspace keeps working, in memory only)."""
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
 
     @property
     def cache_path(self) -> Path | None:
