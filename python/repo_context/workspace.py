@@ -64,6 +64,8 @@ DEFAULT_MAX_CHARS = 16_000
 DEFAULT_MAX_TOKENS = 4_000
 #: Files to derive before the cold build shows a progress bar (on a terminal).
 PROGRESS_FILES = 200
+#: Up to this many files derived in one call stay in memory, parses included.
+KEEP_DERIVED_FILES = 50
 
 _ENGINES: dict[str, Callable[[object], BuildResult]] = {
     "native": native_build,
@@ -681,10 +683,12 @@ class Workspace:
                     words = symbols._scan(rel)
                     new_words.append((_store_key(key), words))
                 advance()
-        # The files read only to derive are not kept in memory (their parses are large); with
-        # a cache their lines are on disk for the sources that read them again.
-        for key in set(self._sources) - before:
-            del self._sources[key]
+        # After a cold start the files read only to derive are not kept in memory (their
+        # parses are large; with a cache their lines are on disk for the sources that read
+        # them again); a few files read again after edits are kept, parses and all.
+        if len(todo) > KEEP_DERIVED_FILES:
+            for key in set(self._sources) - before:
+                del self._sources[key]
         self._save_sources()
         if self._store is not None:
             self._store.put_many("docs", new_docs)
