@@ -109,7 +109,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         command += ["--query", args.query]
     log("$ " + " ".join(command))
     # What `repo-context context` runs, called in process to check the result against the gold.
-    report = run_context(repo, pytest_log, query=args.query, max_chars=args.max_chars, engine=args.engine)
+    # (Markdown output: the budget counts the rendered Markdown section, as the command's does.)
+    cost = {"template": "markdown"} if args.format == "markdown" else None
+    report = run_context(
+        repo, pytest_log, query=args.query, max_chars=args.max_chars, engine=args.engine, cost=cost
+    )
     if args.format == "json":
         print(result_json(report.result))
     else:
@@ -117,8 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes = sys.stderr if args.format == "json" else sys.stdout
     print(
         f"{case['id']}: failure file {report.failure_file or '(none)'}; "
-        f"{len(report.result.items)} windows selected, {report.result.used_chars} of "
-        f"{report.max_chars} characters",
+        f"{len(report.result.items)} windows selected, {report.result.used} of "
+        f"{report.result.budget} characters",
         file=notes,
     )
     for line in gold_report(case, report.result.items):

@@ -53,15 +53,16 @@ pub fn reason_name(reason: Reason) -> &'static str {
     }
 }
 
-/// The label of an item: `"failing file"` for one from the failure file, else by reason.
+/// The label of an item: what the evidence is (by reason), and for an item from a failing file
+/// that too, e.g. `"search hit in the failing file"`.
 pub fn label(reason: Reason, failing: bool) -> &'static str {
-    if failing {
-        return "failing file";
-    }
-    match reason {
-        Reason::Failure => "failure evidence",
-        Reason::Reference => "referenced definition",
-        Reason::Search => "search hit",
+    match (reason, failing) {
+        (Reason::Failure, false) => "failure evidence",
+        (Reason::Reference, false) => "referenced definition",
+        (Reason::Search, false) => "search hit",
+        (Reason::Failure, true) => "failure evidence in the failing file",
+        (Reason::Reference, true) => "referenced definition in the failing file",
+        (Reason::Search, true) => "search hit in the failing file",
     }
 }
 
@@ -506,13 +507,23 @@ mod tests {
         assert_eq!(label(Reason::Failure, false), "failure evidence");
         assert_eq!(label(Reason::Reference, false), "referenced definition");
         assert_eq!(label(Reason::Search, false), "search hit");
-        for r in [Reason::Failure, Reason::Reference, Reason::Search] {
-            assert_eq!(label(r, true), "failing file");
-        }
+        assert_eq!(
+            label(Reason::Failure, true),
+            "failure evidence in the failing file"
+        );
+        assert_eq!(
+            label(Reason::Reference, true),
+            "referenced definition in the failing file"
+        );
+        assert_eq!(
+            label(Reason::Search, true),
+            "search hit in the failing file"
+        );
         let out = block("f.py", 1, 1, "", Reason::Search, true, Template::Xml, false);
         assert_eq!(
             out,
-            "<snippet path=\"f.py\" start=\"1\" end=\"1\" reason=\"search\" label=\"failing file\"></snippet>\n"
+            "<snippet path=\"f.py\" start=\"1\" end=\"1\" reason=\"search\" \
+             label=\"search hit in the failing file\"></snippet>\n"
         );
     }
 

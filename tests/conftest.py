@@ -458,3 +458,10 @@ def outcome(build: Callable[[Any], Any], inp: Any) -> tuple[Any, ...]:
     except Exception as exc:
         return ("error", error_signature(exc))
     return ("ok", type(result), strict(result.to_dict()), strict(result_summary(result)))
+
+
+@pytest.fixture(autouse=True)
+def _private_cache_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test (and every process it starts) caches under a temporary folder, never in the
+    user's cache directory."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache-home"))

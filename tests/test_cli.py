@@ -265,27 +265,56 @@ def test_context_prints_markdown_context_and_omission_summary(
     proc = cli("context", "--repo", str(repo), "--pytest-log", str(log))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
-    assert out.startswith("## Code context\n")
+    # Standard output is exactly the section, costed in characters as rendered (the default).
+    report = run_context(repo, log, cost={"template": "markdown"})
+    assert out == report.section == repo_context.render(report.result)
+    assert len(out) == report.result.used <= 16_000
     headers = re.findall(r"^### (\S+) \(([a-z ]+)\)$", out, flags=re.M)
     # The deepest frame (ZeroDivisionError in parse_ratio) is the failure file's first window;
-    # every file of the traceback is a failing file.
-    assert headers[0] == ("lib/ratios.py:1-3", "failing file")
-    assert ("lib/ratios.py:6-7", "failing file") in headers
-    assert ("tests/test_ratios.py:4-5", "failing file") in headers
+    # every file of the traceback is a failing file, and each label says what the evidence is.
+    assert headers[0] == ("lib/ratios.py:1-3", "failure evidence in the failing file")
+    assert ("lib/ratios.py:6-7", "failure evidence in the failing file") in headers
+    assert ("tests/test_ratios.py:4-5", "failure evidence in the failing file") in headers
     blocks = _fenced_blocks(out)
     lib = (repo / "lib" / "ratios.py").read_text(encoding="utf-8").splitlines(keepends=True)
     assert blocks[0][2] == "".join(lib[0:3])
-    assert "- test: test_mean_ratio" in out
-    assert "- error: ZeroDivisionError: division by zero" in out
-    assert "- failure file: lib/ratios.py" in out
-    assert "## Omitted" in out
-    # Every omitted candidate is explained on its own line.
-    omitted = re.findall(r"^- #(\d+) `.*?` (\w+), score [^:]+: (overlaps #\d+|budget)", out, flags=re.M)
-    summary = re.search(r"(\d+) omitted \(overlap (\d+), budget (\d+)\)", out)
+    # The failure and omission report goes to standard error.
+    err = proc.stderr.decode()
+    assert "## Failure" not in out and "## Omitted" not in out
+    assert err == report.summary()
+    assert "- test: test_mean_ratio" in err
+    assert "- error: ZeroDivisionError: division by zero" in err
+    assert "- failure file: lib/ratios.py" in err
+    assert "## Omitted" in err
+    # Every omitted candidate is explained on its own line, in the budget's unit.
+    omitted = re.findall(r"^- #(\d+) `.*?` (\w+), score [^:]+: (overlaps #\d+|budget)", err, flags=re.M)
+    summary = re.search(r"(\d+) omitted \(overlap (\d+), budget (\d+)\)", err)
     assert summary is not None
     total, overlap, budget = map(int, summary.groups())
     assert len(omitted) == total == overlap + budget
     assert overlap >= 1  # the reference to mean_ratio repeats its failure window
+
+
+def test_context_report_file_and_budget_unit(failing_repo: tuple[Path, Path], tmp_path: Path) -> None:
+    repo, log = failing_repo
+    target = tmp_path / "report.md"
+    proc = cli(
+        "context", "--repo", str(repo), "--pytest-log", str(log), "--budget", "150", "--cost", "tokens",
+        "--report", str(target), "--no-cache",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == b""
+    report = run_context(repo, log, cost={"unit": "tokens", "template": "markdown"}, max_chars=150)
+    out = proc.stdout.decode()
+    assert out == report.section
+    counter = repo_context.TokenCounter("o200k_base")
+    assert counter.count_one(out) == report.result.used <= 150
+    text = target.read_text(encoding="utf-8")
+    assert text == report.summary()
+    assert "of 150 o200k_base tokens used (the markdown section)" in text
+    budget_lines = [line for line in text.splitlines() if line.endswith("block)") and ": budget (" in line]
+    assert budget_lines and all("o200k_base tokens as a markdown block" in line for line in budget_lines)
+    assert "characters of content" not in text
 
 
 def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) -> None:
@@ -318,11 +347,19 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
         "used",
         "blocks",
         "policy_omitted",
+        "failure",
         "failing_tests",
         "policy_redacted",
     }
     assert out["policy_omitted"] == []
     assert out["policy_redacted"] == []
+    assert out["failure"] == {
+        "test": "test_mean_ratio",
+        "test_id": "tests/test_ratios.py::test_mean_ratio",
+        "error": "ZeroDivisionError",
+        "message": "division by zero",
+        "failure_file": "lib/ratios.py",
+    }
     assert (out["budget"], out["cost"]["unit"]) == (120, "chars")
     assert out["used_chars"] == out["used"] <= 120
     assert out["used_chars"] == sum(len(item["content"]) for item in out["items"])
@@ -506,9 +543,9 @@ def test_context_reads_the_log_from_standard_input(failing_repo: tuple[Path, Pat
     from_file = cli("context", "--repo", str(repo), "--pytest-log", str(log))
     from_stdin = cli("context", "--repo", str(repo), "--pytest-log", "-", stdin=log.read_bytes())
     assert from_stdin.returncode == 0, from_stdin.stderr
-    assert from_stdin.stderr == b""
     assert from_stdin.stdout == from_file.stdout
-    assert b"- test: test_mean_ratio" in from_stdin.stdout
+    assert from_stdin.stderr == from_file.stderr
+    assert b"- test: test_mean_ratio" in from_stdin.stderr
     json_args = ("--format", "json", "--max-chars", "200")
     from_file = cli("context", "--repo", str(repo), "--pytest-log", str(log), *json_args)
     from_stdin = cli("context", "--repo", str(repo), "--pytest-log", "-", *json_args, stdin=log.read_bytes())
@@ -537,21 +574,23 @@ def test_build_markdown_with_a_template_prints_the_section_as_costed(
 
 
 @pytest.mark.parametrize("template", ["markdown", "xml"])
-def test_context_markdown_with_a_template_starts_with_the_section(
+def test_context_markdown_with_a_template_prints_the_section(
     failing_repo: tuple[Path, Path], template: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo, log = failing_repo
-    assert main(["context", "--repo", str(repo), "--pytest-log", str(log), "--template", template]) == 0
-    out = capsys.readouterr().out
+    args = ["context", "--repo", str(repo), "--pytest-log", str(log), "--template", template, "--no-cache"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
     report = run_context(repo, log, cost={"template": template})
     section = repo_context.render(report.result)
-    assert section and out == report.markdown()
-    assert out.startswith(section + ("" if section.endswith("\n\n") else "\n") + "## Failure\n")
-    assert f"(the {template} section)" in out
-    assert "## Omitted" in out
-    # Without a template: the legacy section.
-    assert main(["context", "--repo", str(repo), "--pytest-log", str(log)]) == 0
-    assert capsys.readouterr().out.startswith("## Code context\n")
+    assert section and captured.out == section
+    assert len(section) == report.result.used <= 16_000
+    assert captured.err == report.summary()
+    assert f"(the {template} section)" in captured.err
+    assert "## Omitted" in captured.err
+    # markdown() is the section and the report in one document.
+    gap = "" if section.endswith("\n\n") else "\n"
+    assert report.markdown() == section + gap + report.summary()
 
 
 def test_build_cost_options_change_only_the_fields_they_name() -> None:

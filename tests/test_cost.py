@@ -99,7 +99,7 @@ def test_failing_file_label_is_costed(builder_cls: Any) -> None:
         {"candidates": [c], "budget": 1000, "failure_file": "a.py"}
     )
     plain = builder_cls(template="markdown").build({"candidates": [c], "budget": 1000})
-    assert "(failing file)" in rc.render(failing)
+    assert "(referenced definition in the failing file)" in rc.render(failing)
     assert failing.used == len(rc.render(failing)) and plain.used == len(rc.render(plain))
     assert failing.used != plain.used
 

@@ -1037,7 +1037,7 @@ def test_context_reads_junit_xml(
     assert main(["context", "--repo", str(repo), "--pytest-log", str(report), "--format", "json"]) == 0
     from_xml = capsys.readouterr().out
     assert main(["context", "--repo", str(repo), "--pytest-log", str(log), "--junit-xml", str(report)]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err  # the report; standard output holds the section alone
     assert "- test: test_fixture_error" in out  # the first failure the status lines report
     assert "- failure file: tests/test_core.py" in out
     assert '"failure_files": ["tests/test_core.py"]' in from_xml
@@ -1064,7 +1064,7 @@ def test_context_warns_when_no_log_path_is_in_the_repository(
     assert main(["context", "--repo", str(repo), "--pytest-log", str(log)]) == 0
     captured = capsys.readouterr()
     assert "warning: no traceback frame of the log is a file of" in captured.err
-    assert "- failure file: tests/test_core.py" in captured.out
+    assert "- failure file: tests/test_core.py" in captured.err
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -225,7 +225,7 @@ def test_xml_base64_for_controls_and_surrogates() -> None:
     expected_body = base64.b64encode("\x1b[31m\ud800".encode("utf-8", "surrogatepass")).decode()
     assert block == (
         f'<snippet path-base64="{expected_path}" start="1" end="1" reason="search" '
-        f'label="failing file" encoding="base64">{expected_body}</snippet>\n'
+        f'label="search hit in the failing file" encoding="base64">{expected_body}</snippet>\n'
     )
     # A surrogate pair held as two code points comes back as the same two code points.
     pair = "\ud83d\ude00"
@@ -318,8 +318,10 @@ def test_labels() -> None:
     assert label("reference", False) == "referenced definition"
     assert label("search", False) == "search hit"
     assert label(repo_context.Reason.SEARCH, False) == "search hit"
-    for reason in ("failure", "reference", "search"):
-        assert label(reason, True) == "failing file"
+    assert label("failure", True) == "failure evidence in the failing file"
+    assert label("reference", True) == "referenced definition in the failing file"
+    assert label("search", True) == "search hit in the failing file"
+    assert label(repo_context.Reason.SEARCH, True) == "search hit in the failing file"
     with pytest.raises(ValueError, match="reason"):
         label("overlap", True)
     block = render_block(
@@ -373,9 +375,15 @@ def test_plan_rank_and_file_order_on_a_real_build() -> None:
     ranked = plan(result)
     assert [(b.index, b.rank, b.position) for b in ranked] == [(i, r, r) for r, i in enumerate(raw.selected)]
     labels = [re.match(r"### .*? \((.*)\)\n", b.text).group(1) for b in ranked]  # type: ignore[union-attr]
-    assert labels[:3] == ["failing file"] * 3
+    # What each item is, and for the failure file's items that too (ranked there by score alone).
+    assert labels[:3] == [
+        "search hit in the failing file",
+        "failure evidence in the failing file",
+        "search hit in the failing file",
+    ]
     assert labels[3:] == ["referenced definition", "referenced definition", "search hit"]
-    assert ranked[1].text.startswith("### src/a.py:10-20 (failing file)\n````python\n")
+    head = "### src/a.py:10-20 (failure evidence in the failing file)\n````python\n"
+    assert ranked[1].text.startswith(head)
 
     by_file = plan(result, order="file")
     # Groups in the rank of their first item (a.py, c.rs, b.py); inside a group by line.
@@ -396,13 +404,13 @@ def test_plan_rank_and_file_order_on_a_real_build() -> None:
         ("src/b.py", 1), ("src/b.py", 30),
     ]  # fmt: skip
     assert parsed[1]["content"] == "10 | def a():\n11 |     ```\n"
-    assert parsed[1]["label"] == "failing file" and parsed[1]["reason"] == "failure"
+    assert parsed[1]["label"] == "failure evidence in the failing file" and parsed[1]["reason"] == "failure"
 
 
 def test_plan_without_failure_file_and_empty() -> None:
     result = repo_context.build({"candidates": CANDS, "max_chars": 10_000})
     blocks = plan(result, template="xml")
-    assert all('label="failing file"' not in b.text for b in blocks)
+    assert all("in the failing file" not in b.text for b in blocks)
     empty = repo_context.build({"candidates": [], "max_chars": 0})
     assert plan(empty) == [] and render(empty) == "" and render(empty, "xml", order="file") == ""
     with pytest.raises(ValueError, match="template"):

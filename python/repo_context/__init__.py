@@ -5,7 +5,11 @@ are ranked, de-duplicated by line range and packed whole into a budget, and ever
 explained, in characters or exact tokens, of the content or of the rendered prompt section.
 :func:`build` runs the Rust engine; :mod:`repo_context.reference` is the pure-Python
 implementation of the same contract; :func:`render` composes the prompt section.
+:class:`Workspace` (and the one-call :func:`context`) runs the whole job for a failing test in
+a repository, keeping what it derives from the files between calls and on disk.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from . import reference
 from ._input import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_TOTAL_CHARS
@@ -14,6 +18,19 @@ from .composer import render
 from .errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
 from .types import Block, BuildInput, BuildResult, Candidate, Cost, Omission, Reason, TokenCounter
 
+if TYPE_CHECKING:
+    from .workspace import ContextResult, Workspace, context
+
+
+def __getattr__(name: str) -> Any:
+    # The workspace (and the candidate sources under it) loads on first use, so that
+    # ``import repo_context`` stays light for callers of build() alone.
+    if name in ("ContextResult", "Workspace", "context"):
+        from . import workspace
+
+        return getattr(workspace, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
     "DEFAULT_MAX_CANDIDATES",
     "DEFAULT_MAX_TOTAL_CHARS",
@@ -21,6 +38,7 @@ __all__ = [
     "BuildInput",
     "BuildResult",
     "Candidate",
+    "ContextResult",
     "Cost",
     "InvalidCandidateError",
     "InvalidInputError",
@@ -29,7 +47,9 @@ __all__ = [
     "RepoContextBuilder",
     "ResourceLimitError",
     "TokenCounter",
+    "Workspace",
     "build",
+    "context",
     "reference",
     "render",
 ]

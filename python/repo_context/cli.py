@@ -10,25 +10,35 @@
     ``repo_context.render(result)``).
 
 ``repo-context context --repo DIR --pytest-log FILE [--junit-xml FILE] [--test NODEID]
-[--query TEXT] [--max-chars N] [--format markdown|json] [--engine native|reference]``
+[--query TEXT] [--budget N | --max-chars N] [--cost ...] [--template ...]
+[--format markdown|json] [--report FILE] [--cache-dir DIR | --no-cache] [--engine native|reference]``
     Gather failure, reference and search windows for one failing test (``--test``, by
     default the first of the short test summary) in a pytest log (``FILE``, or ``-`` for
-    standard input) of a run made in ``DIR``, build the context
-    and print it in Markdown (the section as costed when the cost model has a template)
-    followed by a summary of what was omitted and why; with ``--format json``, print the
-    build result's JSON form with one more top-level key, ``"policy_omitted"``: the windows
-    the sources took and the safe reader withheld, whatever their priority (a file that
-    looks like a secret, even the failure file; a window that no longer matches its file),
-    each ``{"path", "start", "end", "source", "reason": "policy", "why"}`` (``why`` such as
-    ``"policy: secret name"`` or ``"policy: secret content"``); an empty list when none;
-    and ``"failing_tests"``: every failing test found, each ``{"test", "name", "status",
-    "phase", "exception", "message", "selected"}``.
+    standard input) of a run made in ``DIR``, build the context (through a
+    ``repo_context.Workspace``: what is derived from the repository is cached in ``DIR`` of
+    ``--cache-dir``, by default under the user cache directory) and print exactly the prompt
+    section on standard output: with Markdown output the budget counts the rendered section
+    (the Markdown template unless ``--template`` says otherwise), so what is printed, counted in
+    the budget's unit, is within the budget. The failure and omission report goes to standard
+    error, or to ``--report FILE``. With ``--format json``, print one JSON document instead
+    (``ContextResult.to_dict``): the build result's JSON form with more top-level keys,
+    ``"policy_omitted"``: the windows the sources took and the safe reader withheld, whatever
+    their priority (a file that looks like a secret, even the failure file; a window that no
+    longer matches its file), each ``{"path", "start", "end", "source", "reason": "policy",
+    "why"}`` (``why`` such as ``"policy: secret name"`` or ``"policy: secret content"``; an
+    empty list when none); ``"failure"``; ``"failing_tests"``: every failing test found, each
+    ``{"test", "name", "status", "phase", "exception", "message", "selected"}``; and
+    ``"policy_redacted"``.
 
-Secrets never leave the program: every text printed (the Markdown context and summary, the
+``repo-context mcp [--cache-dir DIR | --no-cache]``
+    Serve the ``context_for_failure`` and ``build`` tools over the Model Context Protocol
+    (standard I/O); needs the ``mcp`` extra (:mod:`repo_context.mcp_server`).
+
+Secrets never leave the program: every text printed (the Markdown context and report, the
 failure's test name and message, every string of the JSON output, warnings and error
 messages) passes through ``repo_context.secrets.redact``, which replaces each secret with
-``[REDACTED: kind]``. The Markdown output then ends with a line saying how many secrets of
-which kinds were redacted; ``context``'s JSON lists them under ``"policy_redacted"``, each
+``[REDACTED: kind]``. The report then ends with a line saying how many secrets of which kinds
+were redacted; ``context``'s JSON lists them under ``"policy_redacted"``, each
 ``{"where": JSONPath, "kind", "reason": "policy", "why": "policy: secret in the output"}``
 (an empty list when none); ``build`` says so on standard error.
 
@@ -49,10 +59,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -66,14 +74,16 @@ from ._io import (
     read_capped,
     reserve_standard_fds,
     warn,
+    write_file,
     write_stream,
 )
-from .composer import header_path, render, render_markdown, render_omitted
+from .composer import header_path, render, render_markdown
 from .cost import Cost
 from .evaluation.command import add_eval_parser
-from .secrets import redact, redact_text
-from .sources import Gathered, gather
+from .secrets import SECRET_REDACTED, redact, redact_json, redact_text
+from .secrets import redaction_note as _redaction_note
 from .sources.pytest_log import LogFormatError, UnknownTestError
+from .workspace import ContextResult, Workspace, failing_tests_json
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -143,153 +153,15 @@ def result_json(result: BuildResult) -> str:
     return json.dumps(result.to_dict(), ensure_ascii=True, allow_nan=False)
 
 
-@dataclass(frozen=True)
-class ContextReport:
-    """The outcome of ``repo-context context``: what was gathered, and the build result.
-
-    ``max_chars`` is the budget used, in characters (code points).
-    """
-
-    gathered: Gathered
-    result: BuildResult
-    max_chars: int
-
-    @property
-    def failure_file(self) -> str | None:
-        """The repository-relative failure file, or ``None`` if no frame is in the repo."""
-        return self.gathered.failure_file
-
-    def markdown(self) -> str:
-        """The context as Markdown, then the failure and omission summary; every secret in
-        it (:func:`repo_context.secrets.redact`: the failure message, the test name, a path,
-        a window) replaced by ``[REDACTED: kind]``, and a last line saying how many were."""
-        redacted = redact(self._markdown())
-        if not redacted.kinds:
-            return redacted.text
-        return redacted.text + "\n" + _redaction_note(redacted.kinds) + "\n"
-
-    def _markdown(self) -> str:
-        failure = self.gathered.failure
-        about = ["## Failure", ""]
-        if failure is None:
-            about.append("No failing test found in the log.")
-        else:
-            exc = failure.exception_type or "failure"
-            message = f"{exc}: {failure.message}" if failure.message else exc
-            about.append(f"- test: {header_path(failure.name) if failure.name else '(unnamed)'}")
-            about.append(f"- error: {header_path(message)}")
-        where = header_path(self.failure_file) if self.failure_file else "(none in the repository)"
-        about.append(f"- failure file: {where}")
-        cost = self.result.cost
-        unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
-        counted = "the content" if cost.template is None else f"the {cost.template} section"
-        about.append(f"- budget: {self.result.used} of {self.result.budget} {unit} used ({counted})")
-        summary = "\n\n".join(
-            [
-                "\n".join(about),
-                render_omitted(self.result, self.gathered.candidates).rstrip("\n"),
-                *_policy_summary(self.gathered),
-            ]
-        )
-        if cost.template is not None:
-            # The section exactly as costed, then one empty line before the summary.
-            section = render(self.result)
-            gap = "" if section == "" or section.endswith("\n\n") else "\n"
-            return section + gap + summary + "\n"
-        return render_markdown(self.result).rstrip("\n") + "\n\n" + summary + "\n"
-
-
-def _policy_summary(gathered: Gathered) -> list[str]:
-    """The Markdown lines about the windows the reader withheld (none: no lines)."""
-    withheld = gathered.policy_omissions
-    if not withheld:
-        return []
-    files = len({w.path for w in withheld})
-    lines = [
-        f"{len(withheld)} window{'s' if len(withheld) != 1 else ''} of {files} "
-        f"file{'s' if files != 1 else ''} withheld by the reader (reason policy, before any ranking):",
-        "",
-    ]
-    for w in withheld:
-        where = header_path(f"{w.path}:{w.start}-{w.end}")
-        ticks = "`" * (max((len(run) for run in re.findall("`+", where)), default=0) + 1)
-        pad = " " if where.startswith("`") or where.endswith("`") else ""
-        lines.append(f"- {ticks}{pad}{where}{pad}{ticks} {w.source}: {w.why}")
-    return ["\n".join(lines)]
-
-
-def _redaction_note(kinds: Sequence[str]) -> str:
-    """The Markdown line that reports the secrets redacted from an output."""
-    n = len(kinds)
-    return f"{n} secret{'s' if n != 1 else ''} redacted from this output (reason policy): " + ", ".join(
-        dict.fromkeys(kinds)
-    )
-
-
-def redact_json(value: Any, where: str = "$") -> tuple[Any, list[dict[str, str]]]:
-    """``value`` (a JSON value: ``dict``, ``list``, ``str``, numbers) with every secret in a
-    string, keys included, replaced by ``[REDACTED: kind]``; and one record per secret:
-    ``{"where": JSONPath of the string, "kind", "reason": "policy", "why": "policy: secret in
-    the output"}``. ``value`` is not changed."""
-    found: list[dict[str, str]] = []
-
-    def walk(item: Any, at: str) -> Any:
-        if isinstance(item, str):
-            done = redact(item)
-            found.extend(
-                {"where": at, "kind": kind, "reason": "policy", "why": SECRET_REDACTED} for kind in done.kinds
-            )
-            return done.text
-        if isinstance(item, dict):
-            return {walk(k, f"{at}.<key>"): walk(v, f"{at}.{k}") for k, v in item.items()}
-        if isinstance(item, (list, tuple)):
-            return [walk(v, f"{at}[{i}]") for i, v in enumerate(item)]
-        return item
-
-    return walk(value, where), found
-
-
-#: Why a secret was replaced in an output (``"policy_redacted"`` records).
-SECRET_REDACTED = "policy: secret in the output"
+#: The outcome of ``repo-context context`` (:class:`repo_context.ContextResult`).
+ContextReport = ContextResult
 
 
 def context_json(report: ContextReport) -> str:
-    """The JSON output of ``repo-context context``: the build result's JSON form,
-    ``"policy_omitted"`` (the reader's withheld windows), ``"failing_tests"`` (every
-    failing test of the log, :func:`failing_tests_json`) and ``"policy_redacted"`` (the
-    secrets replaced by ``[REDACTED: kind]`` in the other fields, see :func:`redact_json`;
-    an empty list when none), on one line, ASCII only."""
-    data = report.result.to_dict()
-    data["policy_omitted"] = [w.to_dict() for w in report.gathered.policy_omissions]
-    data["failing_tests"] = failing_tests_json(report.gathered)
-    data, redacted = redact_json(data)
-    data["policy_redacted"] = redacted
-    return json.dumps(data, ensure_ascii=True, allow_nan=False)
-
-
-def failing_tests_json(gathered: Gathered) -> list[dict[str, object]]:
-    """Every failing test found in the log, in summary order, each ``{"test", "name",
-    "status", "phase", "exception", "message", "selected"}``: ``test`` its id (a pytest
-    node id when the log gives one, else its name, else ``null``), ``name`` the report's
-    name, ``status`` ``"failed"`` or ``"error"`` and ``phase`` (``"collect"``, ``"setup"``,
-    ``"call"``, ``"teardown"`` or ``null``) of the report taken as its failure, its
-    exception type (or ``null``) and message, and ``selected`` whether the context was
-    built for it."""
-    out: list[dict[str, object]] = []
-    for test in gathered.failing_tests:
-        failure = test.failure
-        out.append(
-            {
-                "test": test.test,
-                "name": failure.name,
-                "status": failure.status,
-                "phase": failure.phase,
-                "exception": failure.exception_type,
-                "message": failure.message,
-                "selected": failure is gathered.failure,
-            }
-        )
-    return out
+    """The JSON output of ``repo-context context``: ``ContextResult.to_dict()`` (the build
+    result's JSON form, ``"policy_omitted"``, ``"failure"``, ``"failing_tests"`` and
+    ``"policy_redacted"``), on one line, ASCII only."""
+    return json.dumps(report.to_dict(), ensure_ascii=True, allow_nan=False)
 
 
 def run_context(
@@ -306,12 +178,13 @@ def run_context(
     """Gather candidates for the failing test in ``pytest_log`` (a file, read as UTF-8
     with undecodable bytes replaced; a JUnit XML report is recognised as such) in the
     repository folder ``repo`` and build the context with ``engine`` (``"native"`` or
-    ``"reference"``) in ``max_chars`` characters (default ``DEFAULT_MAX_CHARS``), or, with a
-    ``cost`` model (a ``Cost`` or its mapping form), in that many units of it.
+    ``"reference"``) in ``max_chars`` characters of content (default ``DEFAULT_MAX_CHARS``),
+    or, with a ``cost`` model (a ``Cost`` or its mapping form), in that many units of it.
     ``junit_xml`` is the run's JUnit XML report (``pytest --junitxml``), if any: it fills
     and is the authority for the failures and their frames. ``test`` chooses the failing
     test (a pytest node id, a dotted id or a test name) when the log has several; by
-    default the first failing test in the order of the short test summary.
+    default the first failing test in the order of the short test summary. Nothing is
+    cached on disk (``repo_context.Workspace`` keeps and caches what it derives).
 
     Raises ``OSError`` if the log cannot be read, ``NotADirectoryError`` if ``repo`` is not
     a folder, ``InvalidInputError`` for an invalid budget, ``ResourceLimitError`` (an
@@ -321,48 +194,21 @@ def run_context(
     failing test of the log.
     """
     log = read_capped(pytest_log, MAX_LOG_BYTES, limit_name="MAX_LOG_BYTES", field="pytest_log")
-    log_text = _log_text(log)
     report = (
         read_capped(junit_xml, MAX_JUNIT_BYTES, limit_name="MAX_JUNIT_BYTES", field="junit_xml")
         if junit_xml is not None
         else None
     )
-    return _context(
-        repo,
-        log_text,
-        query=query,
-        max_chars=max_chars,
-        engine=engine,
-        cost=cost,
+    budget = DEFAULT_MAX_CHARS if max_chars is None else max_chars
+    return Workspace(repo, cache=False).context(
+        _log_text(log),
         junit_xml=report,
         test=test,
+        query=query,
+        budget=budget,
+        cost={"unit": "chars"} if cost is None else cost,
+        engine=engine,
     )
-
-
-def _context(
-    repo: str | Path,
-    log_text: str,
-    *,
-    query: str | None,
-    max_chars: int | None,
-    engine: str,
-    cost: object,
-    junit_xml: bytes | None = None,
-    test: str | None = None,
-) -> ContextReport:
-    """:func:`run_context` on the text of the log (and the bytes of the JUnit report)."""
-    budget = DEFAULT_MAX_CHARS if max_chars is None else max_chars
-    gathered = gather(repo, log_text, query, junit_xml=junit_xml, test=test)
-    data = gathered.build_input(budget)
-    if cost is not None:
-        data = {
-            "candidates": data["candidates"],
-            "failure_files": data["failure_files"],
-            "budget": budget,
-            "cost": cost,
-        }
-    result = _ENGINES[engine](data)
-    return ContextReport(gathered, result, budget)
 
 
 def _shown(file: str) -> str:
@@ -508,27 +354,29 @@ def _cmd_context(args: argparse.Namespace) -> int:
     junit_xml: bytes | None = None
     if args.junit_xml is not None:
         junit_xml = _read_input(args.junit_xml, MAX_JUNIT_BYTES, "MAX_JUNIT_BYTES", "junit_xml")
-    cost = _cost_options(args)
+    cost = _cost_options(args) or {}
     if args.max_chars is not None and args.budget is not None:
         raise _UsageError("give --budget or --max-chars, not both")
-    if args.max_chars is not None and cost is not None and cost.get("unit", "chars") != "chars":
+    if args.max_chars is not None and cost.get("unit", "chars") != "chars":
         raise _UsageError(f"--max-chars is a character budget; with --cost {cost['unit']} give --budget")
     if args.budget is not None:
         budget = args.budget
     elif args.max_chars is not None:
         budget = args.max_chars
     else:
-        tokens = cost is not None and cost.get("unit") == "tokens"
-        budget = DEFAULT_MAX_TOKENS if tokens else DEFAULT_MAX_CHARS
+        budget = DEFAULT_MAX_TOKENS if cost.get("unit") == "tokens" else DEFAULT_MAX_CHARS
+    if args.format == "markdown":
+        # The budget covers what is printed: the section in its template, Markdown by default.
+        cost.setdefault("template", "markdown")
     try:
-        report = _context(
-            args.repo,
+        workspace = Workspace(args.repo, cache_dir=args.cache_dir, cache=not args.no_cache)
+        report = workspace.context(
             log_text,
-            query=args.query,
-            max_chars=budget,
-            engine=args.engine,
-            cost=cost,
             junit_xml=junit_xml,
+            query=args.query,
+            budget=budget,
+            cost=cost,
+            engine=args.engine,
             test=args.test,
         )
     except OSError as exc:
@@ -549,7 +397,15 @@ def _cmd_context(args: argparse.Namespace) -> int:
     if args.format == "json":
         _write(sys.stdout, context_json(report) + "\n")
     else:
-        _write(sys.stdout, report.markdown())
+        # Standard output holds exactly the budgeted section; the report goes elsewhere.
+        section = redact(report.section)
+        if section.kinds:
+            _warn("context", _redaction_note(section.kinds))
+        _write(sys.stdout, section.text)
+    if args.report is not None:
+        write_file(args.report, report.summary())
+    elif args.format != "json":
+        _write(sys.stderr, report.summary())
     return 0
 
 
@@ -629,7 +485,8 @@ def _parser() -> argparse.ArgumentParser:
         "--format",
         choices=["markdown", "json"],
         default="markdown",
-        help="Markdown context and summary (default), or the result JSON",
+        help="the Markdown section on standard output and the report on standard error "
+        "(default), or one JSON document with the result and the omissions",
     )
     context.add_argument(
         "--engine",
@@ -637,10 +494,43 @@ def _parser() -> argparse.ArgumentParser:
         default="native",
         help="the Rust engine (default) or the pure-Python reference",
     )
+    context.add_argument(
+        "--report",
+        metavar="FILE",
+        default=None,
+        help="write the failure and omission report to FILE (default: standard error)",
+    )
+    context.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        default=None,
+        help="folder of the index cache (default: repo-context in the user cache directory)",
+    )
+    context.add_argument(
+        "--no-cache", action="store_true", help="keep the derived index in memory only, nothing on disk"
+    )
     _add_cost_options(context)
     context.set_defaults(run=_cmd_context)
+    mcp = commands.add_parser(
+        "mcp",
+        help="run the Model Context Protocol server over standard I/O",
+        description="Serve the context_for_failure and build tools over MCP (stdio); needs the "
+        "mcp extra (pip install 'repo-context[mcp]').",
+    )
+    mcp.add_argument("--cache-dir", metavar="DIR", default=None, help="folder of the index cache")
+    mcp.add_argument("--no-cache", action="store_true", help="keep the derived index in memory only")
+    mcp.set_defaults(run=_cmd_mcp)
     add_eval_parser(commands)
     return parser
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from .mcp_server import run
+    except ImportError as exc:
+        raise _UsageError(f"the MCP server needs the mcp extra (repo-context[mcp]): {exc}") from exc
+    run(cache_dir=args.cache_dir, cache=not args.no_cache)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

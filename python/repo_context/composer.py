@@ -68,8 +68,8 @@ TEMPLATES = ("markdown", "xml")
 #: The orders a section can be rendered in (see :func:`plan`).
 ORDERS = ("rank", "file")
 
-#: The label of every item from the failure file, whatever its reason.
-FAILING_FILE_LABEL = "failing file"
+#: What the label of an item from a failing file adds to the label of its reason.
+FAILING_FILE_LABEL = "in the failing file"
 _REASON_LABELS = {
     "failure": "failure evidence",
     "reference": "referenced definition",
@@ -155,14 +155,17 @@ def _reason_name(reason: str) -> str:
 
 
 def label(reason: str, failing: bool) -> str:
-    """The label of an item: ``"failing file"`` if it comes from the failure file (``failing``),
-    else by ``reason``: ``"failure evidence"``, ``"referenced definition"`` or ``"search hit"``.
+    """The label of an item: what the evidence is, by ``reason``: ``"failure evidence"``,
+    ``"referenced definition"`` or ``"search hit"``; for an item from a failing file
+    (``failing``) followed by ``" in the failing file"`` (``"search hit in the failing file"``).
+    The label tells the evidence apart where the ranking does not: inside a failing file the
+    order is by score alone.
 
     ``reason`` is ``"failure"``, ``"reference"`` or ``"search"`` (a ``Reason`` member is fine);
     anything else raises ``ValueError``, even when ``failing``.
     """
     name = _reason_name(reason)
-    return FAILING_FILE_LABEL if failing else _REASON_LABELS[name]
+    return f"{_REASON_LABELS[name]} {FAILING_FILE_LABEL}" if failing else _REASON_LABELS[name]
 
 
 def block_language(path: str) -> str:
@@ -246,8 +249,8 @@ def render_block(
 
     ``path`` is printed as given; ``start``/``end`` are its 1-based line range (``start`` also
     numbers the lines when ``line_numbers``); ``reason`` is ``"failure"``, ``"reference"`` or
-    ``"search"``; ``failing`` tells that the item comes from the failure file (its label is
-    then ``"failing file"``); ``template`` is ``"markdown"`` or ``"xml"``. Raises ``ValueError``
+    ``"search"``; ``failing`` tells that the item comes from a failing file (its label then says
+    so too, :func:`label`); ``template`` is ``"markdown"`` or ``"xml"``. Raises ``ValueError``
     for another template or reason, ``TypeError`` for a non-``str`` path or content or a
     non-integer line. The block ends with a newline; a section is its blocks concatenated.
     """
@@ -258,7 +261,7 @@ def render_block(
     start = _int(start, "start")
     end = _int(end, "end")
     name = _reason_name(reason)
-    tag = FAILING_FILE_LABEL if failing else _REASON_LABELS[name]
+    tag = label(name, failing)
     body = number_lines(content, start) if line_numbers else content
     if template == "markdown":
         ticks = fence(body)
@@ -455,8 +458,9 @@ def render_omitted(result: BuildResult, candidates: Sequence[CandidateLike]) -> 
 
     One count line by reason (``overlap``, ``budget``), then one line per omitted
     candidate in rank order: its input index, window, reason and score, and for an overlap
-    the selected window it hits, for a budget omission its content length in characters
-    (with a token or rendered cost model, the unit line says what the budget counted).
+    the selected window it hits, for a budget omission its cost in the budget's unit (the
+    characters of its content; with a rendered cost model, of its block; with a token cost
+    model, the tokens of its content or block in the cost's encoding).
     """
     counts = Counter(o.reason for o in result.omitted)
     by_source = Counter(str(c.reason) for c in candidates)
@@ -465,7 +469,7 @@ def render_omitted(result: BuildResult, candidates: Sequence[CandidateLike]) -> 
         "",
         f"{len(candidates)} candidates ("
         + ", ".join(f"{reason} {by_source[reason]}" for reason in sorted(by_source))
-        + f"); {len(result.items)} selected, {result.used_chars} characters of content"
+        + f"); {len(result.items)} selected, "
         + _used(result)
         + "; "
         + f"{len(result.omitted)} omitted ("
@@ -481,15 +485,44 @@ def render_omitted(result: BuildResult, candidates: Sequence[CandidateLike]) -> 
             hit = candidates[omission.overlaps]
             lines.append(head + f"overlaps #{omission.overlaps} {_code_span(_where(hit))} ({hit.reason})")
         else:
-            lines.append(head + f"{omission.reason} ({len(cand.content)} characters of content)")
+            lines.append(head + f"{omission.reason} ({_candidate_cost(result, cand)})")
     return "\n".join(lines) + "\n"
 
 
-def _used(result: BuildResult) -> str:
-    """`` (N of B <unit> counted on ...)`` when the budget is not content characters."""
+def _candidate_cost(result: BuildResult, cand: CandidateLike) -> str:
+    """What ``cand`` costs in ``result``'s budget unit, with the unit: its content's characters
+    (no cost model, or characters of the content), its rendered block's characters, or the
+    tokens of its content or block in the cost's encoding."""
     cost = getattr(result, "cost", None)
     if cost is None or (cost.unit == "chars" and cost.template is None):
-        return ""
+        return f"{len(cand.content)} characters of content"
+    text, what = cand.content, "of content"
+    if cost.template is not None:
+        failing = cand.path in set(getattr(result, "failure_files", ()))
+        text = render_block(
+            cand.path,
+            cand.start,
+            cand.end,
+            cand.content,
+            cand.reason,
+            failing=failing,
+            template=cost.template,
+            line_numbers=bool(cost.line_numbers),
+        )
+        what = f"as a {cost.template} block"
+    if cost.unit == "chars":
+        return f"{len(text)} characters {what}"
+    from ._core import TokenCounter
+
+    return f"{TokenCounter(cost.encoding).count_one(text)} {cost.encoding} tokens {what}"
+
+
+def _used(result: BuildResult) -> str:
+    """What the selection used, in the budget's unit: ``N characters of content``, or
+    ``N of B <unit> counted on ...`` when the budget is not content characters."""
+    cost = getattr(result, "cost", None)
+    if cost is None or (cost.unit == "chars" and cost.template is None):
+        return f"{result.used_chars} characters of content"
     unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
     counted = "the content" if cost.template is None else f"the {cost.template} section"
-    return f" ({result.used} of {result.budget} {unit} counted on {counted})"
+    return f"{result.used} of {result.budget} {unit} counted on {counted}"

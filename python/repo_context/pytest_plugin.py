@@ -64,6 +64,7 @@ from .errors import ResourceLimitError
 if TYPE_CHECKING:
     from . import RepoContextBuilder
     from .sources import Repository
+    from .workspace import Workspace
 
 __all__ = ["RepoContextWriter", "context_file_name", "failure_log"]
 
@@ -232,6 +233,7 @@ class RepoContextWriter:
         self._failed = 0  # failed reports seen
         self._lines: list[tuple[str, bool]] = []  # (terminal line, is a problem)
         self._reported = False
+        self._workspace: Workspace | None = None
 
     # -- recording ---------------------------------------------------------------------
 
@@ -321,8 +323,7 @@ class RepoContextWriter:
         return True
 
     def _context(self, failure: _Failure, repo: Repository, builder: RepoContextBuilder) -> str:
-        from .cli import DEFAULT_MAX_CHARS, ContextReport
-        from .sources import gather
+        from .workspace import DEFAULT_MAX_CHARS, ContextResult, Workspace
 
         text = failure.text
         size = len(text.encode("utf-8", "surrogatepass"))
@@ -337,14 +338,17 @@ class RepoContextWriter:
             text = _absolute_paths(text, failure.cwd)
         log = failure_log(failure.title, text, error=failure.when != "call")
         budget = DEFAULT_MAX_CHARS if self._budget is None else self._budget
-        gathered = gather(repo, log)
+        # One workspace per session: what a failure's context derived serves the next one.
+        if self._workspace is None or self._workspace.root != repo.root:
+            self._workspace = Workspace(repo.root, cache=False, gitignore=repo.gitignore)
+        gathered = self._workspace.gather(log)
         data = dict(gathered.build_input(budget))
         if self._cost is not None:
             data.pop("max_chars", None)
             data["budget"] = budget
             data["cost"] = self._cost
         result = builder.build(data)
-        return ContextReport(gathered, result, budget).markdown()
+        return ContextResult(result, gathered).markdown()
 
     # -- reporting ---------------------------------------------------------------------
 

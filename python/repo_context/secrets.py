@@ -53,11 +53,24 @@ in ``EXAMPLE``) are not secrets. Offsets are characters (code points).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ._core import SECRET_KINDS, secret_spans
 
-__all__ = ["KINDS", "Redaction", "Secret", "find_secrets", "redact", "redact_text", "redaction"]
+__all__ = [
+    "KINDS",
+    "SECRET_REDACTED",
+    "Redaction",
+    "Secret",
+    "find_secrets",
+    "redact",
+    "redact_json",
+    "redact_text",
+    "redaction",
+    "redaction_note",
+]
 
 #: The kinds of secret detected, in rule order (see the module docstring).
 KINDS: tuple[str, ...] = tuple(SECRET_KINDS)
@@ -115,3 +128,39 @@ def redact(text: str) -> Redaction:
 def redact_text(text: str) -> str:
     """``redact(text).text``: ``text`` with its secrets replaced."""
     return redact(text).text
+
+
+#: Why a secret was replaced in an output (``"policy_redacted"`` records).
+SECRET_REDACTED = "policy: secret in the output"
+
+
+def redaction_note(kinds: Sequence[str]) -> str:
+    """The line that reports the secrets redacted from an output (``kinds`` as
+    :attr:`Redaction.kinds`)."""
+    n = len(kinds)
+    return f"{n} secret{'s' if n != 1 else ''} redacted from this output (reason policy): " + ", ".join(
+        dict.fromkeys(kinds)
+    )
+
+
+def redact_json(value: Any, where: str = "$") -> tuple[Any, list[dict[str, str]]]:
+    """``value`` (a JSON value: ``dict``, ``list``, ``str``, numbers) with every secret in a
+    string, keys included, replaced by ``[REDACTED: kind]``; and one record per secret:
+    ``{"where": JSONPath of the string, "kind", "reason": "policy", "why": "policy: secret in
+    the output"}``. ``value`` is not changed."""
+    found: list[dict[str, str]] = []
+
+    def walk(item: Any, at: str) -> Any:
+        if isinstance(item, str):
+            done = redact(item)
+            found.extend(
+                {"where": at, "kind": kind, "reason": "policy", "why": SECRET_REDACTED} for kind in done.kinds
+            )
+            return done.text
+        if isinstance(item, dict):
+            return {walk(k, f"{at}.<key>"): walk(v, f"{at}.{k}") for k, v in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [walk(v, f"{at}[{i}]") for i, v in enumerate(item)]
+        return item
+
+    return walk(value, where), found

@@ -55,8 +55,9 @@ from ..composer import render_block
 from ..cost import Cost
 from ..errors import ResourceLimitError
 from ..merge import RangeMerger
-from ..sources import Repository, gather
+from ..sources import Repository
 from ..types import Candidate, TokenCounter
+from ..workspace import Workspace
 from .realbugs import GoldRange, PreparationError, gold_ranges, prepare
 
 __all__ = [
@@ -403,7 +404,6 @@ def evaluate(
         except PreparationError as exc:
             failed.append((str(case["id"]), str(exc)))
             continue
-        repository = Repository(prepared.repo)
         try:
             log_bytes = read_capped(
                 prepared.log, MAX_LOG_BYTES, limit_name="MAX_LOG_BYTES", field="pytest_log"
@@ -413,8 +413,11 @@ def evaluate(
             continue
         log_text = log_bytes.decode("utf-8", errors="replace")
         began = time.perf_counter()
-        gathered = gather(repository, log_text)
+        # A cold workspace (nothing cached on disk): the gather time is the whole job's.
+        workspace = Workspace(prepared.repo, cache=False)
+        gathered = workspace.gather(log_text)
         gather_seconds = time.perf_counter() - began
+        repository = workspace.repository
         candidates = list(gathered.candidates)
         gold = gold_ranges(case)
         infos.append(

@@ -77,6 +77,7 @@ import os
 import re
 import stat
 import tokenize
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -226,6 +227,24 @@ def node_span(node: ast.stmt) -> tuple[int, int]:
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+def walk_around(tree: ast.AST, line: int) -> Iterator[ast.AST]:
+    """The nodes of ``tree`` in ``ast.walk`` order, leaving out every node (and its
+    descendants) whose line range, decorators included, does not contain ``line``: a
+    descendant lies within its ancestor's range, so no node containing ``line`` is lost."""
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        start = getattr(node, "lineno", None)
+        if start is not None:
+            end = getattr(node, "end_lineno", None) or start
+            for decorator in getattr(node, "decorator_list", ()):
+                start = min(start, decorator.lineno)
+            if not start <= line <= end:
+                continue
+        todo.extend(ast.iter_child_nodes(node))
+        yield node
+
+
 def enclosing_function(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The innermost ``def`` (or ``async def``) whose span contains ``line``, else ``None``.
 
@@ -233,7 +252,7 @@ def enclosing_function(tree: ast.Module, line: int) -> ast.FunctionDef | ast.Asy
     """
     best: ast.FunctionDef | ast.AsyncFunctionDef | None = None
     best_size = 0
-    for node in ast.walk(tree):
+    for node in walk_around(tree, line):
         if isinstance(node, _FUNCTIONS):
             start, end = node_span(node)
             if start <= line <= end and (best is None or end - start < best_size):

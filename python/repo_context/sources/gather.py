@@ -18,7 +18,7 @@ from .failure import (
 from .files import PolicyOmission, Repository
 from .pytest_log import FailingTest, TestFailure, failing_tests, parse_test_output, select_test, summary_order
 from .references import reference_windows
-from .search import TOP_K, build_query, search_windows
+from .search import TOP_K, SearchIndex, build_query, search_windows
 from .symbols import SymbolIndex
 from .window import Window
 
@@ -74,6 +74,8 @@ def gather(
     top_k: int = TOP_K,
     junit_xml: str | bytes | None = None,
     test: str | None = None,
+    symbols: SymbolIndex | None = None,
+    index: SearchIndex | None = None,
 ) -> Gathered:
     """Gather failure, reference and search windows for one failing test of ``log_text``.
 
@@ -93,6 +95,9 @@ def gather(
     file, a file the reader will not read, a path from another machine that matches no
     repository file or several) are ``policy_omissions``
     (:func:`~.failure.resolve_frames`).
+    ``symbols`` and ``index`` are the repository's symbol index and search index when the
+    caller keeps them (``repo_context.Workspace``); by default a new :class:`SymbolIndex` and
+    the process's :meth:`SearchIndex.for_repository`.
 
     Scores. The builder orders the candidates of the failure file by score alone, whatever
     their reason, so the three sources share one scale there: search windows keep their
@@ -136,7 +141,7 @@ def gather(
     # while its neighbouring tests would crowd the code under test out of a small budget.
     search = [
         w
-        for w in search_windows(repository, tokens, top_k=top_k)
+        for w in search_windows(repository, tokens, top_k=top_k, index=index)
         if not (w.path in failing and is_test_file(w.path))
     ]
     tier = math.ceil(max((w.score for w in search), default=0.0))
@@ -144,7 +149,7 @@ def gather(
         reference_windows(
             repository,
             frames,
-            SymbolIndex(repository),
+            symbols if symbols is not None else SymbolIndex(repository),
             base_score=tier + 1.0,
             test_name=failure.name if failure is not None else None,
         )

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .failure import project_frames
-from .files import Repository, SourceFile, node_span
+from .files import Repository, SourceFile, node_span, walk_around
 from .pytest_log import TestFailure
 from .window import Window, make_window
 
@@ -286,7 +286,7 @@ def _statement_lines(source: SourceFile, line: int) -> tuple[int, int]:
     if source.tree is None:
         return line, line
     best: ast.stmt | None = None
-    for node in ast.walk(source.tree):
+    for node in walk_around(source.tree, line):
         if isinstance(node, ast.stmt):
             start, end = node.lineno, node.end_lineno or node.lineno
             if start <= line <= end and (best is None or start >= best.lineno):

@@ -1,0 +1,890 @@
+"""The context job with reuse: what is derived from a repository, kept current between calls.
+
+A :class:`Workspace` holds, for one repository folder, what the candidate sources derive from
+its files: the file list, each file's read text and parse, its identifier words (the symbol
+index's first filter), its search chunks and their tokens, and the BM25 index over them. On
+every call it examines each file (size, modification time, inode) and reads again only the
+files that changed; a file whose content hash is unchanged keeps everything derived from it,
+so one edited file is re-derived alone (the BM25 index, whose statistics are global, is then
+rebuilt from the kept tokens of the others). With a cache folder the derived data also goes
+to disk (:mod:`repo_context._cache`), keyed by content hash and the version of the extraction
+rules, so a new process starts warm.
+
+:meth:`Workspace.context` runs the whole job for a test log: parse the failures, gather the
+failure, reference and search windows (:func:`repo_context.sources.gather`), build the
+context and report what was left out and why (:class:`ContextResult`).
+:func:`context` is the one-call form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import reference
+from ._cache import Store
+from .builder import build as native_build
+from .composer import header_path, render, render_omitted
+from .cost import Cost
+from .secrets import redact, redact_json, redaction_note
+from .sources.files import MAX_FILE_BYTES, PolicyOmission, Repository, SourceFile, _parse
+from .sources.gather import Gathered, gather
+from .sources.pytest_log import TestFailure, parse_test_output
+from .sources.search import (
+    Chunk,
+    SearchIndex,
+    _bm25_index,
+    _chunk_tokens,
+    _chunks,
+    _searchable_paths,
+    tokenize,
+)
+from .sources.symbols import ParsedFile, SymbolIndex, source_paths
+from .types import BuildResult
+
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "DEFAULT_MAX_TOKENS",
+    "ContextResult",
+    "Workspace",
+    "context",
+    "default_cache_dir",
+]
+
+#: Default budget in characters (code points).
+DEFAULT_MAX_CHARS = 16_000
+#: Default budget in tokens of the cost's encoding.
+DEFAULT_MAX_TOKENS = 4_000
+#: Files to derive before the cold build shows a progress bar (on a terminal).
+PROGRESS_FILES = 200
+#: Up to this many files derived in one call stay in memory, parses included.
+KEEP_DERIVED_FILES = 50
+
+_ENGINES: dict[str, Callable[[object], BuildResult]] = {
+    "native": native_build,
+    "reference": reference.build,
+}
+
+_Stat = tuple[int, int, int]  # size, mtime_ns, inode
+_Key = tuple[str, str]  # path, content digest
+_Words = tuple[frozenset[str], frozenset[str]]
+_Doc = tuple[int, tuple[tuple[int, int, str], ...], tuple[tuple[str, ...], ...]]  # lines, chunks, tokens
+
+
+def default_cache_dir() -> Path:
+    """The default cache folder: ``repo-context`` under the user cache directory
+    (``platformdirs.user_cache_dir``: ``~/.cache/repo-context`` on Linux, honouring
+    ``XDG_CACHE_HOME``)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("repo-context", appauthor=False))
+
+
+# --------------------------------------------------------------------------------------
+# The result
+
+
+@dataclass(frozen=True)
+class ContextResult:
+    """The outcome of one context job.
+
+    ``result`` is the build result (its ``budget``, ``used`` and ``cost`` say in which unit);
+    ``gathered`` what the sources gathered for the chosen failure (the candidates, the failure
+    file, the reader's policy omissions); ``failures`` every failure parsed from the test
+    output, in order (``failure`` is the one the context is for); ``timings`` the wall time of
+    each stage in seconds (``refresh``: listing the files and reading the changed ones;
+    ``derive``: deriving words, chunks and the search index; ``gather``: the three sources;
+    ``build``: ranking and packing; ``total``); ``reread`` the repository-relative paths the
+    call read again because they were new or changed.
+    """
+
+    result: BuildResult
+    gathered: Gathered
+    failures: tuple[TestFailure, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+    reread: tuple[str, ...] = ()
+
+    @property
+    def failure(self) -> TestFailure | None:
+        """The failure the context is for (``None`` if the log has none)."""
+        return self.gathered.failure
+
+    @property
+    def failure_file(self) -> str | None:
+        """The repository-relative failure file, or ``None`` if no frame is in the repo."""
+        return self.gathered.failure_file
+
+    @property
+    def policy_omissions(self) -> tuple[PolicyOmission, ...]:
+        """The windows the reader withheld before any ranking (secrets, stale windows)."""
+        return self.gathered.policy_omissions
+
+    @property
+    def budget(self) -> int:
+        """The budget, in the cost's unit (``result.cost``)."""
+        return self.result.budget
+
+    @property
+    def max_chars(self) -> int:
+        """The budget (the name of the earlier ``ContextReport``; in the cost's unit)."""
+        return self.result.budget
+
+    @property
+    def section(self) -> str:
+        """The prompt section: ``repo_context.render(result)``, the selected blocks in the
+        cost's template (Markdown without one). With a template, it is exactly what was
+        costed: its cost in the budget's unit is ``result.used <= result.budget``."""
+        return render(self.result)
+
+    def summary(self) -> str:
+        """The failure and omission report in Markdown (``## Failure``, ``## Omitted`` and the
+        reader's policy omissions); costs are in the budget's unit. Names are escaped
+        (:func:`~repo_context.composer.header_path`) and every secret in it (the failure
+        message, a test name, a path) is replaced by ``[REDACTED: kind]``
+        (:func:`repo_context.secrets.redact`), with a last line saying how many were."""
+        failure = self.gathered.failure
+        about = ["## Failure", ""]
+        if failure is None:
+            about.append("No failing test found in the log.")
+        else:
+            exc = failure.exception_type or "failure"
+            message = f"{exc}: {failure.message}" if failure.message else exc
+            about.append(f"- test: {header_path(failure.name) if failure.name else '(unnamed)'}")
+            about.append(f"- error: {header_path(message)}")
+        where = header_path(self.failure_file) if self.failure_file else "(none in the repository)"
+        about.append(f"- failure file: {where}")
+        cost = self.result.cost
+        unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
+        counted = "the content" if cost.template is None else f"the {cost.template} section"
+        about.append(f"- budget: {self.result.used} of {self.result.budget} {unit} used ({counted})")
+        parts = [
+            "\n".join(about),
+            render_omitted(self.result, self.gathered.candidates).rstrip("\n"),
+            *_policy_summary(self.gathered),
+        ]
+        redacted = redact("\n\n".join(parts) + "\n")
+        if not redacted.kinds:
+            return redacted.text
+        return redacted.text + "\n" + redaction_note(redacted.kinds) + "\n"
+
+    def markdown(self) -> str:
+        """The section, then one empty line and :meth:`summary` (one document for a file)."""
+        section = self.section
+        if self.result.cost.template is None:
+            section = "## Code context\n\n" + (
+                section.rstrip("\n") + "\n" if section else "(no code selected)\n"
+            )
+        gap = "" if section == "" or section.endswith("\n\n") else "\n"
+        return section + gap + self.summary()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The build result's JSON form (``BuildResult.to_dict``) with ``"policy_omitted"``
+        (the reader's withheld windows, ``PolicyOmission.to_dict``), ``"failure"`` (``None``
+        without a failure, else ``{"test", "test_id", "error", "message", "failure_file"}``:
+        the report name, the node id if the log gives one, the exception type, its message,
+        the repository-relative failure file; each may be ``None``), ``"failing_tests"``
+        (every failing test of the log, :func:`failing_tests_json`) and ``"policy_redacted"``
+        (the secrets replaced by ``[REDACTED: kind]`` in every other string,
+        :func:`repo_context.secrets.redact_json`; an empty list when none)."""
+        data = self.result.to_dict()
+        data["policy_omitted"] = [w.to_dict() for w in self.gathered.policy_omissions]
+        failure = self.failure
+        data["failure"] = (
+            None
+            if failure is None
+            else {
+                "test": failure.name,
+                "test_id": failure.test_id,
+                "error": failure.exception_type,
+                "message": failure.message,
+                "failure_file": self.failure_file,
+            }
+        )
+        data["failing_tests"] = failing_tests_json(self.gathered)
+        data, redacted = redact_json(data)
+        data["policy_redacted"] = redacted
+        return data
+
+
+def failing_tests_json(gathered: Gathered) -> list[dict[str, object]]:
+    """Every failing test found in the log, in summary order, each ``{"test", "name",
+    "status", "phase", "exception", "message", "selected"}``: ``test`` its id (a pytest
+    node id when the log gives one, else its name, else ``null``), ``name`` the report's
+    name, ``status`` ``"failed"`` or ``"error"`` and ``phase`` (``"collect"``, ``"setup"``,
+    ``"call"``, ``"teardown"`` or ``null``) of the report taken as its failure, its
+    exception type (or ``null``) and message, and ``selected`` whether the context was
+    built for it."""
+    out: list[dict[str, object]] = []
+    for test in gathered.failing_tests:
+        failure = test.failure
+        out.append(
+            {
+                "test": test.test,
+                "name": failure.name,
+                "status": failure.status,
+                "phase": failure.phase,
+                "exception": failure.exception_type,
+                "message": failure.message,
+                "selected": failure is gathered.failure,
+            }
+        )
+    return out
+
+
+def _policy_summary(gathered: Gathered) -> list[str]:
+    """The Markdown lines about the windows the reader withheld (none: no lines)."""
+    import re
+
+    withheld = gathered.policy_omissions
+    if not withheld:
+        return []
+    files = len({w.path for w in withheld})
+    lines = [
+        f"{len(withheld)} window{'s' if len(withheld) != 1 else ''} of {files} "
+        f"file{'s' if files != 1 else ''} withheld by the reader (reason policy, before any ranking):",
+        "",
+    ]
+    for w in withheld:
+        where = header_path(f"{w.path}:{w.start}-{w.end}")
+        ticks = "`" * (max((len(run) for run in re.findall("`+", where)), default=0) + 1)
+        pad = " " if where.startswith("`") or where.endswith("`") else ""
+        lines.append(f"- {ticks}{pad}{where}{pad}{ticks} {w.source}: {w.why}")
+    return ["\n".join(lines)]
+
+
+# --------------------------------------------------------------------------------------
+# The reader and the symbol index, backed by the workspace
+
+
+_PENDING: Any = object()
+
+
+class _LazyTree:
+    """The ``tree`` of a :class:`_CachedSource`: parsed from its lines on first use."""
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        state = obj.__dict__
+        if "_tree" not in state:
+            python = obj.path.endswith((".py", ".pyi"))
+            state["_tree"] = _parse("".join(obj.lines)) if python else None
+        return state["_tree"]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if value is not _PENDING:
+            obj.__dict__["_tree"] = value
+
+
+class _CachedSource(SourceFile):
+    """A :class:`SourceFile` rebuilt from the cache (its lines, as the reader decoded them):
+    the same file, parsed only if its ``tree`` is asked for. Only files the reader did not
+    refuse are cached this way (a refused file's tree comes from text it does not keep)."""
+
+    tree = _LazyTree()
+
+
+class _Reader(Repository):
+    """A :class:`Repository` whose reads go through the workspace: a file whose content hash
+    the workspace knows is not parsed again. The reader's check before output
+    (:meth:`screen`) still reads every file it checks, and compares content hashes."""
+
+    _workspace: Workspace
+    _verify: bool
+
+    def _load(self, rel: str) -> SourceFile | None:
+        ws = self._workspace
+        digest = None if self._verify else ws._digest(rel)
+        if digest is None:
+            data = self._read(rel)
+            digest = hashlib.sha256(data).hexdigest() if data is not None else None
+        if digest is not None:
+            kept = ws._kept_source(rel, digest)
+            if kept is not None:
+                if kept.refused is not None:
+                    self.refused[rel] = kept.refused
+                else:
+                    self.refused.pop(rel, None)
+                self.skipped.pop(rel, None)
+                return kept
+        source = super()._load(rel)
+        if source is not None:
+            ws._keep_source(source)
+        return source
+
+    def files(self, suffixes: Iterable[str] | None = None) -> list[str]:
+        # One walk of the folder per call: a listing by suffixes is the full listing filtered
+        # the way the walk filters (the file name, lowercased, ends with one of them).
+        if suffixes is None:
+            return super().files(None)
+        key = tuple(sorted({s.lower() for s in suffixes}))
+        if key not in self._listed:
+            self._listed[key] = [
+                rel for rel in super().files(None) if rel.rpartition("/")[2].lower().endswith(key)
+            ]
+        return list(self._listed[key])
+
+    def screen(self, windows: Any) -> Any:
+        self._verify = True
+        try:
+            return super().screen(windows)
+        finally:
+            self._verify = False
+
+
+class _Symbols(SymbolIndex):
+    """A :class:`SymbolIndex` whose words and parses are the workspace's, per content hash."""
+
+    def __init__(self, repo: _Reader, paths: Sequence[str]) -> None:
+        super().__init__(repo, paths)
+        self._ws = repo._workspace
+
+    def _scan(self, path: str) -> tuple[frozenset[str], frozenset[str]]:
+        scanned = self._words.get(path)
+        if scanned is None:
+            key = self._ws._key(path)
+            scanned = self._ws._words.get(key) if key is not None else None
+            if scanned is None:
+                scanned = super()._scan(path)
+                if key is not None:
+                    self._ws._words[key] = scanned
+            self._words[path] = scanned
+        return scanned
+
+    def parsed(self, path: str) -> ParsedFile | None:
+        if path not in self._parsed:
+            key = self._ws._key(path)
+            if key is not None and key in self._ws._parsed:
+                self._parsed[path] = self._ws._parsed[key]
+            else:
+                parsed = super().parsed(path)
+                if key is not None:
+                    self._ws._parsed[key] = parsed
+        return self._parsed[path]
+
+
+# --------------------------------------------------------------------------------------
+# The workspace
+
+
+class Workspace:
+    """What is derived from the repository folder ``root``, kept current between calls.
+
+    ``cache_dir`` is the folder of the on-disk cache (default :func:`default_cache_dir`);
+    ``cache=False`` keeps everything in memory only. ``max_file_bytes`` and ``gitignore`` are
+    the reader's settings (:class:`repo_context.sources.Repository`). ``progress`` shows a
+    progress bar (``rich``) on standard error while more than :data:`PROGRESS_FILES` files
+    are derived; ``None`` (default): when standard error is a terminal.
+
+    A file whose size, modification time (ns) and inode are unchanged is taken as unchanged,
+    as git's index does; everything derived from a file is keyed by its SHA-256 content hash
+    (content-addressed, like a build cache), so a touched but unchanged file costs one read.
+    The reader's check before output still reads every file a selected window comes from.
+
+    A workspace is safe to share between threads (calls run one at a time) and its cache
+    between processes. Raises ``NotADirectoryError`` if ``root`` is not a folder.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache: bool = True,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        gitignore: bool = True,
+        progress: bool | None = None,
+    ) -> None:
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise NotADirectoryError(f"not a directory: {root}")
+        self.max_file_bytes = max_file_bytes
+        self.gitignore = gitignore
+        self.progress = progress
+        self._lock = threading.RLock()
+        self._store: Store | None = None
+        if cache:
+            self._store = Store(Path(cache_dir) if cache_dir is not None else default_cache_dir())
+        self._key_prefix = f"{self.root.as_posix()}|{max_file_bytes}|{gitignore}"
+        # path -> (size, mtime_ns, inode, digest); "" digest: the file could not be read
+        self._table: dict[str, tuple[int, int, int, str]] = {}
+        self._table_loaded = False
+        self._sources: dict[_Key, SourceFile] = {}
+        self._unsaved: dict[str, tuple[tuple[str, ...], int]] = {}
+        self._words: dict[_Key, _Words] = {}
+        self._parsed: dict[_Key, ParsedFile | None] = {}
+        self._docs: dict[_Key, _Doc] = {}
+        self._index: SearchIndex | None = None
+        self._index_key = ""
+        self._reader: _Reader | None = None
+
+    # -- the public surface ----------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the cache database (the workspace keeps working, in memory only)."""
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+    @property
+    def cache_path(self) -> Path | None:
+        """The cache database in use, or ``None`` without a cache (or when it is off)."""
+        return self._store.path if self._store is not None and self._store.enabled else None
+
+    @property
+    def repository(self) -> Repository:
+        """The reader of the latest call (a fresh one before the first call)."""
+        with self._lock:
+            return self._reader if self._reader is not None else self._new_reader()
+
+    def gather(
+        self,
+        log_text: str,
+        *,
+        junit_xml: str | bytes | None = None,
+        test: str | None = None,
+        query: str | None = None,
+    ) -> Gathered:
+        """The candidates for the failure in ``log_text`` (:func:`repo_context.sources.gather`,
+        with the kept index); see :meth:`context`."""
+        return self._run(log_text, junit_xml=junit_xml, test=test, query=query)[0]
+
+    def context(
+        self,
+        log_text: str,
+        *,
+        junit_xml: str | bytes | None = None,
+        test: str | None = None,
+        query: str | None = None,
+        budget: int | None = None,
+        cost: object = None,
+        engine: str = "native",
+    ) -> ContextResult:
+        """Build the context for a failing test of the repository.
+
+        ``log_text`` is the test output (pytest in any ``--tb`` style, unittest, a bare
+        traceback, or a JUnit XML report); ``junit_xml`` the run's JUnit XML report, if any
+        (it fills in tracebacks the log lacks); ``test`` the failing test to build for (a
+        node id or report name; default the first failure); ``query`` extra search words.
+        ``budget`` is in the unit of ``cost`` (a :class:`repo_context.Cost` or its mapping
+        form), default :data:`DEFAULT_MAX_CHARS` characters or :data:`DEFAULT_MAX_TOKENS`
+        tokens; ``cost`` defaults to characters of the rendered Markdown section
+        (``{"template": "markdown"}``), so that :attr:`ContextResult.section` is within the
+        budget. ``engine`` is ``"native"`` (the Rust engine) or ``"reference"``.
+
+        Raises ``InvalidInputError`` for an invalid budget or cost, ``LookupError`` if
+        ``test`` names no failure of the log, ``LogFormatError`` (a ``ValueError``) for
+        unreadable JUnit XML, ``ValueError`` for an unknown engine, ``OSError`` if the
+        repository folder cannot be listed.
+        """
+        if engine not in _ENGINES:
+            raise ValueError(f"engine must be 'native' or 'reference', got {engine!r}")
+        started = time.perf_counter()
+        model = Cost.parse({"template": "markdown"} if cost is None else cost)
+        if budget is None:
+            budget = DEFAULT_MAX_TOKENS if model.unit == "tokens" else DEFAULT_MAX_CHARS
+        gathered, failures, timings, reread = self._run(log_text, junit_xml=junit_xml, test=test, query=query)
+        before = time.perf_counter()
+        data = gathered.build_input(budget)
+        data = {
+            "candidates": data["candidates"],
+            "failure_files": data["failure_files"],
+            "budget": budget,
+            "cost": model,
+        }
+        result = _ENGINES[engine](data)
+        finished = time.perf_counter()
+        times = {**timings, "build": finished - before, "total": finished - started}
+        return ContextResult(result, gathered, failures, times, reread)
+
+    # -- one call --------------------------------------------------------------------------
+
+    def _run(
+        self, log_text: str, *, junit_xml: str | bytes | None, test: str | None, query: str | None
+    ) -> tuple[Gathered, tuple[TestFailure, ...], dict[str, float], tuple[str, ...]]:
+        with self._lock:
+            started = time.perf_counter()
+            reader = self._new_reader()
+            searchable = _searchable_paths(reader)
+            analysed = source_paths(reader)
+            reread = self._refresh(reader, sorted(set(searchable) | set(analysed)))
+            refreshed = time.perf_counter()
+            index = self._search_index(reader, searchable, analysed)
+            derived = time.perf_counter()
+            failures = tuple(parse_test_output(log_text, junit_xml=junit_xml))
+            gathered = gather(
+                reader,
+                log_text,
+                query,
+                junit_xml=junit_xml,
+                test=test,
+                symbols=_Symbols(reader, analysed),
+                index=index,
+            )
+            self._reader = reader
+            self._save_sources()
+            self._prune()
+            done = time.perf_counter()
+            timings = {
+                "refresh": refreshed - started,
+                "derive": derived - refreshed,
+                "gather": done - derived,
+            }
+            return gathered, failures, timings, reread
+
+    def _new_reader(self) -> _Reader:
+        reader = _Reader(self.root, max_file_bytes=self.max_file_bytes, gitignore=self.gitignore)
+        reader._workspace = self
+        reader._verify = False
+        return reader
+
+    def _kept_source(self, rel: str, digest: str) -> SourceFile | None:
+        """The file ``rel`` with content hash ``digest`` as read before: kept in memory, or
+        its lines from the cache (parsed when needed), else ``None``."""
+        kept = self._sources.get((rel, digest))
+        if kept is None and self._store is not None:
+            key = _store_key((rel, digest))
+            value = self._store.get_many("source", [key]).get(key)
+            if (
+                isinstance(value, tuple)
+                and len(value) == 2
+                and isinstance(value[0], tuple)
+                and isinstance(value[1], int)
+                and all(isinstance(line, str) for line in value[0])
+            ):
+                kept = _CachedSource(rel, value[0], _PENDING, None, value[1], digest)
+                self._sources[(rel, digest)] = kept
+        return kept
+
+    def _keep_source(self, source: SourceFile) -> None:
+        self._sources[(source.path, source.digest)] = source
+        if source.refused is None and self._store is not None and source.digest:
+            self._unsaved[_store_key((source.path, source.digest))] = (source.lines, source.undecodable)
+
+    def _save_sources(self) -> None:
+        if self._store is not None and self._unsaved:
+            self._store.put_many("source", list(self._unsaved.items()))
+        self._unsaved.clear()
+
+    def _prune(self) -> None:
+        """Forget, in memory, what was derived from file contents that are no longer the
+        files' (an edited or removed file): a long-lived workspace does not grow with edits."""
+        for kept in (self._sources, self._words, self._parsed, self._docs):
+            for key in [k for k in kept if self._digest(k[0]) != k[1]]:
+                del kept[key]
+
+    def _digest(self, rel: str) -> str | None:
+        row = self._table.get(rel)
+        return row[3] if row is not None and row[3] else None
+
+    def _key(self, rel: str) -> _Key | None:
+        digest = self._digest(rel)
+        return (rel, digest) if digest is not None else None
+
+    def _refresh(self, reader: _Reader, paths: Sequence[str]) -> tuple[str, ...]:
+        """Bring the file table up to date for ``paths``: a file whose size, modification
+        time or inode changed (or is new) is read again and hashed. Returns those paths."""
+        if not self._table_loaded:
+            if self._store is not None:
+                self._table.update(self._store.stats(self._key_prefix))
+            self._table_loaded = True
+        changed: dict[str, tuple[int, int, int, str]] = {}
+        reread: list[str] = []
+        for rel in paths:
+            try:
+                st = os.stat(self.root / rel, follow_symlinks=False)
+                now: _Stat = (st.st_size, st.st_mtime_ns, st.st_ino)
+            except OSError:
+                now = (-1, -1, -1)
+            row = self._table.get(rel)
+            if row is not None and row[:3] == now:
+                continue
+            data = reader._read(rel) if now[0] >= 0 else None
+            digest = hashlib.sha256(data).hexdigest() if data is not None else ""
+            changed[rel] = (*now, digest)
+            reread.append(rel)
+        listed = set(paths)
+        gone = [rel for rel in self._table if rel not in listed]
+        for rel in gone:
+            del self._table[rel]
+        self._table.update(changed)
+        if self._store is not None:
+            self._store.put_stats(self._key_prefix, changed, gone)
+        return tuple(reread)
+
+    # -- derived data ----------------------------------------------------------------------
+
+    def _search_index(
+        self, reader: _Reader, searchable: Sequence[str], analysed: Sequence[str]
+    ) -> SearchIndex:
+        """The search index of the files ``searchable`` as they are now, and the words of
+        the files ``analysed``: kept, loaded from the cache, or derived (only for files whose
+        content is new)."""
+        keys = [(rel, self._digest(rel) or "") for rel in searchable]
+        index_key = hashlib.sha256(
+            "\n".join(f"{rel}\0{digest}" for rel, digest in keys).encode("utf-8", "surrogatepass")
+        ).hexdigest()
+        word_keys = [k for k in (self._key(rel) for rel in analysed) if k is not None]
+        self._load_words(word_keys)
+        if self._index is not None and self._index_key == index_key:
+            self._derive_words(reader, word_keys)
+            return self._index
+        started = time.perf_counter()
+        stored = self._stored_index(index_key)
+        if stored is None:
+            docs = self._derive(reader, keys, word_keys)
+            chunks: list[Chunk] = []
+            corpus: list[list[str]] = []
+            lines = files = 0
+            for rel, digest in keys:
+                doc = docs.get((rel, digest))
+                if doc is None or not doc[1]:
+                    continue
+                files += 1
+                lines += doc[0]
+                for (start, end, name), tokens in zip(doc[1], doc[2], strict=True):
+                    chunks.append(Chunk(rel, start, end, name))
+                    corpus.append(list(tokens))
+            chunked = time.perf_counter()
+            retriever = _bm25_index(corpus) if chunks else None
+            if self._store is not None:
+                self._store.put_many("index", [(index_key, _index_value(chunks, retriever, lines, files))])
+            timings = {"derive": chunked - started, "bm25": time.perf_counter() - chunked}
+        else:
+            chunks, retriever, lines, files = stored
+            self._derive_words(reader, word_keys)
+            timings = {"load": time.perf_counter() - started}
+        index = SearchIndex(
+            root=self.root,
+            chunks=tuple(chunks),
+            fingerprint=tuple((rel, *self._table[rel][:3]) for rel in searchable if rel in self._table),
+            build_seconds=time.perf_counter() - started,
+            timings=timings,
+            lines=lines,
+            files=files,
+            max_file_bytes=self.max_file_bytes,
+            _retriever=retriever,
+        )
+        self._index, self._index_key = index, index_key
+        return index
+
+    def _load_words(self, keys: Sequence[_Key]) -> None:
+        missing = [k for k in keys if k not in self._words]
+        if not missing or self._store is None:
+            return
+        found = self._store.get_many("words", [_store_key(k) for k in missing])
+        for key in missing:
+            value = found.get(_store_key(key))
+            if _is_words(value):
+                self._words[key] = value  # type: ignore[assignment]
+
+    def _derive_words(self, reader: _Reader, keys: Sequence[_Key]) -> None:
+        self._derive(reader, [], keys)
+
+    def _derive(
+        self, reader: _Reader, doc_keys: Sequence[_Key], word_keys: Sequence[_Key]
+    ) -> dict[_Key, _Doc]:
+        """The docs (chunks and their tokens) of ``doc_keys`` and the words of ``word_keys``,
+        from memory, the cache, or the files (read through ``reader``)."""
+        wanted = [k for k in doc_keys if k[1] and k not in self._docs]
+        if wanted and self._store is not None:
+            found = self._store.get_many("docs", [_store_key(k) for k in wanted])
+            for key in wanted:
+                value = found.get(_store_key(key))
+                if _is_doc(value):
+                    self._docs[key] = value  # type: ignore[assignment]
+        todo_docs = [k for k in doc_keys if k[1] and k not in self._docs]
+        todo_words = [k for k in word_keys if k not in self._words]
+        todo = sorted(set(todo_docs) | set(todo_words))
+        new_docs: list[tuple[str, object]] = []
+        new_words: list[tuple[str, object]] = []
+        docs_wanted = set(todo_docs)
+        words_wanted = set(todo_words)
+        symbols = _Symbols(reader, [])
+        before = set(self._sources)
+        with self._progress(len(todo)) as advance:
+            for key in todo:
+                rel = key[0]
+                if key in docs_wanted:
+                    doc = _doc(reader, rel)
+                    self._docs[key] = doc
+                    new_docs.append((_store_key(key), doc))
+                if key in words_wanted:
+                    words = symbols._scan(rel)
+                    new_words.append((_store_key(key), words))
+                advance()
+        # After a cold start the files read only to derive are not kept in memory (their
+        # parses are large; with a cache their lines are on disk for the sources that read
+        # them again); a few files read again after edits are kept, parses and all.
+        if len(todo) > KEEP_DERIVED_FILES:
+            for key in set(self._sources) - before:
+                del self._sources[key]
+        self._save_sources()
+        if self._store is not None:
+            self._store.put_many("docs", new_docs)
+            self._store.put_many("words", new_words)
+        return {k: self._docs[k] for k in doc_keys if k in self._docs}
+
+    def _stored_index(self, index_key: str) -> tuple[list[Chunk], Any, int, int] | None:
+        if self._store is None:
+            return None
+        value = self._store.get_many("index", [index_key]).get(index_key)
+        try:
+            return _index_from(value)
+        except (TypeError, ValueError, KeyError, IndexError):
+            return None
+
+    @contextmanager
+    def _progress(self, total: int) -> Iterator[Callable[[], None]]:
+        show = self.progress if self.progress is not None else sys.stderr.isatty()
+        if not show or total <= PROGRESS_FILES:
+            yield lambda: None
+            return
+        from rich.progress import Progress
+
+        with Progress(transient=True, console=_stderr_console()) as bar:
+            task = bar.add_task(f"indexing {total} files", total=total)
+            yield lambda: bar.advance(task)
+
+
+def _stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _store_key(key: _Key) -> str:
+    return f"{key[0]}\0{key[1]}"
+
+
+def _doc(reader: _Reader, rel: str) -> _Doc:
+    """The search document of one file: its line count, its chunks ``(start, end, name)``
+    and each chunk's tokens (empty for a file the search does not index)."""
+    source = reader.source(rel)
+    if source is None or source.refused is not None or not source.line_count:
+        return (0, (), ())
+    path_tokens = tokenize(rel)
+    chunks = _chunks(source)
+    return (
+        source.line_count,
+        tuple((c.start, c.end, c.name) for c in chunks),
+        tuple(tuple(_chunk_tokens(source, c, path_tokens)) for c in chunks),
+    )
+
+
+def _is_words(value: object) -> bool:
+    """Whether a cached value has the shape of a file's words (a pair of frozensets; what is
+    in them only ever meets an ``in`` test)."""
+    return isinstance(value, tuple) and len(value) == 2 and all(isinstance(part, frozenset) for part in value)
+
+
+def _is_doc(value: object) -> bool:
+    """Whether a cached value has the shape of a search document: a line count, chunks
+    ``(start, end, name)`` and as many token tuples."""
+    if not (isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], int)):
+        return False
+    chunks, tokens = value[1], value[2]
+    return (
+        isinstance(chunks, tuple)
+        and isinstance(tokens, tuple)
+        and len(chunks) == len(tokens)
+        and all(
+            isinstance(c, tuple)
+            and len(c) == 3
+            and isinstance(c[0], int)
+            and isinstance(c[1], int)
+            and isinstance(c[2], str)
+            and 1 <= c[0] <= c[1] <= value[0]
+            for c in chunks
+        )
+        and all(isinstance(t, tuple) for t in tokens)
+    )
+
+
+def _index_value(chunks: Sequence[Chunk], retriever: Any, lines: int, files: int) -> dict[str, Any]:
+    """The cache form of a search index: plain values and the BM25 matrix's arrays as bytes."""
+    value: dict[str, Any] = {
+        "chunks": [(c.path, c.start, c.end, c.name) for c in chunks],
+        "lines": lines,
+        "files": files,
+        "bm25": None,
+    }
+    if retriever is not None:
+        scores = retriever.scores
+        value["bm25"] = {
+            "vocab": dict(retriever.vocab_dict),
+            "num_docs": int(scores["num_docs"]),
+            "arrays": {
+                name: (str(scores[name].dtype), scores[name].tobytes())
+                for name in ("data", "indices", "indptr")
+            },
+        }
+    return value
+
+
+def _index_from(value: object) -> tuple[list[Chunk], Any, int, int] | None:
+    """A search index from its cache form; ``None`` (or ``TypeError``/``ValueError``/
+    ``KeyError``) for anything that is not one."""
+    if not isinstance(value, dict):
+        return None
+    chunks = [Chunk(str(p), int(s), int(e), str(n)) for p, s, e, n in value["chunks"]]
+    lines, files = int(value["lines"]), int(value["files"])
+    bm25 = value["bm25"]
+    if bm25 is None:
+        return (chunks, None, lines, files) if not chunks else None
+    import bm25s  # type: ignore[import-untyped]
+    import numpy as np
+
+    arrays = {}
+    for name in ("data", "indices", "indptr"):
+        dtype, raw = bm25["arrays"][name]
+        if dtype not in ("float32", "float64", "int32", "int64", "uint32", "uint64"):
+            return None
+        arrays[name] = np.frombuffer(raw, dtype=np.dtype(dtype))
+    vocab = bm25["vocab"]
+    num_docs = int(bm25["num_docs"])
+    if (
+        not isinstance(vocab, dict)
+        or num_docs != len(chunks)
+        or len(arrays["indptr"]) != len(vocab)  # bm25s keeps one more id, "", without postings
+        or max(vocab.values(), default=0) >= len(vocab)
+        or len(arrays["data"]) != len(arrays["indices"])
+        or (len(arrays["indptr"]) and int(arrays["indptr"][-1]) != len(arrays["data"]))
+    ):
+        return None
+    retriever = bm25s.BM25()
+    retriever.scores = {**arrays, "num_docs": num_docs}
+    retriever.vocab_dict = vocab
+    retriever.unique_token_ids_set = set(vocab.values())
+    retriever.nonoccurrence_array = None
+    return chunks, retriever, lines, files
+
+
+def context(
+    repo: str | os.PathLike[str],
+    log_text: str,
+    *,
+    junit_xml: str | bytes | None = None,
+    test: str | None = None,
+    query: str | None = None,
+    budget: int | None = None,
+    cost: object = None,
+    engine: str = "native",
+    cache_dir: str | os.PathLike[str] | None = None,
+    cache: bool = True,
+) -> ContextResult:
+    """The one-call form: ``Workspace(repo, cache_dir=cache_dir, cache=cache).context(...)``
+    (see :meth:`Workspace.context`). With the cache (default), a later call, in this process
+    or another, reuses what this one derived."""
+    return Workspace(repo, cache_dir=cache_dir, cache=cache).context(
+        log_text, junit_xml=junit_xml, test=test, query=query, budget=budget, cost=cost, engine=engine
+    )

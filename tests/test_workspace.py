@@ -1,0 +1,396 @@
+"""The workspace: the context job as an API, kept current between calls and cached on disk."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import sqlite3
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import repo_context
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from repo_context import ContextResult, Workspace
+from repo_context import workspace as workspace_module
+from repo_context.cli import main
+from repo_context.sources import Repository, gather
+from repo_context.sources.symbols import SymbolIndex
+
+LIB = """\
+def parse_ratio(text):
+    num, den = text.split("/")
+    return int(num) / int(den)
+
+
+def mean_ratio(items):
+    return sum(parse_ratio(i) for i in items) / len(items)
+"""
+
+OTHER = '''\
+def unrelated(value):
+    """Nothing to do with ratios."""
+    return value * 2
+'''
+
+
+def _log(test: str = "tests/test_ratios.py::test_mean_ratio") -> str:
+    return f"""\
+=================================== FAILURES ===================================
+_______________________________ test_mean_ratio ________________________________
+
+    def test_mean_ratio():
+>       assert mean_ratio(["1/2", "3/0"]) == 0.25
+
+tests/test_ratios.py:5:
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+
+items = ['1/2', '3/0']
+
+    def mean_ratio(items):
+>       return sum(parse_ratio(i) for i in items) / len(items)
+
+lib/ratios.py:7:
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+
+text = '3/0'
+
+    def parse_ratio(text):
+        num, den = text.split("/")
+>       return int(num) / int(den)
+E       ZeroDivisionError: division by zero
+
+lib/ratios.py:3: ZeroDivisionError
+___________________________________ test_other ___________________________________
+
+    def test_other():
+>       assert unrelated(2) == 5
+E       assert 4 == 5
+E        +  where 4 = unrelated(2)
+
+tests/test_ratios.py:9: AssertionError
+=========================== short test summary info ============================
+FAILED {test} - ZeroDivisionError: division by zero
+FAILED tests/test_ratios.py::test_other - assert 4 == 5
+"""
+
+
+TEST = """\
+from lib.ratios import mean_ratio
+from lib.other import unrelated
+
+def test_mean_ratio():
+    assert mean_ratio(["1/2", "3/0"]) == 0.25
+
+
+def test_other():
+    assert unrelated(2) == 5
+"""
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "lib" / "ratios.py").write_text(LIB, encoding="utf-8")
+    (root / "lib" / "other.py").write_text(OTHER, encoding="utf-8")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_ratios.py").write_text(TEST, encoding="utf-8")
+    return root
+
+
+def _plain(root: Path, log: str, budget: int, cost: dict[str, Any]) -> repo_context.BuildResult:
+    """The same job without a workspace: gather, then build."""
+    repo_context.sources.search.SearchIndex.clear_cache()
+    gathered = gather(root, log)
+    data = gathered.build_input(budget)
+    return repo_context.build(
+        {
+            "candidates": data["candidates"],
+            "failure_files": data["failure_files"],
+            "budget": budget,
+            "cost": cost,
+        }
+    )
+
+
+def test_context_is_the_job_without_a_workspace(repo: Path, tmp_path: Path) -> None:
+    ws = Workspace(repo, cache_dir=tmp_path / "cache")
+    result = ws.context(_log(), budget=900)
+    assert isinstance(result, ContextResult)
+    # The default cost is the rendered Markdown section, so the section is within the budget.
+    assert result.result.cost.to_dict() == repo_context.Cost.parse({"template": "markdown"}).to_dict()
+    assert len(result.section) == result.result.used <= 900
+    assert result.result.to_dict() == _plain(repo, _log(), 900, {"template": "markdown"}).to_dict()
+    assert result.failure is not None and result.failure.name == "test_mean_ratio"
+    assert [f.name for f in result.failures] == ["test_mean_ratio", "test_other"]
+    assert result.failure_file == "lib/ratios.py"
+    assert set(result.timings) == {"refresh", "derive", "gather", "build", "total"}
+    assert all(t >= 0 for t in result.timings.values())
+    assert sorted(result.reread) == [
+        "lib/__init__.py", "lib/other.py", "lib/ratios.py", "tests/test_ratios.py",
+    ]  # fmt: skip
+    assert result.to_dict() == {
+        **result.result.to_dict(),
+        "policy_omitted": [],
+        "failure": {
+            "test": "test_mean_ratio",
+            "test_id": "tests/test_ratios.py::test_mean_ratio",
+            "error": "ZeroDivisionError",
+            "message": "division by zero",
+            "failure_file": "lib/ratios.py",
+        },
+    }
+    # The one-call form gives the same.
+    once = repo_context.context(repo, _log(), budget=900, cache_dir=tmp_path / "cache")
+    assert once.result.to_dict() == result.result.to_dict()
+    # Tokens and another template.
+    tokens = ws.context(_log(), budget=120, cost={"unit": "tokens", "template": "xml"}, engine="reference")
+    assert (
+        tokens.result.to_dict() == _plain(repo, _log(), 120, {"unit": "tokens", "template": "xml"}).to_dict()
+    )
+    counter = repo_context.TokenCounter("o200k_base")
+    assert counter.count_one(tokens.section) == tokens.result.used <= 120
+
+
+def test_test_chooses_the_failure(repo: Path) -> None:
+    ws = Workspace(repo, cache=False)
+    other = ws.context(_log(), test="tests/test_ratios.py::test_other", budget=2000)
+    assert other.failure is not None and other.failure.name == "test_other"
+    assert other.failure_file == "tests/test_ratios.py"
+    assert ws.context(_log(), test="test_other", budget=2000).failure == other.failure
+    with pytest.raises(LookupError, match="test_nothing"):
+        ws.context(_log(), test="test_nothing", budget=2000)
+
+
+def test_only_changed_files_are_read_again(repo: Path, tmp_path: Path) -> None:
+    ws = Workspace(repo, cache_dir=tmp_path / "cache")
+    first = ws.context(_log(), budget=4000)
+    again = ws.context(_log(), budget=4000)
+    assert again.reread == ()
+    assert again.result.to_dict() == first.result.to_dict()
+    # Touching a file without changing it: read again (its stat changed), nothing re-derived.
+    path = repo / "lib" / "other.py"
+    path.write_text(OTHER, encoding="utf-8")
+    derived: list[str] = []
+    original = workspace_module._doc
+
+    def counting(reader: Any, rel: str) -> Any:
+        derived.append(rel)
+        return original(reader, rel)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(workspace_module, "_doc", counting)
+        touched = ws.context(_log(), budget=4000)
+        assert touched.reread == ("lib/other.py",) and derived == []
+        # One edited file is derived again alone, and the context shows the edit.
+        (repo / "lib" / "ratios.py").write_text(LIB.replace("int(den)", "int(den)  # den may be 0"))
+        edited = ws.context(_log(), budget=4000)
+    assert edited.reread == ("lib/ratios.py",) and derived == ["lib/ratios.py"]
+    # Only the current content of a file stays in memory.
+    current = ("lib/ratios.py", ws._digest("lib/ratios.py"))
+    assert [k for k in ws._docs if k[0] == "lib/ratios.py"] == [current]
+    assert any("# den may be 0" in item.content for item in edited.result.items)
+    assert edited.result.to_dict() == _plain(repo, _log(), 4000, {"template": "markdown"}).to_dict()
+    # A removed file leaves the index.
+    (repo / "lib" / "other.py").unlink()
+    removed = ws.context(_log(), budget=4000)
+    assert all(item.path != "lib/other.py" for item in removed.result.items)
+    assert removed.result.to_dict() == _plain(repo, _log(), 4000, {"template": "markdown"}).to_dict()
+
+
+def _no_derivation(mp: pytest.MonkeyPatch) -> None:
+    def fail(*args: Any) -> Any:
+        raise AssertionError("derived again although cached")
+
+    mp.setattr(workspace_module, "_doc", fail)
+    mp.setattr(workspace_module, "_bm25_index", fail)
+    mp.setattr(SymbolIndex, "_scan", fail)
+
+
+def test_a_new_workspace_reuses_the_cache(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = Workspace(repo, cache_dir=cache).context(_log(), budget=4000)
+    with pytest.MonkeyPatch.context() as mp:
+        _no_derivation(mp)
+        ws = Workspace(repo, cache_dir=cache)
+        warm = ws.context(_log(), budget=4000)
+    assert ws.cache_path is not None and ws.cache_path.parent == cache
+    assert warm.reread == ()
+    assert warm.result.to_dict() == first.result.to_dict()
+    # A file read from the cache is the file as the reader reads it, parsed on demand.
+    cached = ws.repository.source("lib/ratios.py")
+    fresh = Repository(repo).source("lib/ratios.py")
+    assert isinstance(cached, workspace_module._CachedSource)
+    assert fresh is not None and not isinstance(fresh, workspace_module._CachedSource)
+    assert (cached.path, cached.lines, cached.refused, cached.undecodable, cached.digest) == (
+        fresh.path, fresh.lines, fresh.refused, fresh.undecodable, fresh.digest,
+    )  # fmt: skip
+    assert cached.tree is not None and fresh.tree is not None
+    assert ast.dump(cached.tree, include_attributes=True) == ast.dump(fresh.tree, include_attributes=True)
+    # Without the cache nothing is kept on disk.
+    other = tmp_path / "elsewhere"
+    assert Workspace(repo, cache_dir=other, cache=False).cache_path is None
+    assert not other.exists()
+
+
+def test_default_cache_folder_is_under_the_user_cache(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    ws = Workspace(repo)
+    assert ws.cache_path is not None
+    assert ws.cache_path.parent == tmp_path / "xdg" / "repo-context"
+
+
+@pytest.mark.parametrize("damage", ["garbage", "version", "blobs", "stats"])
+def test_a_damaged_or_foreign_cache_is_rebuilt(repo: Path, tmp_path: Path, damage: str) -> None:
+    cache = tmp_path / "cache"
+    ws = Workspace(repo, cache_dir=cache)
+    expected = ws.context(_log(), budget=4000).result.to_dict()
+    path = ws.cache_path
+    assert path is not None
+    ws.close()
+    assert ws.cache_path is None
+    if damage == "garbage":
+        for suffix in ("-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        path.write_bytes(b"this is not a database" * 100)
+    else:
+        db = sqlite3.connect(path)
+        with db:
+            if damage == "version":
+                db.execute("UPDATE meta SET value = 'another' WHERE key = 'version'")
+            elif damage == "blobs":
+                db.execute("UPDATE blobs SET value = X'00FF00'")
+            else:
+                db.execute("UPDATE stats SET digest = 'not a digest'")
+        db.close()
+    again = Workspace(repo, cache_dir=cache)
+    assert again.context(_log(), budget=4000).result.to_dict() == expected
+    assert again.cache_path == path
+    # And the rebuilt cache serves the next process.
+    with pytest.MonkeyPatch.context() as mp:
+        _no_derivation(mp)
+        assert Workspace(repo, cache_dir=cache).context(_log(), budget=4000).result.to_dict() == expected
+
+
+def test_an_unusable_cache_folder_leaves_the_cache_off(repo: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    ws = Workspace(repo, cache_dir=blocker / "cache")
+    assert ws.cache_path is None
+    assert (
+        ws.context(_log(), budget=4000).result.to_dict()
+        == Workspace(repo, cache=False).context(_log(), budget=4000).result.to_dict()
+    )
+
+
+def test_workspaces_share_a_cache_concurrently(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    expected = Workspace(repo, cache=False).context(_log(), budget=4000).result.to_dict()
+    results: list[dict[str, Any]] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(Workspace(repo, cache_dir=cache).context(_log(), budget=4000).result.to_dict())
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    assert results == [expected] * 4
+
+
+# --- what context prints fits the budget ---------------------------------------------------
+
+_WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyzé_ ", min_size=1, max_size=12)
+
+
+@st.composite
+def _repositories(draw: st.DrawFn) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for i in range(draw(st.integers(1, 4))):
+        body = []
+        for j in range(draw(st.integers(1, 4))):
+            words = draw(st.lists(_WORDS, min_size=1, max_size=6))
+            body.append(f"def f{i}_{j}(x):\n    # {' '.join(words)}\n    return x + {j}\n\n")
+        files[f"pkg/m{i}.py"] = "".join(body)
+    return files
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    files=_repositories(),
+    budget=st.integers(0, 1500),
+    unit=st.sampled_from(["chars", "tokens"]),
+    template=st.sampled_from([None, "markdown", "xml"]),
+    line_numbers=st.booleans(),
+)
+def test_printed_section_fits_the_budget(
+    files: dict[str, str], budget: int, unit: str, template: str | None, line_numbers: bool
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder) / "repo"
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text, encoding="utf-8")
+        frames = "".join(
+            f'  File "{rel}", line 3, in f{i}_0\n    return x + 0\n' for i, rel in enumerate(sorted(files))
+        )
+        log = Path(folder) / "log.txt"
+        log.write_text(f"Traceback (most recent call last):\n{frames}ValueError: f0 x\n", encoding="utf-8")
+        args = ["context", "--repo", str(root), "--pytest-log", str(log), "--budget", str(budget)]
+        args += ["--cost", unit, "--no-cache"]
+        if template is not None:
+            args += ["--template", template]
+            if line_numbers:
+                args.append("--line-numbers")
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            assert main(args) == 0, err.getvalue()
+        printed = out.getvalue()
+        cost = len(printed) if unit == "chars" else repo_context.TokenCounter("o200k_base").count_one(printed)
+        assert cost <= budget
+        assert "## Omitted" in err.getvalue() and "## Omitted" not in printed
+
+
+def test_progress_bar_on_standard_error(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(workspace_module, "PROGRESS_FILES", 0)
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich draws as on a terminal
+    shown = Workspace(repo, cache=False, progress=True).context(_log(), budget=4000)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "indexing 4 files" in captured.err
+    hidden = Workspace(repo, cache=False, progress=False).context(_log(), budget=4000)
+    assert capsys.readouterr().err == ""
+    assert shown.result.to_dict() == hidden.result.to_dict()
+
+
+def test_command_line_cache_options(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "failing.log"
+    log.write_text(_log(), encoding="utf-8")
+    base = ["context", "--repo", str(repo), "--pytest-log", str(log)]
+    assert main([*base, "--no-cache", "--cache-dir", str(tmp_path / "unused")]) == 0
+    uncached = capsys.readouterr().out
+    assert not (tmp_path / "unused").exists()
+    assert main([*base, "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert capsys.readouterr().out == uncached
+    assert [p.name for p in (tmp_path / "cache").glob("derived-*.sqlite3")] == [
+        f"derived-{repo_context._cache.rules_version()}.sqlite3"
+    ]
+    # A second process-like run on the warm cache prints the same.
+    assert main([*base, "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert capsys.readouterr().out == uncached
