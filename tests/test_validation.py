@@ -498,7 +498,12 @@ def test_invalid_failure_file(engine: Any, rc: Any, value: Any) -> None:
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", [None, 5, "candidates", b"x", [good()], object()], ids=repr)
+@pytest.mark.parametrize(
+    "value",
+    [None, 5, "candidates", b"x", [good()], object()],
+    # Stable ids (an object's repr holds its address), so that pytest-xdist workers agree.
+    ids=lambda value: type(value).__name__ if type(value) is object else repr(value),
+)
 def test_invalid_input_object(engine: Any, rc: Any, value: Any) -> None:
     check_error(engine, value, rc.InvalidInputError, None, "input")
 

@@ -209,9 +209,10 @@ class ContextResult:
             }
         )
         data["failing_tests"] = failing_tests_json(self.gathered)
-        data, redacted = redact_json(data)
-        data["policy_redacted"] = redacted
-        return data
+        redacted_data, redacted = redact_json(data)
+        shown: dict[str, Any] = redacted_data
+        shown["policy_redacted"] = redacted
+        return shown
 
 
 def failing_tests_json(gathered: Gathered) -> list[dict[str, object]]:
