@@ -3,13 +3,14 @@
 Candidates (windows of code proposed by the failing test, reference analysis and text search)
 are ranked, de-duplicated by line range and packed whole into a budget, and every omission is
 explained, in characters or exact tokens, of the content or of the rendered prompt section.
-:func:`build` runs the Rust engine; :mod:`repo_context.reference` is the pure-Python
-implementation of the same contract; :func:`render` composes the prompt section.
+:func:`build` runs the Rust engine (:func:`build_many`: many inputs, in parallel);
+:mod:`repo_context.reference` is the pure-Python implementation of the same contract;
+:func:`render` composes the prompt section.
 """
 
 from . import reference
 from ._input import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_TOTAL_CHARS
-from .builder import RepoContextBuilder, build
+from .builder import RepoContextBuilder, build, build_many
 from .composer import render
 from .errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
 from .types import Block, BuildInput, BuildResult, Candidate, Cost, Omission, Reason, TokenCounter
@@ -30,6 +31,7 @@ __all__ = [
     "ResourceLimitError",
     "TokenCounter",
     "build",
+    "build_many",
     "reference",
     "render",
 ]
