@@ -9,6 +9,18 @@
     section (with a cost model that has a template, the section exactly as it was costed,
     ``repo_context.render(result)``).
 
+``repo-context build --jsonl FILE|- [--engine ...] [--threads N]``
+    Many inputs, one JSON input per line (JSON Lines) from ``FILE`` or standard input; one
+    result per line on standard output, in input order: the result's JSON form, or for a line
+    that cannot be built (invalid JSON, an invalid input or candidate) ``{"error": {"type",
+    "message", "problem", "field", "index", "line"}}`` (``type`` the exception class, e.g.
+    ``"InvalidCandidateError"``; ``index`` the candidate index or ``null``; ``line`` the
+    1-based line number in the input). Blank lines (only whitespace) are skipped and give no
+    output line. The input is streamed: lines are read and built in chunks of
+    ``JSONL_CHUNK`` with ``build_many`` (parallel, ``--threads``, default every core), each
+    chunk written before the next is read, so memory is bounded by a chunk, not the file. With
+    standard error a terminal, a progress bar (tqdm) counts the lines there.
+
 ``repo-context context --repo DIR --pytest-log FILE [--junit-xml FILE] [--query TEXT]
 [--max-chars N] [--format markdown|json] [--engine native|reference]``
     Gather failure, reference and search windows for the first failing test in a pytest
@@ -24,36 +36,57 @@
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
 an unreadable file or folder, a bad option or command line), with one line on standard error
 and nothing on standard output; 1 if the output cannot be written (a full disk, a closed
-pipe), with one line on standard error. Markdown output writes characters its stream cannot
-encode (lone surrogates) as backslash escapes.
+pipe), with one line on standard error; 3 (``build --jsonl`` only) if some lines could not be
+built: every line still has its output line, the failed ones an ``{"error": ...}`` object.
+Markdown output writes characters its stream cannot encode (lone surrogates) as backslash
+escapes.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from tqdm import tqdm
+
 from . import BuildResult, InvalidInputError, reference
 from . import build as native_build
+from . import builder as native
 from .composer import header_path, render, render_markdown, render_omitted
 from .cost import Cost
 from .evaluate import add_eval_parser
 from .sources import Gathered, gather
 from .sources.pytest_log import LogFormatError
 
-__all__ = ["DEFAULT_MAX_CHARS", "ContextReport", "context_json", "main", "result_json", "run_context"]
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "EXIT_SOME_FAILED",
+    "JSONL_CHUNK",
+    "ContextReport",
+    "context_json",
+    "error_json",
+    "main",
+    "result_json",
+    "run_context",
+]
 
 #: Default budget of ``repo-context context``, in characters (code points).
 DEFAULT_MAX_CHARS = 16_000
 #: Default budget of ``repo-context context --cost tokens``, in tokens of the encoding.
 DEFAULT_MAX_TOKENS = 4_000
+
+#: Exit status of ``build --jsonl`` when some lines could not be built (each has an error line).
+EXIT_SOME_FAILED = 3
+#: Lines of ``build --jsonl`` read and built at a time (one ``build_many`` call).
+JSONL_CHUNK = 256
 
 _ENGINES: dict[str, Callable[[object], BuildResult]] = {
     "native": native_build,
@@ -340,8 +373,8 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _cmd_build(args: argparse.Namespace) -> int:
-    data = _read_json(args.file)
+def _with_options(data: Any, args: argparse.Namespace) -> Any:
+    """The build input ``data`` with the command line's cost and budget options applied."""
     cost = _cost_options(args, data.get("cost") if isinstance(data, dict) else None)
     if isinstance(data, dict) and (cost is not None or args.budget is not None):
         data = dict(data)
@@ -351,6 +384,97 @@ def _cmd_build(args: argparse.Namespace) -> int:
             data.pop("max_chars", None)
             data.pop("maxChars", None)
             data["budget"] = args.budget
+    return data
+
+
+def error_json(exc: Exception, line: int) -> str:
+    """The output line of a ``build --jsonl`` input line that could not be built: ``{"error":
+    {"type", "message", "problem", "field", "index", "line"}}`` on one line, ASCII only."""
+    error = {
+        "type": type(exc).__name__,
+        "message": _one_line(str(exc)),
+        "problem": getattr(exc, "problem", None),
+        "field": getattr(exc, "field", None),
+        "index": getattr(exc, "index", None),
+        "line": line,
+    }
+    return json.dumps({"error": error}, ensure_ascii=True, allow_nan=False)
+
+
+def _jsonl_lines(file: str) -> Iterator[tuple[int, bytes]]:
+    """The non-blank lines of ``file`` (``-``: standard input) with their 1-based numbers."""
+    try:
+        stream = sys.stdin.buffer if file == "-" else open(file, "rb")
+    except OSError as exc:
+        raise _UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    try:
+        for number, raw in enumerate(stream, start=1):
+            if raw.strip():
+                yield number, raw
+    except OSError as exc:
+        raise _UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    finally:
+        if file != "-":
+            stream.close()
+
+
+def _jsonl_chunk(chunk: list[tuple[int, bytes]], args: argparse.Namespace) -> tuple[list[str], bool]:
+    """Build one chunk of ``--jsonl`` lines; return their output lines and whether all built."""
+    parsed: list[Any] = []
+    for _, raw in chunk:
+        try:
+            parsed.append(_with_options(json.loads(raw, object_pairs_hook=_unique_keys), args))
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key
+            parsed.append(InvalidInputError("input", f"invalid JSON: {_one_line(str(exc))}"))
+    to_build = [p for p in parsed if not isinstance(p, InvalidInputError)]
+    engine = reference if args.engine == "reference" else native
+    built = iter(engine.build_many(to_build, threads=args.threads, errors="return"))
+    out: list[str] = []
+    ok = True
+    for (number, _), data in zip(chunk, parsed, strict=True):
+        result = data if isinstance(data, InvalidInputError) else next(built)
+        if isinstance(result, Exception):
+            ok = False
+            out.append(error_json(result, number))
+        else:
+            out.append(result_json(result))
+    return out, ok
+
+
+def _cmd_build_jsonl(args: argparse.Namespace) -> int:
+    if args.format != "json":
+        raise _UsageError("--jsonl prints JSON lines: --format markdown is not available with it")
+    if args.threads is not None and args.threads < 1:
+        raise _UsageError(f"--threads must be >= 1, got {args.threads}")
+    # Updated once per chunk, so every update is drawn (mininterval=0).
+    progress = tqdm(
+        unit=" lines", disable=not sys.stderr.isatty(), file=sys.stderr, leave=False, mininterval=0
+    )
+    all_ok = True
+    try:
+        chunk: list[tuple[int, bytes]] = []
+        lines = _jsonl_lines(args.jsonl)
+        while True:
+            chunk = list(itertools.islice(lines, JSONL_CHUNK))
+            if not chunk:
+                break
+            out, ok = _jsonl_chunk(chunk, args)
+            all_ok = all_ok and ok
+            _write(sys.stdout, "".join(line + "\n" for line in out))
+            progress.update(len(chunk))
+    finally:
+        progress.close()
+    return 0 if all_ok else EXIT_SOME_FAILED
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    if args.jsonl is not None:
+        if args.file != "-":
+            raise _UsageError("give FILE or --jsonl FILE, not both")
+        return _cmd_build_jsonl(args)
+    if args.threads is not None:
+        raise _UsageError("--threads is only for --jsonl")
+    data = _with_options(_read_json(args.file), args)
     result = _ENGINES[args.engine](data)
     out = result_json(result) + "\n" if args.format == "json" else _markdown_section(result)
     _write(sys.stdout, out)
@@ -441,6 +565,20 @@ def _parser() -> argparse.ArgumentParser:
         default="json",
         help="print the result as JSON (default) or as a Markdown section",
     )
+    build.add_argument(
+        "--jsonl",
+        metavar="FILE",
+        default=None,
+        help="many inputs, one JSON object per line (- for standard input); one result "
+        "(or error) JSON object per line out, in order; exit 3 if some lines failed",
+    )
+    build.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        default=None,
+        help="with --jsonl: at most N threads rank and pack at once (default: every core)",
+    )
     _add_cost_options(build)
     build.set_defaults(run=_cmd_build)
 
@@ -496,8 +634,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``repo-context`` command line with ``argv`` (default ``sys.argv[1:]``) and
     return the exit status: 0; 2 for invalid input or a bad command line, 1 if the output
-    cannot be written (either with one line on standard error). ``--help`` prints the help
-    and returns 0."""
+    cannot be written (either with one line on standard error); 3 if some lines of
+    ``build --jsonl`` could not be built (each has its ``{"error": ...}`` output line).
+    ``--help`` prints the help and returns 0."""
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2), already reported
