@@ -10,6 +10,7 @@ with plain values.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -291,3 +292,91 @@ def test_hostile_values_give_the_result_of_plain_values(
             assert (type(item.content), type(item.reason)) == (str, str)
             assert type(item.score) in (int, float)
         assert repo_context.render(got) == repo_context.render(expected)
+
+
+# ---------------------------------------------------------------------------
+# Candidate types: mapping or attributes, decided per candidate as ``isinstance(c, Mapping)``
+# ---------------------------------------------------------------------------
+
+
+def _fields(content: str, path: str = "a.py", start: int = 1) -> dict[str, Any]:
+    return {"path": path, "start": start, "end": start, "content": content, "reason": "search", "score": 1.0}
+
+
+def _two_faced(register_on_read: bool) -> type:
+    """A fresh class whose instances give content "attr" as attributes and "item" as a mapping;
+    reading the first instance's path registers the class as a ``Mapping`` when asked."""
+
+    class TwoFaced:
+        def __init__(self, start: int, registers: bool = False) -> None:
+            self._start = start
+            self._registers = registers
+
+        def __getitem__(self, key: str) -> Any:
+            return _fields("item", start=self._start)[key]
+
+        def __len__(self) -> int:
+            return 6
+
+        def __iter__(self) -> Any:
+            return iter(_fields("item"))
+
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("_"):
+                raise AttributeError(name)
+            if name == "path" and self._registers and register_on_read:
+                Mapping.register(type(self))
+            return _fields("attr", start=self._start)[name]
+
+    return TwoFaced
+
+
+@pytest.mark.parametrize("build", ENGINES)
+def test_a_class_registered_as_mapping_during_the_build_is_read_as_one_from_then_on(build: Any) -> None:
+    cls = _two_faced(register_on_read=True)
+    cands = [cls(1, registers=True), cls(2), cls(3)]
+    result = build({"candidates": cands, "max_chars": 100})
+    assert [item.content for item in result.items] == ["attr", "item", "item"]
+    again = build({"candidates": [cls(1), cls(2)], "max_chars": 100})
+    assert [item.content for item in again.items] == ["item", "item"]
+
+
+@pytest.mark.parametrize("build", ENGINES)
+def test_an_instance_whose_class_attribute_lies_is_checked_on_its_own(build: Any) -> None:
+    class Masked:
+        def __init__(self, masked: bool, start: int) -> None:
+            self.masked = masked
+            self.fields = _fields("attr" if not masked else "never", start=start)
+
+        @property  # type: ignore[misc]
+        def __class__(self) -> type:
+            return dict if self.masked else Masked
+
+        def __getattr__(self, name: str) -> Any:
+            return self.__dict__["fields"][name]
+
+        def __getitem__(self, key: str) -> Any:
+            return _fields("item", start=self.fields["start"])[key]
+
+    cands = [Masked(False, 1), Masked(True, 2), Masked(False, 3), Masked(True, 4)]
+    result = build({"candidates": cands, "max_chars": 100})
+    assert [item.content for item in result.items] == ["attr", "item", "attr", "item"]
+
+
+class HashlessMeta(type):
+    """A candidate type's own metaclass whose hashing raises."""
+
+    def __hash__(cls) -> int:
+        raise RuntimeError("the metaclass's hash")
+
+
+class WithMeta(metaclass=HashlessMeta):
+    def __init__(self) -> None:
+        self.__dict__.update(_fields("meta"))
+
+
+@pytest.mark.parametrize("build", ENGINES)
+def test_a_candidate_type_whose_metaclass_hash_raises_raises_that_error(build: Any) -> None:
+    # ``isinstance(c, Mapping)`` hashes the class (the ABC's caches): its error propagates.
+    with pytest.raises(RuntimeError, match="the metaclass's hash"):
+        build({"candidates": [WithMeta(), WithMeta()], "max_chars": 100})

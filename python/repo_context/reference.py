@@ -52,13 +52,19 @@ class _Row:
     score: float
 
 
-def _field(candidate: object, field: str, index: int) -> Any:
-    """Read one field of a ``Candidate``, a mapping, or any object with that attribute."""
+def _field(candidate: object, field: str, index: int, mapping: bool | None = None) -> Any:
+    """Read one field of a ``Candidate``, a mapping, or any object with that attribute.
+
+    ``mapping`` is whether the candidate is read as a mapping (``isinstance(candidate,
+    Mapping)``), decided once per candidate by the caller; ``None``: decide here.
+    """
     # Only the lookup's own "not there" error means missing; anything else the caller's code
     # raises (a property raising KeyError, say) propagates unchanged.
-    if isinstance(candidate, Mapping):
+    if mapping is None:
+        mapping = isinstance(candidate, Mapping)
+    if mapping:
         try:
-            return candidate[field]
+            return candidate[field]  # type: ignore[index]
         except KeyError:
             raise InvalidCandidateError(field, "is missing", index) from None
     try:
@@ -76,19 +82,19 @@ def _line(value: object, field: str, index: int) -> int:
         raise InvalidCandidateError(field, f"must be an int, not {type(value).__name__}", index) from None
 
 
-def read_window(candidate: object, index: int) -> tuple[str, int, int]:
+def read_window(candidate: object, index: int, mapping: bool | None = None) -> tuple[str, int, int]:
     """The candidate's canonical path and line range, checked in the order path, start, end."""
     try:
-        path = canonical_path(_field(candidate, "path", index))
+        path = canonical_path(_field(candidate, "path", index, mapping))
     except PathProblem as exc:
         raise InvalidCandidateError("path", str(exc), index) from None
 
-    start = _line(_field(candidate, "start", index), "start", index)
+    start = _line(_field(candidate, "start", index, mapping), "start", index)
     if start < 1:
         raise InvalidCandidateError("start", f"must be >= 1, got {show_int(start)}", index)
     if start > MAX_LINE:
         raise InvalidCandidateError("start", f"must be <= {MAX_LINE}, got {show_int(start)}", index)
-    end = _line(_field(candidate, "end", index), "end", index)
+    end = _line(_field(candidate, "end", index, mapping), "end", index)
     if end < start:
         raise InvalidCandidateError("end", f"must be >= start ({start}), got {show_int(end)}", index)
     if end > MAX_LINE:
@@ -96,9 +102,9 @@ def read_window(candidate: object, index: int) -> tuple[str, int, int]:
     return path, start, end
 
 
-def read_reason(candidate: object, index: int) -> tuple[Any, str, int]:
+def read_reason(candidate: object, index: int, mapping: bool | None = None) -> tuple[Any, str, int]:
     """The candidate's reason as given, its plain name and its rank group."""
-    reason = _field(candidate, "reason", index)
+    reason = _field(candidate, "reason", index, mapping)
     if not isinstance(reason, str):
         raise InvalidCandidateError("reason", f"{_REASONS_TEXT}, not {type(reason).__name__}", index)
     # The text itself (a str-enum member, or any str subclass, by its value, whatever its own
@@ -110,14 +116,14 @@ def read_reason(candidate: object, index: int) -> tuple[Any, str, int]:
     return reason, text, group
 
 
-def read_score(candidate: object, index: int) -> tuple[int | float, float]:
+def read_score(candidate: object, index: int, mapping: bool | None = None) -> tuple[int | float, float]:
     """The candidate's score as an exact ``int`` or ``float`` (the snapshot returned) and as the
     float it is compared as.
 
     A subclass is read through its built-in type's own conversion (``float.__float__``,
     ``int.__index__``): its own ``__float__``, ``__index__`` or ``__int__`` play no part.
     """
-    score = _field(candidate, "score", index)
+    score = _field(candidate, "score", index, mapping)
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise InvalidCandidateError("score", f"must be an int or a float, not {type(score).__name__}", index)
     exact: int | float
@@ -144,13 +150,15 @@ def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
     (``__str__``, ``__eq__``, ``__hash__``, ``encode``, ``__float__``, ...) play no part in the
     build, its result or a later ``render``; an exact-type value is kept as is (no copy).
     """
-    path, start, end = read_window(candidate, index)
-    content = _field(candidate, "content", index)
+    # Mapping or attributes, decided once: the caller's code run by a read cannot switch it.
+    mapping = isinstance(candidate, Mapping)
+    path, start, end = read_window(candidate, index, mapping)
+    content = _field(candidate, "content", index, mapping)
     if not isinstance(content, str):
         raise InvalidCandidateError("content", f"must be a str, not {type(content).__name__}", index)
     text = str.__str__(content)
-    _, reason, group = read_reason(candidate, index)
-    score, as_float = read_score(candidate, index)
+    _, reason, group = read_reason(candidate, index, mapping)
+    score, as_float = read_score(candidate, index, mapping)
 
     item = {"path": path, "start": start, "end": end, "content": text, "reason": reason, "score": score}
     return _Row(path, start, end, len(text), group, as_float), item

@@ -1068,10 +1068,115 @@ pub(crate) enum Item<'py> {
 
 struct Reader<'py> {
     paths: Paths<'py>,
+    kinds: Kinds<'py>,
     rows: Vec<Row>,
     items: Vec<Item<'py>>,
     total: u64,
     max_total: u64,
+}
+
+/// Whether candidates of a type are mappings (`isinstance(obj, collections.abc.Mapping)`),
+/// remembered per type within one build: the ABC check costs about as much as reading all six
+/// fields of an object, and candidates are mostly of one or two types.
+///
+/// The answer is only remembered for a type that can give no other answer for another of its
+/// instances: no class in its MRO but `object` defines `__class__` or `__getattribute__`
+/// (`ABCMeta.__instancecheck__` reads `instance.__class__`), and it is forgotten when the ABC
+/// registry changes (`abc.get_cache_token()`, e.g. `Mapping.register(...)` run by the caller's
+/// code during the build). Remembered types are kept alive, so an address is never reused.
+struct Kinds<'py> {
+    by_type: FxHashMap<usize, bool>,
+    alive: Vec<Bound<'py, PyType>>,
+    /// `abc.get_cache_token` and the token the remembered answers were computed under.
+    get_token: Option<Bound<'py, PyAny>>,
+    token: u64,
+    /// `collections.abc.Mapping`.
+    mapping_abc: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> Kinds<'py> {
+    fn new() -> Self {
+        Self {
+            by_type: FxHashMap::default(),
+            alive: Vec::new(),
+            get_token: None,
+            token: 0,
+            mapping_abc: None,
+        }
+    }
+
+    fn current_token(&mut self, py: Python<'py>) -> PyResult<u64> {
+        let get = match &self.get_token {
+            Some(get) => get,
+            None => self.get_token.insert(
+                py.import(intern!(py, "abc"))?
+                    .getattr(intern!(py, "get_cache_token"))?,
+            ),
+        };
+        get.call0()?.extract::<u64>()
+    }
+
+    /// `isinstance(obj, collections.abc.Mapping)` for an object that is neither a `Candidate`
+    /// nor an exact `dict`.
+    fn is_mapping(&mut self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        let py = obj.py();
+        let ty = obj.get_type();
+        let key = ty.as_ptr() as usize;
+        if !self.by_type.is_empty() {
+            let token = self.current_token(py)?;
+            if token != self.token {
+                self.by_type.clear();
+            } else if let Some(&mapping) = self.by_type.get(&key) {
+                return Ok(mapping);
+            }
+        }
+        // `isinstance(obj, Mapping)`, its errors raised (as the reference's `isinstance` does),
+        // not swallowed as `cast::<PyMapping>()` would.
+        let abc = match &self.mapping_abc {
+            Some(abc) => abc,
+            None => self.mapping_abc.insert(
+                py.import(intern!(py, "collections.abc"))?
+                    .getattr(intern!(py, "Mapping"))?,
+            ),
+        };
+        let mapping = obj.is_instance(abc)?;
+        if plain_class(&ty)? {
+            if self.by_type.is_empty() {
+                self.token = self.current_token(py)?;
+            }
+            self.by_type.insert(key, mapping);
+            self.alive.push(ty);
+        }
+        Ok(mapping)
+    }
+}
+
+/// True when `ty`'s metaclass is exactly `type` (so, of every class in its MRO, and nothing
+/// can hide the real `__mro__` or `__dict__`) and no class in its MRO but `object` defines
+/// `__class__` or `__getattribute__`: then `instance.__class__ is type(instance)` for every
+/// instance.
+fn plain_class(ty: &Bound<'_, PyType>) -> PyResult<bool> {
+    let py = ty.py();
+    if !ty.get_type().is(py.get_type::<PyType>()) {
+        return Ok(false);
+    }
+    let object = py.get_type::<PyAny>();
+    for klass in ty
+        .getattr(intern!(py, "__mro__"))?
+        .cast_into::<PyTuple>()?
+        .iter()
+    {
+        if klass.is(&object) {
+            continue;
+        }
+        let attrs = klass.getattr(intern!(py, "__dict__"))?;
+        if attrs.contains(intern!(py, "__class__"))?
+            || attrs.contains(intern!(py, "__getattribute__"))?
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 impl<'py> Reader<'py> {
@@ -1081,7 +1186,7 @@ impl<'py> Reader<'py> {
             Shape::Native(c.get())
         } else if let Ok(d) = obj.cast_exact::<PyDict>() {
             Shape::Dict(d)
-        } else if obj.cast::<PyMapping>().is_ok() {
+        } else if self.kinds.is_mapping(obj)? {
             Shape::Mapping
         } else {
             Shape::Attributes
@@ -1307,6 +1412,7 @@ pub(crate) fn prepare<'py>(
     }
     let mut reader = Reader {
         paths: Paths::new(),
+        kinds: Kinds::new(),
         rows: Vec::with_capacity(n),
         items: Vec::with_capacity(n),
         total: 0,
