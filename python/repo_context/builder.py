@@ -89,9 +89,10 @@ class RepoContextBuilder(BuilderBase):
 
         The results equal ``[self.build(x) for x in inputs]``, element by element, errors
         included. Each input is checked and its candidates read in input order with the GIL
-        held (as :meth:`build` does, token counts through this builder's cache); then the
-        ranking and packing of all inputs runs with the GIL released on up to ``threads``
-        threads; then the results are built in input order.
+        held (as :meth:`build` does, token counts through this builder's cache); the ranking
+        and packing runs with the GIL released, on up to ``threads`` threads across the inputs
+        of a window (inputs read until about 8,192 candidates, and at least ``threads`` of
+        them); then the window's results are built in input order, and the next window is read.
 
         Args:
             inputs: an iterable of inputs, each as for :meth:`build` (read once, into a list).

@@ -1,12 +1,13 @@
 //! `build_many`: many inputs in one call, the engine run for all of them in parallel.
 //!
-//! Three phases: (1) attached, each input in order is checked at the top level (by the Python
-//! function given) and its candidates read and costed into compact rows, exactly as `build`
-//! does; (2) detached (GIL released), the engine ranks and packs every input on a pool of
-//! scoped threads; (3) attached, each result is built from the caller's own objects. The
-//! results are those of `build` called on each input in turn, errors included: phase 1 reads
-//! the inputs in the same order and stops at the same first error (or, when errors are
-//! returned, records the exception in that input's place and goes on).
+//! Three phases, window by window (a window: inputs read until [`WINDOW_ROWS`] candidates and
+//! at least `threads` inputs): (1) attached, each input in order is checked at the top level
+//! (by the Python function given) and its candidates read and costed into compact rows,
+//! exactly as `build` does; (2) detached (GIL released), the engine ranks and packs every input
+//! of the window on scoped threads; (3) attached, each result is built from the caller's own
+//! objects. The results are those of `build` called on each input in turn, errors included:
+//! phase 1 reads the inputs in the same order and stops at the same first error (or, when
+//! errors are returned, records the exception in that input's place and goes on).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -17,6 +18,12 @@ use pyo3::types::{PyList, PyString, PyTuple};
 use super::tokens::TokenCounter;
 use super::{Job, Prepared, assemble, prepare};
 use crate::engine::Selection;
+
+/// Candidates read before the engine runs on what was read (with at least `threads` inputs):
+/// the inputs are built window by window, so that the caller's objects of a window are still in
+/// the CPU caches when its results are built and its references dropped, as in a loop of
+/// `build`; the engine runs in parallel across the inputs of a window.
+const WINDOW_ROWS: usize = 8192;
 
 /// The arguments of `build` for one input, as returned by the top-level check.
 type Args<'py> = (
@@ -113,20 +120,40 @@ fn build_many<'py>(
     if threads == 0 {
         return Err(PyValueError::new_err("threads must be >= 1"));
     }
-    // Phase 1: read, in input order (a snapshot of the list: the caller's code may change it).
+    // A snapshot of the list: the caller's code run while reading may change it.
     let inputs: Vec<Bound<'py, PyAny>> = inputs.iter().collect();
-    let mut prepared: Vec<Result<Prepared<'py>, PyErr>> = Vec::with_capacity(inputs.len());
-    for input in &inputs {
+    let out = PyList::empty(py);
+    let mut window: Vec<Result<Prepared<'py>, PyErr>> = Vec::new();
+    let mut rows = 0usize;
+    for (position, input) in inputs.iter().enumerate() {
+        // Phase 1: read, in input order.
         py.check_signals()?;
         match read_one(py, check, input) {
-            Ok(p) => prepared.push(Ok(p)),
-            Err(err) if returnable(py, &err, return_errors) => prepared.push(Err(err)),
+            Ok(p) => {
+                rows += p.job().len();
+                window.push(Ok(p));
+            }
+            Err(err) if returnable(py, &err, return_errors) => window.push(Err(err)),
             Err(err) => return Err(err),
         }
+        let last = position + 1 == inputs.len();
+        if last || (rows >= WINDOW_ROWS && window.len() >= threads) {
+            build_window(py, std::mem::take(&mut window), threads, &out)?;
+            rows = 0;
+        }
     }
+    Ok(out)
+}
 
-    // Phase 2: the engine, detached, in parallel.
-    let jobs: Vec<Option<Job<'_>>> = prepared
+/// Phases 2 and 3 for one window of read inputs: the engine for all of them, detached and in
+/// parallel; then their results, in input order, appended to `out`.
+fn build_window<'py>(
+    py: Python<'py>,
+    window: Vec<Result<Prepared<'py>, PyErr>>,
+    threads: usize,
+    out: &Bound<'py, PyList>,
+) -> PyResult<()> {
+    let jobs: Vec<Option<Job<'_>>> = window
         .iter()
         .map(|p| p.as_ref().ok().map(Prepared::job))
         .collect();
@@ -134,9 +161,7 @@ fn build_many<'py>(
     drop(jobs);
     py.check_signals()?;
 
-    // Phase 3: the results, in input order.
-    let out = PyList::empty(py);
-    for (p, selection) in prepared.into_iter().zip(selections) {
+    for (p, selection) in window.into_iter().zip(selections) {
         match (p, selection) {
             (Ok(p), Some(selection)) => {
                 let (result, ranks) = assemble(py, p, selection)?;
@@ -156,7 +181,7 @@ fn build_many<'py>(
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Register `build_many` on the extension module.

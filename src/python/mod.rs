@@ -1388,6 +1388,11 @@ pub(crate) struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// Number of candidates.
+    pub(crate) fn len(self) -> usize {
+        self.rows.len()
+    }
+
     /// Rank and pack.
     pub(crate) fn select(self) -> engine::Selection {
         engine::build(self.rows, self.failure_ids, self.budget, self.n_paths)
