@@ -125,7 +125,12 @@ class RepoContextBuilder(BuilderBase):
                 continue
             result, ranks = entry
             counter = self.counter(result.cost)
-            out.append(finish(result, ranks, None if counter is None else counter.count_one))
+            try:
+                out.append(finish(result, ranks, None if counter is None else counter.count_one))
+            except Exception as exc:  # as the loop of build would see it
+                if not return_errors:
+                    raise
+                out.append(exc)
         return out
 
     def _arguments(
