@@ -141,28 +141,32 @@ def test_batch(benchmark: Any, form: str, impl: str) -> None:
     assert len(out) == BATCH_INPUTS
 
 
-def _median(call: Callable[[], Any], rounds: int) -> float:
-    call()  # warm-up
-    times = []
+def _medians(calls: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+    """Median seconds of each call, the calls taken in turn within every round (so that a change
+    in the machine's load hits all of them alike)."""
+    for call in calls.values():
+        call()  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for name, call in calls.items():
+            t0 = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15, help="timed rounds per line (median)")
     args = parser.parse_args()
-    print(f"os.cpu_count() = {os.cpu_count()}; median of {args.rounds} rounds")
+    rounds = args.rounds
+    print(f"os.cpu_count() = {os.cpu_count()}; median of {rounds} rounds, a table's lines taken in turn")
     print()
     print(f"| read, n={READ_N:,} | native (ms) | floor (ms) | native/floor |")
     print("|---|---:|---:|---:|")
     for form in FORMS:
-        calls = read_calls(form)
-        native = _median(calls["native"], args.rounds)
-        floor = _median(calls["floor"], args.rounds)
+        m = _medians(read_calls(form), args.rounds)
+        native, floor = m["native"], m["floor"]
         print(f"| {form} | {native * 1e3:.2f} | {floor * 1e3:.2f} | {native / floor:.2f} |")
     print()
     print(
@@ -172,10 +176,8 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|")
     for form in ("dict", "Candidate"):
         assert _checked(form)
-        calls = batch_calls(form)
-        loop = _median(calls["loop"], args.rounds)
-        one = _median(calls["many-1"], args.rounds)
-        two = _median(calls["many-2"], args.rounds)
+        m = _medians(batch_calls(form), args.rounds)
+        loop, one, two = m["loop"], m["many-1"], m["many-2"]
         print(
             f"| {form} | {loop * 1e3:.1f} | {one * 1e3:.1f} | {two * 1e3:.1f} "
             f"| {loop / one:.2f} | {loop / two:.2f} |"
