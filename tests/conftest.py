@@ -107,8 +107,9 @@ def ranked_indices(cands: list[Any], failure_file: str | list[str] | None) -> li
 def model_build(cands: list[Any], max_chars: int, failure_file: str | list[str] | None) -> dict[str, Any]:
     """A naive O(n^2) restatement of the selection rule (JSON-like form).
 
-    Items are given as (canonical path, start, end, content, reason, score)
-    tuples of the caller's values (start/end as plain ints).
+    Items are given as (canonical path, start, end, content, reason, score) tuples of the
+    snapshot of the caller's values: exact built-in types (plain int lines, ``str.__str__`` of
+    the content and reason, the score as an exact ``int`` or ``float``).
     """
     order = ranked_indices(cands, failure_file)
     selected: list[int] = []
@@ -138,9 +139,9 @@ def model_build(cands: list[Any], max_chars: int, failure_file: str | list[str] 
                 path,
                 start,
                 end,
-                get_field(c, "content"),
-                get_field(c, "reason"),
-                get_field(c, "score"),
+                str.__str__(get_field(c, "content")),
+                str.__str__(get_field(c, "reason")),
+                exact_number(get_field(c, "score")),
             )
         )
     return {
@@ -150,6 +151,12 @@ def model_build(cands: list[Any], max_chars: int, failure_file: str | list[str] 
         "used_chars": used,
         "truncated": bool(omitted),
     }
+
+
+def exact_number(value: Any) -> int | float:
+    """The exact ``int`` or ``float`` a number (or subclass instance) holds, read through the
+    built-in type's own conversion."""
+    return float.__float__(value) if isinstance(value, float) else int.__index__(value)
 
 
 def result_summary(result: Any) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from conftest import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_hostile import LyingFloat, LyingInt, LyingStr
 
 DIFF_SETTINGS = settings(
     max_examples=DIFF_EXAMPLES,
@@ -145,6 +146,15 @@ BAD: dict[str, list[Any]] = {
         MISSING,
     ],
 }
+
+# Hostile subclasses holding invalid values: both engines judge the value they hold, read
+# through the built-in type's own conversion, whatever their own methods say. (Only the lying
+# ones: Hypothesis itself calls repr() on drawn values; the raising ones are in test_hostile.py.)
+BAD["path"] += [LyingStr("/abs.py"), LyingStr("a/../b.py"), LyingStr("")]
+BAD["start"] += [LyingInt(0), LyingInt(MAX_LINE + 1)]
+BAD["end"] += [LyingInt(2**64), LyingInt(MAX_LINE + 1)]
+BAD["reason"] += [LyingStr("Search"), LyingStr(""), LyingStr("search ")]
+BAD["score"] += [LyingFloat(math.nan), LyingFloat(math.inf), LyingInt(10**400), LyingInt(-(10**400))]
 
 TOP_LEVEL_BAD: list[tuple[str, Any]] = [
     ("max_chars", -1),

@@ -3,17 +3,18 @@
 Candidates (windows of code proposed by the failing test, reference analysis and text search)
 are ranked, de-duplicated by line range and packed whole into a budget, and every omission is
 explained, in characters or exact tokens, of the content or of the rendered prompt section.
-:func:`build` runs the Rust engine; :mod:`repo_context.reference` is the pure-Python
-implementation of the same contract; :func:`render` composes the prompt section.
-:class:`Workspace` (and the one-call :func:`context`) runs the whole job for a failing test in
-a repository, keeping what it derives from the files between calls and on disk.
+:func:`build` runs the Rust engine (:func:`build_many`: many inputs, in parallel);
+:mod:`repo_context.reference` is the pure-Python implementation of the same contract;
+:func:`render` composes the prompt section. :class:`Workspace` (and the one-call
+:func:`context`) runs the whole job for a failing test in a repository, keeping what it
+derives from the files between calls and on disk.
 """
 
 from typing import TYPE_CHECKING, Any
 
 from . import reference
 from ._input import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_TOTAL_CHARS
-from .builder import RepoContextBuilder, build
+from .builder import RepoContextBuilder, build, build_many
 from .composer import render
 from .errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
 from .types import Block, BuildInput, BuildResult, Candidate, Cost, Omission, Reason, TokenCounter
@@ -49,6 +50,7 @@ __all__ = [
     "TokenCounter",
     "Workspace",
     "build",
+    "build_many",
     "context",
     "reference",
     "render",

@@ -1,6 +1,6 @@
 """Type stubs for the Rust extension module ``repo_context._core``."""
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, final
 
 from .cost import Cost
@@ -15,6 +15,7 @@ __all__ = [
     "Omission",
     "TokenCounter",
     "build",
+    "build_many",
     "render_block",
     "secret_spans",
 ]
@@ -164,6 +165,12 @@ def build(
     budget_obj: int,
     counter: TokenCounter | None,
 ) -> tuple[BuildResult, list[int]]: ...
+def build_many(
+    inputs: list[Any],
+    check: Callable[[Any], tuple[Sequence[Any], int, list[str], int, Cost, int, TokenCounter | None]],
+    threads: int,
+    return_errors: bool,
+) -> list[tuple[BuildResult, list[int]] | Exception]: ...
 def render_block(
     path: str,
     start: int,

@@ -10,6 +10,7 @@ differential tests.
 from __future__ import annotations
 
 import operator
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -162,6 +163,34 @@ def _failing_files(failure_file: object, failure_files: object) -> list[str]:
         if canonical not in out:
             out.append(canonical)
     return out
+
+
+#: What ``build_many`` does with an input whose build raises: ``"raise"`` it (the first, in input
+#: order, as ``[build(x) for x in inputs]`` would) or ``"return"`` the exception in its place.
+ERRORS = ("raise", "return")
+
+
+def batch_options(threads: object, errors: object) -> tuple[int, bool]:
+    """Validate ``build_many``'s options; return the thread count and whether errors are returned.
+
+    ``threads`` is ``None`` (every core: ``os.cpu_count()``, 1 if unknown) or an ``int >= 1``
+    (``bool`` rejected); ``errors`` is ``"raise"`` or ``"return"``.
+
+    Raises:
+        InvalidInputError: ``field`` ``"threads"`` or ``"errors"``, ``index`` ``None``.
+    """
+    if threads is None:
+        count = os.cpu_count() or 1
+    else:
+        if isinstance(threads, bool) or not isinstance(threads, int):
+            raise InvalidInputError("threads", f"must be an int or None, not {type(threads).__name__}")
+        count = int(threads)
+        if count < 1:
+            raise InvalidInputError("threads", f"must be >= 1, got {show_int(count)}")
+    if not isinstance(errors, str) or str.__str__(errors) not in ERRORS:
+        shown = repr(str.__str__(errors)) if isinstance(errors, str) else type(errors).__name__
+        raise InvalidInputError("errors", f"must be 'raise' or 'return', got {shown}")
+    return count, str.__str__(errors) == "return"
 
 
 def line_int(value: object, field: str) -> int:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 from . import _core
 from ._finish import finish
-from ._input import BuilderBase, clamp_u64, normalize_input
-from .types import BuildResult
+from ._input import BuilderBase, batch_options, clamp_u64, normalize_input
+from .cost import Cost
+from .types import BuildResult, TokenCounter
 
-__all__ = ["RepoContextBuilder", "build"]
+__all__ = ["RepoContextBuilder", "build", "build_many"]
 
 
 class RepoContextBuilder(BuilderBase):
@@ -74,18 +78,75 @@ class RepoContextBuilder(BuilderBase):
         ``__index__``, ``__getitem__``) propagates unchanged; only a missing key or attribute
         becomes :class:`InvalidCandidateError` (``problem`` "is missing").
         """
+        result, ranks = _core.build(*self._arguments(input))
+        counter = self.counter(result.cost)
+        return finish(result, ranks, None if counter is None else counter.count_one)
+
+    def build_many(
+        self, inputs: Iterable[object], *, threads: int | None = None, errors: str = "raise"
+    ) -> list[BuildResult | Exception]:
+        """Build the context for many inputs, ranking and packing them in parallel.
+
+        The results equal ``[self.build(x) for x in inputs]``, element by element, errors
+        included. Each input is checked and its candidates read in input order with the GIL
+        held (as :meth:`build` does, token counts through this builder's cache); the ranking
+        and packing runs with the GIL released, on up to ``threads`` threads across the inputs
+        of a window (inputs read until about 8,192 candidates, and at least ``threads`` of
+        them); then the window's results are built in input order, and the next window is read.
+
+        Args:
+            inputs: an iterable of inputs, each as for :meth:`build` (read once, into a list).
+            threads: the most threads ranking and packing at once; ``None`` (default) for every
+                core (``os.cpu_count()``). At most one per input is started.
+            errors: ``"raise"`` (default): the first input, in input order, whose build raises
+                ends the call with that exception, as the list comprehension would (later
+                inputs are not read). ``"return"``: that input's exception object (an
+                ``Exception``; ``KeyboardInterrupt`` and other ``BaseException`` always
+                propagate) takes its place in the list and the other inputs are built.
+
+        Returns:
+            A ``list`` with one :class:`BuildResult` (or, with ``errors="return"``, exception)
+            per input, in input order.
+
+        Raises:
+            InvalidInputError: ``threads`` is not ``None`` or an ``int >= 1`` (``field``
+                ``"threads"``), or ``errors`` is not ``"raise"`` or ``"return"`` (``field``
+                ``"errors"``); checked before any input is read.
+            InvalidCandidateError, InvalidInputError, ResourceLimitError: with
+                ``errors="raise"``, the first failing input's error, as :meth:`build` raises it.
+        """
+        count, return_errors = batch_options(threads, errors)
+        batch = list(inputs)
+        built = _core.build_many(batch, self._arguments, min(count, max(len(batch), 1)), return_errors)
+        out: list[BuildResult | Exception] = []
+        for entry in built:
+            if isinstance(entry, Exception):
+                out.append(entry)
+                continue
+            result, ranks = entry
+            counter = self.counter(result.cost)
+            try:
+                out.append(finish(result, ranks, None if counter is None else counter.count_one))
+            except Exception as exc:  # as the loop of build would see it
+                if not return_errors:
+                    raise
+                out.append(exc)
+        return out
+
+    def _arguments(
+        self, input: object
+    ) -> tuple[Sequence[Any], int, list[str], int, Cost, int, TokenCounter | None]:
+        """The engine's arguments for one input, its top level checked (``normalize_input``)."""
         candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
-        counter = self.counter(cost)
-        result, ranks = _core.build(
+        return (
             candidates,
             clamp_u64(budget),
             failure_files,
             clamp_u64(self.max_total_chars),
             cost,
             budget,
-            counter,
+            self.counter(cost),
         )
-        return finish(result, ranks, None if counter is None else counter.count_one)
 
 
 _DEFAULT = RepoContextBuilder()
@@ -97,3 +158,14 @@ def build(input: object) -> BuildResult:
     See :meth:`RepoContextBuilder.build` for the input, result and errors.
     """
     return _DEFAULT.build(input)
+
+
+def build_many(
+    inputs: Iterable[object], *, threads: int | None = None, errors: str = "raise"
+) -> list[BuildResult | Exception]:
+    """Build many inputs with the Rust engine and the default limits, ranking and packing them
+    in parallel; equal to ``[build(x) for x in inputs]``, element by element.
+
+    See :meth:`RepoContextBuilder.build_many` for the options, result and errors.
+    """
+    return _DEFAULT.build_many(inputs, threads=threads, errors=errors)

@@ -9,6 +9,18 @@
     section (with a cost model that has a template, the section exactly as it was costed,
     ``repo_context.render(result)``).
 
+``repo-context build --jsonl FILE|- [--engine ...] [--threads N]``
+    Many inputs, one JSON input per line (JSON Lines) from ``FILE`` or standard input; one
+    result per line on standard output, in input order: the result's JSON form, or for a line
+    that cannot be built (invalid JSON, an invalid input or candidate) ``{"error": {"type",
+    "message", "problem", "field", "index", "line"}}`` (``type`` the exception class, e.g.
+    ``"InvalidCandidateError"``; ``index`` the candidate index or ``null``; ``line`` the
+    1-based line number in the input). Blank lines (only whitespace) are skipped and give no
+    output line. The input is streamed: lines are read and built in chunks of
+    ``JSONL_CHUNK`` with ``build_many`` (parallel, ``--threads``, default every core), each
+    chunk written before the next is read, so memory is bounded by a chunk, not the file. With
+    standard error a terminal, a progress bar (tqdm) counts the lines there.
+
 ``repo-context context --repo DIR --pytest-log FILE [--junit-xml FILE] [--test NODEID]
 [--query TEXT] [--budget N | --max-chars N] [--cost ...] [--template ...]
 [--format markdown|json] [--report FILE] [--cache-dir DIR | --no-cache] [--engine native|reference]``
@@ -49,23 +61,29 @@ line on standard error and nothing on standard output; 1 if the output cannot be
 full disk, a closed pipe, a closed standard output), with one line on standard error. A
 closed pipe is such a failure like any other (``SIGPIPE`` stays ignored, as Python sets it,
 and the write fails with ``EPIPE``): the command never reports success for output that was
-cut short. Markdown output writes characters its stream cannot encode (lone surrogates) as
-backslash escapes. Every name printed (a path, a test id), in the output or in a message,
-has its line breaks and other control characters written as ``\\uXXXX``
-(:func:`repo_context.composer.header_path`), so no name can start a line of its own.
+cut short; 3 (``build --jsonl`` only) if some lines could not be built: every line still
+has its output line, the failed ones an ``{"error": ...}`` object. Markdown output writes
+characters its stream cannot encode (lone surrogates) as backslash escapes. Every name printed
+(a path, a test id), in the output or in a message, has its line breaks and other control
+characters written as ``\\uXXXX`` (:func:`repo_context.composer.header_path`), so no name can
+start a line of its own.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from . import BuildResult, InvalidInputError, reference
+from tqdm import tqdm
+
+from . import BuildResult, InvalidInputError, ResourceLimitError, reference
 from . import build as native_build
+from . import builder as native
 from ._io import (
     MAX_INPUT_BYTES,
     MAX_JUNIT_BYTES,
@@ -90,9 +108,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
+    "EXIT_SOME_FAILED",
+    "JSONL_CHUNK",
     "SECRET_REDACTED",
     "ContextReport",
     "context_json",
+    "error_json",
     "failing_tests_json",
     "main",
     "redact_json",
@@ -104,6 +125,11 @@ __all__ = [
 DEFAULT_MAX_CHARS = 16_000
 #: Default budget of ``repo-context context --cost tokens``, in tokens of the encoding.
 DEFAULT_MAX_TOKENS = 4_000
+
+#: Exit status of ``build --jsonl`` when some lines could not be built (each has an error line).
+EXIT_SOME_FAILED = 3
+#: Lines of ``build --jsonl`` read and built at a time (one ``build_many`` call).
+JSONL_CHUNK = 256
 
 _ENGINES: dict[str, Callable[[object], BuildResult]] = {
     "native": native_build,
@@ -317,8 +343,8 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _cmd_build(args: argparse.Namespace) -> int:
-    data = _read_json(args.file)
+def _with_options(data: Any, args: argparse.Namespace) -> Any:
+    """The build input ``data`` with the command line's cost and budget options applied."""
     cost = _cost_options(args, data.get("cost") if isinstance(data, dict) else None)
     if isinstance(data, dict) and (cost is not None or args.budget is not None):
         data = dict(data)
@@ -328,6 +354,121 @@ def _cmd_build(args: argparse.Namespace) -> int:
             data.pop("max_chars", None)
             data.pop("maxChars", None)
             data["budget"] = args.budget
+    return data
+
+
+def error_json(exc: Exception, line: int) -> str:
+    """The output line of a ``build --jsonl`` input line that could not be built: ``{"error":
+    {"type", "message", "problem", "field", "index", "line"}}`` on one line, ASCII only."""
+    error = {
+        "type": type(exc).__name__,
+        "message": _one_line(str(exc)),
+        "problem": getattr(exc, "problem", None),
+        "field": getattr(exc, "field", None),
+        "index": getattr(exc, "index", None),
+        "line": line,
+    }
+    return json.dumps({"error": error}, ensure_ascii=True, allow_nan=False)
+
+
+def _jsonl_lines(file: str) -> Iterator[tuple[int, bytes | ResourceLimitError]]:
+    """The non-blank lines of ``file`` (``-``: standard input) with their 1-based numbers; a
+    line longer than ``MAX_INPUT_BYTES`` is not kept in memory: it is skipped to its end and
+    given as the ``ResourceLimitError`` that names the limit."""
+    try:
+        stream = sys.stdin.buffer if file == "-" else open(file, "rb")
+    except OSError as exc:
+        raise _UsageError(f"cannot read {_shown(file)}: {exc.strerror or exc}") from exc
+    try:
+        number = 0
+        while raw := stream.readline(MAX_INPUT_BYTES + 1):
+            number += 1
+            if len(raw) > MAX_INPUT_BYTES and not raw.endswith(b"\n"):
+                while (rest := stream.readline(1 << 20)) and not rest.endswith(b"\n"):
+                    pass
+                yield number, ResourceLimitError(
+                    "input",
+                    f"line {number} is longer than MAX_INPUT_BYTES = {MAX_INPUT_BYTES} bytes",
+                    limit="MAX_INPUT_BYTES",
+                    value=MAX_INPUT_BYTES,
+                )
+            elif raw.strip():
+                yield number, raw
+    except OSError as exc:
+        raise _UsageError(f"cannot read {_shown(file)}: {exc.strerror or exc}") from exc
+    finally:
+        if file != "-":
+            stream.close()
+
+
+def _jsonl_chunk(
+    chunk: list[tuple[int, bytes | ResourceLimitError]], args: argparse.Namespace, kinds: list[str]
+) -> tuple[list[str], bool]:
+    """Build one chunk of ``--jsonl`` lines; return their output lines (secrets redacted, their
+    kinds added to ``kinds``) and whether all built."""
+    parsed: list[Any] = []
+    for _, raw in chunk:
+        if isinstance(raw, ResourceLimitError):
+            parsed.append(raw)
+            continue
+        try:
+            parsed.append(_with_options(json.loads(raw, object_pairs_hook=_unique_keys), args))
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key
+            parsed.append(InvalidInputError("input", f"invalid JSON: {_one_line(str(exc))}"))
+    to_build = [p for p in parsed if not isinstance(p, InvalidInputError)]
+    engine = reference if args.engine == "reference" else native
+    built = iter(engine.build_many(to_build, threads=args.threads, errors="return"))
+    out: list[str] = []
+    ok = True
+    for (number, _), data in zip(chunk, parsed, strict=True):
+        result = data if isinstance(data, InvalidInputError) else next(built)
+        if isinstance(result, Exception):
+            ok = False
+            shown, found = redact_json(json.loads(error_json(result, number)))
+        else:
+            shown, found = redact_json(result.to_dict())
+        kinds += [record["kind"] for record in found]
+        out.append(json.dumps(shown, ensure_ascii=True, allow_nan=False))
+    return out, ok
+
+
+def _cmd_build_jsonl(args: argparse.Namespace) -> int:
+    if args.format != "json":
+        raise _UsageError("--jsonl prints JSON lines: --format markdown is not available with it")
+    if args.threads is not None and args.threads < 1:
+        raise _UsageError(f"--threads must be >= 1, got {args.threads}")
+    # Updated once per chunk, so every update is drawn (mininterval=0).
+    progress = tqdm(
+        unit=" lines", disable=not sys.stderr.isatty(), file=sys.stderr, leave=False, mininterval=0
+    )
+    all_ok = True
+    kinds: list[str] = []
+    try:
+        chunk: list[tuple[int, bytes | ResourceLimitError]] = []
+        lines = _jsonl_lines(args.jsonl)
+        while True:
+            chunk = list(itertools.islice(lines, JSONL_CHUNK))
+            if not chunk:
+                break
+            out, ok = _jsonl_chunk(chunk, args, kinds)
+            all_ok = all_ok and ok
+            _write(sys.stdout, "".join(line + "\n" for line in out))
+            progress.update(len(chunk))
+    finally:
+        progress.close()
+    if kinds:
+        _warn("build", _redaction_note(kinds))
+    return 0 if all_ok else EXIT_SOME_FAILED
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    if args.jsonl is not None:
+        if args.file != "-":
+            raise _UsageError("give FILE or --jsonl FILE, not both")
+        return _cmd_build_jsonl(args)
+    if args.threads is not None:
+        raise _UsageError("--threads is only for --jsonl")
+    data = _with_options(_read_json(args.file), args)
     result = _ENGINES[args.engine](data)
     if args.format == "json":
         redacted_data, found = redact_json(result.to_dict())
@@ -440,6 +581,20 @@ def _parser() -> argparse.ArgumentParser:
         default="json",
         help="print the result as JSON (default) or as a Markdown section",
     )
+    build.add_argument(
+        "--jsonl",
+        metavar="FILE",
+        default=None,
+        help="many inputs, one JSON object per line (- for standard input); one result "
+        "(or error) JSON object per line out, in order; exit 3 if some lines failed",
+    )
+    build.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        default=None,
+        help="with --jsonl: at most N threads rank and pack at once (default: every core)",
+    )
     _add_cost_options(build)
     build.set_defaults(run=_cmd_build)
 
@@ -536,10 +691,11 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``repo-context`` command line with ``argv`` (default ``sys.argv[1:]``) and
     return the exit status: 0; 2 for invalid input or a bad command line, 1 if the output
-    cannot be written (either with one line on standard error). ``--help`` prints the help
-    and returns 0 (1 if it cannot be written). A standard stream closed when the program
-    starts gets the null device, so no file opened later takes its place; output for a
-    closed standard output fails (status 1)."""
+    cannot be written (either with one line on standard error); 3 if some lines of
+    ``build --jsonl`` could not be built (each has its ``{"error": ...}`` output line).
+    ``--help`` prints the help and returns 0 (1 if it cannot be written). A standard stream
+    closed when the program starts gets the null device, so no file opened later takes its
+    place; output for a closed standard output fails (status 1)."""
     reserve_standard_fds()
     try:
         args = _parser().parse_args(argv)

@@ -148,7 +148,8 @@ _XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff
 
 
 def _reason_name(reason: str) -> str:
-    name = _REASON_NAMES.get(reason) if isinstance(reason, str) else None
+    # By the text it holds: a str subclass's own __hash__ and __eq__ play no part.
+    name = _REASON_NAMES.get(str.__str__(reason)) if isinstance(reason, str) else None
     if name is None:
         raise ValueError(f"reason must be 'failure', 'reference' or 'search', got {reason!r}")
     return name
@@ -250,7 +251,8 @@ def render_block(
     ``path`` is printed as given; ``start``/``end`` are its 1-based line range (``start`` also
     numbers the lines when ``line_numbers``); ``reason`` is ``"failure"``, ``"reference"`` or
     ``"search"``; ``failing`` tells that the item comes from a failing file (its label then says
-    so too, :func:`label`); ``template`` is ``"markdown"`` or ``"xml"``. Raises ``ValueError``
+    so too, :func:`label`); ``template`` is ``"markdown"`` or ``"xml"``. A ``str`` subclass
+    is rendered as the exact text it holds (``str.__str__``). Raises ``ValueError``
     for another template or reason, ``TypeError`` for a non-``str`` path or content or a
     non-integer line. The block ends with a newline; a section is its blocks concatenated.
     """
@@ -258,6 +260,9 @@ def render_block(
         raise ValueError(f"template must be 'markdown' or 'xml', got {template!r}")
     if not isinstance(path, str) or not isinstance(content, str):
         raise TypeError("path and content must be str")
+    # The exact text each holds: a str subclass's own methods (__str__, __format__, encode,
+    # split, ...) play no part in the block.
+    path, content = str.__str__(path), str.__str__(content)
     start = _int(start, "start")
     end = _int(end, "end")
     name = _reason_name(reason)

@@ -101,9 +101,10 @@ def _part(candidate: object, index: int) -> Part:
     """The candidate's window as a validated :class:`Part`, by the builder's own field rules
     and messages (:mod:`repo_context.reference`); the content is not read: the merger re-reads
     the lines."""
-    path, start, end = read_window(candidate, index)
-    _, name, _ = read_reason(candidate, index)
-    score, _ = read_score(candidate, index)
+    mapping = isinstance(candidate, Mapping)  # decided once per candidate, as the builders do
+    path, start, end = read_window(candidate, index, mapping)
+    _, name, _ = read_reason(candidate, index, mapping)
+    score, _ = read_score(candidate, index, mapping)
     return Part(path, start, end, name, score)
 
 

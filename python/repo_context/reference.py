@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,12 +27,12 @@ from sortedcontainers import SortedKeyList
 
 from ._core import BuildResult, Candidate, Omission
 from ._finish import finish
-from ._input import BuilderBase, PathProblem, canonical_path, normalize_input, show_int
+from ._input import BuilderBase, PathProblem, batch_options, canonical_path, normalize_input, show_int
 from .composer import render_block
 from .cost import Cost
 from .errors import InvalidCandidateError, ResourceLimitError
 
-__all__ = ["RepoContextBuilder", "build"]
+__all__ = ["RepoContextBuilder", "build", "build_many"]
 
 #: Highest line number accepted (``2**31 - 1``).
 MAX_LINE = 2**31 - 1
@@ -54,13 +54,19 @@ class _Row:
     score: float
 
 
-def _field(candidate: object, field: str, index: int) -> Any:
-    """Read one field of a ``Candidate``, a mapping, or any object with that attribute."""
+def _field(candidate: object, field: str, index: int, mapping: bool | None = None) -> Any:
+    """Read one field of a ``Candidate``, a mapping, or any object with that attribute.
+
+    ``mapping`` is whether the candidate is read as a mapping (``isinstance(candidate,
+    Mapping)``), decided once per candidate by the caller; ``None``: decide here.
+    """
     # Only the lookup's own "not there" error means missing; anything else the caller's code
     # raises (a property raising KeyError, say) propagates unchanged.
-    if isinstance(candidate, Mapping):
+    if mapping is None:
+        mapping = isinstance(candidate, Mapping)
+    if mapping:
         try:
-            return candidate[field]
+            return candidate[field]  # type: ignore[index]
         except KeyError:
             raise InvalidCandidateError(field, "is missing", index) from None
     try:
@@ -78,19 +84,19 @@ def _line(value: object, field: str, index: int) -> int:
         raise InvalidCandidateError(field, f"must be an int, not {type(value).__name__}", index) from None
 
 
-def read_window(candidate: object, index: int) -> tuple[str, int, int]:
+def read_window(candidate: object, index: int, mapping: bool | None = None) -> tuple[str, int, int]:
     """The candidate's canonical path and line range, checked in the order path, start, end."""
     try:
-        path = canonical_path(_field(candidate, "path", index))
+        path = canonical_path(_field(candidate, "path", index, mapping))
     except PathProblem as exc:
         raise InvalidCandidateError("path", str(exc), index) from None
 
-    start = _line(_field(candidate, "start", index), "start", index)
+    start = _line(_field(candidate, "start", index, mapping), "start", index)
     if start < 1:
         raise InvalidCandidateError("start", f"must be >= 1, got {show_int(start)}", index)
     if start > MAX_LINE:
         raise InvalidCandidateError("start", f"must be <= {MAX_LINE}, got {show_int(start)}", index)
-    end = _line(_field(candidate, "end", index), "end", index)
+    end = _line(_field(candidate, "end", index, mapping), "end", index)
     if end < start:
         raise InvalidCandidateError("end", f"must be >= start ({start}), got {show_int(end)}", index)
     if end > MAX_LINE:
@@ -98,9 +104,9 @@ def read_window(candidate: object, index: int) -> tuple[str, int, int]:
     return path, start, end
 
 
-def read_reason(candidate: object, index: int) -> tuple[Any, str, int]:
+def read_reason(candidate: object, index: int, mapping: bool | None = None) -> tuple[Any, str, int]:
     """The candidate's reason as given, its plain name and its rank group."""
-    reason = _field(candidate, "reason", index)
+    reason = _field(candidate, "reason", index, mapping)
     if not isinstance(reason, str):
         raise InvalidCandidateError("reason", f"{_REASONS_TEXT}, not {type(reason).__name__}", index)
     # The text itself (a str-enum member, or any str subclass, by its value, whatever its own
@@ -112,32 +118,52 @@ def read_reason(candidate: object, index: int) -> tuple[Any, str, int]:
     return reason, text, group
 
 
-def read_score(candidate: object, index: int) -> tuple[Any, float]:
-    """The candidate's score as given and as the float it is compared as."""
-    score = _field(candidate, "score", index)
+def read_score(candidate: object, index: int, mapping: bool | None = None) -> tuple[int | float, float]:
+    """The candidate's score as an exact ``int`` or ``float`` (the snapshot returned) and as the
+    float it is compared as.
+
+    A subclass is read through its built-in type's own conversion (``float.__float__``,
+    ``int.__index__``): its own ``__float__``, ``__index__`` or ``__int__`` play no part.
+    """
+    score = _field(candidate, "score", index, mapping)
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise InvalidCandidateError("score", f"must be an int or a float, not {type(score).__name__}", index)
-    try:
-        as_float = float(score)
-    except OverflowError:
-        raise InvalidCandidateError("score", "is too large to convert to a float", index) from None
+    exact: int | float
+    if isinstance(score, float):
+        exact = as_float = float.__float__(score)
+    else:
+        exact = int.__index__(score)
+        try:
+            as_float = float(exact)
+        except OverflowError:
+            raise InvalidCandidateError("score", "is too large to convert to a float", index) from None
     if not math.isfinite(as_float):
         raise InvalidCandidateError("score", f"must be finite, got {as_float!r}", index)
-    return score, as_float
+    return exact, as_float
 
 
 def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
     """Read and check one candidate's fields, one at a time, in the order path, start, end,
-    content, reason, score: the first missing or invalid field is reported."""
-    path, start, end = read_window(candidate, index)
-    content = _field(candidate, "content", index)
+    content, reason, score: the first missing or invalid field is reported.
+
+    Each field is read once, and what is kept is a snapshot of exact built-in values: the
+    canonical path, ``int`` lines, the content and reason as the exact ``str`` they hold
+    (``str.__str__``), the score as an exact ``int`` or ``float``. A subclass's own methods
+    (``__str__``, ``__eq__``, ``__hash__``, ``encode``, ``__float__``, ...) play no part in the
+    build, its result or a later ``render``; an exact-type value is kept as is (no copy).
+    """
+    # Mapping or attributes, decided once: the caller's code run by a read cannot switch it.
+    mapping = isinstance(candidate, Mapping)
+    path, start, end = read_window(candidate, index, mapping)
+    content = _field(candidate, "content", index, mapping)
     if not isinstance(content, str):
         raise InvalidCandidateError("content", f"must be a str, not {type(content).__name__}", index)
-    reason, _, group = read_reason(candidate, index)
-    score, as_float = read_score(candidate, index)
+    text = str.__str__(content)
+    _, reason, group = read_reason(candidate, index, mapping)
+    score, as_float = read_score(candidate, index, mapping)
 
-    item = {"path": path, "start": start, "end": end, "content": content, "reason": reason, "score": score}
-    return _Row(path, start, end, len(str.__str__(content)), group, as_float), item
+    item = {"path": path, "start": start, "end": end, "content": text, "reason": reason, "score": score}
+    return _Row(path, start, end, len(text), group, as_float), item
 
 
 class RepoContextBuilder(BuilderBase):
@@ -148,6 +174,23 @@ class RepoContextBuilder(BuilderBase):
     (:class:`repo_context.TokenCounter`): the counting is an input to packing here, not the
     subject of the specification.
     """
+
+    def build_many(
+        self, inputs: Iterable[object], *, threads: int | None = None, errors: str = "raise"
+    ) -> list[BuildResult | Exception]:
+        """:meth:`build` for each input in turn; same contract as
+        :meth:`repo_context.RepoContextBuilder.build_many` (``threads`` is validated, then
+        unused: this loop is the specification of the parallel one)."""
+        _, return_errors = batch_options(threads, errors)
+        out: list[BuildResult | Exception] = []
+        for input in list(inputs):
+            try:
+                out.append(self.build(input))
+            except Exception as exc:
+                if not return_errors:
+                    raise
+                out.append(exc)
+        return out
 
     def build(self, input: object) -> BuildResult:
         """Build the context; same contract as :meth:`repo_context.RepoContextBuilder.build`."""
@@ -225,13 +268,13 @@ def _window_end(window: tuple[int, int, int]) -> int:
 def _costed_text(row: _Row, item: dict[str, Any], cost: Cost, failing: bool) -> str:
     """What a candidate costs: its content, or its rendered block when the cost has a template."""
     if cost.template is None:
-        return str.__str__(item["content"])
+        return str(item["content"])
     reason = next(name for name, group in GROUP if group == row.group)
     return render_block(
         row.path,
         row.start,
         row.end,
-        str.__str__(item["content"]),
+        item["content"],
         reason,
         failing=failing,
         template=cost.template,
@@ -246,3 +289,11 @@ def build(input: object) -> BuildResult:
     """Build the context with the default settings (pure Python): the input, result and errors
     are those of :meth:`repo_context.RepoContextBuilder.build`."""
     return _DEFAULT.build(input)
+
+
+def build_many(
+    inputs: Iterable[object], *, threads: int | None = None, errors: str = "raise"
+) -> list[BuildResult | Exception]:
+    """Build many inputs with the default settings (pure Python): the options, results and
+    errors are those of :meth:`repo_context.RepoContextBuilder.build_many`."""
+    return _DEFAULT.build_many(inputs, threads=threads, errors=errors)

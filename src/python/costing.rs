@@ -47,6 +47,9 @@ pub(super) fn apply(
     let lengths = rows.iter().map(|row| row.cost).collect();
 
     for (rows, items) in rows.chunks_mut(CHUNK).zip(items.chunks(CHUNK)) {
+        // Between chunks, a pending signal (Ctrl-C) ends the build: nothing is half-written,
+        // the rows being local to the build.
+        py.check_signals()?;
         let costs = match (template, counter) {
             (None, None) => return Ok(None),
             (None, Some(counter)) => {

@@ -21,6 +21,7 @@ use rustc_hash::FxHashMap;
 
 use crate::engine::{self, MAX_LINE, Omitted, Reason, Row};
 
+mod batch;
 mod costing;
 mod render;
 mod secrets;
@@ -819,17 +820,34 @@ fn line<'py>(
     Ok((number, int.clone()))
 }
 
-fn score(value: &Bound<'_, PyAny>, index: usize) -> PyResult<f64> {
+/// A score, read through the built-in type's own conversion (`float.__float__` of a `float`,
+/// the `int` value of an `int`): a subclass's `__float__`, `__index__` or `__int__` plays no
+/// part. Returns the value compared and, for a subclass instance, the exact `float` or `int`
+/// it holds (the snapshot returned in the result).
+fn score<'py>(
+    value: &Bound<'py, PyAny>,
+    index: usize,
+) -> PyResult<(f64, Option<Bound<'py, PyAny>>)> {
     let py = value.py();
-    let number = if value.is_exact_instance_of::<PyFloat>() {
-        value.extract::<f64>()?
+    let (number, copy) = if value.is_exact_instance_of::<PyFloat>() {
+        (value.cast::<PyFloat>()?.value(), None)
     } else if value.is_instance_of::<PyFloat>() {
-        // `float(score)`, as the contract says: a subclass's own __float__ is honoured.
-        py.get_type::<PyFloat>().call1((value,))?.extract::<f64>()?
+        // The C double stored in the object: `float.__float__(value)`.
+        let number = value.cast::<PyFloat>()?.value();
+        (number, Some(PyFloat::new(py, number).into_any()))
     } else if value.is_instance_of::<PyInt>() && !value.is_instance_of::<PyBool>() {
-        match value.extract::<f64>() {
-            Ok(f) => f,
-            Err(e) if e.is_instance_of::<PyOverflowError>(py) => {
+        let exact = if value.is_exact_instance_of::<PyInt>() {
+            None
+        } else {
+            Some(exact_int(value)?)
+        };
+        let int = exact.as_ref().unwrap_or(value);
+        // SAFETY: an exact int; PyLong_AsDouble runs no Python code on it.
+        let number = unsafe { ffi::PyLong_AsDouble(int.as_ptr()) };
+        if number == -1.0
+            && let Some(e) = PyErr::take(py)
+        {
+            if e.is_instance_of::<PyOverflowError>(py) {
                 return Err(invalid(
                     py,
                     "score",
@@ -837,8 +855,9 @@ fn score(value: &Bound<'_, PyAny>, index: usize) -> PyResult<f64> {
                     index,
                 ));
             }
-            Err(e) => return Err(e),
+            return Err(e);
         }
+        (number, exact)
     } else {
         let problem = format!("must be an int or a float, not {}", type_name(value));
         return Err(invalid(py, "score", problem, index));
@@ -858,10 +877,38 @@ fn score(value: &Bound<'_, PyAny>, index: usize) -> PyResult<f64> {
             index,
         ));
     }
-    Ok(number)
+    Ok((number, copy))
 }
 
-fn reason(value: &Bound<'_, PyAny>, index: usize) -> PyResult<Reason> {
+/// The exact `str` a `str` (or subclass) object holds: `str.__str__(value)`, which runs none
+/// of the subclass's own code. An exact `str` is returned as is.
+fn exact_str<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: attached; PyUnicode_FromObject copies a str subclass's text into a new exact str
+    // (a new reference to an exact str), and fails for anything else.
+    unsafe { Bound::from_owned_ptr_or_err(value.py(), ffi::PyUnicode_FromObject(value.as_ptr())) }
+}
+
+/// The exact `int` an `int` subclass object holds (`int.__index__(value)`, which runs none of
+/// the subclass's own code); an exact `int` is returned as is.
+fn exact_int<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: attached; for an int (or subclass) PyNumber_Index returns the value as an exact
+    // int without calling `__index__` (CPython >= 3.10).
+    unsafe { Bound::from_owned_ptr_or_err(value.py(), ffi::PyNumber_Index(value.as_ptr())) }
+}
+
+/// The interned exact `str` naming `reason`.
+fn reason_name(py: Python<'_>, reason: Reason) -> &Bound<'_, PyString> {
+    match reason {
+        Reason::Search => intern!(py, "search"),
+        Reason::Reference => intern!(py, "reference"),
+        Reason::Failure => intern!(py, "failure"),
+    }
+}
+
+/// A reason, read by the text it holds (a `str` subclass's own `__eq__`, `__hash__` or `__str__`
+/// play no part). Returns it and whether `value` is an exact `str` (else the result carries
+/// the interned exact name instead).
+fn reason(value: &Bound<'_, PyAny>, index: usize) -> PyResult<(Reason, bool)> {
     const ONE_OF: &str = "must be one of 'failure', 'reference', 'search'";
     let py = value.py();
     // Fast path: string literals in Python code are interned, so usually the very same object.
@@ -871,7 +918,7 @@ fn reason(value: &Bound<'_, PyAny>, index: usize) -> PyResult<Reason> {
         (intern!(py, "failure"), Reason::Failure),
     ] {
         if value.is(name) {
-            return Ok(reason);
+            return Ok((reason, true));
         }
     }
     let Ok(text) = value.cast::<PyString>() else {
@@ -883,12 +930,10 @@ fn reason(value: &Bound<'_, PyAny>, index: usize) -> PyResult<Reason> {
         ));
     };
     if let Some(reason) = text.to_str().ok().and_then(Reason::parse) {
-        return Ok(reason);
+        return Ok((reason, value.is_exact_instance_of::<PyString>()));
     }
     // Show the plain string value, as `str.__str__(value)` does for a str subclass.
-    let plain = py
-        .get_type::<PyString>()
-        .call_method1(intern!(py, "__str__"), (value,))?;
+    let plain = exact_str(value)?;
     Err(invalid(
         py,
         "reason",
@@ -1024,10 +1069,115 @@ pub(crate) enum Item<'py> {
 
 struct Reader<'py> {
     paths: Paths<'py>,
+    kinds: Kinds<'py>,
     rows: Vec<Row>,
     items: Vec<Item<'py>>,
     total: u64,
     max_total: u64,
+}
+
+/// Whether candidates of a type are mappings (`isinstance(obj, collections.abc.Mapping)`),
+/// remembered per type within one build: the ABC check costs about as much as reading all six
+/// fields of an object, and candidates are mostly of one or two types.
+///
+/// The answer is only remembered for a type that can give no other answer for another of its
+/// instances: no class in its MRO but `object` defines `__class__` or `__getattribute__`
+/// (`ABCMeta.__instancecheck__` reads `instance.__class__`), and it is forgotten when the ABC
+/// registry changes (`abc.get_cache_token()`, e.g. `Mapping.register(...)` run by the caller's
+/// code during the build). Remembered types are kept alive, so an address is never reused.
+struct Kinds<'py> {
+    by_type: FxHashMap<usize, bool>,
+    alive: Vec<Bound<'py, PyType>>,
+    /// `abc.get_cache_token` and the token the remembered answers were computed under.
+    get_token: Option<Bound<'py, PyAny>>,
+    token: u64,
+    /// `collections.abc.Mapping`.
+    mapping_abc: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> Kinds<'py> {
+    fn new() -> Self {
+        Self {
+            by_type: FxHashMap::default(),
+            alive: Vec::new(),
+            get_token: None,
+            token: 0,
+            mapping_abc: None,
+        }
+    }
+
+    fn current_token(&mut self, py: Python<'py>) -> PyResult<u64> {
+        let get = match &self.get_token {
+            Some(get) => get,
+            None => self.get_token.insert(
+                py.import(intern!(py, "abc"))?
+                    .getattr(intern!(py, "get_cache_token"))?,
+            ),
+        };
+        get.call0()?.extract::<u64>()
+    }
+
+    /// `isinstance(obj, collections.abc.Mapping)` for an object that is neither a `Candidate`
+    /// nor an exact `dict`.
+    fn is_mapping(&mut self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        let py = obj.py();
+        let ty = obj.get_type();
+        let key = ty.as_ptr() as usize;
+        if !self.by_type.is_empty() {
+            let token = self.current_token(py)?;
+            if token != self.token {
+                self.by_type.clear();
+            } else if let Some(&mapping) = self.by_type.get(&key) {
+                return Ok(mapping);
+            }
+        }
+        // `isinstance(obj, Mapping)`, its errors raised (as the reference's `isinstance` does),
+        // not swallowed as `cast::<PyMapping>()` would.
+        let abc = match &self.mapping_abc {
+            Some(abc) => abc,
+            None => self.mapping_abc.insert(
+                py.import(intern!(py, "collections.abc"))?
+                    .getattr(intern!(py, "Mapping"))?,
+            ),
+        };
+        let mapping = obj.is_instance(abc)?;
+        if plain_class(&ty)? {
+            if self.by_type.is_empty() {
+                self.token = self.current_token(py)?;
+            }
+            self.by_type.insert(key, mapping);
+            self.alive.push(ty);
+        }
+        Ok(mapping)
+    }
+}
+
+/// True when `ty`'s metaclass is exactly `type` (so, of every class in its MRO, and nothing
+/// can hide the real `__mro__` or `__dict__`) and no class in its MRO but `object` defines
+/// `__class__` or `__getattribute__`: then `instance.__class__ is type(instance)` for every
+/// instance.
+fn plain_class(ty: &Bound<'_, PyType>) -> PyResult<bool> {
+    let py = ty.py();
+    if !ty.get_type().is(py.get_type::<PyType>()) {
+        return Ok(false);
+    }
+    let object = py.get_type::<PyAny>();
+    for klass in ty
+        .getattr(intern!(py, "__mro__"))?
+        .cast_into::<PyTuple>()?
+        .iter()
+    {
+        if klass.is(&object) {
+            continue;
+        }
+        let attrs = klass.getattr(intern!(py, "__dict__"))?;
+        if attrs.contains(intern!(py, "__class__"))?
+            || attrs.contains(intern!(py, "__getattribute__"))?
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 impl<'py> Reader<'py> {
@@ -1037,7 +1187,7 @@ impl<'py> Reader<'py> {
             Shape::Native(c.get())
         } else if let Ok(d) = obj.cast_exact::<PyDict>() {
             Shape::Dict(d)
-        } else if obj.cast::<PyMapping>().is_ok() {
+        } else if self.kinds.is_mapping(obj)? {
             Shape::Mapping
         } else {
             Shape::Attributes
@@ -1086,10 +1236,12 @@ impl<'py> Reader<'py> {
                 return Err(invalid(py, "content", problem, index));
             }
         };
+        // The snapshot: a str subclass becomes the exact str it holds (`str.__str__`).
+        let content_exact = content.is_exact_instance_of::<PyString>();
         let reason_obj = get(intern!(py, "reason"), |c| &c.reason)?;
-        let reason = reason(&reason_obj, index)?;
+        let (reason, reason_exact) = reason(&reason_obj, index)?;
         let score_obj = get(intern!(py, "score"), |c| &c.score)?;
-        let score = score(&score_obj, index)?;
+        let (score, score_copy) = score(&score_obj, index)?;
 
         self.total = self.total.saturating_add(cost);
         if self.total > self.max_total {
@@ -1102,16 +1254,27 @@ impl<'py> Reader<'py> {
 
         let plain_lines =
             start_obj.is_exact_instance_of::<PyInt>() && end_obj.is_exact_instance_of::<PyInt>();
-        let item = if matches!(shape, Shape::Native(_)) && canonical.is_none() && plain_lines {
+        let exact = plain_lines && content_exact && reason_exact && score_copy.is_none();
+        let item = if matches!(shape, Shape::Native(_)) && canonical.is_none() && exact {
             Item::Same(obj.clone())
         } else {
+            let content = if content_exact {
+                content.clone().unbind()
+            } else {
+                exact_str(&content)?.unbind()
+            };
+            let reason_obj = if reason_exact {
+                reason_obj.clone().unbind()
+            } else {
+                reason_name(py, reason).clone().into_any().unbind()
+            };
             Item::New(Candidate {
                 path: canonical.map_or_else(|| path.clone().unbind(), |c| c.into_any().unbind()),
                 start: start_int.unbind(),
                 end: end_int.unbind(),
-                content: content.clone().unbind(),
-                reason: reason_obj.clone().unbind(),
-                score: score_obj.clone().unbind(),
+                content,
+                reason: reason_obj,
+                score: score_copy.map_or_else(|| score_obj.clone().unbind(), Bound::unbind),
             })
         };
         // Both in 1..=MAX_LINE here.
@@ -1174,15 +1337,72 @@ fn prefetch_ahead(list: &Bound<'_, PyList>, index: usize) {
     let _ = (list, index);
 }
 
-/// Validate, rank and pack. Called by `repo_context.RepoContextBuilder.build` after the top
-/// level of the input was checked by `repo_context._input.normalize_input`.
-///
-/// `candidates` is a list or tuple; `max_chars` the budget in characters; `failure_file` the
-/// canonical failure file or `None`; `max_total_chars` the total-content limit.
-#[pyfunction]
-#[pyo3(signature = (candidates, budget, failure_files, max_total_chars, cost, budget_obj, counter))]
+/// Candidates read between two checks for a pending signal (Ctrl-C): often enough that a
+/// `KeyboardInterrupt` is raised within milliseconds, rarely enough to cost nothing measurable.
+const SIGNAL_EVERY: usize = 4096;
+
+/// Run the Python signal handlers now and then; a handler that raises (SIGINT raises
+/// `KeyboardInterrupt`) ends the build with that exception, nothing half-written.
+#[inline(always)]
+fn check_signals(py: Python<'_>, index: usize) -> PyResult<()> {
+    if index % SIGNAL_EVERY == SIGNAL_EVERY - 1 {
+        py.check_signals()?;
+    }
+    Ok(())
+}
+
+/// One input read and costed, ready for the engine: everything the engine needs (`rows`,
+/// `failure_ids`, `budget`, `n_paths`) is plain Rust data, so it can run with the GIL released.
+pub(crate) struct Prepared<'py> {
+    items: Vec<Item<'py>>,
+    rows: Vec<Row>,
+    failure_ids: Vec<u32>,
+    n_paths: usize,
+    budget: u64,
+    /// Content lengths when the cost is something else (see `costing::apply`).
+    lengths: Option<Vec<u64>>,
+    failure_files: Vec<Bound<'py, PyString>>,
+    cost: Bound<'py, PyAny>,
+    budget_obj: Py<PyAny>,
+}
+
+impl Prepared<'_> {
+    /// What the engine reads: plain Rust data, to be used with the GIL released.
+    pub(crate) fn job(&self) -> Job<'_> {
+        Job {
+            rows: &self.rows,
+            failure_ids: &self.failure_ids,
+            budget: self.budget,
+            n_paths: self.n_paths,
+        }
+    }
+}
+
+/// The engine's input for one build, borrowed from a [`Prepared`]: no Python object, so it can
+/// cross to other threads while detached.
+#[derive(Clone, Copy)]
+pub(crate) struct Job<'a> {
+    rows: &'a [Row],
+    failure_ids: &'a [u32],
+    budget: u64,
+    n_paths: usize,
+}
+
+impl Job<'_> {
+    /// Number of candidates.
+    pub(crate) fn len(self) -> usize {
+        self.rows.len()
+    }
+
+    /// Rank and pack.
+    pub(crate) fn select(self) -> engine::Selection {
+        engine::build(self.rows, self.failure_ids, self.budget, self.n_paths)
+    }
+}
+
+/// Read, validate and cost the candidates of one input (attached: this reads Python objects).
 #[allow(clippy::too_many_arguments)]
-fn build<'py>(
+pub(crate) fn prepare<'py>(
     py: Python<'py>,
     candidates: &Bound<'py, PyAny>,
     budget: u64,
@@ -1190,14 +1410,15 @@ fn build<'py>(
     max_total_chars: u64,
     cost: Bound<'py, PyAny>,
     budget_obj: Py<PyAny>,
-    counter: Option<Bound<'py, tokens::TokenCounter>>,
-) -> PyResult<(BuildResult, Vec<u32>)> {
+    counter: Option<&Bound<'py, tokens::TokenCounter>>,
+) -> PyResult<Prepared<'py>> {
     let n = candidates.len()?;
     if u32::try_from(n).is_err() {
         return Err(PyValueError::new_err("more than 2**32 - 1 candidates"));
     }
     let mut reader = Reader {
         paths: Paths::new(),
+        kinds: Kinds::new(),
         rows: Vec::with_capacity(n),
         items: Vec::with_capacity(n),
         total: 0,
@@ -1207,10 +1428,12 @@ fn build<'py>(
         for (index, obj) in list.iter().enumerate() {
             prefetch_ahead(list, index);
             reader.read(&obj, index)?;
+            check_signals(py, index)?;
         }
     } else {
         for (index, obj) in candidates.try_iter()?.enumerate() {
             reader.read(&obj?, index)?;
+            check_signals(py, index)?;
         }
     }
 
@@ -1224,20 +1447,37 @@ fn build<'py>(
         failure_ids.extend(id);
     }
     let mut rows = reader.rows;
-    // Content lengths, kept when the cost is not the content length itself.
-    let counter = counter.as_ref().map(Bound::get);
+    let counter = counter.map(Bound::get);
     let n_paths = reader.paths.ids.len();
     let mut failing = vec![false; n_paths];
     for &id in &failure_ids {
         failing[id as usize] = true;
     }
     let lengths = costing::apply(py, &cost, counter, &mut rows, &reader.items, &failing)?;
-    let selection = py.detach(|| engine::build(&rows, &failure_ids, budget, n_paths));
+    Ok(Prepared {
+        items: reader.items,
+        rows,
+        failure_ids,
+        n_paths,
+        budget,
+        lengths,
+        failure_files,
+        cost,
+        budget_obj,
+    })
+}
 
+/// The engine's result for one prepared input, from the caller's own objects (attached).
+pub(crate) fn assemble<'py>(
+    py: Python<'py>,
+    prepared: Prepared<'py>,
+    selection: engine::Selection,
+) -> PyResult<(BuildResult, Vec<u32>)> {
     let _pause = GcPause::new(py);
-    let mut fresh = reader.items;
+    let mut fresh = prepared.items;
     let mut items = Vec::with_capacity(selection.selected.len());
-    for &index in &selection.selected {
+    for (n, &index) in selection.selected.iter().enumerate() {
+        check_signals(py, n)?;
         // Each index is selected once, so its new `Candidate` can be moved out.
         items.push(
             match std::mem::replace(&mut fresh[index as usize], Item::Taken) {
@@ -1259,7 +1499,8 @@ fn build<'py>(
         );
     }
     let mut omitted = Vec::with_capacity(selection.omitted.len());
-    for o in &selection.omitted {
+    for (n, o) in selection.omitted.iter().enumerate() {
+        check_signals(py, n)?;
         let (why, overlaps) = match o.why {
             Omitted::Overlap(blocker) => (Why::Overlap, Some(blocker as usize)),
             Omitted::Budget => (Why::Budget, None),
@@ -1278,7 +1519,7 @@ fn build<'py>(
         untrack(&obj); // it holds only integers
         omitted.push(obj);
     }
-    let used_chars = match &lengths {
+    let used_chars = match &prepared.lengths {
         None => selection.used,
         Some(lengths) => selection
             .selected
@@ -1292,13 +1533,49 @@ fn build<'py>(
         used_chars,
         truncated: !selection.omitted.is_empty(),
         omitted: PyTuple::new(py, omitted)?.unbind(),
-        failure_files: PyTuple::new(py, failure_files)?.unbind(),
-        cost: cost.unbind(),
-        budget: budget_obj,
+        failure_files: PyTuple::new(py, prepared.failure_files)?.unbind(),
+        cost: prepared.cost.unbind(),
+        budget: prepared.budget_obj,
         used: selection.used,
         blocks: PyTuple::empty(py).unbind(),
     };
     Ok((result, selection.ranks))
+}
+
+/// Validate, rank and pack. Called by `repo_context.RepoContextBuilder.build` after the top
+/// level of the input was checked by `repo_context._input.normalize_input`.
+///
+/// `candidates` is a list or tuple; `budget` the budget in the cost's unit (`budget_obj` as
+/// given); `failure_files` the canonical failing files; `max_total_chars` the total-content
+/// limit; `counter` the builder's token counter for the cost's encoding, or `None`.
+/// A pending signal (Ctrl-C) is honoured while candidates are read, costed and returned.
+#[pyfunction]
+#[pyo3(signature = (candidates, budget, failure_files, max_total_chars, cost, budget_obj, counter))]
+#[allow(clippy::too_many_arguments)]
+fn build<'py>(
+    py: Python<'py>,
+    candidates: &Bound<'py, PyAny>,
+    budget: u64,
+    failure_files: Vec<Bound<'py, PyString>>,
+    max_total_chars: u64,
+    cost: Bound<'py, PyAny>,
+    budget_obj: Py<PyAny>,
+    counter: Option<Bound<'py, tokens::TokenCounter>>,
+) -> PyResult<(BuildResult, Vec<u32>)> {
+    let prepared = prepare(
+        py,
+        candidates,
+        budget,
+        failure_files,
+        max_total_chars,
+        cost,
+        budget_obj,
+        counter.as_ref(),
+    )?;
+    let job = prepared.job();
+    let selection = py.detach(|| job.select());
+    py.check_signals()?;
+    assemble(py, prepared, selection)
 }
 
 /// The `repo_context._core` extension module.
@@ -1311,6 +1588,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BuildInput>()?;
     m.add_class::<Block>()?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
+    batch::register(m)?;
     m.add("MAX_LINE", MAX_LINE)?;
     tokens::register(m)?;
     render::register(m)?;
