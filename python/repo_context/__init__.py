@@ -4,7 +4,8 @@ Candidates (windows of code proposed by the failing test, reference analysis and
 are ranked, de-duplicated by line range and packed whole into a budget, and every omission is
 explained, in characters or exact tokens, of the content or of the rendered prompt section.
 :func:`build` runs the Rust engine; :mod:`repo_context.reference` is the pure-Python
-implementation of the same contract; :func:`render` composes the prompt section.
+implementation of the same contract; :func:`render` composes the prompt section;
+:func:`build_table` runs one build per group of the rows of an Arrow table.
 """
 
 from . import reference
@@ -12,6 +13,7 @@ from ._input import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_TOTAL_CHARS
 from .builder import RepoContextBuilder, build
 from .composer import render
 from .errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
+from .table import TableResult, build_table
 from .types import Block, BuildInput, BuildResult, Candidate, Cost, Omission, Reason, TokenCounter
 
 __all__ = [
@@ -28,8 +30,10 @@ __all__ = [
     "Reason",
     "RepoContextBuilder",
     "ResourceLimitError",
+    "TableResult",
     "TokenCounter",
     "build",
+    "build_table",
     "reference",
     "render",
 ]

@@ -162,6 +162,18 @@ def build(
     budget_obj: int,
     counter: TokenCounter | None,
 ) -> tuple[BuildResult, list[int]]: ...
+def build_table(
+    table: Any,
+    *,
+    group_by: str | None,
+    budget: int,
+    budget_column: str | None,
+    failure_files: str | None,
+    encoding: str | None,
+    max_candidates: int,
+    max_total_chars: int,
+    threads: int | None,
+) -> tuple[Any, Any]: ...
 def render_block(
     path: str,
     start: int,

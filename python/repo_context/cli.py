@@ -45,6 +45,7 @@ from . import build as native_build
 from .composer import header_path, render, render_markdown, render_omitted
 from .cost import Cost
 from .evaluate import add_eval_parser
+from .rerank import add_rerank_parser
 from .sources import Gathered, gather
 from .sources.pytest_log import LogFormatError
 
@@ -490,6 +491,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_cost_options(context)
     context.set_defaults(run=_cmd_context)
     add_eval_parser(commands)
+    add_rerank_parser(commands)
     return parser
 
 

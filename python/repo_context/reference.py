@@ -29,8 +29,9 @@ from ._input import BuilderBase, PathProblem, canonical_path, normalize_input, s
 from .composer import render_block
 from .cost import Cost
 from .errors import InvalidCandidateError, ResourceLimitError
+from .table import reference_build_table as build_table
 
-__all__ = ["RepoContextBuilder", "build"]
+__all__ = ["RepoContextBuilder", "build", "build_table"]
 
 #: Highest line number accepted (``2**31 - 1``).
 MAX_LINE = 2**31 - 1

@@ -23,6 +23,7 @@ use crate::engine::{self, MAX_LINE, Omitted, Reason, Row};
 
 mod costing;
 mod render;
+mod table;
 mod tokens;
 
 /// Compare two field tuples for `==`/`!=`; other orderings are not defined.
@@ -1313,5 +1314,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_LINE", MAX_LINE)?;
     tokens::register(m)?;
     render::register(m)?;
+    table::register(m)?;
     Ok(())
 }
