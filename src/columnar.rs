@@ -829,7 +829,10 @@ fn run(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableError> {
     if let Some((_, e)) = first {
         return Err(e);
     }
-    let summaries: Vec<Summary> = results.into_iter().map(|r| r.ok().unwrap_or_default()).collect();
+    let summaries: Vec<Summary> = results
+        .into_iter()
+        .map(|r| r.ok().unwrap_or_default())
+        .collect();
 
     Ok(Output {
         decisions: decision_batch(&groups, &decisions),
@@ -868,10 +871,7 @@ fn decision_batch(groups: &Groups, grouped: &[Decision]) -> RecordBatch {
     let order: Vec<u32> = decisions.iter().map(|d| d.order).collect();
     let overlaps: Vec<u32> = decisions.iter().map(|d| d.overlaps).collect();
     let cost: Vec<u64> = decisions.iter().map(|d| d.cost).collect();
-    let selected: BooleanArray = decisions
-        .iter()
-        .map(|d| Some(d.omission == 0))
-        .collect();
+    let selected: BooleanArray = decisions.iter().map(|d| Some(d.omission == 0)).collect();
     let keys: PrimitiveArray<Int8Type> = decisions
         .iter()
         .map(|d| match d.omission {
@@ -910,10 +910,14 @@ fn decision_batch(groups: &Groups, grouped: &[Decision]) -> RecordBatch {
 
 fn summary_batch(summaries: &[Summary]) -> RecordBatch {
     let u32s = |f: fn(&Summary) -> u32| -> ArrayRef {
-        Arc::new(UInt32Array::from(summaries.iter().map(f).collect::<Vec<_>>()))
+        Arc::new(UInt32Array::from(
+            summaries.iter().map(f).collect::<Vec<_>>(),
+        ))
     };
     let u64s = |f: fn(&Summary) -> u64| -> ArrayRef {
-        Arc::new(UInt64Array::from(summaries.iter().map(f).collect::<Vec<_>>()))
+        Arc::new(UInt64Array::from(
+            summaries.iter().map(f).collect::<Vec<_>>(),
+        ))
     };
     let truncated: BooleanArray = summaries
         .iter()
@@ -947,8 +951,8 @@ fn summary_batch(summaries: &[Summary]) -> RecordBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{Float64Array, Int64Array, ListArray};
     use arrow_array::types::Int32Type as Key32;
+    use arrow_array::{Float64Array, Int64Array, ListArray};
 
     fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
         RecordBatch::try_from_iter(columns).unwrap()
@@ -961,7 +965,10 @@ mod tests {
     fn base(task: &[&str], start: &[Option<i64>]) -> RecordBatch {
         let n = task.len();
         batch(vec![
-            ("task", Arc::new(StringArray::from(task.to_vec())) as ArrayRef),
+            (
+                "task",
+                Arc::new(StringArray::from(task.to_vec())) as ArrayRef,
+            ),
             ("path", strs(&vec![Some("a.py"); n])),
             ("start", Arc::new(Int64Array::from(start.to_vec()))),
             ("end", Arc::new(Int64Array::from(vec![Some(10); n]))),
@@ -1016,7 +1023,12 @@ mod tests {
         );
         // Costs are code points: "héllo" is 5 of them in 6 bytes.
         let cost = out.decisions.column_by_name("cost").unwrap();
-        assert!(cost.as_primitive::<UInt64Type>().values().iter().all(|&c| c == 5));
+        assert!(
+            cost.as_primitive::<UInt64Type>()
+                .values()
+                .iter()
+                .all(|&c| c == 5)
+        );
     }
 
     #[test]
@@ -1045,7 +1057,10 @@ mod tests {
         // A list of integers is not a list of strings.
         let b = batch(vec![
             ("path", strs(&[Some("a.py"), Some("b.py"), Some("./b.py")])),
-            ("start", Arc::new(Int64Array::from(vec![1, 1, 3])) as ArrayRef),
+            (
+                "start",
+                Arc::new(Int64Array::from(vec![1, 1, 3])) as ArrayRef,
+            ),
             ("end", Arc::new(Int64Array::from(vec![2, 4, 3]))),
             ("content", strs(&vec![Some("xx"); n])),
             ("reason", Arc::new(dict)),

@@ -58,7 +58,9 @@ fn build_table<'py>(
         }))
     });
     let outcome = outcome.map_err(|_| {
-        PyRuntimeError::new_err("repo_context: internal error in build_table (a bug: please report it)")
+        PyRuntimeError::new_err(
+            "repo_context: internal error in build_table (a bug: please report it)",
+        )
     })?;
     drop(batches);
     match outcome {
