@@ -14,6 +14,7 @@ __all__ = [
     "Omission",
     "TokenCounter",
     "build",
+    "build_table",
     "render_block",
 ]
 
