@@ -971,7 +971,12 @@ mod tests {
             ),
             ("path", strs(&vec![Some("a.py"); n])),
             ("start", Arc::new(Int64Array::from(start.to_vec()))),
-            ("end", Arc::new(Int64Array::from(vec![Some(10); n]))),
+            (
+                "end",
+                Arc::new(Int64Array::from_iter(
+                    start.iter().map(|s| s.map(|v| v + 9)),
+                )),
+            ),
             ("content", strs(&vec![Some("héllo"); n])),
             ("reason", strs(&vec![Some("search"); n])),
             ("score", Arc::new(Float64Array::from(vec![1.0; n]))),
