@@ -598,7 +598,10 @@ fn group_cells<'a>(
 #[derive(Default)]
 struct Scratch<'a> {
     rows: Vec<Row>,
+    /// Canonical path -> path id.
     paths: FxHashMap<Cow<'a, str>, u32>,
+    /// Path as given -> path id.
+    raw: FxHashMap<&'a str, u32>,
 }
 
 /// Phase 4 and the build of one group; fills `out` (the group's rows, in order).
@@ -612,6 +615,7 @@ fn build_group<'a>(
     let (budget, failing) = group_cells(table, rows, spec).map_err(|e| (3, e))?;
     scratch.rows.clear();
     scratch.paths.clear();
+    scratch.raw.clear();
     let mut total = 0u64;
     for (local, &row) in rows.iter().enumerate() {
         let row = row as usize;
@@ -619,10 +623,19 @@ fn build_group<'a>(
         let fail = |field: &str, problem: Problem| (4, TableError::row(field, problem, row, local));
         let null = |field: &str| fail(field, text("is null"));
 
-        let path = chunk.path.get(i).ok_or_else(|| null("path"))?;
-        let path = engine::canonical_path(path).map_err(|e| fail("path", text(e.problem())))?;
-        let next = scratch.paths.len() as u32;
-        let path = *scratch.paths.entry(path).or_insert(next);
+        let raw = chunk.path.get(i).ok_or_else(|| null("path"))?;
+        // A path as given is canonicalised once per group (rows share few paths).
+        let path = match scratch.raw.get(raw) {
+            Some(&id) => id,
+            None => {
+                let canonical =
+                    engine::canonical_path(raw).map_err(|e| fail("path", text(e.problem())))?;
+                let next = scratch.paths.len() as u32;
+                let id = *scratch.paths.entry(canonical).or_insert(next);
+                scratch.raw.insert(raw, id);
+                id
+            }
+        };
 
         let start = chunk.start.get(i).ok_or_else(|| null("start"))?;
         if start < 1 {

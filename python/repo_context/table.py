@@ -375,7 +375,6 @@ def reference_build_table(
     """:func:`build_table` in pure Python: each group's rows become a list of candidate
     mappings (``to_pylist``) built by :func:`repo_context.reference.build`. Same arguments,
     result and errors; ``threads`` is checked and otherwise ignored."""
-    import pyarrow as pa
 
     from . import reference
 
