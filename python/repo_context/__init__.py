@@ -3,9 +3,10 @@
 Candidates (windows of code proposed by the failing test, reference analysis and text search)
 are ranked, de-duplicated by line range and packed whole into a budget, and every omission is
 explained, in characters or exact tokens, of the content or of the rendered prompt section.
-:func:`build` runs the Rust engine (:func:`build_many`: many inputs, in parallel);
-:mod:`repo_context.reference` is the pure-Python implementation of the same contract;
-:func:`render` composes the prompt section. :class:`Workspace` (and the one-call
+:func:`build` runs the Rust engine (:func:`build_many`: many inputs, in parallel;
+:func:`build_table`: one build per group of the rows of an Arrow table, no Python object per
+candidate); :mod:`repo_context.reference` is the pure-Python implementation of the same
+contract; :func:`render` composes the prompt section. :class:`Workspace` (and the one-call
 :func:`context`) runs the whole job for a failing test in a repository, keeping what it
 derives from the files between calls and on disk.
 """
@@ -17,6 +18,7 @@ from ._input import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_TOTAL_CHARS
 from .builder import RepoContextBuilder, build, build_many
 from .composer import render
 from .errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
+from .table import TableResult, build_table
 from .types import Block, BuildInput, BuildResult, Candidate, Cost, Omission, Reason, TokenCounter
 
 if TYPE_CHECKING:
@@ -47,10 +49,12 @@ __all__ = [
     "Reason",
     "RepoContextBuilder",
     "ResourceLimitError",
+    "TableResult",
     "TokenCounter",
     "Workspace",
     "build",
     "build_many",
+    "build_table",
     "context",
     "reference",
     "render",

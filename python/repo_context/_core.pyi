@@ -16,6 +16,7 @@ __all__ = [
     "TokenCounter",
     "build",
     "build_many",
+    "build_table",
     "render_block",
     "secret_spans",
 ]
@@ -171,6 +172,18 @@ def build_many(
     threads: int,
     return_errors: bool,
 ) -> list[tuple[BuildResult, list[int]] | Exception]: ...
+def build_table(
+    table: Any,
+    *,
+    group_by: str | None,
+    budget: int,
+    budget_column: str | None,
+    failure_files: str | None,
+    encoding: str | None,
+    max_candidates: int,
+    max_total_chars: int,
+    threads: int | None,
+) -> tuple[Any, Any]: ...
 def render_block(
     path: str,
     start: int,

@@ -98,6 +98,7 @@ from ._io import (
 from .composer import header_path, render, render_markdown
 from .cost import Cost
 from .evaluation.command import add_eval_parser
+from .rerank import add_rerank_parser
 from .secrets import SECRET_REDACTED, redact, redact_json, redact_text
 from .secrets import redaction_note as _redaction_note
 from .sources.pytest_log import LogFormatError, UnknownTestError
@@ -676,6 +677,7 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--no-cache", action="store_true", help="keep the derived index in memory only")
     mcp.set_defaults(run=_cmd_mcp)
     add_eval_parser(commands)
+    add_rerank_parser(commands)
     return parser
 
 

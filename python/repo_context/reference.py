@@ -31,8 +31,9 @@ from ._input import BuilderBase, PathProblem, batch_options, canonical_path, nor
 from .composer import render_block
 from .cost import Cost
 from .errors import InvalidCandidateError, ResourceLimitError
+from .table import reference_build_table as build_table
 
-__all__ = ["RepoContextBuilder", "build", "build_many"]
+__all__ = ["RepoContextBuilder", "build", "build_many", "build_table"]
 
 #: Highest line number accepted (``2**31 - 1``).
 MAX_LINE = 2**31 - 1

@@ -25,6 +25,7 @@ mod batch;
 mod costing;
 mod render;
 mod secrets;
+mod table;
 mod tokens;
 
 /// Compare two field tuples for `==`/`!=`; other orderings are not defined.
@@ -1593,5 +1594,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tokens::register(m)?;
     render::register(m)?;
     secrets::register(m)?;
+    table::register(m)?;
     Ok(())
 }

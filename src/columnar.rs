@@ -1,0 +1,1109 @@
+//! Columnar builds: one independent build per group of rows of an Arrow table, free of Python
+//! types.
+//!
+//! The input is a table as Arrow record batches with the columns `path`, `start`, `end`,
+//! `content`, `reason` and `score` (strings may be `utf8`, `large_utf8`, `utf8_view` or
+//! dictionary-encoded; lines any integer type; scores float32, float64 or any integer type),
+//! an optional key column (integers or strings) that splits the rows into groups, the budget
+//! (one number, or an integer column constant within each group) and an optional
+//! `list<string>` column of failing files (constant within each group).
+//!
+//! Every group is built exactly as [`engine::build`] builds the group's rows taken as a list
+//! of candidates in table order (the Python function `repo_context.build` on that list gives
+//! the same decisions): the row's position within its group is its candidate index. Groups
+//! run in parallel (rayon); content is read in place (a character cost counts code points
+//! straight from the UTF-8 bytes) and never copied.
+//!
+//! Validation is complete before any output, and its order is fixed, so that the first error
+//! reported is well defined:
+//!
+//! 1. a null group key (first such row in table order);
+//! 2. a group with more than `max_candidates` rows (first such group in group order);
+//! 3. the budget and failing-files cells, row by row in table order (each cell on its own,
+//!    then equal to the cell of the group's first row);
+//! 4. the candidates, row by row in table order: path, start, end, content, reason, score,
+//!    then the group's running total of content characters against `max_total_chars`.
+//!
+//! Groups are numbered in order of first appearance.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
+    UInt32Type, UInt64Type,
+};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, DictionaryArray, GenericListArray, GenericStringArray,
+    PrimitiveArray, RecordBatch, StringArray, StringViewArray, UInt32Array, UInt64Array,
+};
+use arrow_buffer::NullBuffer;
+use arrow_schema::{DataType, Field, Schema};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use crate::engine::{self, MAX_LINE, Omitted, Reason, Row};
+use crate::tokens::{self, Encoding};
+
+/// The budget of every group.
+#[derive(Clone, Debug)]
+pub enum Budget {
+    /// The same budget for every group.
+    Fixed(u64),
+    /// The name of an integer column holding each group's budget (the same in all its rows).
+    Column(String),
+}
+
+/// The unit of cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Characters: Unicode code points of the content.
+    Chars,
+    /// Tokens of an encoding, counted in the content (see [`crate::tokens`]).
+    Tokens(Encoding),
+}
+
+/// What to build.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    /// The key column, or `None` for one group holding every row.
+    pub group_by: Option<String>,
+    pub budget: Budget,
+    /// The `list<string>` column of failing files, or `None`.
+    pub failure_files: Option<String>,
+    pub unit: Unit,
+    /// At most this many rows in one group.
+    pub max_candidates: u64,
+    /// At most this many content characters in one group.
+    pub max_total_chars: u64,
+    /// Worker threads; `None` uses rayon's global pool (one thread per core).
+    pub threads: Option<usize>,
+}
+
+/// Which error class a [`TableError`] maps to (`repo_context.errors`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// `InvalidInputError` (a column) or `InvalidCandidateError` (a row).
+    Invalid,
+    /// `ResourceLimitError`.
+    Limit,
+}
+
+/// What is wrong, as text, except where the binding must quote a value its own way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Problem {
+    Text(String),
+    /// A reason that is not one of the three names: the text as given.
+    Reason(String),
+}
+
+/// The first validation error of the whole table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableError {
+    pub kind: ErrorKind,
+    /// The offending column.
+    pub field: String,
+    pub problem: Problem,
+    /// The row in the whole table (`None` for a column or a whole group).
+    pub row: Option<usize>,
+    /// The row within its group (its candidate index in the group's build).
+    pub local: Option<usize>,
+    /// A row of the offending group, to name its key (`None` for a column).
+    pub key_row: Option<usize>,
+}
+
+impl TableError {
+    fn column(field: &str, problem: String) -> Self {
+        Self {
+            kind: ErrorKind::Invalid,
+            field: field.to_owned(),
+            problem: Problem::Text(problem),
+            row: None,
+            local: None,
+            key_row: None,
+        }
+    }
+
+    fn row(field: &str, problem: Problem, row: usize, local: usize) -> Self {
+        Self {
+            kind: ErrorKind::Invalid,
+            field: field.to_owned(),
+            problem,
+            row: Some(row),
+            local: Some(local),
+            key_row: Some(row),
+        }
+    }
+}
+
+/// The outcome: one decision row per input row (table order), one summary row per group.
+#[derive(Debug)]
+pub struct Output {
+    /// Columns `index`, `rank`, `selected`, `order`, `omission`, `overlaps`, `cost`.
+    pub decisions: RecordBatch,
+    /// Columns `first_row`, `candidates`, `selected`, `omitted_overlap`, `omitted_budget`,
+    /// `used`, `budget`, `truncated`, one row per group in order of first appearance.
+    pub groups: RecordBatch,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Column readers over one chunk.
+
+/// A string column of one chunk.
+enum Strs<'a> {
+    Utf8(&'a GenericStringArray<i32>),
+    Large(&'a GenericStringArray<i64>),
+    View(&'a StringViewArray),
+    Dict {
+        keys: Ints<'a>,
+        values: Box<Strs<'a>>,
+        n_values: usize,
+    },
+}
+
+impl<'a> Strs<'a> {
+    fn new(array: &'a dyn Array) -> Option<Self> {
+        Some(match array.data_type() {
+            DataType::Utf8 => Self::Utf8(array.as_string::<i32>()),
+            DataType::LargeUtf8 => Self::Large(array.as_string::<i64>()),
+            DataType::Utf8View => Self::View(array.as_string_view()),
+            DataType::Dictionary(_, _) => {
+                let dict = array.as_any_dictionary();
+                Self::Dict {
+                    keys: Ints::new(dict.keys())?,
+                    values: Box::new(Self::new(dict.values().as_ref())?),
+                    n_values: dict.values().len(),
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Option<&'a str> {
+        match self {
+            Self::Utf8(a) => (!a.is_null(i)).then(|| a.value(i)),
+            Self::Large(a) => (!a.is_null(i)).then(|| a.value(i)),
+            Self::View(a) => (!a.is_null(i)).then(|| a.value(i)),
+            Self::Dict {
+                keys,
+                values,
+                n_values,
+            } => {
+                // A key out of range (an invalid array) reads as null rather than panicking.
+                let key = usize::try_from(keys.get(i)?).ok()?;
+                if key >= *n_values {
+                    return None;
+                }
+                values.get(key)
+            }
+        }
+    }
+}
+
+/// An integer column of one chunk, read as `i128` (wide enough for every integer type).
+enum Ints<'a> {
+    I8(&'a PrimitiveArray<Int8Type>),
+    I16(&'a PrimitiveArray<Int16Type>),
+    I32(&'a PrimitiveArray<Int32Type>),
+    I64(&'a PrimitiveArray<Int64Type>),
+    U8(&'a PrimitiveArray<UInt8Type>),
+    U16(&'a PrimitiveArray<UInt16Type>),
+    U32(&'a PrimitiveArray<UInt32Type>),
+    U64(&'a PrimitiveArray<UInt64Type>),
+}
+
+impl<'a> Ints<'a> {
+    fn new(array: &'a dyn Array) -> Option<Self> {
+        Some(match array.data_type() {
+            DataType::Int8 => Self::I8(array.as_primitive()),
+            DataType::Int16 => Self::I16(array.as_primitive()),
+            DataType::Int32 => Self::I32(array.as_primitive()),
+            DataType::Int64 => Self::I64(array.as_primitive()),
+            DataType::UInt8 => Self::U8(array.as_primitive()),
+            DataType::UInt16 => Self::U16(array.as_primitive()),
+            DataType::UInt32 => Self::U32(array.as_primitive()),
+            DataType::UInt64 => Self::U64(array.as_primitive()),
+            _ => return None,
+        })
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Option<i128> {
+        macro_rules! read {
+            ($a:expr) => {
+                (!$a.is_null(i)).then(|| i128::from($a.value(i)))
+            };
+        }
+        match self {
+            Self::I8(a) => read!(a),
+            Self::I16(a) => read!(a),
+            Self::I32(a) => read!(a),
+            Self::I64(a) => read!(a),
+            Self::U8(a) => read!(a),
+            Self::U16(a) => read!(a),
+            Self::U32(a) => read!(a),
+            Self::U64(a) => read!(a),
+        }
+    }
+}
+
+/// A score column of one chunk: floats, or integers compared as the nearest `f64` (as
+/// Python's `float(int)` does).
+enum Scores<'a> {
+    F32(&'a PrimitiveArray<Float32Type>),
+    F64(&'a PrimitiveArray<Float64Type>),
+    Int(Ints<'a>),
+}
+
+impl<'a> Scores<'a> {
+    fn new(array: &'a dyn Array) -> Option<Self> {
+        Some(match array.data_type() {
+            DataType::Float32 => Self::F32(array.as_primitive()),
+            DataType::Float64 => Self::F64(array.as_primitive()),
+            _ => Self::Int(Ints::new(array)?),
+        })
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Option<f64> {
+        match self {
+            Self::F32(a) => (!a.is_null(i)).then(|| f64::from(a.value(i))),
+            Self::F64(a) => (!a.is_null(i)).then(|| a.value(i)),
+            // Every i128 read from a 64-bit integer rounds to the nearest f64, ties to even.
+            Self::Int(a) => a.get(i).map(|v| v as f64),
+        }
+    }
+}
+
+/// A `list<string>` column of one chunk.
+enum Lists<'a> {
+    List(&'a GenericListArray<i32>, Strs<'a>),
+    Large(&'a GenericListArray<i64>, Strs<'a>),
+}
+
+impl<'a> Lists<'a> {
+    fn new(array: &'a dyn Array) -> Option<Self> {
+        Some(match array.data_type() {
+            DataType::List(_) => {
+                let list = array.as_list::<i32>();
+                Self::List(list, Strs::new(list.values().as_ref())?)
+            }
+            DataType::LargeList(_) => {
+                let list = array.as_list::<i64>();
+                Self::Large(list, Strs::new(list.values().as_ref())?)
+            }
+            _ => return None,
+        })
+    }
+
+    /// The items of row `i`, or `None` for a null list.
+    fn get(&self, i: usize) -> Option<Vec<Option<&'a str>>> {
+        let (range, values) = match self {
+            Self::List(a, v) => {
+                let o = a.value_offsets();
+                (a.is_valid(i).then(|| o[i] as usize..o[i + 1] as usize)?, v)
+            }
+            Self::Large(a, v) => {
+                let o = a.value_offsets();
+                (a.is_valid(i).then(|| o[i] as usize..o[i + 1] as usize)?, v)
+            }
+        };
+        Some(range.map(|j| values.get(j)).collect())
+    }
+}
+
+/// A group key: an integer or a string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Key<'a> {
+    Int(i128),
+    Str(&'a str),
+}
+
+enum Keys<'a> {
+    Int(Ints<'a>),
+    Str(Strs<'a>),
+}
+
+impl<'a> Keys<'a> {
+    fn new(array: &'a dyn Array) -> Option<Self> {
+        Ints::new(array)
+            .map(Self::Int)
+            .or_else(|| Strs::new(array).map(Self::Str))
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Option<Key<'a>> {
+        match self {
+            Self::Int(a) => a.get(i).map(Key::Int),
+            Self::Str(a) => a.get(i).map(Key::Str),
+        }
+    }
+}
+
+/// The columns of one chunk (record batch).
+struct Chunk<'a> {
+    path: Strs<'a>,
+    start: Ints<'a>,
+    end: Ints<'a>,
+    content: Strs<'a>,
+    reason: Strs<'a>,
+    score: Scores<'a>,
+    budget: Option<Ints<'a>>,
+    failure_files: Option<Lists<'a>>,
+}
+
+fn column<'a, T>(
+    batch: &'a RecordBatch,
+    name: &str,
+    read: fn(&'a dyn Array) -> Option<T>,
+    kind: &str,
+) -> Result<T, TableError> {
+    let Some(array) = batch.column_by_name(name) else {
+        return Err(TableError::column(
+            name,
+            "is not a column of the table".to_owned(),
+        ));
+    };
+    read(array.as_ref()).ok_or_else(|| {
+        TableError::column(
+            name,
+            format!("must be {kind} column, not {}", array.data_type()),
+        )
+    })
+}
+
+const STRING: &str = "a string";
+const INTEGER: &str = "an integer";
+
+impl<'a> Chunk<'a> {
+    fn new(batch: &'a RecordBatch, spec: &Spec) -> Result<Self, TableError> {
+        Ok(Self {
+            path: column(batch, "path", Strs::new, STRING)?,
+            start: column(batch, "start", Ints::new, INTEGER)?,
+            end: column(batch, "end", Ints::new, INTEGER)?,
+            content: column(batch, "content", Strs::new, STRING)?,
+            reason: column(batch, "reason", Strs::new, STRING)?,
+            score: column(batch, "score", Scores::new, "an integer or float")?,
+            budget: match &spec.budget {
+                Budget::Fixed(_) => None,
+                Budget::Column(name) => Some(column(batch, name, Ints::new, INTEGER)?),
+            },
+            failure_files: match &spec.failure_files {
+                None => None,
+                Some(name) => Some(column(batch, name, Lists::new, "a list<string>")?),
+            },
+        })
+    }
+}
+
+/// Rows of the whole table addressed across chunks.
+struct Table<'a> {
+    chunks: Vec<Chunk<'a>>,
+    /// First row of each chunk, then the row count.
+    starts: Vec<usize>,
+}
+
+impl Table<'_> {
+    /// The chunk and offset of a table row.
+    #[inline]
+    fn locate(&self, row: usize) -> (&Chunk<'_>, usize) {
+        let c = self.starts.partition_point(|&s| s <= row) - 1;
+        (&self.chunks[c], row - self.starts[c])
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grouping.
+
+/// Rows sorted by group: `rows[bounds[g]..bounds[g + 1]]` are group `g`'s rows, ascending.
+struct Groups {
+    rows: Vec<u32>,
+    bounds: Vec<usize>,
+    /// True when `rows` is `0..n` (every group is one run, in order of first appearance).
+    identity: bool,
+}
+
+fn group(batches: &[RecordBatch], spec: &Spec, n: usize) -> Result<Groups, TableError> {
+    let Some(name) = &spec.group_by else {
+        return Ok(Groups {
+            rows: (0..n as u32).collect(),
+            bounds: vec![0, n],
+            identity: true,
+        });
+    };
+    let mut ids: FxHashMap<Key<'_>, u32> = FxHashMap::default();
+    let mut of_row: Vec<u32> = Vec::with_capacity(n);
+    let mut counts: Vec<usize> = Vec::new();
+    let mut previous: Option<(Key<'_>, u32)> = None;
+    let mut row = 0usize;
+    let mut identity = true;
+    for batch in batches {
+        let keys = column(batch, name, Keys::new, "an integer or string")?;
+        for i in 0..batch.num_rows() {
+            let Some(key) = keys.get(i) else {
+                // A null key names no group: no row within a group, no key to show.
+                return Err(TableError {
+                    local: None,
+                    key_row: None,
+                    ..TableError::row(name, text("is null"), row, 0)
+                });
+            };
+            // Rows of one group usually come in runs: hash only where a run starts.
+            let id = match previous {
+                Some((k, id)) if k == key => id,
+                _ => {
+                    let next = counts.len() as u32;
+                    let id = *ids.entry(key).or_insert(next);
+                    if id == next {
+                        counts.push(0);
+                    } else {
+                        identity = false;
+                    }
+                    previous = Some((key, id));
+                    id
+                }
+            };
+            counts[id as usize] += 1;
+            of_row.push(id);
+            row += 1;
+        }
+    }
+    let mut bounds = Vec::with_capacity(counts.len() + 1);
+    bounds.push(0);
+    for c in &counts {
+        bounds.push(bounds.last().unwrap() + c);
+    }
+    let rows = if identity {
+        (0..n as u32).collect()
+    } else {
+        let mut next = bounds.clone();
+        let mut rows = vec![0u32; n];
+        for (r, &g) in of_row.iter().enumerate() {
+            rows[next[g as usize]] = r as u32;
+            next[g as usize] += 1;
+        }
+        rows
+    };
+    Ok(Groups {
+        rows,
+        bounds,
+        identity,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// One group's build.
+
+/// The decision for one row, in group-sorted position.
+#[derive(Clone, Copy, Default)]
+struct Decision {
+    rank: u32,
+    /// Selection order, or `u32::MAX`.
+    order: u32,
+    /// 0 none (selected), 1 overlap, 2 budget.
+    omission: u8,
+    /// For an overlap, the blocker's row within the group; else `u32::MAX`.
+    overlaps: u32,
+    cost: u64,
+}
+
+/// One group's summary.
+#[derive(Clone, Copy, Default)]
+struct Summary {
+    first_row: u64,
+    candidates: u32,
+    selected: u32,
+    overlap: u32,
+    budget_omitted: u32,
+    used: u64,
+    budget: u64,
+}
+
+/// A group's first error, with the validation phase it belongs to (3 or 4, see the module doc).
+type Found = (u8, TableError);
+
+fn text(s: impl Into<String>) -> Problem {
+    Problem::Text(s.into())
+}
+
+/// A group's budget and its failing files as given.
+type Cells<'a> = (u64, Option<Vec<Option<&'a str>>>);
+
+/// Phase 3: the budget and failing-files cells. Returns the budget and the raw failing files.
+fn group_cells<'a>(
+    table: &'a Table<'a>,
+    rows: &[u32],
+    spec: &Spec,
+) -> Result<Cells<'a>, TableError> {
+    let mut budget: Option<(i128, usize)> = None;
+    let mut failing: Option<Vec<Option<&'a str>>> = None;
+    for (local, &row) in rows.iter().enumerate() {
+        let row = row as usize;
+        let (chunk, i) = table.locate(row);
+        if let (Some(col), Budget::Column(name)) = (&chunk.budget, &spec.budget) {
+            let Some(value) = col.get(i) else {
+                return Err(TableError::row(name, text("is null"), row, local));
+            };
+            if value < 0 {
+                let problem = format!("must be >= 0, got {value}");
+                return Err(TableError::row(name, text(problem), row, local));
+            }
+            match budget {
+                None => budget = Some((value, local)),
+                Some((first, _)) if first == value => {}
+                Some((first, first_local)) => {
+                    let problem = format!(
+                        "must be the same in every row of a group, got {value} here and {first} in row {first_local} of the group"
+                    );
+                    return Err(TableError::row(name, text(problem), row, local));
+                }
+            }
+        }
+        if let (Some(col), Some(name)) = (&chunk.failure_files, &spec.failure_files) {
+            let Some(items) = col.get(i) else {
+                return Err(TableError::row(name, text("is null"), row, local));
+            };
+            for (j, item) in items.iter().enumerate() {
+                let problem = match item {
+                    None => "is null",
+                    Some(path) => match engine::canonical_path(path) {
+                        Ok(_) => continue,
+                        Err(e) => e.problem(),
+                    },
+                };
+                let problem = format!("item {j}: {problem}");
+                return Err(TableError::row(name, text(problem), row, local));
+            }
+            match &failing {
+                None => failing = Some(items),
+                Some(first) if *first == items => {}
+                Some(_) => {
+                    let problem = "must be the same in every row of a group";
+                    return Err(TableError::row(name, text(problem), row, local));
+                }
+            }
+        }
+    }
+    let budget = match (&spec.budget, budget) {
+        (Budget::Fixed(b), _) => *b,
+        (Budget::Column(_), Some((b, _))) => u64::try_from(b).unwrap_or(u64::MAX),
+        (Budget::Column(_), None) => 0, // an empty group (the whole, empty, table)
+    };
+    Ok((budget, failing))
+}
+
+/// Scratch space reused by the groups one worker builds.
+#[derive(Default)]
+struct Scratch<'a> {
+    rows: Vec<Row>,
+    /// Canonical path -> path id.
+    paths: FxHashMap<Cow<'a, str>, u32>,
+    /// Path as given -> path id.
+    raw: FxHashMap<&'a str, u32>,
+}
+
+/// Phase 4 and the build of one group; fills `out` (the group's rows, in order).
+fn build_group<'a>(
+    table: &'a Table<'a>,
+    rows: &[u32],
+    spec: &Spec,
+    scratch: &mut Scratch<'a>,
+    out: &mut [Decision],
+) -> Result<Summary, Found> {
+    let (budget, failing) = group_cells(table, rows, spec).map_err(|e| (3, e))?;
+    scratch.rows.clear();
+    scratch.paths.clear();
+    scratch.raw.clear();
+    let mut total = 0u64;
+    for (local, &row) in rows.iter().enumerate() {
+        let row = row as usize;
+        let (chunk, i) = table.locate(row);
+        let fail = |field: &str, problem: Problem| (4, TableError::row(field, problem, row, local));
+        let null = |field: &str| fail(field, text("is null"));
+
+        let raw = chunk.path.get(i).ok_or_else(|| null("path"))?;
+        // A path as given is canonicalised once per group (rows share few paths).
+        let path = match scratch.raw.get(raw) {
+            Some(&id) => id,
+            None => {
+                let canonical =
+                    engine::canonical_path(raw).map_err(|e| fail("path", text(e.problem())))?;
+                let next = scratch.paths.len() as u32;
+                let id = *scratch.paths.entry(canonical).or_insert(next);
+                scratch.raw.insert(raw, id);
+                id
+            }
+        };
+
+        let start = chunk.start.get(i).ok_or_else(|| null("start"))?;
+        if start < 1 {
+            return Err(fail("start", text(format!("must be >= 1, got {start}"))));
+        }
+        if start > i128::from(MAX_LINE) {
+            let problem = format!("must be <= {MAX_LINE}, got {start}");
+            return Err(fail("start", text(problem)));
+        }
+        let end = chunk.end.get(i).ok_or_else(|| null("end"))?;
+        if end < start {
+            let problem = format!("must be >= start ({start}), got {end}");
+            return Err(fail("end", text(problem)));
+        }
+        if end > i128::from(MAX_LINE) {
+            let problem = format!("must be <= {MAX_LINE}, got {end}");
+            return Err(fail("end", text(problem)));
+        }
+        let content = chunk.content.get(i).ok_or_else(|| null("content"))?;
+        let chars = count_chars(content);
+        let reason = chunk.reason.get(i).ok_or_else(|| null("reason"))?;
+        let reason =
+            Reason::parse(reason).ok_or_else(|| fail("reason", Problem::Reason(reason.into())))?;
+        let score = chunk.score.get(i).ok_or_else(|| null("score"))?;
+        if !score.is_finite() {
+            let shown = if score.is_nan() {
+                "nan"
+            } else if score > 0.0 {
+                "inf"
+            } else {
+                "-inf"
+            };
+            return Err(fail("score", text(format!("must be finite, got {shown}"))));
+        }
+        total = total.saturating_add(chars);
+        if total > spec.max_total_chars {
+            let problem = format!(
+                "total content exceeds the limit of {} characters",
+                spec.max_total_chars
+            );
+            let mut e = TableError::row("content", text(problem), row, local);
+            e.kind = ErrorKind::Limit;
+            return Err((4, e));
+        }
+        let cost = match spec.unit {
+            Unit::Chars => chars,
+            Unit::Tokens(encoding) => tokens::count(encoding, content) as u64,
+        };
+        scratch.rows.push(Row {
+            path,
+            start: start as u32,
+            end: end as u32,
+            cost,
+            reason,
+            score,
+        });
+    }
+
+    // The failing files that some row comes from, as path ids, in error order.
+    let mut failure_ids = Vec::new();
+    for path in failing.iter().flatten().flatten() {
+        // Valid (checked in phase 3).
+        if let Ok(canonical) = engine::canonical_path(path)
+            && let Some(&id) = scratch.paths.get(&canonical)
+        {
+            failure_ids.push(id);
+        }
+    }
+    let n_paths = scratch.paths.len();
+    let selection = engine::build(&scratch.rows, &failure_ids, budget, n_paths);
+
+    for (d, row) in out.iter_mut().zip(&scratch.rows) {
+        *d = Decision {
+            order: u32::MAX,
+            overlaps: u32::MAX,
+            cost: row.cost,
+            ..Decision::default()
+        };
+    }
+    for (order, (&index, &rank)) in (0u32..).zip(selection.selected.iter().zip(&selection.ranks)) {
+        let d = &mut out[index as usize];
+        d.rank = rank;
+        d.order = order;
+    }
+    let mut summary = Summary {
+        first_row: rows.first().map_or(0, |&r| u64::from(r)),
+        candidates: rows.len() as u32,
+        selected: selection.selected.len() as u32,
+        used: selection.used,
+        budget,
+        ..Summary::default()
+    };
+    for o in &selection.omitted {
+        let d = &mut out[o.index as usize];
+        d.rank = o.rank;
+        match o.why {
+            Omitted::Overlap(blocker) => {
+                d.omission = 1;
+                d.overlaps = blocker;
+                summary.overlap += 1;
+            }
+            Omitted::Budget => {
+                d.omission = 2;
+                summary.budget_omitted += 1;
+            }
+        }
+    }
+    Ok(summary)
+}
+
+/// The number of Unicode code points in `text`: its bytes that are not UTF-8 continuation
+/// bytes.
+#[inline]
+pub fn count_chars(text: &str) -> u64 {
+    bytecount::num_chars(text.as_bytes()) as u64
+}
+
+// ---------------------------------------------------------------------------------------------
+// The whole job.
+
+/// Validate and build every group of `batches` (all of one schema); see the module doc.
+pub fn build_table(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableError> {
+    match spec.threads {
+        None => run(batches, spec),
+        Some(threads) => {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .map_err(|e| TableError::column("threads", format!("cannot start: {e}")))?;
+            pool.install(|| run(batches, spec))
+        }
+    }
+}
+
+fn run(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableError> {
+    let mut starts = Vec::with_capacity(batches.len() + 1);
+    let mut chunks = Vec::with_capacity(batches.len());
+    let mut n = 0usize;
+    for batch in batches {
+        chunks.push(Chunk::new(batch, spec)?);
+        starts.push(n);
+        n += batch.num_rows();
+    }
+    starts.push(n);
+    if u32::try_from(n).is_err() {
+        return Err(TableError::column(
+            "table",
+            "has more than 2**32 - 1 rows".to_owned(),
+        ));
+    }
+    let table = Table { chunks, starts };
+    let groups = group(batches, spec, n)?;
+    let n_groups = groups.bounds.len() - 1;
+
+    // Phase 2: group sizes.
+    for g in 0..n_groups {
+        let size = groups.bounds[g + 1] - groups.bounds[g];
+        if size as u64 > spec.max_candidates {
+            let first = groups.rows[groups.bounds[g]] as usize;
+            return Err(TableError {
+                kind: ErrorKind::Limit,
+                field: "candidates".to_owned(),
+                problem: text(format!(
+                    "{size} candidates exceed the limit of {}",
+                    spec.max_candidates
+                )),
+                row: None,
+                local: None,
+                key_row: Some(first),
+            });
+        }
+    }
+
+    // Phases 3 and 4, and the builds, group by group in parallel.
+    let mut decisions = vec![Decision::default(); n];
+    let mut slices: Vec<&mut [Decision]> = Vec::with_capacity(n_groups);
+    let mut rest: &mut [Decision] = &mut decisions;
+    for g in 0..n_groups {
+        let (head, tail) = rest.split_at_mut(groups.bounds[g + 1] - groups.bounds[g]);
+        slices.push(head);
+        rest = tail;
+    }
+    let table = &table;
+    let results: Vec<Result<Summary, Found>> = slices
+        .into_par_iter()
+        .enumerate()
+        .map_init(Scratch::default, |scratch, (g, out)| {
+            let rows = &groups.rows[groups.bounds[g]..groups.bounds[g + 1]];
+            build_group(table, rows, spec, scratch, out)
+        })
+        .collect();
+    let mut first: Option<Found> = None;
+    for result in &results {
+        if let Err((phase, e)) = result {
+            let earlier = match &first {
+                None => true,
+                Some((p, f)) => (*phase, e.row) < (*p, f.row),
+            };
+            if earlier {
+                first = Some((*phase, e.clone()));
+            }
+        }
+    }
+    if let Some((_, e)) = first {
+        return Err(e);
+    }
+    let summaries: Vec<Summary> = results
+        .into_iter()
+        .map(|r| r.ok().unwrap_or_default())
+        .collect();
+
+    Ok(Output {
+        decisions: decision_batch(&groups, &decisions),
+        groups: summary_batch(&summaries),
+    })
+}
+
+fn nullable_u32(values: Vec<u32>) -> UInt32Array {
+    let valid: NullBuffer = values.iter().map(|&v| v != u32::MAX).collect();
+    let nulls = (valid.null_count() > 0).then_some(valid);
+    UInt32Array::new(values.into(), nulls)
+}
+
+fn decision_batch(groups: &Groups, grouped: &[Decision]) -> RecordBatch {
+    let n = grouped.len();
+    // Table order: position `k` of the group-sorted decisions is table row `rows[k]`.
+    let mut index = vec![0u32; n];
+    let table_order: Vec<Decision>;
+    let decisions: &[Decision] = if groups.identity {
+        grouped
+    } else {
+        let mut scattered = vec![Decision::default(); n];
+        for (k, &row) in groups.rows.iter().enumerate() {
+            scattered[row as usize] = grouped[k];
+        }
+        table_order = scattered;
+        &table_order
+    };
+    for g in 0..groups.bounds.len() - 1 {
+        let range = groups.bounds[g]..groups.bounds[g + 1];
+        for (local, &row) in (0u32..).zip(&groups.rows[range]) {
+            index[row as usize] = local;
+        }
+    }
+    let rank: Vec<u32> = decisions.iter().map(|d| d.rank).collect();
+    let order: Vec<u32> = decisions.iter().map(|d| d.order).collect();
+    let overlaps: Vec<u32> = decisions.iter().map(|d| d.overlaps).collect();
+    let cost: Vec<u64> = decisions.iter().map(|d| d.cost).collect();
+    let selected: BooleanArray = decisions.iter().map(|d| Some(d.omission == 0)).collect();
+    let keys: PrimitiveArray<Int8Type> = decisions
+        .iter()
+        .map(|d| match d.omission {
+            1 => Some(0i8),
+            2 => Some(1i8),
+            _ => None,
+        })
+        .collect();
+    let values: ArrayRef = Arc::new(StringArray::from(vec!["overlap", "budget"]));
+    let omission = DictionaryArray::<Int8Type>::try_new(keys, values)
+        .expect("keys 0 and 1 index the two values");
+
+    let omission_type = DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8));
+    // Nullable, as pyarrow makes fields by default; only `order`, `omission` and `overlaps`
+    // hold nulls.
+    let schema = Schema::new(vec![
+        Field::new("index", DataType::UInt32, true),
+        Field::new("rank", DataType::UInt32, true),
+        Field::new("selected", DataType::Boolean, true),
+        Field::new("order", DataType::UInt32, true),
+        Field::new("omission", omission_type, true),
+        Field::new("overlaps", DataType::UInt32, true),
+        Field::new("cost", DataType::UInt64, true),
+    ]);
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::from(index)),
+        Arc::new(UInt32Array::from(rank)),
+        Arc::new(selected),
+        Arc::new(nullable_u32(order)),
+        Arc::new(omission),
+        Arc::new(nullable_u32(overlaps)),
+        Arc::new(UInt64Array::from(cost)),
+    ];
+    RecordBatch::try_new(Arc::new(schema), columns).expect("columns match the schema")
+}
+
+fn summary_batch(summaries: &[Summary]) -> RecordBatch {
+    let u32s = |f: fn(&Summary) -> u32| -> ArrayRef {
+        Arc::new(UInt32Array::from(
+            summaries.iter().map(f).collect::<Vec<_>>(),
+        ))
+    };
+    let u64s = |f: fn(&Summary) -> u64| -> ArrayRef {
+        Arc::new(UInt64Array::from(
+            summaries.iter().map(f).collect::<Vec<_>>(),
+        ))
+    };
+    let truncated: BooleanArray = summaries
+        .iter()
+        .map(|s| Some(s.overlap + s.budget_omitted > 0))
+        .collect();
+    // Nullable, as pyarrow makes fields by default, though no value is null.
+    let field = |name: &str, t: DataType| Field::new(name, t, true);
+    let schema = Schema::new(vec![
+        field("first_row", DataType::UInt64),
+        field("candidates", DataType::UInt32),
+        field("selected", DataType::UInt32),
+        field("omitted_overlap", DataType::UInt32),
+        field("omitted_budget", DataType::UInt32),
+        field("used", DataType::UInt64),
+        field("budget", DataType::UInt64),
+        field("truncated", DataType::Boolean),
+    ]);
+    let columns = vec![
+        u64s(|s| s.first_row),
+        u32s(|s| s.candidates),
+        u32s(|s| s.selected),
+        u32s(|s| s.overlap),
+        u32s(|s| s.budget_omitted),
+        u64s(|s| s.used),
+        u64s(|s| s.budget),
+        Arc::new(truncated) as ArrayRef,
+    ];
+    RecordBatch::try_new(Arc::new(schema), columns).expect("columns match the schema")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::types::Int32Type as Key32;
+    use arrow_array::{Float64Array, Int64Array, ListArray};
+
+    fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
+        RecordBatch::try_from_iter(columns).unwrap()
+    }
+
+    fn strs(values: &[Option<&str>]) -> ArrayRef {
+        Arc::new(StringArray::from(values.to_vec()))
+    }
+
+    fn base(task: &[&str], start: &[Option<i64>]) -> RecordBatch {
+        let n = task.len();
+        batch(vec![
+            (
+                "task",
+                Arc::new(StringArray::from(task.to_vec())) as ArrayRef,
+            ),
+            ("path", strs(&vec![Some("a.py"); n])),
+            ("start", Arc::new(Int64Array::from(start.to_vec()))),
+            (
+                "end",
+                Arc::new(Int64Array::from_iter(
+                    start.iter().map(|s| s.map(|v| v + 9)),
+                )),
+            ),
+            ("content", strs(&vec![Some("héllo"); n])),
+            ("reason", strs(&vec![Some("search"); n])),
+            ("score", Arc::new(Float64Array::from(vec![1.0; n]))),
+        ])
+    }
+
+    fn spec(group_by: Option<&str>, budget: u64) -> Spec {
+        Spec {
+            group_by: group_by.map(str::to_owned),
+            budget: Budget::Fixed(budget),
+            failure_files: None,
+            unit: Unit::Chars,
+            max_candidates: 100,
+            max_total_chars: 1000,
+            threads: Some(2),
+        }
+    }
+
+    fn column_u32(out: &RecordBatch, name: &str) -> Vec<Option<u32>> {
+        out.column_by_name(name)
+            .unwrap()
+            .as_primitive::<UInt32Type>()
+            .iter()
+            .collect()
+    }
+
+    #[test]
+    fn groups_in_order_of_first_appearance_across_chunks() {
+        let one = base(&["b", "a", "b"], &[Some(1), Some(1), Some(5)]);
+        let two = base(&["a", "c"], &[Some(20), Some(1)]);
+        let out = build_table(&[one, two], &spec(Some("task"), 100)).unwrap();
+        // Rows of b: 0, 2 (overlap: 5..10 hits 1..10); a: 1, 3; c: 4.
+        assert_eq!(
+            column_u32(&out.decisions, "index"),
+            [0, 0, 1, 1, 0].map(Some)
+        );
+        assert_eq!(
+            column_u32(&out.decisions, "overlaps"),
+            vec![None, None, Some(0), None, None]
+        );
+        assert_eq!(
+            out.groups
+                .column_by_name("first_row")
+                .unwrap()
+                .as_primitive::<UInt64Type>()
+                .values()
+                .to_vec(),
+            vec![0, 1, 4]
+        );
+        // Costs are code points: "héllo" is 5 of them in 6 bytes.
+        let cost = out.decisions.column_by_name("cost").unwrap();
+        assert!(
+            cost.as_primitive::<UInt64Type>()
+                .values()
+                .iter()
+                .all(|&c| c == 5)
+        );
+    }
+
+    #[test]
+    fn first_error_in_table_order_names_row_and_group_row() {
+        let one = base(&["b", "a", "b"], &[Some(1), Some(1), None]);
+        let two = base(&["a"], &[Some(0)]);
+        let err = build_table(&[one, two], &spec(Some("task"), 100)).unwrap_err();
+        assert_eq!(
+            (err.field.as_str(), err.row, err.local),
+            ("start", Some(2), Some(1))
+        );
+        assert_eq!(err.problem, Problem::Text("is null".into()));
+    }
+
+    #[test]
+    fn budget_and_dictionary_and_list_columns() {
+        let n = 3;
+        let dict: DictionaryArray<Key32> = vec!["reference", "search", "reference"]
+            .into_iter()
+            .collect();
+        let failing = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+            Some(vec![Some(1)]),
+            Some(vec![Some(1)]),
+            Some(vec![Some(1)]),
+        ]);
+        // A list of integers is not a list of strings.
+        let b = batch(vec![
+            ("path", strs(&[Some("a.py"), Some("b.py"), Some("./b.py")])),
+            (
+                "start",
+                Arc::new(Int64Array::from(vec![1, 1, 3])) as ArrayRef,
+            ),
+            ("end", Arc::new(Int64Array::from(vec![2, 4, 3]))),
+            ("content", strs(&vec![Some("xx"); n])),
+            ("reason", Arc::new(dict)),
+            ("score", Arc::new(Int64Array::from(vec![1, 2, 3]))),
+            ("limit", Arc::new(Int64Array::from(vec![4, 4, 4]))),
+            ("failing", Arc::new(failing)),
+        ]);
+        let mut s = spec(None, 0);
+        s.budget = Budget::Column("limit".into());
+        let out = build_table(std::slice::from_ref(&b), &s).unwrap();
+        // Rank: references by score (row 2, then row 0), then the search row 1, which overlaps 2.
+        assert_eq!(column_u32(&out.decisions, "rank"), [1, 2, 0].map(Some));
+        assert_eq!(
+            column_u32(&out.decisions, "overlaps"),
+            vec![None, Some(2), None]
+        );
+        s.failure_files = Some("failing".into());
+        let err = build_table(&[b], &s).unwrap_err();
+        assert_eq!(err.field, "failing");
+        assert_eq!(err.row, None);
+    }
+
+    #[test]
+    fn counts_code_points() {
+        assert_eq!(count_chars(""), 0);
+        assert_eq!(count_chars("aé日🚀"), 4);
+    }
+}

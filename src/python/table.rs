@@ -1,0 +1,98 @@
+//! The columnar build's binding: imports an Arrow table through the Arrow PyCapsule interface
+//! (the `pyo3-arrow` crate over arrow-rs's C stream import), runs [`columnar::build_table`] with
+//! the GIL released, and exports the two result tables the same way.
+//!
+//! Called by `repo_context.table.build_table` after it checked the arguments and the schema.
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use pyo3_arrow::PyTable;
+use pyo3_arrow::input::AnyRecordBatch;
+
+use crate::columnar::{self, Budget, ErrorKind, Problem, Spec, Unit};
+use crate::tokens::Encoding;
+
+/// Build every group of `table`; return `(decisions, groups)` as Arrow tables (objects with
+/// `__arrow_c_stream__`). A validation error is raised as made by
+/// `repo_context.table._table_error(kind, field, problem, row, local, key_row)`.
+#[pyfunction]
+#[pyo3(signature = (table, *, group_by, budget, budget_column, failure_files, encoding, max_candidates, max_total_chars, threads))]
+#[allow(clippy::too_many_arguments)]
+fn build_table<'py>(
+    py: Python<'py>,
+    table: AnyRecordBatch,
+    group_by: Option<String>,
+    budget: u64,
+    budget_column: Option<String>,
+    failure_files: Option<String>,
+    encoding: Option<String>,
+    max_candidates: u64,
+    max_total_chars: u64,
+    threads: Option<usize>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let unit = match encoding {
+        None => Unit::Chars,
+        Some(name) => Unit::Tokens(
+            Encoding::parse(&name)
+                .ok_or_else(|| PyValueError::new_err(format!("unknown encoding {name:?}")))?,
+        ),
+    };
+    let spec = Spec {
+        group_by,
+        budget: budget_column.map_or(Budget::Fixed(budget), Budget::Column),
+        failure_files,
+        unit,
+        max_candidates,
+        max_total_chars,
+        threads,
+    };
+    // Import while attached (the exporter's stream may call into Python), then let go.
+    let batches = table
+        .into_reader()?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let outcome = py.detach(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            columnar::build_table(&batches, &spec)
+        }))
+    });
+    let outcome = outcome.map_err(|_| {
+        PyRuntimeError::new_err(
+            "repo_context: internal error in build_table (a bug: please report it)",
+        )
+    })?;
+    drop(batches);
+    match outcome {
+        Ok(out) => {
+            let decisions = PyTable::try_new(vec![out.decisions.clone()], out.decisions.schema())?;
+            let groups = PyTable::try_new(vec![out.groups.clone()], out.groups.schema())?;
+            Ok((
+                decisions.into_pyobject(py)?.into_any(),
+                groups.into_pyobject(py)?.into_any(),
+            ))
+        }
+        Err(e) => {
+            let kind = match e.kind {
+                ErrorKind::Invalid => "invalid",
+                ErrorKind::Limit => "limit",
+            };
+            let problem = match e.problem {
+                Problem::Text(t) => t,
+                Problem::Reason(given) => format!(
+                    "must be one of 'failure', 'reference', 'search', got {}",
+                    PyString::new(py, &given).repr()?
+                ),
+            };
+            let made = py
+                .import("repo_context.table")?
+                .getattr("_table_error")?
+                .call1((kind, e.field, problem, e.row, e.local, e.key_row))?;
+            Err(PyErr::from_value(made))
+        }
+    }
+}
+
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(build_table, m)?)
+}
