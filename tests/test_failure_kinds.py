@@ -700,9 +700,9 @@ def test_context_names_the_syntax_error_and_the_broken_file(
     log = tmp_path / "run.log"
     log.write_text(run_pytest(root, "-rA", "--tb=short"), encoding="utf-8")
     assert main(["context", "--repo", str(root), "--pytest-log", str(log)]) == 0
-    out = capsys.readouterr().out
-    assert f"- error: {exc_type}: {message}\n" in out
-    assert "- failure file: pkg/broken.py\n" in out
+    report = capsys.readouterr().err  # standard output holds the section alone
+    assert f"- error: {exc_type}: {message}\n" in report
+    assert "- failure file: pkg/broken.py\n" in report
     assert main(["context", "--repo", str(root), "--pytest-log", str(log), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["failure_files"] == failing

@@ -504,10 +504,11 @@ def test_no_name_starts_a_line_of_its_own(newline_repo: tuple[Path, Path]) -> No
     repo, log = newline_repo
     proc = run("context", "--repo", str(repo), "--pytest-log", str(log))
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.decode().splitlines()
-    assert "- failure file: x\\u000a## Injected.py" in lines
-    assert "### x\\u000a## Injected.py:1-2 (failing file)" in lines
-    assert not [line for line in lines if line.startswith("## Injected")]
+    lines = proc.stdout.decode().splitlines()  # the section
+    report = proc.stderr.decode().splitlines()  # the failure and omission report
+    assert "- failure file: x\\u000a## Injected.py" in report
+    assert "### x\\u000a## Injected.py:1-2 (failure evidence in the failing file)" in lines
+    assert not [line for line in lines + report if line.startswith("## Injected")]
 
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
@@ -529,9 +530,10 @@ def test_test_name_is_escaped(newline_repo: tuple[Path, Path], tmp_path: Path) -
     proc = run("context", "--repo", str(repo), "--pytest-log", str(report))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.decode().splitlines()
-    assert "- test: test_x[a\\u000a## Injected]" in lines
-    assert "- failure file: x\\u000a## Injected.py" in lines
-    assert not [line for line in lines if line.startswith("## Injected")]
+    report = proc.stderr.decode().splitlines()
+    assert "- test: test_x[a\\u000a## Injected]" in report
+    assert "- failure file: x\\u000a## Injected.py" in report
+    assert not [line for line in lines + report if line.startswith("## Injected")]
 
 
 def test_names_in_messages_are_escaped(tmp_path: Path) -> None:

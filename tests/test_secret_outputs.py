@@ -80,21 +80,21 @@ def test_the_command_line_outputs_are_redacted(tmp_path: Path, capsys: pytest.Ca
     root = tmp_path / "repo"
     log = _config_repo(root)
     assert main(["context", "--repo", str(root), "--pytest-log", str(log)]) == 0
-    out = capsys.readouterr().out
-    assert AWS_ID not in out and "bad config [REDACTED: aws-access-key-id]" in out
+    captured = capsys.readouterr()  # the section on standard output, the report on standard error
+    assert AWS_ID not in captured.out + captured.err
+    assert "- error: RuntimeError: bad config [REDACTED: aws-access-key-id]\n" in captured.err
 
     assert main(["context", "--repo", str(root), "--pytest-log", str(log), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert AWS_ID not in json.dumps(data)
-    # The JSON lists every failing test with its message: the key is redacted there, and said so.
+    # The JSON holds the failure's message and every failing test's: the key is redacted there,
+    # and said so.
+    why = "policy: secret in the output"
     assert data["policy_redacted"] == [
-        {
-            "where": "$.failing_tests[0].message",
-            "kind": "aws-access-key-id",
-            "reason": "policy",
-            "why": "policy: secret in the output",
-        }
+        {"where": where, "kind": "aws-access-key-id", "reason": "policy", "why": why}
+        for where in ("$.failure.message", "$.failing_tests[0].message")
     ]
+    assert data["failure"]["message"] == "bad config [REDACTED: aws-access-key-id]"
     assert "bad config [REDACTED: aws-access-key-id]" in data["failing_tests"][0]["message"]
     # The module holding the key is withheld, and every window of it is reported.
     assert [(w["path"], w["start"], w["end"], w["source"], w["why"]) for w in data["policy_omitted"]] == [
@@ -260,10 +260,11 @@ def test_a_hugging_face_token_is_not_printed_for_a_query_naming_it(
     )
     args = ["context", "--repo", str(root), "--pytest-log", str(log), "--query", "HF_TOKEN"]
     assert main(args) == 0
-    out = capsys.readouterr().out
-    assert HF not in out and out.count("settings.py") == 2
-    assert "- `settings.py:1-1` search: policy: secret content\n" in out
-    assert "- `settings.py:4-5` search: policy: secret content\n" in out
+    captured = capsys.readouterr()  # the section on standard output, the report on standard error
+    assert HF not in captured.out + captured.err
+    assert "settings.py" not in captured.out and captured.err.count("settings.py") == 2
+    assert "- `settings.py:1-1` search: policy: secret content\n" in captured.err
+    assert "- `settings.py:4-5` search: policy: secret content\n" in captured.err
     assert main([*args, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert HF not in json.dumps(data)

@@ -145,6 +145,27 @@ def test_context_is_the_job_without_a_workspace(repo: Path, tmp_path: Path) -> N
             "message": "division by zero",
             "failure_file": "lib/ratios.py",
         },
+        "failing_tests": [
+            {
+                "test": "tests/test_ratios.py::test_mean_ratio",
+                "name": "test_mean_ratio",
+                "status": "failed",
+                "phase": "call",
+                "exception": "ZeroDivisionError",
+                "message": "division by zero",
+                "selected": True,
+            },
+            {
+                "test": "tests/test_ratios.py::test_other",
+                "name": "test_other",
+                "status": "failed",
+                "phase": "call",
+                "exception": "AssertionError",
+                "message": "assert 4 == 5",
+                "selected": False,
+            },
+        ],
+        "policy_redacted": [],
     }
     # The one-call form gives the same.
     once = repo_context.context(repo, _log(), budget=900, cache_dir=tmp_path / "cache")

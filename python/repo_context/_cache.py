@@ -34,16 +34,23 @@ _rules: str | None = None
 
 def rules_version() -> str:
     """A hex digest naming the extraction rules: the store's schema, the package's
-    ``sources`` modules (their text: any change to how files are read, parsed, chunked or
-    tokenized gives another version), the Python version (``ast`` differs between versions)
-    and the ``bm25s`` version."""
+    ``sources`` modules, ``workspace`` and ``secrets`` (their text: any change to how files
+    are read, refused, parsed, chunked or tokenized gives another version), the compiled
+    extension (its size and time: it holds the secret detector), the Python version (``ast``
+    differs between versions) and the ``bm25s`` version."""
     global _rules
     if _rules is None:
         digest = hashlib.sha256(f"{SCHEMA}|{sys.version_info[:2]}".encode())
         here = Path(__file__).resolve().parent
-        for module in sorted((here / "sources").glob("*.py")):
+        modules = [*sorted((here / "sources").glob("*.py")), here / "workspace.py", here / "secrets.py"]
+        for module in modules:
             digest.update(module.name.encode())
             digest.update(module.read_bytes())
+        # The extension holds the secret detector: another build may refuse other files.
+        from . import _core
+
+        built = Path(_core.__file__).stat()
+        digest.update(f"{built.st_size}:{built.st_mtime_ns}".encode())
         try:
             from importlib.metadata import version
 

@@ -771,7 +771,9 @@ def _doc(reader: _Reader, rel: str) -> _Doc:
     """The search document of one file: its line count, its chunks ``(start, end, name)``
     and each chunk's tokens (empty for a file the search does not index)."""
     source = reader.source(rel)
-    if source is None or source.refused is not None or not source.line_count:
+    if source is None or not source.line_count:
+        # (A refused file is indexed, as by SearchIndex.build: its hits become policy
+        # omissions and take no top-k place.)
         return (0, (), ())
     path_tokens = tokenize(rel)
     chunks = _chunks(source)
