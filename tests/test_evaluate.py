@@ -266,7 +266,8 @@ def test_report_and_chart(work: Path, tmp_path: Path) -> None:
     for heading in ("## Totals", "## Targets", "## Cases", "## Per case"):
         assert f"\n{heading}\n" in report
     assert "| 4k | layered + RangeMerger | 1/1 |" in report
-    assert report.count("| tiny_mean | ") == 1 + 2 * len(STRATEGIES)
+    # One row in the cases table, one per budget and strategy, one in the recall section's cases.
+    assert report.count("| tiny_mean | ") == 1 + 2 * len(STRATEGIES) + 1
     png = tmp_path / "chart.png"
     coverage_chart(evaluation, png)
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
@@ -296,10 +297,12 @@ def test_add_eval_parser_plugs_into_a_command_line(work: Path, tmp_path: Path) -
     commands = parser.add_subparsers(dest="command", required=True)
     add_eval_parser(commands)
     args = parser.parse_args(["eval"])
-    assert (args.budgets, args.cases, args.out, args.case) == (
+    assert (args.budgets, args.cases, args.out, args.case, args.variants, args.trees) == (
         (2000, 8000, 32000),
-        DEFAULT_CASES,
+        None,  # both shipped case lists
         None,
+        None,
+        ("log", "log+issue"),
         None,
     )
     for bad in (["eval", "--budgets", "2000,x"], ["eval", "--budgets", "0"], ["eval", "--repeat", "0"]):

@@ -8,9 +8,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .evaluate import DEFAULT_BUDGETS, DEFAULT_CASES, DEFAULT_REPEAT, DEFAULT_WORK, evaluate
+from .evaluate import (
+    DEFAULT_BUDGETS,
+    DEFAULT_CASE_FILES,
+    DEFAULT_REPEAT,
+    DEFAULT_WORK,
+    VARIANTS,
+    ablation,
+    evaluate,
+)
 from .realbugs import load_cases, select_cases
-from .report import coverage_chart, markdown_report
+from .report import ablation_report, coverage_chart, markdown_report
 
 __all__ = ["add_eval_parser", "main", "run_eval"]
 
@@ -23,6 +31,18 @@ def _budgets(text: str) -> tuple[int, ...]:
     if not values or any(v <= 0 for v in values):
         raise argparse.ArgumentTypeError(f"expected positive budgets, got {text!r}")
     return tuple(sorted(set(values)))
+
+
+#: The default gathering variants: without and with the issue text.
+DEFAULT_VARIANTS = ("log", "log+issue")
+
+
+def _variants(text: str) -> tuple[str, ...]:
+    values = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    unknown = [v for v in values if v not in VARIANTS]
+    if not values or unknown:
+        raise argparse.ArgumentTypeError(f"expected variants among {', '.join(VARIANTS)}, got {text!r}")
+    return values
 
 
 def _positive(text: str) -> int:
@@ -43,14 +63,19 @@ def run_eval(args: argparse.Namespace) -> int:
     """Run ``repo-context eval`` with parsed arguments; returns the exit status: 0; 1 when a case
     could not be prepared (the others are still reported) or the report cannot be written; 2
     for a bad cases file or an unknown case."""
+    files = list(args.cases or DEFAULT_CASE_FILES)
+    every: list[dict[str, Any]] = []
+    for cases_file in files:
+        try:
+            every += load_cases(cases_file)
+        except OSError as exc:
+            _error(f"cannot read {cases_file}: {exc.strerror or exc}")
+            return 2
+        except ValueError as exc:
+            _error(f"invalid cases file {cases_file}: {exc}")
+            return 2
     try:
-        cases = select_cases(load_cases(args.cases), args.case)
-    except OSError as exc:
-        _error(f"cannot read {args.cases}: {exc.strerror or exc}")
-        return 2
-    except ValueError as exc:
-        _error(f"invalid cases file {args.cases}: {exc}")
-        return 2
+        cases = select_cases(every, args.case)
     except KeyError as exc:
         _error(str(exc.args[0]))
         return 2
@@ -58,10 +83,22 @@ def run_eval(args: argparse.Namespace) -> int:
     def progress(message: str) -> None:
         print(f"[eval] {message}", file=sys.stderr, flush=True)
 
-    evaluation, failed = evaluate(cases, args.work, budgets=args.budgets, refresh=args.refresh, log=progress)
+    variants = args.variants
+    evaluation, failed = evaluate(
+        cases,
+        args.work,
+        budgets=args.budgets,
+        refresh=args.refresh,
+        repeat=args.repeat,
+        log=progress,
+        trees=args.trees,
+        variants=variants,
+    )
     for case_id, problem in failed:
         _error(f"{case_id}: preparation failed: {problem}")
     report = markdown_report(evaluation)
+    if args.ablation:
+        report += ablation_report(ablation(evaluation, cases, args.work, trees=args.trees, log=progress))
     try:
         sys.stdout.write(report)
         sys.stdout.flush()
@@ -87,7 +124,35 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
         "range merging at each budget (o200k_base tokens of the rendered Markdown section).",
     )
     parser.add_argument(
-        "--cases", type=Path, default=DEFAULT_CASES, metavar="FILE", help="cases file (default %(default)s)"
+        "--cases",
+        type=Path,
+        action="append",
+        default=None,
+        metavar="FILE",
+        help="cases file (repeatable; default both shipped lists: PyPI release pairs and "
+        "SWE-bench-style cases)",
+    )
+    parser.add_argument(
+        "--trees",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder of <id>.tar.gz repository trees of the SWE-bench-style cases (they come "
+        "with the data set and are not shipped; needed until a case is prepared and cached)",
+    )
+    parser.add_argument(
+        "--variants",
+        type=_variants,
+        default=DEFAULT_VARIANTS,
+        metavar="V,V,...",
+        help="gathering variants: log (the failing log alone), log+issue (with the case's issue "
+        "text as gather(issue=...)), log+query (the issue text as extra search words); "
+        "default log,log+issue",
+    )
+    parser.add_argument(
+        "--ablation",
+        action="store_true",
+        help="also leave out each source in turn and report the cases that lose their gold at 8k",
     )
     parser.add_argument(
         "--case",
@@ -132,4 +197,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(["eval", *(sys.argv[1:] if argv is None else argv)])
     status: int = args.run(args)
     return status
-

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .failure import (
@@ -17,13 +18,31 @@ from .failure import (
     project_frames,
 )
 from .files import WINDOW_UNREADABLE, PolicyOmission, Repository
+from .hops import hop_windows
+from .issue import issue_query, issue_windows
 from .pytest_log import TestFailure, parse_test_output
 from .references import reference_windows
 from .search import TOP_K, build_query, search_windows
 from .symbols import SymbolIndex
 from .window import Window
 
-__all__ = ["Gathered", "gather"]
+__all__ = ["SOURCES", "Gathered", "gather"]
+
+#: The sources ``gather`` can leave out (``exclude``), for ablation: the failure windows, the
+#: reference windows (:mod:`.references`), the code under test of an assertion in the test
+#: body, the three kinds of one-hop windows (:mod:`.hops`), the log's search, and the
+#: issue's definitions and search (:mod:`.issue`).
+SOURCES = (
+    "failure",
+    "reference",
+    "called",
+    "callee",
+    "state",
+    "sibling",
+    "search",
+    "issue-definitions",
+    "issue-search",
+)
 
 
 @dataclass(frozen=True)
@@ -71,6 +90,8 @@ def gather(
     *,
     top_k: int = TOP_K,
     junit_xml: str | bytes | None = None,
+    issue: str | None = None,
+    exclude: Collection[str] = (),
 ) -> Gathered:
     """Gather failure, reference and search windows for the first failure in ``log_text``.
 
@@ -79,6 +100,11 @@ def gather(
     relative paths in it are taken relative to the repository). ``query`` is extra search
     text; ``top_k`` the number of search windows. ``log_text`` may be a JUnit XML report
     instead, and ``junit_xml`` a JUnit XML report of the same run (``parse_test_output``).
+    ``issue`` is the issue text (the bug report): the definitions it names become reference
+    windows and its words a search query of their own (:mod:`.issue`), both ranked after
+    the log's own reference and search windows, so the issue never pushes failure or
+    reference evidence out. ``exclude`` names sources of :data:`SOURCES` to leave out
+    (ablation).
 
     Scores. The builder orders the candidates of the failure file by score alone, whatever
     their reason, so the three sources share one scale there: search windows keep their
@@ -88,8 +114,12 @@ def gather(
     (failure), with the kind of evidence, the name's ambiguity, the frame's distance and
     the import-graph distance (reference), or follows BM25.
 
-    Raises ``NotADirectoryError`` if ``repo`` is not a folder.
+    Raises ``NotADirectoryError`` if ``repo`` is not a folder, ``ValueError`` for an
+    unknown name in ``exclude``.
     """
+    unknown = sorted(set(exclude) - set(SOURCES))
+    if unknown:
+        raise ValueError(f"unknown source {unknown[0]!r} in exclude; known: {', '.join(SOURCES)}")
     repository = repo if isinstance(repo, Repository) else Repository(Path(repo))
     failures = parse_test_output(log_text, junit_xml=junit_xml)
     failure = failures[0] if failures else None
@@ -105,25 +135,52 @@ def gather(
         for w in search_windows(repository, tokens, top_k=top_k)
         if not (w.path in failing and is_test_file(w.path))
     ]
+    if "search" in exclude:
+        search = []
+    issue_search: list[Window] = []
+    if issue and "issue-search" not in exclude:
+        # The issue's own search ranks after the log's: scores scaled below its lowest.
+        known = {(w.path, w.start, w.end) for w in search}
+        found = [
+            w
+            for w in search_windows(repository, issue_query(issue), top_k=top_k)
+            if (w.path, w.start, w.end) not in known and not (w.path in failing and is_test_file(w.path))
+        ]
+        ceiling = min((w.score for w in search), default=1.0)
+        top = max((w.score for w in found), default=1.0)
+        issue_search = [replace(w, score=round(0.99 * ceiling * w.score / top, 6)) for w in found]
     tier = math.ceil(max((w.score for w in search), default=0.0))
+    index = SymbolIndex(repository)
     references = (
         reference_windows(
             repository,
             frames,
-            SymbolIndex(repository),
+            index,
             base_score=tier + 1.0,
             test_name=failure.name if failure is not None else None,
         )
-        if frames
+        if frames and "reference" not in exclude
         else []
     )
-    if failure is not None:
+    if failure is not None and "called" not in exclude:
         # An assertion in the test body: the code under test it calls is reference evidence.
         called = called_code_windows(repository, failure, frames, base_score=tier + 1.0)
         references = merge_windows(called, references)
-    failure_found = failure_windows(repository, frames, base_score=tier + 2.0)
+    kinds = {"callee", "state", "sibling"} - set(exclude)
+    if frames and kinds:
+        # One hop further: callees, the class's state, sibling calls (:mod:`.hops`).
+        hops = hop_windows(repository, frames, index, base_score=tier + 1.0, kinds=kinds)
+        references = merge_windows(references, hops)
+    if issue and "issue-definitions" not in exclude:
+        # The issue's definitions rank after every reference window from the log.
+        floor = min((w.score for w in references), default=tier + 2.0)
+        known = {(w.path, w.start, w.end) for w in references}
+        high = tier + 1.0 + 0.99 * (floor - tier - 1.0)
+        named = issue_windows(repository, issue, index, low=tier + 1.0, high=high)
+        references = [*references, *(w for w in named if (w.path, w.start, w.end) not in known)]
+    failure_found = [] if "failure" in exclude else failure_windows(repository, frames, base_score=tier + 2.0)
     # Every window passes the reader's check last: secrets and stale windows are withheld.
-    candidates, withheld = repository.screen((*failure_found, *references, *search))
+    candidates, withheld = repository.screen((*failure_found, *references, *search, *issue_search))
     if failure is not None:
         withheld = [*_unreadable_frames(repository, failure), *withheld]
     return Gathered(
