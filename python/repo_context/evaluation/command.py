@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..sources.gather import SOURCES
 from .evaluate import (
     DEFAULT_BUDGETS,
     DEFAULT_CASE_FILES,
@@ -93,6 +94,7 @@ def run_eval(args: argparse.Namespace) -> int:
         log=progress,
         trees=args.trees,
         variants=variants,
+        exclude=tuple(args.exclude),
     )
     for case_id, problem in failed:
         _error(f"{case_id}: preparation failed: {problem}")
@@ -148,6 +150,14 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="gathering variants: log (the failing log alone), log+issue (with the case's issue "
         "text as gather(issue=...)), log+query (the issue text as extra search words); "
         "default log,log+issue",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        choices=SOURCES,
+        metavar="SOURCE",
+        help=f"leave this source out when gathering (repeatable): {', '.join(SOURCES)}",
     )
     parser.add_argument(
         "--ablation",

@@ -31,6 +31,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -69,9 +70,11 @@ def _version_of(python: str) -> str | None:
 
 
 def find_case_python(version: str) -> str:
-    """An interpreter of ``version`` (``"3.9"``): ``python3.9`` on ``PATH``, else the newest
-    pyenv ``3.9.*`` installation (under ``$PYENV_ROOT`` or ``~/.pyenv``). Raises
-    :class:`PreparationError` when there is none."""
+    """An interpreter of ``version`` (``"3.9"``): this one if it is that version, else
+    ``python3.9`` on ``PATH``, else the newest pyenv ``3.9.*`` installation (under
+    ``$PYENV_ROOT`` or ``~/.pyenv``). Raises :class:`PreparationError` when there is none."""
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+        return sys.executable
     found = shutil.which(f"python{version}")
     if found and _version_of(found) == version:
         return found

@@ -74,7 +74,8 @@ _CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
 _SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b_[a-z][a-z0-9_]*\b")
 _CAMEL = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b")
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
-_FILE = re.compile(r"(?<![\w])((?:[\w.-]+/)*[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java))\b")
+_FRAME_LINE = re.compile(r'^.*File "[^"]+", line \d+.*$', re.M)
+_FILE = re.compile(r"(?<![\w/])(/?(?:[\w.-]+/)*[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java))\b")
 _COMMON = frozenset(
     {
         *keyword.kwlist,
@@ -152,6 +153,8 @@ def issue_mentions(text: str) -> list[Mention]:
         if function and _IDENT.fullmatch(function) and _usable(function):
             add(Mention(function, (), "traceback", match.group(1)))
     code = [m.group(1) for m in _FENCE.finditer(text)] + [m.group(1) for m in _BACKTICK.finditer(text)]
+    # A traceback's frame lines are mentions of their own (above), not names.
+    code = [_FRAME_LINE.sub("", part) for part in code]
     prose = _BACKTICK.sub(" ", _FENCE.sub(" ", text))
     for part in [*code, prose]:
         for match in _DOTTED.finditer(part):
