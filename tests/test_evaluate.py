@@ -435,7 +435,7 @@ def test_tree_case_preparation_and_evaluation(tmp_path: Path) -> None:
     work = tmp_path / "work"
     with pytest.raises(PreparationError, match="needs the repository tree: pass --trees DIR"):
         prepare_case(case, work)
-    with pytest.raises(PreparationError, match="missing tree tiny__calc-1.tar.gz"):
+    with pytest.raises(PreparationError, match=r"missing tree tiny__calc-1\.tar\.gz"):
         prepare_case(case, work, trees=tmp_path)
     prepared = prepare_case(case, work, trees=trees)
     assert prepared.repo == work / "tiny__calc-1" / "repo"
@@ -474,9 +474,9 @@ def test_tree_case_wrong_exit(tmp_path: Path) -> None:
 
 
 def test_split_is_fixed() -> None:
-    from repo_context.evaluation.evaluate import split_of
-
     import hashlib
+
+    from repo_context.evaluation.evaluate import split_of
 
     for case_id in ("a", "b", "pallets__flask-4992", "ytdl_unescape_html"):
         even = hashlib.sha256(case_id.encode()).digest()[0] % 2 == 0

@@ -4,14 +4,20 @@ temporary folder."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 from repo_context.sources import Repository, SymbolIndex, gather
 from repo_context.sources.failure import ProjectFrame
 from repo_context.sources.gather import SOURCES
-from repo_context.sources.hops import CALLEE_HOP, SIBLING_HOP, STATE_HOP, HopEvidence, hop_evidence, hop_windows
+from repo_context.sources.hops import (
+    CALLEE_HOP,
+    SIBLING_HOP,
+    STATE_HOP,
+    HopEvidence,
+    hop_evidence,
+    hop_windows,
+)
 from repo_context.sources.issue import (
     CODE_WEIGHT,
     QUALIFIED_WEIGHT,
@@ -82,8 +88,8 @@ __________________________________ test_parse __________________________________
     def test_parse():
 >       assert Parser("a").parse(" b ") == "b"
 
-tests/test_core.py:5: 
-_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ 
+tests/test_core.py:5:
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
 
 self = <pkg.core.Parser object at 0x7f>, text = ' b '
 
