@@ -229,8 +229,9 @@ def test_issue_query_weighs_named_identifiers_double() -> None:
 
 
 def test_gather_with_issue_never_pushes_out_log_evidence(repo: Repository) -> None:
+    (repo.root / "pkg" / "extra.py").write_text("def tally():\n    return 0\n", encoding="utf-8")
     plain = gather(repo, LOG)
-    with_issue = gather(repo, LOG, issue=ISSUE)
+    with_issue = gather(repo, LOG, issue=ISSUE + "\nAlso `tally` looks odd.\n")
     assert plain.failure_file == with_issue.failure_file == "pkg/core.py"
     # Every window gathered from the log is still there with its score ...
     scores = {(w.path, w.start, w.end, w.reason): w.score for w in with_issue.candidates}
@@ -239,7 +240,10 @@ def test_gather_with_issue_never_pushes_out_log_evidence(repo: Repository) -> No
     # ... and every window the issue added ranks below every log window of its reason.
     known = {(w.path, w.start, w.end, w.reason) for w in plain.candidates}
     added = [w for w in with_issue.candidates if (w.path, w.start, w.end, w.reason) not in known]
-    assert added
+    # Not in a failing file (ranked before every other file whatever the score): the issue's
+    # parse and Parser are left out, tally (pkg/extra.py) comes in as a reference.
+    assert ("pkg/extra.py", 1, 2, "reference") in {(w.path, w.start, w.end, w.reason) for w in added}
+    assert not [w for w in added if w.path in with_issue.failure_files]
     for w in added:
         same = [p.score for p in plain.candidates if p.reason == w.reason]
         assert not same or w.score < min(same)

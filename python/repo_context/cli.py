@@ -10,9 +10,11 @@
     ``repo_context.render(result)``).
 
 ``repo-context context --repo DIR --pytest-log FILE [--junit-xml FILE] [--query TEXT]
-[--max-chars N] [--format markdown|json] [--engine native|reference]``
+[--issue FILE] [--max-chars N] [--format markdown|json] [--engine native|reference]``
     Gather failure, reference and search windows for the first failing test in a pytest
-    log (``FILE``, or ``-`` for standard input) of a run made in ``DIR``, build the context
+    log (``FILE``, or ``-`` for standard input) of a run made in ``DIR`` (with ``--issue``,
+    also the definitions an issue text names and its own search, ranked after the log's
+    evidence: ``repo_context.sources.gather(issue=...)``), build the context
     and print it in Markdown (the section as costed when the cost model has a template)
     followed by a summary of what was omitted and why; with ``--format json``, print the
     build result's JSON form with one more top-level key, ``"policy_omitted"``: the windows
@@ -177,6 +179,7 @@ def run_context(
     engine: str = "native",
     cost: object = None,
     junit_xml: str | Path | None = None,
+    issue: str | None = None,
 ) -> ContextReport:
     """Gather candidates for the failing test in ``pytest_log`` (a file, read as UTF-8
     with undecodable bytes replaced; a JUnit XML report is recognised as such) in the
@@ -184,7 +187,8 @@ def run_context(
     ``"reference"``) in ``max_chars`` characters (default ``DEFAULT_MAX_CHARS``), or, with a
     ``cost`` model (a ``Cost`` or its mapping form), in that many units of it.
     ``junit_xml`` is the run's JUnit XML report (``pytest --junitxml``), if any: it fills
-    in the tracebacks the log lacks.
+    in the tracebacks the log lacks. ``issue`` is the issue text (the bug report), if any
+    (``gather(issue=...)``).
 
     Raises ``OSError`` if the log cannot be read, ``NotADirectoryError`` if ``repo`` is not
     a folder, ``InvalidInputError`` for an invalid budget, ``LogFormatError`` (a
@@ -193,7 +197,14 @@ def run_context(
     log_text = Path(pytest_log).read_text(encoding="utf-8", errors="replace")
     report = Path(junit_xml).read_bytes() if junit_xml is not None else None
     return _context(
-        repo, log_text, query=query, max_chars=max_chars, engine=engine, cost=cost, junit_xml=report
+        repo,
+        log_text,
+        query=query,
+        max_chars=max_chars,
+        engine=engine,
+        cost=cost,
+        junit_xml=report,
+        issue=issue,
     )
 
 
@@ -206,10 +217,11 @@ def _context(
     engine: str,
     cost: object,
     junit_xml: bytes | None = None,
+    issue: str | None = None,
 ) -> ContextReport:
     """:func:`run_context` on the text of the log (and the bytes of the JUnit report)."""
     budget = DEFAULT_MAX_CHARS if max_chars is None else max_chars
-    gathered = gather(repo, log_text, query, junit_xml=junit_xml)
+    gathered = gather(repo, log_text, query, junit_xml=junit_xml, issue=issue)
     data = gathered.build_input(budget)
     if cost is not None:
         data = {
@@ -367,6 +379,12 @@ def _cmd_context(args: argparse.Namespace) -> int:
             junit_xml = Path(args.junit_xml).read_bytes()
         except OSError as exc:
             raise _UsageError(f"cannot read {args.junit_xml}: {exc.strerror or exc}") from exc
+    issue: str | None = None
+    if args.issue is not None:
+        try:
+            issue = Path(args.issue).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise _UsageError(f"cannot read {args.issue}: {exc.strerror or exc}") from exc
     cost = _cost_options(args)
     if args.max_chars is not None and args.budget is not None:
         raise _UsageError("give --budget or --max-chars, not both")
@@ -388,6 +406,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
             engine=args.engine,
             cost=cost,
             junit_xml=junit_xml,
+            issue=issue,
         )
     except OSError as exc:
         raise _UsageError(f"cannot read {exc.filename or args.repo}: {exc.strerror or exc}") from exc
@@ -467,6 +486,13 @@ def _parser() -> argparse.ArgumentParser:
         help="the run's JUnit XML report (pytest --junitxml): fills in tracebacks the log lacks",
     )
     context.add_argument("--query", metavar="TEXT", default=None, help="extra words for the search source")
+    context.add_argument(
+        "--issue",
+        metavar="FILE",
+        default=None,
+        help="the issue text (bug report): the definitions it names and its own search are "
+        "added after the log's evidence",
+    )
     context.add_argument(
         "--max-chars",
         type=int,

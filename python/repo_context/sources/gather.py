@@ -102,9 +102,10 @@ def gather(
     instead, and ``junit_xml`` a JUnit XML report of the same run (``parse_test_output``).
     ``issue`` is the issue text (the bug report): the definitions it names become reference
     windows and its words a search query of their own (:mod:`.issue`), both ranked after
-    the log's own reference and search windows, so the issue never pushes failure or
-    reference evidence out. ``exclude`` names sources of :data:`SOURCES` to leave out
-    (ablation).
+    the log's own reference and search windows and kept out of the failing files (the
+    builder ranks a failing file's windows before every other file's, whatever their
+    score), so the issue never pushes failure or reference evidence out. ``exclude`` names
+    sources of :data:`SOURCES` to leave out (ablation).
 
     Scores. The builder orders the candidates of the failure file by score alone, whatever
     their reason, so the three sources share one scale there: search windows keep their
@@ -144,7 +145,7 @@ def gather(
         found = [
             w
             for w in search_windows(repository, issue_query(issue), top_k=top_k)
-            if (w.path, w.start, w.end) not in known and not (w.path in failing and is_test_file(w.path))
+            if (w.path, w.start, w.end) not in known and w.path not in failing
         ]
         ceiling = min((w.score for w in search), default=1.0)
         top = max((w.score for w in found), default=1.0)
@@ -177,7 +178,10 @@ def gather(
         known = {(w.path, w.start, w.end) for w in references}
         high = tier + 1.0 + 0.99 * (floor - tier - 1.0)
         named = issue_windows(repository, issue, index, low=tier + 1.0, high=high)
-        references = [*references, *(w for w in named if (w.path, w.start, w.end) not in known)]
+        references = [
+            *references,
+            *(w for w in named if (w.path, w.start, w.end) not in known and w.path not in failing),
+        ]
     failure_found = [] if "failure" in exclude else failure_windows(repository, frames, base_score=tier + 2.0)
     # Every window passes the reader's check last: secrets and stale windows are withheld.
     candidates, withheld = repository.screen((*failure_found, *references, *search, *issue_search))
