@@ -75,6 +75,7 @@ __all__ = [
     "Run",
     "Selection",
     "ablation",
+    "candidate_recall",
     "evaluate",
     "evaluate_candidates",
     "issue_of",
@@ -415,6 +416,20 @@ def evaluate_candidates(
     ]
 
 
+def candidate_recall(candidates: Iterable[Window], gold: Sequence[GoldRange]) -> tuple[int, int]:
+    """``(hunks, files)``: the gold hunks lying wholly inside one candidate (a packer that
+    de-duplicates overlapping windows can send such a candidate, not a union of several),
+    and the gold files with a candidate."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for w in candidates:
+        spans.setdefault(canonical_path(w.path), []).append((w.start, w.end))
+    hunks = sum(
+        any(s <= g.start and g.end <= e for s, e in spans.get(canonical_path(g.path), ())) for g in gold
+    )
+    files = len({canonical_path(g.path) for g in gold} & set(spans))
+    return hunks, files
+
+
 def _gather(
     repository: Repository, log_text: str, variant: str, issue: str | None, exclude: Collection[str]
 ) -> Gathered:
@@ -483,9 +498,7 @@ def ablation(
                 gold = gold_ranges(case)
                 gathered = _gather(repository, log_text, variant, issue_of(case), (source,))
                 candidates = list(gathered.candidates)
-                everything = measure(
-                    prepared.id, "candidates", 0, Selection(tuple(candidates), 0, 0.0), gold, None
-                )
+                lost = candidate_recall(candidates, gold)[0] < len(gold)
                 run = measure(
                     prepared.id,
                     strategy,
@@ -495,7 +508,7 @@ def ablation(
                     gathered.failure_file,
                 )
                 before, whole = infos[key], full[key]
-                if before.candidate_hunks == len(gold) and everything.hunks_in_context < len(gold):
+                if before.candidate_hunks == len(gold) and lost:
                     lost_c.append(prepared.id)
                 if whole.hunks_in_context == whole.gold_hunks and run.hunks_in_context < run.gold_hunks:
                     lost_s.append(prepared.id)
@@ -583,9 +596,7 @@ def evaluate(
             gathered = _gather(repository, log_text, variant, issue, exclude)
             gather_seconds = time.perf_counter() - began
             candidates = list(gathered.candidates)
-            everything = measure(
-                prepared.id, "candidates", 0, Selection(tuple(candidates), 0, 0.0), gold, None
-            )
+            hunks_found, files_found = candidate_recall(candidates, gold)
             infos.append(
                 CaseInfo(
                     case=prepared.id,
@@ -596,8 +607,8 @@ def evaluate(
                     gather_seconds=gather_seconds,
                     variant=variant,
                     split=split_of(prepared.id),
-                    candidate_hunks=everything.hunks_in_context,
-                    candidate_files=everything.gold_files_found,
+                    candidate_hunks=hunks_found,
+                    candidate_files=files_found,
                     has_issue=issue is not None,
                 )
             )

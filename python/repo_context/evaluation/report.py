@@ -225,7 +225,7 @@ def _recall_section(ev: Evaluation) -> list[str]:
         "",
         "## Recall: candidates and selection",
         "",
-        "Counts of cases. Candidate recall: every gold hunk lies inside the union of the gathered "
+        "Counts of cases. Candidate recall: every gold hunk lies inside one of the gathered "
         "candidates (whatever the budget); file recall (candidates): every gold file has a "
         f"candidate. Selection recall: every gold hunk is in the context built by the {label} "
         "strategy (what `repo-context context` sends); file recall: every gold file has a window "

@@ -24,13 +24,16 @@ from .pytest_log import TestFailure, parse_test_output
 from .references import reference_windows
 from .search import TOP_K, build_query, search_windows
 from .symbols import SymbolIndex
+from .units import import_windows, split_classes
 from .window import Window
 
 __all__ = ["SOURCES", "Gathered", "gather"]
 
 #: The sources ``gather`` can leave out (``exclude``), for ablation: the failure windows, the
 #: reference windows (:mod:`.references`), the code under test of an assertion in the test
-#: body, the three kinds of one-hop windows (:mod:`.hops`), the log's search, and the
+#: body, the three kinds of one-hop windows (:mod:`.hops`), the methods of a long class in
+#: place of the class and the import blocks of the files the evidence points to
+#: (:mod:`.units`), the log's search, and the
 #: issue's definitions and search (:mod:`.issue`).
 SOURCES = (
     "failure",
@@ -39,10 +42,16 @@ SOURCES = (
     "callee",
     "state",
     "sibling",
+    "members",
+    "imports",
     "search",
     "issue-definitions",
     "issue-search",
 )
+
+
+#: The weight (above the reference tier's floor) of an import-block window.
+IMPORT_SCORE = 0.01
 
 
 @dataclass(frozen=True)
@@ -172,6 +181,13 @@ def gather(
         # One hop further: callees, the class's state, sibling calls (:mod:`.hops`).
         hops = hop_windows(repository, frames, index, base_score=tier + 1.0, kinds=kinds)
         references = merge_windows(references, hops)
+    # A long class is its methods (whole units), so one selected method does not drop the rest.
+    if "members" not in exclude:
+        references = split_classes(repository, references, index, tier + 1.0)
+    if "imports" not in exclude:
+        pointed = [*failing, *(w.path for w in references), *(w.path for w in search[:3])]
+        headers = import_windows(repository, dict.fromkeys(pointed), index, tier + 1.0 + IMPORT_SCORE)
+        references = merge_windows(references, headers)
     if issue and "issue-definitions" not in exclude:
         # The issue's definitions rank after every reference window from the log.
         floor = min((w.score for w in references), default=tier + 2.0)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from .failure import ProjectFrame, is_test_file
 from .files import Repository
-from .symbols import Definition, ParsedFile, SymbolIndex
+from .symbols import Definition, ParsedFile, Reference, SymbolIndex
 from .window import RADIUS, Window, make_window
 
 __all__ = [
@@ -218,6 +218,7 @@ def _siblings(
             continue
         targets = {d for d, share in index.resolve(parsed.path, reference) if share >= 0.5}
         if not targets:
+            _pattern_siblings(parsed, function, reference, near, collected)
             continue
         same: list[tuple[str, int, int]] = []
         other: list[tuple[float, str, int, int]] = []
@@ -243,6 +244,28 @@ def _siblings(
         other.sort(key=lambda s: (-s[0], s[1], s[2]))
         for proximity, path, start, end in list(dict.fromkeys(other))[: max(0, room)]:
             collected.add(path, start, end, SIBLING_HOP / 2 * proximity * near, "sibling", reference.name)
+
+
+def _pattern_siblings(
+    parsed: ParsedFile, function: Definition, reference: Reference, near: float, collected: _Collector
+) -> None:
+    """A call on the failing line to a function defined outside the repository
+    (``re.compile(...)``): the other calls written the same way (same name, same
+    qualifier) in the same file, at half the sibling weight."""
+    if not reference.member or not reference.qualifier:
+        return
+    kept: list[tuple[str, int, int]] = []
+    for leaf in parsed.identifiers_named(reference.name):
+        site = parsed._classify(leaf, set())
+        if site is None or site.kind != "call" or site.qualifier != reference.qualifier:
+            continue
+        if function.start <= site.line <= function.end:
+            continue
+        unit = parsed.definition_at(site.line)
+        if unit is not None and (unit.path, unit.start, unit.end) not in kept:
+            kept.append((unit.path, unit.start, unit.end))
+    for path, start, end in kept[:MAX_SIBLINGS]:
+        collected.add(path, start, end, SIBLING_HOP / 2 * near, "sibling", reference.name)
 
 
 def hop_windows(
