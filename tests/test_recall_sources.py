@@ -260,3 +260,94 @@ def test_gather_exclude(repo: Repository) -> None:
     with pytest.raises(ValueError, match="unknown source 'nope' in exclude"):
         gather(repo, LOG, exclude=("nope",))
     assert "issue-definitions" in SOURCES
+
+
+# --- whole units: a long class as its methods, the import block -------------------------------
+
+LONG = (
+    "import os\n"
+    "from pkg.util import (\n"
+    "    normalize,\n"
+    ")\n"
+    "\n"
+    "\n"
+    "class Big:\n" + "".join(f"    attr{i} = {i}\n" for i in range(20)) + "\n"
+    "    def first(self):\n"
+    "        return 1\n"
+    "\n"
+    "    def second(self):\n"
+    "        def inner():\n"
+    "            return 2\n"
+    "        return inner()\n"
+    "\n"
+    "\n"
+    "def after():\n"
+    "    import json\n"
+    "    return json\n"
+)
+
+
+def test_split_classes_and_import_windows(repo: Repository) -> None:
+    from repo_context.sources.units import MEMBER_HOP, import_windows, split_classes
+    from repo_context.sources.window import make_window
+
+    (repo.root / "pkg" / "long.py").write_text(LONG, encoding="utf-8")
+    source = repo.source("pkg/long.py")
+    assert source is not None
+    index = SymbolIndex(repo)
+    whole = make_window(source, 7, 35, "reference", 2.8)  # class Big: lines 7-35
+    short = make_window(source, 38, 40, "reference", 2.1)
+    split = split_classes(repo, [whole, short], index, 2.0)
+    score = 2.0 + MEMBER_HOP * 0.8
+    assert [(w.start, w.end, w.score) for w in split] == [(29, 30, score), (32, 35, score), (38, 40, 2.1)]
+    assert split[0].content == "    def first(self):\n        return 1\n"
+    # A search window over a class, or a short one, stays.
+    search = make_window(source, 7, 35, "search", 5.0)
+    assert split_classes(repo, [search], index, 2.0) == [search]
+    # The import block: top-level imports only (not the one inside after()), the
+    # parenthesised import whole; test files have none.
+    (header,) = import_windows(repo, ["pkg/long.py", "tests/test_core.py"], index, 2.01)
+    assert (header.path, header.start, header.end, header.reason, header.score) == (
+        "pkg/long.py",
+        1,
+        4,
+        "reference",
+        2.01,
+    )
+
+
+def test_pattern_siblings_of_a_library_call(tmp_path: Path) -> None:
+    (tmp_path / "conf.py").write_text(
+        "import re\n"
+        "\n"
+        "\n"
+        "def csv(value):\n"
+        "    return [re.compile(p) for p in value.split(',')]\n"
+        "\n"
+        "\n"
+        "def paths(value):\n"
+        "    return [re.compile(p.strip()) for p in value]\n"
+        "\n"
+        "\n"
+        "def other(value):\n"
+        "    return re.escape(value)\n",
+        encoding="utf-8",
+    )
+    found = hop_evidence(Repository(tmp_path), [frame("conf.py", 5)])
+    # re.compile is not defined in the repository: the same call elsewhere in the file.
+    assert found == [HopEvidence("conf.py", 8, 9, SIBLING_HOP / 2, "sibling", "compile")]
+
+
+def test_candidate_recall_counts_a_hunk_inside_one_candidate() -> None:
+    from repo_context.evaluation.evaluate import candidate_recall
+    from repo_context.evaluation.realbugs import GoldRange
+    from repo_context.sources.window import Window
+
+    def w(path: str, start: int, end: int) -> Window:
+        return Window(path, start, end, "", "reference", 1.0)
+
+    gold = [GoldRange("a.py", 5, 8), GoldRange("a.py", 20, 20), GoldRange("b.py", 1, 1)]
+    # 5-8 lies across two windows (a de-duplicating packer sends one), 20 inside one.
+    assert candidate_recall([w("a.py", 1, 6), w("a.py", 6, 9), w("a.py", 18, 22)], gold) == (1, 1)
+    assert candidate_recall([w("./a.py", 1, 9), w("b.py", 1, 1)], gold) == (2, 2)
+    assert candidate_recall([], gold) == (0, 0)
