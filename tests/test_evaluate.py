@@ -290,6 +290,7 @@ def test_command_line(work: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert (out / "eval.md").read_text() == printed
     assert "| 500 | naive concatenation |" in printed  # budgets sorted; 500 is not a round thousand
     assert (out / "coverage.png").read_bytes().startswith(b"\x89PNG")
+    assert (out / "recall.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_add_eval_parser_plugs_into_a_command_line(work: Path, tmp_path: Path) -> None:

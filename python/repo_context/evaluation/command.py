@@ -19,7 +19,7 @@ from .evaluate import (
     evaluate,
 )
 from .realbugs import load_cases, select_cases
-from .report import ablation_report, coverage_chart, markdown_report
+from .report import ablation_report, coverage_chart, markdown_report, recall_chart
 
 __all__ = ["add_eval_parser", "main", "run_eval"]
 
@@ -109,6 +109,7 @@ def run_eval(args: argparse.Namespace) -> int:
             out.mkdir(parents=True, exist_ok=True)
             (out / "eval.md").write_text(report, encoding="utf-8")
             coverage_chart(evaluation, out / "coverage.png")
+            recall_chart(evaluation, out / "recall.png")
     except OSError as exc:
         _error(f"cannot write the report: {exc.strerror or exc}")
         return 1
@@ -179,7 +180,11 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="token budgets (default 2000,8000,32000)",
     )
     parser.add_argument(
-        "--out", type=Path, default=None, metavar="DIR", help="also write DIR/eval.md and DIR/coverage.png"
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also write DIR/eval.md, DIR/coverage.png and DIR/recall.png",
     )
     parser.add_argument(
         "--work",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .evaluate import STRATEGY_LABELS, Ablation, Evaluation, Run
 
-__all__ = ["ablation_report", "coverage_chart", "markdown_report"]
+__all__ = ["ablation_report", "coverage_chart", "markdown_report", "recall_chart"]
 
 
 def _pct(value: float) -> str:
@@ -504,3 +504,44 @@ def ablation_report(rows: Sequence[Ablation]) -> str:
         [False, False, False, False, False, False],
     )
     return "\n".join(lines) + "\n"
+
+
+def recall_chart(evaluation: Evaluation, path: str | Path) -> None:
+    """Write a PNG chart of selection recall (cases with every gold hunk in the context of
+    the ``layered`` strategy, %) against budget, one solid line per gathering variant, with
+    that variant's candidate recall (every gold hunk inside a candidate) as a dashed line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ev = evaluation
+    strategy = RECALL_STRATEGY if RECALL_STRATEGY in ev.strategies else (ev.strategies or ("",))[-1]
+    colors = {"log": "#1f77b4", "log+issue": "#2ca02c", "log+query": "#ff7f0e"}
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=150)
+    budgets = list(ev.budgets)
+    for variant in ev.variants:
+        infos = ev.cases_of(variant)
+        n = len(infos)
+        if not n:
+            continue
+        color = colors.get(variant)
+        values = [100 * sum(_whole(r)[0] for r in ev.runs_of(strategy, b, variant)) / n for b in budgets]
+        ax.plot(budgets, values, marker="o", linewidth=2, color=color, label=f"{variant}: in the context")
+        candidates = 100 * sum(c.candidate_hunks == len(c.gold) for c in infos) / n
+        ax.axhline(candidates, linestyle="--", color=color, alpha=0.7, label=f"{variant}: in the candidates")
+    if budgets and min(budgets) > 0:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(budgets)
+    ax.set_xticklabels([_budget(b) for b in budgets])
+    ax.minorticks_off()
+    ax.set_ylim(-3, 103)
+    ax.set_xlabel("budget (o200k_base tokens of the rendered Markdown section)")
+    ax.set_ylabel("cases with every gold hunk (%)")
+    n = len(ev.cases_of(ev.variants[0])) if ev.variants else 0
+    ax.set_title(f"Candidate and selection recall ({n} real bug{'s' if n != 1 else ''})")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
