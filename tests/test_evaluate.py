@@ -496,3 +496,20 @@ def test_shipped_case_lists() -> None:
     assert not any(is_tree_case(c) for c in load_cases(DEFAULT_CASES))
     ids = [c["id"] for f in DEFAULT_CASE_FILES for c in load_cases(f)]
     assert len(ids) == len(set(ids)) == 29
+
+
+def test_ablation_of_redundant_sources(work: Path) -> None:
+    from repo_context.evaluation.evaluate import Ablation, ablation
+    from repo_context.evaluation.report import ablation_report
+
+    cases = [{"id": "tiny_mean", "python": "3.11", "gold": GOLD}]
+    evaluation, _ = evaluate(cases, work, budgets=(8000,), repeat=1)
+    rows = ablation(evaluation, cases, work, sources=("called", "search", "issue-search"))
+    # mean() is found by the called code, the references and the search alike: no source alone
+    # holds the gold; issue sources are ablated with the issue text only.
+    assert rows == [
+        Ablation("called", "log", 8000, (), (), ()),
+        Ablation("search", "log", 8000, (), (), ()),
+    ]
+    report = ablation_report(rows)
+    assert "| log | called | 8k | 0 | 0 | 0 |" in report

@@ -100,7 +100,15 @@ def run_eval(args: argparse.Namespace) -> int:
         _error(f"{case_id}: preparation failed: {problem}")
     report = markdown_report(evaluation)
     if args.ablation:
-        report += ablation_report(ablation(evaluation, cases, args.work, trees=args.trees, log=progress))
+        rows = ablation(
+            evaluation,
+            cases,
+            args.work,
+            sources=tuple(args.ablate) or SOURCES,
+            trees=args.trees,
+            log=progress,
+        )
+        report += ablation_report(rows)
     try:
         sys.stdout.write(report)
         sys.stdout.flush()
@@ -159,6 +167,14 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
         choices=SOURCES,
         metavar="SOURCE",
         help=f"leave this source out when gathering (repeatable): {', '.join(SOURCES)}",
+    )
+    parser.add_argument(
+        "--ablate",
+        action="append",
+        default=[],
+        choices=SOURCES,
+        metavar="SOURCE",
+        help="with --ablation, leave out only these sources in turn (repeatable; default all)",
     )
     parser.add_argument(
         "--ablation",
