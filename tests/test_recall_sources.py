@@ -297,13 +297,15 @@ def test_split_classes_and_import_windows(repo: Repository) -> None:
     index = SymbolIndex(repo)
     whole = make_window(source, 7, 35, "reference", 2.8)  # class Big: lines 7-35
     short = make_window(source, 38, 40, "reference", 2.1)
-    split = split_classes(repo, [whole, short], index, 2.0)
+    split, leftover = split_classes(repo, [whole, short], index, 2.0)
     score = 2.0 + MEMBER_HOP * 0.8
     assert [(w.start, w.end, w.score) for w in split] == [(29, 30, score), (32, 35, score), (38, 40, 2.1)]
     assert split[0].content == "    def first(self):\n        return 1\n"
-    # A search window over a class, or a short one, stays.
+    assert leftover == []
+    # A search window over a class, or a short one, stays; so does a class in a failing file.
     search = make_window(source, 7, 35, "search", 5.0)
-    assert split_classes(repo, [search], index, 2.0) == [search]
+    assert split_classes(repo, [search], index, 2.0) == ([search], [])
+    assert split_classes(repo, [whole], index, 2.0, ["pkg/long.py"]) == ([whole], [])
     # The import block: top-level imports only (not the one inside after()), the
     # parenthesised import whole; test files have none.
     (header,) = import_windows(repo, ["pkg/long.py", "tests/test_core.py"], index, 2.01)
@@ -314,6 +316,23 @@ def test_split_classes_and_import_windows(repo: Repository) -> None:
         "reference",
         2.01,
     )
+
+
+def test_split_a_class_with_many_methods(repo: Repository) -> None:
+    from repo_context.sources.units import MAX_MEMBERS, split_classes
+    from repo_context.sources.window import make_window
+
+    methods = "".join(f"    def m{i}(self):\n        return {i}\n\n" for i in range(MAX_MEMBERS + 1))
+    (repo.root / "pkg" / "wide.py").write_text("class Wide:\n" + methods, encoding="utf-8")
+    source = repo.source("pkg/wide.py")
+    assert source is not None
+    whole = make_window(source, 1, 3 * (MAX_MEMBERS + 1), "reference", 2.5)  # class Wide
+    kept, leftover = split_classes(repo, [whole], SymbolIndex(repo), 2.0, (), 0.25)
+    # The class stays whole; its methods only fill what is left of a budget.
+    assert kept == [whole]
+    assert [(w.start, w.end, w.reason, w.score) for w in leftover] == [
+        (2 + 3 * i, 3 + 3 * i, "search", 0.25) for i in range(MAX_MEMBERS + 1)
+    ]
 
 
 def test_pattern_siblings_of_a_library_call(tmp_path: Path) -> None:

@@ -182,8 +182,10 @@ def gather(
         hops = hop_windows(repository, frames, index, base_score=tier + 1.0, kinds=kinds)
         references = merge_windows(references, hops)
     # A long class is its methods (whole units), so one selected method does not drop the rest.
+    leftover: list[Window] = []
     if "members" not in exclude:
-        references = split_classes(repository, references, index, tier + 1.0)
+        floor = 0.5 * min((w.score for w in search), default=1.0)
+        references, leftover = split_classes(repository, references, index, tier + 1.0, failing, floor)
     if "imports" not in exclude:
         pointed = [*failing, *(w.path for w in references), *(w.path for w in search[:3])]
         headers = import_windows(repository, dict.fromkeys(pointed), index, tier + 1.0 + IMPORT_SCORE)
@@ -200,7 +202,9 @@ def gather(
         ]
     failure_found = [] if "failure" in exclude else failure_windows(repository, frames, base_score=tier + 2.0)
     # Every window passes the reader's check last: secrets and stale windows are withheld.
-    candidates, withheld = repository.screen((*failure_found, *references, *search, *issue_search))
+    candidates, withheld = repository.screen(
+        (*failure_found, *references, *search, *issue_search, *leftover)
+    )
     if failure is not None:
         withheld = [*_unreadable_frames(repository, failure), *withheld]
     return Gathered(

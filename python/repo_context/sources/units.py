@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 
 from .failure import is_test_file, merge_windows
@@ -22,33 +22,64 @@ from .files import Repository
 from .symbols import SymbolIndex
 from .window import RADIUS, Window, make_window
 
-__all__ = ["MAX_HEADER_FILES", "MAX_IMPORT_LINES", "MEMBER_HOP", "import_windows", "split_classes"]
+__all__ = [
+    "MAX_HEADER_FILES",
+    "MAX_IMPORT_LINES",
+    "MAX_MEMBERS",
+    "MEMBER_HOP",
+    "import_windows",
+    "split_classes",
+]
 
 #: The longest import-block window, in lines (from the first import on).
 MAX_IMPORT_LINES = 60
 #: The weight of a method of a long class relative to the class's (one hop from it).
 MEMBER_HOP = 0.5
+#: A class with more methods than this stays one window.
+MAX_MEMBERS = 12
 #: At most this many files get an import-block window.
 MAX_HEADER_FILES = 8
 
 
 def split_classes(
-    repo: Repository, windows: Sequence[Window], index: SymbolIndex, base_score: float
-) -> list[Window]:
+    repo: Repository,
+    windows: Sequence[Window],
+    index: SymbolIndex,
+    base_score: float,
+    failing: Collection[str] = (),
+    leftover_score: float = 0.0,
+) -> tuple[list[Window], list[Window]]:
     """``windows`` with every ``reference`` window that spans exactly a class (or other
     type) definition longer than ``2 * RADIUS + 1`` lines replaced by the windows of the
     functions defined directly in it, in line order, one hop from the class: scoring
     ``base_score + MEMBER_HOP * (score - base_score)``; the other windows unchanged, a
-    repeated window (same path and lines) kept once, with its higher score. Best first."""
+    repeated window (same path and lines) kept once, with its higher score. Best first.
+
+    Returns the reference windows and, second, the leftover windows: a class with more than
+    ``MAX_MEMBERS`` methods stays whole, and its methods become ``search`` windows scoring
+    ``leftover_score`` (meant to be below every search window: they fill what is left of a
+    budget and crowd nothing out). A class in one of the ``failing`` files stays whole: the
+    builder ranks a failing file's windows before every later file's, so its methods would
+    crowd the other failing files' failure windows out."""
     out: list[Window] = []
+    extra: list[Window] = []
     for window in windows:
-        members = _members(repo, window, index) if window.reason == "reference" else None
+        members = (
+            _members(repo, window, index)
+            if window.reason == "reference" and window.path not in failing
+            else None
+        )
         if members is None:
             out.append(window)
             continue
+        if len(members) > MAX_MEMBERS:
+            # The class stays whole; its methods only fill what is left of the budget.
+            out.append(window)
+            extra += [replace(member, reason="search", score=leftover_score) for member in members]
+            continue
         score = base_score + MEMBER_HOP * (window.score - base_score)
         out += [replace(member, score=score) for member in members]
-    return merge_windows(out)
+    return merge_windows(out), extra
 
 
 def _members(repo: Repository, window: Window, index: SymbolIndex) -> list[Window] | None:
