@@ -381,8 +381,8 @@ def test_context_issue_names_a_definition(failing_repo: tuple[Path, Path], tmp_p
 
     plain = items("--max-chars", "100000")
     with_issue = items("--max-chars", "100000", "--issue", str(issue))
-    # The function the issue names is reference evidence, after every window of the log.
-    assert with_issue == [*plain, ("lib/units.py", 1, 2, "reference")]
+    # The function the issue names comes after every window of the log (in the search tier).
+    assert with_issue == [*plain, ("lib/units.py", 1, 2, "search")]
     missing = cli("context", "--repo", str(repo), "--pytest-log", str(log), "--issue", str(tmp_path / "no"))
     assert missing.returncode == 2 and b"cannot read" in missing.stderr and missing.stdout == b""
 

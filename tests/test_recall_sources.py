@@ -241,12 +241,12 @@ def test_gather_with_issue_never_pushes_out_log_evidence(repo: Repository) -> No
     known = {(w.path, w.start, w.end, w.reason) for w in plain.candidates}
     added = [w for w in with_issue.candidates if (w.path, w.start, w.end, w.reason) not in known]
     # Not in a failing file (ranked before every other file whatever the score): the issue's
-    # parse and Parser are left out, tally (pkg/extra.py) comes in as a reference.
-    assert ("pkg/extra.py", 1, 2, "reference") in {(w.path, w.start, w.end, w.reason) for w in added}
+    # parse and Parser are left out; tally (pkg/extra.py) comes in, in the search tier.
+    assert ("pkg/extra.py", 1, 2, "search") in {(w.path, w.start, w.end, w.reason) for w in added}
     assert not [w for w in added if w.path in with_issue.failure_files]
     for w in added:
-        same = [p.score for p in plain.candidates if p.reason == w.reason]
-        assert not same or w.score < min(same)
+        assert w.reason == "search"
+        assert w.score < min(p.score for p in plain.candidates if p.reason == "search")
 
 
 def test_gather_exclude(repo: Repository) -> None:

@@ -109,11 +109,12 @@ def gather(
     relative paths in it are taken relative to the repository). ``query`` is extra search
     text; ``top_k`` the number of search windows. ``log_text`` may be a JUnit XML report
     instead, and ``junit_xml`` a JUnit XML report of the same run (``parse_test_output``).
-    ``issue`` is the issue text (the bug report): the definitions it names become reference
-    windows and its words a search query of their own (:mod:`.issue`), both ranked after
-    the log's own reference and search windows and kept out of the failing files (the
-    builder ranks a failing file's windows before every other file's, whatever their
-    score), so the issue never pushes failure or reference evidence out. ``exclude`` names
+    ``issue`` is the issue text (the bug report): the windows of the definitions it names and
+    of its own search (:mod:`.issue`) rank after every window of the log (in the search tier,
+    below the log's search windows, the named definitions first) and stay out of the failing
+    files (the builder ranks a failing file's windows before every other file's, whatever
+    their score): the issue only fills what the log's evidence leaves of a budget, and never
+    pushes any of it out. ``exclude`` names
     sources of :data:`SOURCES` to leave out (ablation).
 
     Scores. The builder orders the candidates of the failure file by score alone, whatever
@@ -158,7 +159,7 @@ def gather(
         ]
         ceiling = min((w.score for w in search), default=1.0)
         top = max((w.score for w in found), default=1.0)
-        issue_search = [replace(w, score=round(0.99 * ceiling * w.score / top, 6)) for w in found]
+        issue_search = [replace(w, score=round(0.97 * ceiling * w.score / top, 6)) for w in found]
     tier = math.ceil(max((w.score for w in search), default=0.0))
     index = SymbolIndex(repository)
     references = (
@@ -184,21 +185,25 @@ def gather(
     # A long class is its methods (whole units), so one selected method does not drop the rest.
     leftover: list[Window] = []
     if "members" not in exclude:
-        floor = 0.5 * min((w.score for w in search), default=1.0)
+        floor = 0.999 * min((w.score for w in search), default=1.0)
         references, leftover = split_classes(repository, references, index, tier + 1.0, failing, floor)
     if "imports" not in exclude:
         pointed = [*failing, *(w.path for w in references), *(w.path for w in search[:3])]
         headers = import_windows(repository, dict.fromkeys(pointed), index, tier + 1.0 + IMPORT_SCORE)
         references = merge_windows(references, headers)
     if issue and "issue-definitions" not in exclude:
-        # The issue's definitions rank after every reference window from the log.
-        floor = min((w.score for w in references), default=tier + 2.0)
+        # The issue's definitions rank after every window from the log: in the search tier,
+        # below the log's search and leftover windows, above the issue's own search.
+        lowest = min((w.score for w in search), default=1.0)
         known = {(w.path, w.start, w.end) for w in references}
-        high = tier + 1.0 + 0.99 * (floor - tier - 1.0)
-        named = issue_windows(repository, issue, index, low=tier + 1.0, high=high)
-        references = [
-            *references,
-            *(w for w in named if (w.path, w.start, w.end) not in known and w.path not in failing),
+        named = issue_windows(repository, issue, index, low=0.98 * lowest, high=0.99 * lowest)
+        issue_search = [
+            *(
+                replace(w, reason="search")
+                for w in named
+                if (w.path, w.start, w.end) not in known and w.path not in failing
+            ),
+            *issue_search,
         ]
     failure_found = [] if "failure" in exclude else failure_windows(repository, frames, base_score=tier + 2.0)
     # Every window passes the reader's check last: secrets and stale windows are withheld.

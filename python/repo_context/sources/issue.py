@@ -20,11 +20,11 @@ evidence already). The weight of a mention is ``TRACEBACK_WEIGHT``, ``QUALIFIED_
 ``CODE_WEIGHT`` or ``PROSE_WEIGHT`` by its kind, shared among the definitions it resolves
 to; a definition keeps its strongest mention.
 
-The windows are ``reference`` windows (a definition the issue names is reference evidence)
-that rank after every reference window from the log: the issue never pushes failure or
-reference evidence out (:func:`~.gather.gather` places their scores). The issue's words
-are also a search query of their own (:func:`issue_query`), whose windows rank after the
-log's search windows.
+The windows of the named definitions rank after every window the failing log gives
+(:func:`~.gather.gather` scores them in the search tier, below the log's search windows and
+above the issue's own search, :func:`issue_query`, and keeps both out of the failing files),
+so the issue only fills what the log's evidence leaves of a budget: it never pushes failure,
+reference or search evidence out, and never lowers a case's coverage.
 """
 
 from __future__ import annotations
@@ -269,7 +269,8 @@ def issue_windows(
     high: float = 1.0,
     limit: int = MAX_ISSUE_WINDOWS,
 ) -> list[Window]:
-    """``reference`` windows of the definitions the issue names, best first, scoring in
+    """Windows (reason ``reference``; :func:`~.gather.gather` ranks them in the search tier) of
+    the definitions the issue names, best first, scoring in
     ``(low, high]``: ``low + weight * (high - low)``. A definition longer than
     ``2 * RADIUS + 1`` lines also gets a window of its first ``2 * RADIUS + 1`` lines at
     the same score (its signature and docstring: a class's attributes, say)."""
