@@ -29,6 +29,15 @@ Metrics of one selection (the windows that made it into the section):
   gathering filled; gathering is timed separately, per case); the median of ``--repeat`` runs,
   each with a fresh token counter or builder.
 
+Both kinds of case are evaluated: PyPI release pairs (``realbugs.json``) and SWE-bench-style cases
+(``realbugs2.json``: a tarred tree given with ``trees``, :mod:`repo_context.evaluation.realbugs2`).
+Each case is gathered once per variant (:data:`VARIANTS`: the failing log alone, with the issue text
+as ``gather(issue=...)``, or with it as extra search words), and recall is reported in two steps:
+*candidate recall* (every gold hunk inside one gathered candidate, whatever the budget:
+:func:`candidate_recall`) and *selection recall* (every gold hunk in the context), per split of the
+cases (:func:`split_of`: a fixed calibration / held-out split by the SHA-256 of the case id).
+:func:`ablation` gathers again without one source at a time.
+
 Totals: the failure file and the gold hunks as counts over the cases, file recall and gold
 coverage as means over the cases, tokens, distinct lines and build time as sums, the duplicate-line ratio over
 all lines sent. The report is a Markdown table (printed, and written to ``DIR/eval.md`` with
