@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -403,6 +404,27 @@ def test_context_query_adds_search_words(failing_repo: tuple[Path, Path]) -> Non
     out = json.loads(proc.stdout)
     found = [(i["path"], i["start"], i["reason"]) for i in out["items"]]
     assert ("lib/ratios.py", 10, "search") in found
+
+
+def test_context_issue_names_a_definition(failing_repo: tuple[Path, Path], tmp_path: Path) -> None:
+    shared, log = failing_repo
+    repo = tmp_path / "repo"
+    shutil.copytree(shared, repo)  # the log's paths are relative: it fits the copy too
+    issue = tmp_path / "issue.md"
+    (repo / "lib" / "units.py").write_text("def to_unit(value):\n    return value\n", encoding="utf-8")
+    issue.write_text("mean_ratio fails; maybe `to_unit` is involved?\n", encoding="utf-8")
+
+    def items(*extra: str) -> list[tuple[str, int, int, str]]:
+        proc = cli("context", "--repo", str(repo), "--pytest-log", str(log), "--format", "json", *extra)
+        assert proc.returncode == 0, proc.stderr
+        return [(i["path"], i["start"], i["end"], i["reason"]) for i in json.loads(proc.stdout)["items"]]
+
+    plain = items("--max-chars", "100000")
+    with_issue = items("--max-chars", "100000", "--issue", str(issue))
+    # The function the issue names comes after every window of the log (in the search tier).
+    assert with_issue == [*plain, ("lib/units.py", 1, 2, "search")]
+    missing = cli("context", "--repo", str(repo), "--pytest-log", str(log), "--issue", str(tmp_path / "no"))
+    assert missing.returncode == 2 and b"cannot read" in missing.stderr and missing.stdout == b""
 
 
 def test_context_bad_arguments_exit_2(failing_repo: tuple[Path, Path], tmp_path: Path) -> None:

@@ -266,7 +266,8 @@ def test_report_and_chart(work: Path, tmp_path: Path) -> None:
     for heading in ("## Totals", "## Targets", "## Cases", "## Per case"):
         assert f"\n{heading}\n" in report
     assert "| 4k | layered + RangeMerger | 1/1 |" in report
-    assert report.count("| tiny_mean | ") == 1 + 2 * len(STRATEGIES)
+    # One row in the cases table, one per budget and strategy, one in the recall section's cases.
+    assert report.count("| tiny_mean | ") == 1 + 2 * len(STRATEGIES) + 1
     png = tmp_path / "chart.png"
     coverage_chart(evaluation, png)
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
@@ -289,6 +290,7 @@ def test_command_line(work: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert (out / "eval.md").read_text() == printed
     assert "| 500 | naive concatenation |" in printed  # budgets sorted; 500 is not a round thousand
     assert (out / "coverage.png").read_bytes().startswith(b"\x89PNG")
+    assert (out / "recall.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_add_eval_parser_plugs_into_a_command_line(work: Path, tmp_path: Path) -> None:
@@ -296,10 +298,12 @@ def test_add_eval_parser_plugs_into_a_command_line(work: Path, tmp_path: Path) -
     commands = parser.add_subparsers(dest="command", required=True)
     add_eval_parser(commands)
     args = parser.parse_args(["eval"])
-    assert (args.budgets, args.cases, args.out, args.case) == (
+    assert (args.budgets, args.cases, args.out, args.case, args.variants, args.trees) == (
         (2000, 8000, 32000),
-        DEFAULT_CASES,
+        None,  # both shipped case lists
         None,
+        None,
+        ("log", "log+issue"),
         None,
     )
     for bad in (["eval", "--budgets", "2000,x"], ["eval", "--budgets", "0"], ["eval", "--repeat", "0"]):
@@ -385,3 +389,127 @@ def test_targets_verdicts() -> None:
     )
     totals = report.split("## Totals")[1].split("## Targets")[0]
     assert "| 8k | score-only top-k | 1/1 | 100.0% | 100.0% | 1/1 | 900 | 7 | 30.0% | 1.0 ms |" in totals
+
+
+# --- SWE-bench-style cases: a tarred tree, fail_to_pass tests, an issue text ------------------
+
+
+def make_tree_case(tmp_path: Path, case_id: str = "tiny__calc-1") -> tuple[dict[str, Any], Path]:
+    """A SWE-bench-style case and its trees folder (``<id>.tar.gz``). The install command
+    makes this interpreter's packages (pytest among them) visible in the case's virtual
+    environment with a ``.pth`` file, so nothing is downloaded."""
+    import site
+    import tarfile
+
+    tree = tmp_path / "tree"
+    (tree / "calc").mkdir(parents=True)
+    (tree / "tests").mkdir()
+    (tree / "calc" / "__init__.py").write_text("")
+    (tree / "calc" / "core.py").write_text(CORE)
+    (tree / "tests" / "test_core.py").write_text(TEST)
+    (tree / "pytest.ini").write_text("[pytest]\n")
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    with tarfile.open(trees / f"{case_id}.tar.gz", "w:gz") as tf:
+        for path in sorted(tree.rglob("*")):
+            tf.add(path, arcname=path.relative_to(tree).as_posix(), recursive=False)
+    host = site.getsitepackages()[0]
+    pth = f"import site, pathlib; pathlib.Path(site.getsitepackages()[0], 'host.pth').write_text({host!r})"
+    case = {
+        "id": case_id,
+        "python": f"{sys.version_info.major}.{sys.version_info.minor}",
+        "install": [f'python -c "{pth}"'],
+        "pythonpath": "",
+        "fail_to_pass": ["tests/test_core.py::test_mean"],
+        "expected_exit": 1,
+        "gold": GOLD,
+        "query": "`mean` divides by the wrong count: calc.core.mean([1, 2, 3]) gives 3.",
+    }
+    return case, trees
+
+
+def test_tree_case_preparation_and_evaluation(tmp_path: Path) -> None:
+    from repo_context.evaluation.evaluate import prepare_case, split_of
+    from repo_context.evaluation.realbugs import PreparationError
+
+    case, trees = make_tree_case(tmp_path)
+    work = tmp_path / "work"
+    with pytest.raises(PreparationError, match="needs the repository tree: pass --trees DIR"):
+        prepare_case(case, work)
+    with pytest.raises(PreparationError, match=r"missing tree tiny__calc-1\.tar\.gz"):
+        prepare_case(case, work, trees=tmp_path)
+    prepared = prepare_case(case, work, trees=trees)
+    assert prepared.repo == work / "tiny__calc-1" / "repo"
+    assert (prepared.repo / "calc" / "core.py").read_text() == CORE
+    log = prepared.log.read_text()
+    assert "FAILED tests/test_core.py::test_mean" in log
+    assert prepared.junit is not None and prepared.junit.is_file()
+    stamp = (work / "tiny__calc-1" / "venv" / ".prepare-stamp").read_text()
+    assert stamp.endswith("\n" + case["install"][0])
+    # Cached: reused without the trees.
+    assert prepare_case(case, work).log.read_text() == log
+
+    evaluation, failed = evaluate([case], work, budgets=(4000,), repeat=1, variants=("log", "log+issue"))
+    assert failed == []
+    assert [(c.variant, c.split, c.has_issue) for c in evaluation.cases] == [
+        ("log", split_of("tiny__calc-1"), True),
+        ("log+issue", split_of("tiny__calc-1"), True),
+    ]
+    for info in evaluation.cases:
+        assert (info.candidate_hunks, info.candidate_files) == (1, 1)
+    report = markdown_report(evaluation)
+    assert "## Recall: candidates and selection" in report
+    assert "| tiny__calc-1 | 1 → 1 | 1 → 1 |  |" in report
+    assert "Cases the issue text lowered: 0." in report
+
+
+def test_tree_case_wrong_exit(tmp_path: Path) -> None:
+    from repo_context.evaluation.evaluate import prepare_case
+    from repo_context.evaluation.realbugs import PreparationError
+
+    case, trees = make_tree_case(tmp_path, "tiny__calc-2")
+    case["expected_exit"] = 3
+    with pytest.raises(PreparationError, match="the failing tests should exit 3, got exit 1"):
+        prepare_case(case, tmp_path / "work", trees=trees)
+    assert not (tmp_path / "work" / "tiny__calc-2" / "prepared.json").exists()
+
+
+def test_split_is_fixed() -> None:
+    import hashlib
+
+    from repo_context.evaluation.evaluate import split_of
+
+    for case_id in ("a", "b", "pallets__flask-4992", "ytdl_unescape_html"):
+        even = hashlib.sha256(case_id.encode()).digest()[0] % 2 == 0
+        assert split_of(case_id) == ("calibration" if even else "held-out")
+    assert split_of("pallets__flask-4992") == "calibration"
+    assert split_of("ytdl_unescape_html") == "held-out"
+
+
+def test_shipped_case_lists() -> None:
+    from repo_context.evaluation.evaluate import DEFAULT_CASE_FILES, issue_of
+    from repo_context.evaluation.realbugs2 import DEFAULT_CASES2, is_tree_case
+
+    assert DEFAULT_CASES2 in DEFAULT_CASE_FILES and DEFAULT_CASES2.is_file()
+    cases = load_cases(DEFAULT_CASES2)
+    assert len(cases) == 24 and all(is_tree_case(c) and gold_ranges(c) and issue_of(c) for c in cases)
+    assert not any(is_tree_case(c) for c in load_cases(DEFAULT_CASES))
+    ids = [c["id"] for f in DEFAULT_CASE_FILES for c in load_cases(f)]
+    assert len(ids) == len(set(ids)) == 29
+
+
+def test_ablation_of_redundant_sources(work: Path) -> None:
+    from repo_context.evaluation.evaluate import Ablation, ablation
+    from repo_context.evaluation.report import ablation_report
+
+    cases = [{"id": "tiny_mean", "python": "3.11", "gold": GOLD}]
+    evaluation, _ = evaluate(cases, work, budgets=(8000,), repeat=1)
+    rows = ablation(evaluation, cases, work, sources=("called", "search", "issue-search"))
+    # mean() is found by the called code, the references and the search alike: no source alone
+    # holds the gold; issue sources are ablated with the issue text only.
+    assert rows == [
+        Ablation("called", "log", 8000, (), (), ()),
+        Ablation("search", "log", 8000, (), (), ()),
+    ]
+    report = ablation_report(rows)
+    assert "| log | called | 8k | 0 | 0 | 0 |" in report

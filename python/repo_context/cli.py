@@ -22,11 +22,13 @@
     standard error a terminal, a progress bar (tqdm) counts the lines there.
 
 ``repo-context context --repo DIR --pytest-log FILE [--junit-xml FILE] [--test NODEID]
-[--query TEXT] [--budget N | --max-chars N] [--cost ...] [--template ...]
+[--query TEXT] [--issue FILE] [--budget N | --max-chars N] [--cost ...] [--template ...]
 [--format markdown|json] [--report FILE] [--cache-dir DIR | --no-cache] [--engine native|reference]``
     Gather failure, reference and search windows for one failing test (``--test``, by
     default the first of the short test summary) in a pytest log (``FILE``, or ``-`` for
-    standard input) of a run made in ``DIR``, build the context (through a
+    standard input) of a run made in ``DIR`` (with ``--issue``, also the definitions an issue
+    text names and its own search, ranked after the log's evidence:
+    ``repo_context.sources.gather(issue=...)``), build the context (through a
     ``repo_context.Workspace``: what is derived from the repository is cached in ``DIR`` of
     ``--cache-dir``, by default under the user cache directory) and print exactly the prompt
     section on standard output: with Markdown output the budget counts the rendered section
@@ -201,6 +203,7 @@ def run_context(
     cost: object = None,
     junit_xml: str | Path | None = None,
     test: str | None = None,
+    issue: str | None = None,
 ) -> ContextReport:
     """Gather candidates for the failing test in ``pytest_log`` (a file, read as UTF-8
     with undecodable bytes replaced; a JUnit XML report is recognised as such) in the
@@ -212,6 +215,7 @@ def run_context(
     test (a pytest node id, a dotted id or a test name) when the log has several; by
     default the first failing test in the order of the short test summary. Nothing is
     cached on disk (``repo_context.Workspace`` keeps and caches what it derives).
+    ``issue`` is the issue text (the bug report), if any (``gather(issue=...)``).
 
     Raises ``OSError`` if the log cannot be read, ``NotADirectoryError`` if ``repo`` is not
     a folder, ``InvalidInputError`` for an invalid budget, ``ResourceLimitError`` (an
@@ -232,6 +236,7 @@ def run_context(
         junit_xml=report,
         test=test,
         query=query,
+        issue=issue,
         budget=budget,
         cost={"unit": "chars"} if cost is None else cost,
         engine=engine,
@@ -496,6 +501,9 @@ def _cmd_context(args: argparse.Namespace) -> int:
     junit_xml: bytes | None = None
     if args.junit_xml is not None:
         junit_xml = _read_input(args.junit_xml, MAX_JUNIT_BYTES, "MAX_JUNIT_BYTES", "junit_xml")
+    issue: str | None = None
+    if args.issue is not None:
+        issue = _log_text(_read_input(args.issue, MAX_LOG_BYTES, "MAX_LOG_BYTES", "issue"))
     cost = _cost_options(args) or {}
     if args.max_chars is not None and args.budget is not None:
         raise _UsageError("give --budget or --max-chars, not both")
@@ -520,6 +528,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
             cost=cost,
             engine=args.engine,
             test=args.test,
+            issue=issue,
         )
     except OSError as exc:
         where = header_path(str(exc.filename or args.repo))
@@ -629,6 +638,13 @@ def _parser() -> argparse.ArgumentParser:
         "the first failing test of the short test summary)",
     )
     context.add_argument("--query", metavar="TEXT", default=None, help="extra words for the search source")
+    context.add_argument(
+        "--issue",
+        metavar="FILE",
+        default=None,
+        help="the issue text (bug report): the definitions it names and its own search are "
+        "added after the log's evidence",
+    )
     context.add_argument(
         "--max-chars",
         type=int,

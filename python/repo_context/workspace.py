@@ -454,10 +454,14 @@ class Workspace:
         junit_xml: str | bytes | None = None,
         test: str | None = None,
         query: str | None = None,
+        issue: str | None = None,
+        exclude: Sequence[str] = (),
     ) -> Gathered:
         """The candidates for the failure in ``log_text`` (:func:`repo_context.sources.gather`,
-        with the kept index); see :meth:`context`."""
-        return self._run(log_text, junit_xml=junit_xml, test=test, query=query)[0]
+        with the kept index; ``exclude`` leaves named sources out, for ablation); see
+        :meth:`context`."""
+        found = self._run(log_text, junit_xml=junit_xml, test=test, query=query, issue=issue, exclude=exclude)
+        return found[0]
 
     def context(
         self,
@@ -466,6 +470,7 @@ class Workspace:
         junit_xml: str | bytes | None = None,
         test: str | None = None,
         query: str | None = None,
+        issue: str | None = None,
         budget: int | None = None,
         cost: object = None,
         engine: str = "native",
@@ -475,7 +480,9 @@ class Workspace:
         ``log_text`` is the test output (pytest in any ``--tb`` style, unittest, a bare
         traceback, or a JUnit XML report); ``junit_xml`` the run's JUnit XML report, if any
         (it fills in tracebacks the log lacks); ``test`` the failing test to build for (a
-        node id or report name; default the first failure); ``query`` extra search words.
+        node id or report name; default the first failure); ``query`` extra search words;
+        ``issue`` the issue text (the bug report), whose named definitions and own search
+        rank after the log's evidence (:func:`repo_context.sources.gather`).
         ``budget`` is in the unit of ``cost`` (a :class:`repo_context.Cost` or its mapping
         form), default :data:`DEFAULT_MAX_CHARS` characters or :data:`DEFAULT_MAX_TOKENS`
         tokens; ``cost`` defaults to characters of the rendered Markdown section
@@ -493,7 +500,9 @@ class Workspace:
         model = Cost.parse({"template": "markdown"} if cost is None else cost)
         if budget is None:
             budget = DEFAULT_MAX_TOKENS if model.unit == "tokens" else DEFAULT_MAX_CHARS
-        gathered, failures, timings, reread = self._run(log_text, junit_xml=junit_xml, test=test, query=query)
+        gathered, failures, timings, reread = self._run(
+            log_text, junit_xml=junit_xml, test=test, query=query, issue=issue
+        )
         before = time.perf_counter()
         data = gathered.build_input(budget)
         data = {
@@ -510,7 +519,14 @@ class Workspace:
     # -- one call --------------------------------------------------------------------------
 
     def _run(
-        self, log_text: str, *, junit_xml: str | bytes | None, test: str | None, query: str | None
+        self,
+        log_text: str,
+        *,
+        junit_xml: str | bytes | None,
+        test: str | None,
+        query: str | None,
+        issue: str | None = None,
+        exclude: Sequence[str] = (),
     ) -> tuple[Gathered, tuple[TestFailure, ...], dict[str, float], tuple[str, ...]]:
         with self._lock:
             started = time.perf_counter()
@@ -530,6 +546,8 @@ class Workspace:
                 test=test,
                 symbols=_Symbols(reader, analysed),
                 index=index,
+                issue=issue,
+                exclude=exclude,
             )
             self._reader = reader
             self._save_sources()
@@ -879,6 +897,7 @@ def context(
     junit_xml: str | bytes | None = None,
     test: str | None = None,
     query: str | None = None,
+    issue: str | None = None,
     budget: int | None = None,
     cost: object = None,
     engine: str = "native",
@@ -889,5 +908,12 @@ def context(
     (see :meth:`Workspace.context`). With the cache (default), a later call, in this process
     or another, reuses what this one derived."""
     return Workspace(repo, cache_dir=cache_dir, cache=cache).context(
-        log_text, junit_xml=junit_xml, test=test, query=query, budget=budget, cost=cost, engine=engine
+        log_text,
+        junit_xml=junit_xml,
+        test=test,
+        query=query,
+        issue=issue,
+        budget=budget,
+        cost=cost,
+        engine=engine,
     )

@@ -13,9 +13,18 @@ from .._io import OutputError, warn, write_file, write_stream
 from ..composer import header_path
 from ..errors import ResourceLimitError
 from ..secrets import redact_text
-from .evaluate import DEFAULT_BUDGETS, DEFAULT_CASES, DEFAULT_REPEAT, DEFAULT_WORK, evaluate
+from ..sources.gather import SOURCES
+from .evaluate import (
+    DEFAULT_BUDGETS,
+    DEFAULT_CASE_FILES,
+    DEFAULT_REPEAT,
+    DEFAULT_WORK,
+    VARIANTS,
+    ablation,
+    evaluate,
+)
 from .realbugs import load_cases, select_cases
-from .report import coverage_chart, markdown_report
+from .report import ablation_report, coverage_chart, markdown_report, recall_chart
 
 __all__ = ["add_eval_parser", "main", "run_eval"]
 
@@ -28,6 +37,18 @@ def _budgets(text: str) -> tuple[int, ...]:
     if not values or any(v <= 0 for v in values):
         raise argparse.ArgumentTypeError(f"expected positive budgets, got {text!r}")
     return tuple(sorted(set(values)))
+
+
+#: The default gathering variants: without and with the issue text.
+DEFAULT_VARIANTS = ("log", "log+issue")
+
+
+def _variants(text: str) -> tuple[str, ...]:
+    values = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    unknown = [v for v in values if v not in VARIANTS]
+    if not values or unknown:
+        raise argparse.ArgumentTypeError(f"expected variants among {', '.join(VARIANTS)}, got {text!r}")
+    return values
 
 
 def _positive(text: str) -> int:
@@ -48,17 +69,22 @@ def run_eval(args: argparse.Namespace) -> int:
     """Run ``repo-context eval`` with parsed arguments; returns the exit status: 0; 1 when a case
     could not be prepared (the others are still reported) or the report cannot be written; 2
     for a bad cases file or an unknown case."""
+    files = list(args.cases or DEFAULT_CASE_FILES)
+    every: list[dict[str, Any]] = []
+    for cases_file in files:
+        try:
+            every += load_cases(cases_file)
+        except OSError as exc:
+            _error(f"cannot read {header_path(str(cases_file))}: {exc.strerror or exc}")
+            return 2
+        except ResourceLimitError as exc:
+            _error(str(exc))
+            return 2
+        except ValueError as exc:
+            _error(f"invalid cases file {header_path(str(cases_file))}: {exc}")
+            return 2
     try:
-        cases = select_cases(load_cases(args.cases), args.case)
-    except OSError as exc:
-        _error(f"cannot read {header_path(str(args.cases))}: {exc.strerror or exc}")
-        return 2
-    except ResourceLimitError as exc:
-        _error(str(exc))
-        return 2
-    except ValueError as exc:
-        _error(f"invalid cases file {header_path(str(args.cases))}: {exc}")
-        return 2
+        cases = select_cases(every, args.case)
     except KeyError as exc:
         _error(str(exc.args[0]))
         return 2
@@ -66,10 +92,32 @@ def run_eval(args: argparse.Namespace) -> int:
     def progress(message: str) -> None:
         warn(f"[eval] {header_path(message)}")
 
-    evaluation, failed = evaluate(cases, args.work, budgets=args.budgets, refresh=args.refresh, log=progress)
+    variants = args.variants
+    evaluation, failed = evaluate(
+        cases,
+        args.work,
+        budgets=args.budgets,
+        refresh=args.refresh,
+        repeat=args.repeat,
+        log=progress,
+        trees=args.trees,
+        variants=variants,
+        exclude=tuple(args.exclude),
+    )
     for case_id, problem in failed:
         _error(f"{header_path(case_id)}: preparation failed: {problem}")
-    report = redact_text(markdown_report(evaluation))  # no secret leaves the program
+    report = markdown_report(evaluation)
+    if args.ablation:
+        rows = ablation(
+            evaluation,
+            cases,
+            args.work,
+            sources=tuple(args.ablate) or SOURCES,
+            trees=args.trees,
+            log=progress,
+        )
+        report += ablation_report(rows)
+    report = redact_text(report)  # no secret leaves the program
     try:
         write_stream(sys.stdout, report)
         if args.out is not None:
@@ -79,9 +127,10 @@ def run_eval(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise OutputError(f"cannot write {header_path(str(out))}: {exc.strerror or exc}") from exc
             write_file(out / "eval.md", report)
-            chart = io.BytesIO()
-            coverage_chart(evaluation, chart)
-            write_file(out / "coverage.png", chart.getvalue())
+            for name, chart in (("coverage.png", coverage_chart), ("recall.png", recall_chart)):
+                image = io.BytesIO()
+                chart(evaluation, image)
+                write_file(out / name, image.getvalue())
     except OutputError as exc:
         _error(str(exc))
         return 1
@@ -99,7 +148,51 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
         "range merging at each budget (o200k_base tokens of the rendered Markdown section).",
     )
     parser.add_argument(
-        "--cases", type=Path, default=DEFAULT_CASES, metavar="FILE", help="cases file (default %(default)s)"
+        "--cases",
+        type=Path,
+        action="append",
+        default=None,
+        metavar="FILE",
+        help="cases file (repeatable; default both shipped lists: PyPI release pairs and "
+        "SWE-bench-style cases)",
+    )
+    parser.add_argument(
+        "--trees",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder of <id>.tar.gz repository trees of the SWE-bench-style cases (they come "
+        "with the data set and are not shipped; needed until a case is prepared and cached)",
+    )
+    parser.add_argument(
+        "--variants",
+        type=_variants,
+        default=DEFAULT_VARIANTS,
+        metavar="V,V,...",
+        help="gathering variants: log (the failing log alone), log+issue (with the case's issue "
+        "text as gather(issue=...)), log+query (the issue text as extra search words); "
+        "default log,log+issue",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        choices=SOURCES,
+        metavar="SOURCE",
+        help=f"leave this source out when gathering (repeatable): {', '.join(SOURCES)}",
+    )
+    parser.add_argument(
+        "--ablate",
+        action="append",
+        default=[],
+        choices=SOURCES,
+        metavar="SOURCE",
+        help="with --ablation, leave out only these sources in turn (repeatable; default all)",
+    )
+    parser.add_argument(
+        "--ablation",
+        action="store_true",
+        help="also leave out each source in turn and report the cases that lose their gold at 8k",
     )
     parser.add_argument(
         "--case",
@@ -116,7 +209,11 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="token budgets (default 2000,8000,32000)",
     )
     parser.add_argument(
-        "--out", type=Path, default=None, metavar="DIR", help="also write DIR/eval.md and DIR/coverage.png"
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also write DIR/eval.md, DIR/coverage.png and DIR/recall.png",
     )
     parser.add_argument(
         "--work",
@@ -144,4 +241,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(["eval", *(sys.argv[1:] if argv is None else argv)])
     status: int = args.run(args)
     return status
-

@@ -29,6 +29,15 @@ Metrics of one selection (the windows that made it into the section):
   gathering filled; gathering is timed separately, per case); the median of ``--repeat`` runs,
   each with a fresh token counter or builder.
 
+Both kinds of case are evaluated: PyPI release pairs (``realbugs.json``) and SWE-bench-style cases
+(``realbugs2.json``: a tarred tree given with ``trees``, :mod:`repo_context.evaluation.realbugs2`).
+Each case is gathered once per variant (:data:`VARIANTS`: the failing log alone, with the issue text
+as ``gather(issue=...)``, or with it as extra search words), and recall is reported in two steps:
+*candidate recall* (every gold hunk inside one gathered candidate, whatever the budget:
+:func:`candidate_recall`) and *selection recall* (every gold hunk in the context), per split of the
+cases (:func:`split_of`: a fixed calibration / held-out split by the SHA-256 of the case id).
+:func:`ablation` gathers again without one source at a time.
+
 Totals: the failure file and the gold hunks as counts over the cases, file recall and gold
 coverage as means over the cases, tokens, distinct lines and build time as sums, the duplicate-line ratio over
 all lines sent. The report is a Markdown table (printed, and written to ``DIR/eval.md`` with
@@ -38,11 +47,12 @@ all lines sent. The report is a Markdown table (printed, and written to ``DIR/ev
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -55,37 +65,53 @@ from ..composer import render_block
 from ..cost import Cost
 from ..errors import ResourceLimitError
 from ..merge import RangeMerger
-from ..sources import Repository
+from ..sources import Gathered, Repository, gather
+from ..sources.gather import SOURCES
 from ..types import Candidate, TokenCounter
-from ..workspace import Workspace
-from .realbugs import GoldRange, PreparationError, gold_ranges, prepare
+from .realbugs import GoldRange, PreparationError, PreparedCase, gold_ranges, prepare
+from .realbugs2 import DEFAULT_CASES2, is_tree_case, prepare_tree_case
 
 __all__ = [
     "DEFAULT_BUDGETS",
     "DEFAULT_CASES",
+    "DEFAULT_CASE_FILES",
     "DEFAULT_REPEAT",
     "DEFAULT_WORK",
     "STRATEGIES",
     "STRATEGY_LABELS",
+    "VARIANTS",
+    "Ablation",
     "CaseInfo",
     "Evaluation",
     "Run",
     "Selection",
+    "ablation",
+    "candidate_recall",
     "evaluate",
     "evaluate_candidates",
+    "issue_of",
     "measure",
+    "prepare_case",
     "select",
+    "split_of",
 ]
 
 #: The default budgets, in o200k_base tokens of the rendered Markdown section.
 DEFAULT_BUDGETS = (2_000, 8_000, 32_000)
 #: The default cases file (package data) and work folder (under the user cache folder).
 DEFAULT_CASES = Path(__file__).with_name("realbugs.json")
+#: Both shipped case lists: PyPI release pairs and SWE-bench-style trees.
+DEFAULT_CASE_FILES = (DEFAULT_CASES, DEFAULT_CASES2)
 DEFAULT_WORK = platformdirs.user_cache_path("repo-context") / "realbugs"
 #: Each strategy runs this many times per case and budget; its build time is the median.
 DEFAULT_REPEAT = 5
 #: The cost model of every strategy: exact tokens of the rendered Markdown section.
 COST = Cost(unit="tokens", encoding="o200k_base", template="markdown")
+
+#: The gathering variants: from the failing log alone, with the issue text as well
+#: (``gather(issue=...)``), and with the issue text as extra search words (``gather(query=...)``,
+#: the way it could be passed before ``issue`` existed).
+VARIANTS = ("log", "log+issue", "log+query")
 
 #: The strategies, baselines first.
 STRATEGIES = ("naive", "top-k", "layered", "layered+merge")
@@ -138,6 +164,7 @@ class Run:
     distinct_lines: int
     duplicate_lines: int
     seconds: float
+    variant: str = "log"
 
     @property
     def file_recall(self) -> float:
@@ -157,7 +184,11 @@ class Run:
 
 @dataclass(frozen=True)
 class CaseInfo:
-    """One evaluated case: its failure file, gold ranges, candidate counts and gather time."""
+    """One evaluated case in one gathering variant: its failure file, gold ranges, candidate
+    counts and gather time; ``candidate_hunks`` / ``candidate_files`` are the gold hunks lying
+    wholly inside the union of all candidates / the gold files with a candidate (candidate
+    recall, whatever the budget); ``split`` is ``"calibration"`` or ``"held-out"``
+    (:func:`split_of`)."""
 
     case: str
     failure_file: str | None
@@ -165,6 +196,16 @@ class CaseInfo:
     candidates: int
     merged_candidates: int
     gather_seconds: float
+    variant: str = "log"
+    split: str = ""
+    candidate_hunks: int = 0
+    candidate_files: int = 0
+    has_issue: bool = False
+
+    @property
+    def gold_files(self) -> int:
+        """The distinct gold files."""
+        return len({canonical_path(g.path) for g in self.gold})
 
 
 @dataclass(frozen=True)
@@ -175,10 +216,17 @@ class Evaluation:
     budgets: tuple[int, ...]
     strategies: tuple[str, ...]
     runs: tuple[Run, ...]
+    variants: tuple[str, ...] = ("log",)
 
-    def runs_of(self, strategy: str, budget: int) -> list[Run]:
-        """The runs of one strategy at one budget, in case order."""
-        return [r for r in self.runs if r.strategy == strategy and r.budget == budget]
+    def runs_of(self, strategy: str, budget: int, variant: str = "log") -> list[Run]:
+        """The runs of one strategy at one budget in one gathering variant, in case order."""
+        return [
+            r for r in self.runs if r.strategy == strategy and r.budget == budget and r.variant == variant
+        ]
+
+    def cases_of(self, variant: str = "log") -> list[CaseInfo]:
+        """The cases as gathered in one variant, in case order."""
+        return [c for c in self.cases if c.variant == variant]
 
 
 # --- metrics -------------------------------------------------------------------------------
@@ -379,6 +427,142 @@ def evaluate_candidates(
     ]
 
 
+def candidate_recall(candidates: Iterable[Window], gold: Sequence[GoldRange]) -> tuple[int, int]:
+    """``(hunks, files)``: the gold hunks lying wholly inside one candidate (a packer that
+    de-duplicates overlapping windows can send such a candidate, not a union of several),
+    and the gold files with a candidate."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for w in candidates:
+        spans.setdefault(canonical_path(w.path), []).append((w.start, w.end))
+    hunks = sum(
+        any(s <= g.start and g.end <= e for s, e in spans.get(canonical_path(g.path), ())) for g in gold
+    )
+    files = len({canonical_path(g.path) for g in gold} & set(spans))
+    return hunks, files
+
+
+def _gather(
+    repository: Repository, log_text: str, variant: str, issue: str | None, exclude: Collection[str]
+) -> Gathered:
+    return gather(
+        repository,
+        log_text,
+        query=issue if variant == "log+query" else None,
+        issue=issue if variant == "log+issue" else None,
+        exclude=exclude,
+    )
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """What leaving one source out costs, over the cases of one gathering variant: the cases
+    whose every gold hunk was inside the candidates with all sources and is not without
+    ``source`` (``lost_candidates``), and likewise in the context at ``budget`` tokens
+    (``lost_selection``), as case ids; ``gained_selection`` the cases the context covers only
+    without it."""
+
+    source: str
+    variant: str
+    budget: int
+    lost_candidates: tuple[str, ...]
+    lost_selection: tuple[str, ...]
+    gained_selection: tuple[str, ...]
+
+
+def ablation(
+    evaluation: Evaluation,
+    cases: Sequence[dict[str, Any]],
+    work: str | Path = DEFAULT_WORK,
+    *,
+    sources: Sequence[str] = SOURCES,
+    budget: int = 8_000,
+    strategy: str = "layered",
+    trees: str | Path | None = None,
+    log: Callable[[str], None] = lambda message: None,
+) -> list[Ablation]:
+    """For each source and each variant of ``evaluation`` (which gathered with every source),
+    gather each case again without that source and compare (see :class:`Ablation`). Issue
+    sources are ablated in the ``log+issue`` variant only. Cases are prepared (cached) as in
+    :func:`evaluate`."""
+    out: list[Ablation] = []
+    full = {(r.case, r.variant): r for r in evaluation.runs if r.strategy == strategy and r.budget == budget}
+    infos = {(c.case, c.variant): c for c in evaluation.cases}
+    prepared_cases = []
+    for case in cases:
+        try:
+            prepared_cases.append((case, prepare_case(case, work, trees=trees, log=log)))
+        except PreparationError:
+            continue
+    for variant in evaluation.variants:
+        for source in sources:
+            if source.startswith("issue") and variant != "log+issue":
+                continue
+            lost_c: list[str] = []
+            lost_s: list[str] = []
+            gained: list[str] = []
+            for case, prepared in prepared_cases:
+                key = (prepared.id, variant)
+                if key not in infos or key not in full:
+                    continue
+                repository = Repository(prepared.repo)
+                log_text = prepared.log.read_text(encoding="utf-8", errors="replace")
+                gold = gold_ranges(case)
+                gathered = _gather(repository, log_text, variant, issue_of(case), (source,))
+                candidates = list(gathered.candidates)
+                lost = candidate_recall(candidates, gold)[0] < len(gold)
+                run = measure(
+                    prepared.id,
+                    strategy,
+                    budget,
+                    select(strategy, candidates, budget, list(gathered.failure_files), repository),
+                    gold,
+                    gathered.failure_file,
+                )
+                before, whole = infos[key], full[key]
+                if before.candidate_hunks == len(gold) and lost:
+                    lost_c.append(prepared.id)
+                if whole.hunks_in_context == whole.gold_hunks and run.hunks_in_context < run.gold_hunks:
+                    lost_s.append(prepared.id)
+                if whole.hunks_in_context < whole.gold_hunks and run.hunks_in_context == run.gold_hunks:
+                    gained.append(prepared.id)
+            log(f"ablation [{variant}] without {source}: lost {len(lost_c)} / {len(lost_s)}")
+            out.append(Ablation(source, variant, budget, tuple(lost_c), tuple(lost_s), tuple(gained)))
+    return out
+
+
+def split_of(case_id: str) -> str:
+    """The fixed part of the development cases ``case_id`` belongs to: ``"calibration"`` when
+    the first byte of the SHA-256 of its id (UTF-8) is even, else ``"held-out"``. Weights
+    chosen from the data are chosen on the calibration part and reported on both."""
+    return "calibration" if hashlib.sha256(case_id.encode("utf-8")).digest()[0] % 2 == 0 else "held-out"
+
+
+def issue_of(case: Mapping[str, Any]) -> str | None:
+    """The issue text of a case (its ``issue`` or ``query`` field), or ``None``."""
+    for key in ("issue", "query"):
+        value = case.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def prepare_case(
+    case: dict[str, Any],
+    work: str | Path,
+    *,
+    trees: str | Path | None = None,
+    refresh: bool = False,
+    log: Callable[[str], None] = lambda message: None,
+) -> PreparedCase:
+    """Prepare either kind of case under ``work/<id>/``: a SWE-bench-style case (with
+    ``fail_to_pass``) from ``trees/<id>.tar.gz``
+    (:func:`~repo_context.evaluation.realbugs2.prepare_tree_case`), a PyPI release pair from
+    PyPI (:func:`~repo_context.evaluation.realbugs.prepare`). Raises :class:`PreparationError`."""
+    if is_tree_case(case):
+        return prepare_tree_case(case, work, trees, refresh=refresh, log=log)
+    return prepare(case, work, refresh=refresh, log=log)
+
+
 def evaluate(
     cases: Sequence[dict[str, Any]],
     work: str | Path = DEFAULT_WORK,
@@ -388,19 +572,29 @@ def evaluate(
     refresh: bool = False,
     repeat: int = DEFAULT_REPEAT,
     log: Callable[[str], None] = lambda message: None,
+    trees: str | Path | None = None,
+    variants: Sequence[str] = ("log",),
+    exclude: Collection[str] = (),
 ) -> tuple[Evaluation, list[tuple[str, str]]]:
     """Prepare (cached), gather and evaluate each case (build times: medians of ``repeat``
-    runs).
+    runs), once per gathering variant of :data:`VARIANTS` in ``variants`` (``"log+issue"``
+    passes the case's issue text, :func:`issue_of`, to ``gather``; a case without one is
+    gathered as in ``"log"``). ``trees`` is the folder of ``<id>.tar.gz`` trees of the
+    SWE-bench-style cases; ``exclude`` names sources ``gather`` leaves out (ablation).
 
     Returns the evaluation of the cases that could be prepared, and ``(case id, problem)`` for
-    each case that could not (:class:`~repo_context.realbugs.PreparationError`).
+    each case that could not (:class:`~repo_context.realbugs.PreparationError`). Raises
+    ``ValueError`` for an unknown variant.
     """
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown variant {unknown[0]!r}; known: {', '.join(VARIANTS)}")
     infos: list[CaseInfo] = []
     runs: list[Run] = []
     failed: list[tuple[str, str]] = []
     for case in cases:
         try:
-            prepared = prepare(case, work, refresh=refresh, log=log)
+            prepared = prepare_case(case, work, trees=trees, refresh=refresh, log=log)
         except PreparationError as exc:
             failed.append((str(case["id"]), str(exc)))
             continue
@@ -412,34 +606,47 @@ def evaluate(
             failed.append((str(case["id"]), str(exc)))
             continue
         log_text = log_bytes.decode("utf-8", errors="replace")
-        began = time.perf_counter()
-        # A cold workspace (nothing cached on disk): the gather time is the whole job's.
-        workspace = Workspace(prepared.repo, cache=False)
-        gathered = workspace.gather(log_text)
-        gather_seconds = time.perf_counter() - began
-        repository = workspace.repository
-        candidates = list(gathered.candidates)
         gold = gold_ranges(case)
-        infos.append(
-            CaseInfo(
-                case=prepared.id,
-                failure_file=gathered.failure_file,
-                gold=gold,
-                candidates=len(candidates),
-                merged_candidates=len(RangeMerger(repository).merge(candidates)),
-                gather_seconds=gather_seconds,
+        issue = issue_of(case)
+        for variant in variants:
+            repository = Repository(prepared.repo)
+            began = time.perf_counter()
+            gathered = _gather(repository, log_text, variant, issue, exclude)
+            gather_seconds = time.perf_counter() - began
+            candidates = list(gathered.candidates)
+            hunks_found, files_found = candidate_recall(candidates, gold)
+            infos.append(
+                CaseInfo(
+                    case=prepared.id,
+                    failure_file=gathered.failure_file,
+                    gold=gold,
+                    candidates=len(candidates),
+                    merged_candidates=len(RangeMerger(repository).merge(candidates)),
+                    gather_seconds=gather_seconds,
+                    variant=variant,
+                    split=split_of(prepared.id),
+                    candidate_hunks=hunks_found,
+                    candidate_files=files_found,
+                    has_issue=issue is not None,
+                )
             )
-        )
-        log(f"{prepared.id}: {len(candidates)} candidates, failure file {gathered.failure_file}")
-        runs += evaluate_candidates(
-            prepared.id,
-            candidates,
-            repository=repository,
-            failure_file=gathered.failure_file,
-            failure_files=gathered.failure_files,
-            gold=gold,
-            budgets=budgets,
-            strategies=strategies,
-            repeat=repeat,
-        )
-    return Evaluation(tuple(infos), tuple(budgets), tuple(strategies), tuple(runs)), failed
+            log(
+                f"{prepared.id} [{variant}]: {len(candidates)} candidates, "
+                f"failure file {gathered.failure_file}"
+            )
+            runs += [
+                replace(run, variant=variant)
+                for run in evaluate_candidates(
+                    prepared.id,
+                    candidates,
+                    repository=repository,
+                    failure_file=gathered.failure_file,
+                    failure_files=gathered.failure_files,
+                    gold=gold,
+                    budgets=budgets,
+                    strategies=strategies,
+                    repeat=repeat,
+                )
+            ]
+    evaluation = Evaluation(tuple(infos), tuple(budgets), tuple(strategies), tuple(runs), tuple(variants))
+    return evaluation, failed

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import IO
 
 from ..composer import header_path
-from .evaluate import STRATEGY_LABELS, Evaluation, Run
+from .evaluate import STRATEGY_LABELS, Ablation, Evaluation, Run
 
-__all__ = ["coverage_chart", "markdown_report"]
+__all__ = ["ablation_report", "coverage_chart", "markdown_report", "recall_chart"]
 
 
 def _pct(value: float) -> str:
@@ -86,9 +86,11 @@ def markdown_report(evaluation: Evaluation) -> str:
         "section; every strategy packs the same gathered candidates.",
     ]
     ev = evaluation
-    totals = {(s, b): _total(ev.runs_of(s, b)) for b in ev.budgets for s in ev.strategies}
+    first = ev.variants[0] if ev.variants else "log"
+    totals = {(s, b): _total(ev.runs_of(s, b, first)) for b in ev.budgets for s in ev.strategies}
     lines += _totals_section(evaluation, totals)
     lines += _targets_section(evaluation, totals)
+    lines += _recall_section(evaluation)
     lines += _cases_section(evaluation)
     lines += _runs_section(evaluation)
     return "\n".join(lines) + "\n"
@@ -161,9 +163,7 @@ def _targets_section(ev: Evaluation, totals: dict[tuple[str, int], _Total]) -> l
         if at8 is None or not at8.hunks:
             hunk = "n/a (no 8k budget or no gold)"
         else:
-            hunk = f"{at8.hunks_in}/{at8.hunks} " + (
-                "met" if at8.hunks_in >= 0.8 * at8.hunks else "not met"
-            )
+            hunk = f"{at8.hunks_in}/{at8.hunks} " + ("met" if at8.hunks_in >= 0.8 * at8.hunks else "not met")
         recall_ok = all(totals[s, b].recall >= 0.95 for b in ev.budgets)
         dup_ok = all(totals[s, b].duplicate_lines == 0 for b in ev.budgets)
         verdicts: dict[int, list[str]] = {1: [], 0: [], -1: []}
@@ -206,6 +206,160 @@ def _targets_section(ev: Evaluation, totals: dict[tuple[str, int], _Total]) -> l
     return lines
 
 
+#: The strategy the recall section reports selection for: the one ``repo-context context`` uses.
+RECALL_STRATEGY = "layered"
+_SPLITS = ("calibration", "held-out", "all")
+
+
+def _whole(run: Run) -> tuple[bool, bool]:
+    """Whether every gold hunk / every gold file of the run's case is in its context."""
+    return run.hunks_in_context == run.gold_hunks, run.gold_files_found == run.gold_files
+
+
+def _recall_section(ev: Evaluation) -> list[str]:
+    """Candidate recall, selection recall and file recall per gathering variant, split and
+    budget; then per case; then the issue text's effect per case."""
+    strategy = RECALL_STRATEGY if RECALL_STRATEGY in ev.strategies else (ev.strategies or ("",))[-1]
+    if not ev.cases or not strategy:
+        return []
+    label = STRATEGY_LABELS.get(strategy, strategy)
+    lines = [
+        "",
+        "## Recall: candidates and selection",
+        "",
+        "Counts of cases. Candidate recall: every gold hunk lies inside one of the gathered "
+        "candidates (whatever the budget); file recall (candidates): every gold file has a "
+        f"candidate. Selection recall: every gold hunk is in the context built by the {label} "
+        "strategy (what `repo-context context` sends); file recall: every gold file has a window "
+        "in it. Split: a fixed split by the SHA-256 of the case id (calibration: first byte even). "
+        "Tokens, duplicate lines and build time are sums; gather time is the mean per call.",
+        "",
+    ]
+    rows = []
+    for variant in ev.variants:
+        infos = ev.cases_of(variant)
+        for split in _SPLITS:
+            chosen = [c for c in infos if split == "all" or c.split == split]
+            names = {c.case for c in chosen}
+            n = len(chosen)
+            if n == 0:
+                continue
+            cand = sum(c.candidate_hunks == len(c.gold) for c in chosen)
+            cand_files = sum(c.candidate_files == c.gold_files for c in chosen)
+            gather = sum(c.gather_seconds for c in chosen) / n if n else 0.0
+            for b in ev.budgets:
+                runs = [r for r in ev.runs_of(strategy, b, variant) if r.case in names]
+                hunks = sum(_whole(r)[0] for r in runs)
+                files = sum(_whole(r)[1] for r in runs)
+                rows.append(
+                    [
+                        variant,
+                        split,
+                        _budget(b),
+                        str(n),
+                        f"{cand}/{n}",
+                        f"{cand_files}/{n}",
+                        f"{hunks}/{n}",
+                        f"{files}/{n}",
+                        f"{sum(r.tokens for r in runs):,}",
+                        f"{sum(r.duplicate_lines for r in runs):,}",
+                        _ms(sum(r.seconds for r in runs)),
+                        _ms(gather),
+                    ]
+                )
+    lines += _table(
+        [
+            "variant",
+            "split",
+            "budget",
+            "cases",
+            "candidate recall",
+            "file recall (candidates)",
+            "selection recall",
+            "file recall",
+            "tokens",
+            "duplicate lines",
+            "build time",
+            "gather time",
+        ],
+        rows,
+        [False, False, False, True, True, True, True, True, True, True, True, True],
+    )
+    lines += ["", "### Per case", "", f"Gold hunks (and files) in the candidates and in the {label} context."]
+    lines += [""]
+    rows = []
+    for variant in ev.variants:
+        for c in ev.cases_of(variant):
+            by_budget = {
+                r.budget: r
+                for r in ev.runs
+                if r.case == c.case and r.variant == variant and r.strategy == strategy
+            }
+            row = [
+                c.case,
+                c.split,
+                variant,
+                f"{c.candidate_hunks}/{len(c.gold)} ({c.candidate_files}/{c.gold_files})",
+            ]
+            for b in ev.budgets:
+                r = by_budget.get(b)
+                row.append(
+                    f"{r.hunks_in_context}/{r.gold_hunks} ({r.gold_files_found}/{r.gold_files})" if r else "-"
+                )
+            row.append(str(c.candidates))
+            rows.append(row)
+    lines += _table(
+        ["case", "split", "variant", "candidates", *(_budget(b) for b in ev.budgets), "candidate windows"],
+        rows,
+        [False, False, False, True, *(True for _ in ev.budgets), True],
+    )
+    if "log" in ev.variants and "log+issue" in ev.variants:
+        lines += _issue_effect(ev, strategy)
+    return lines
+
+
+def _issue_effect(ev: Evaluation, strategy: str) -> list[str]:
+    """Per case with an issue text: gold hunks in the candidates and in the context without and
+    with it, and whether the issue text lowered any."""
+    lines = [
+        "",
+        "### The issue text's effect",
+        "",
+        "Gold hunks in the candidates and the context, without → with the issue text; "
+        "*lower* marks a case whose coverage the issue text lowered.",
+        "",
+    ]
+    without = {c.case: c for c in ev.cases_of("log")}
+    rows = []
+    lowered = 0
+    for c in ev.cases_of("log+issue"):
+        if not c.has_issue or c.case not in without:
+            continue
+        base = without[c.case]
+        row = [c.case, f"{base.candidate_hunks} → {c.candidate_hunks}"]
+        worse = c.candidate_hunks < base.candidate_hunks
+        for b in ev.budgets:
+            got = {
+                r.variant: r for r in ev.runs if r.case == c.case and r.strategy == strategy and r.budget == b
+            }
+            a, w = got.get("log"), got.get("log+issue")
+            if a is None or w is None:
+                row.append("-")
+                continue
+            row.append(f"{a.hunks_in_context} → {w.hunks_in_context}")
+            worse = worse or w.covered_lines < a.covered_lines or w.gold_files_found < a.gold_files_found
+        lowered += worse
+        row.append("lower" if worse else "")
+        rows.append(row)
+    lines += _table(
+        ["case", "candidates", *(_budget(b) for b in ev.budgets), ""],
+        rows,
+        [False, True, *(True for _ in ev.budgets), False],
+    )
+    lines += ["", f"Cases the issue text lowered: {lowered}."]
+    return lines
+
+
 def _cases_section(ev: Evaluation) -> list[str]:
     lines: list[str] = []
     lines += ["", "## Cases", ""]
@@ -218,7 +372,7 @@ def _cases_section(ev: Evaluation) -> list[str]:
             str(c.merged_candidates),
             _ms(c.gather_seconds),
         ]
-        for c in ev.cases
+        for c in ev.cases_of(ev.variants[0] if ev.variants else "log")
     ]
     lines += _table(
         ["case", "failure file", "gold", "candidates", "after merging", "gather time"],
@@ -245,9 +399,9 @@ def _runs_section(ev: Evaluation) -> list[str]:
             _pct(r.duplicate_ratio),
             _ms(r.seconds),
         ]
-        for c in ev.cases
+        for c in ev.cases_of(ev.variants[0] if ev.variants else "log")
         for r in ev.runs
-        if r.case == c.case
+        if r.case == c.case and r.variant == c.variant
     ]
     lines += _table(
         [
@@ -317,6 +471,80 @@ def coverage_chart(evaluation: Evaluation, path: str | Path | IO[bytes]) -> None
     ax.set_title(f"Gold-hunk coverage against budget ({n} real bug{'s' if n != 1 else ''})")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+
+
+def ablation_report(rows: Sequence[Ablation]) -> str:
+    """The ablation as Markdown: per variant and source, the cases that lose their gold
+    (every gold hunk) from the candidates and from the context without that source, and the
+    cases whose context covers the gold only without it."""
+    lines = [
+        "",
+        "## Ablation",
+        "",
+        "Each source left out in turn: the cases whose every gold hunk was in the candidates "
+        "(and in the context) with all sources and is not without it; *gained*: the cases whose "
+        "context covers every gold hunk only without it.",
+        "",
+    ]
+    table = [
+        [
+            r.variant,
+            r.source,
+            _budget(r.budget),
+            str(len(r.lost_candidates)) + (f" ({', '.join(r.lost_candidates)})" if r.lost_candidates else ""),
+            str(len(r.lost_selection)) + (f" ({', '.join(r.lost_selection)})" if r.lost_selection else ""),
+            str(len(r.gained_selection))
+            + (f" ({', '.join(r.gained_selection)})" if r.gained_selection else ""),
+        ]
+        for r in rows
+    ]
+    lines += _table(
+        ["variant", "without", "budget", "lose gold (candidates)", "lose gold (context)", "gained (context)"],
+        table,
+        [False, False, False, False, False, False],
+    )
+    return "\n".join(lines) + "\n"
+
+
+def recall_chart(evaluation: Evaluation, path: str | Path | IO[bytes]) -> None:
+    """Write a PNG chart of selection recall (cases with every gold hunk in the context of
+    the ``layered`` strategy, %) against budget, one solid line per gathering variant, with
+    that variant's candidate recall (every gold hunk inside a candidate) as a dashed line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ev = evaluation
+    strategy = RECALL_STRATEGY if RECALL_STRATEGY in ev.strategies else (ev.strategies or ("",))[-1]
+    colors = {"log": "#1f77b4", "log+issue": "#2ca02c", "log+query": "#ff7f0e"}
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=150)
+    budgets = list(ev.budgets)
+    for variant in ev.variants:
+        infos = ev.cases_of(variant)
+        n = len(infos)
+        if not n:
+            continue
+        color = colors.get(variant)
+        values = [100 * sum(_whole(r)[0] for r in ev.runs_of(strategy, b, variant)) / n for b in budgets]
+        ax.plot(budgets, values, marker="o", linewidth=2, color=color, label=f"{variant}: in the context")
+        candidates = 100 * sum(c.candidate_hunks == len(c.gold) for c in infos) / n
+        ax.axhline(candidates, linestyle="--", color=color, alpha=0.7, label=f"{variant}: in the candidates")
+    if budgets and min(budgets) > 0:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(budgets)
+    ax.set_xticklabels([_budget(b) for b in budgets])
+    ax.minorticks_off()
+    ax.set_ylim(-3, 103)
+    ax.set_xlabel("budget (o200k_base tokens of the rendered Markdown section)")
+    ax.set_ylabel("cases with every gold hunk (%)")
+    n = len(ev.cases_of(ev.variants[0])) if ev.variants else 0
+    ax.set_title(f"Candidate and selection recall ({n} real bug{'s' if n != 1 else ''})")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, format="png")
     plt.close(fig)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .failure import (
@@ -16,13 +17,40 @@ from .failure import (
     resolve_frames,
 )
 from .files import PolicyOmission, Repository
+from .hops import hop_windows
+from .issue import issue_query, issue_windows
 from .pytest_log import FailingTest, TestFailure, failing_tests, parse_test_output, select_test, summary_order
 from .references import reference_windows
 from .search import TOP_K, SearchIndex, build_query, search_windows
 from .symbols import SymbolIndex
+from .units import import_windows, split_classes
 from .window import Window
 
-__all__ = ["Gathered", "gather"]
+__all__ = ["SOURCES", "Gathered", "gather"]
+
+#: The sources ``gather`` can leave out (``exclude``), for ablation: the failure windows, the
+#: reference windows (:mod:`.references`), the code under test of an assertion in the test
+#: body, the three kinds of one-hop windows (:mod:`.hops`), the methods of a long class in
+#: place of the class and the import blocks of the files the evidence points to
+#: (:mod:`.units`), the log's search, and the
+#: issue's definitions and search (:mod:`.issue`).
+SOURCES = (
+    "failure",
+    "reference",
+    "called",
+    "callee",
+    "state",
+    "sibling",
+    "members",
+    "imports",
+    "search",
+    "issue-definitions",
+    "issue-search",
+)
+
+
+#: The weight (above the reference tier's floor) of an import-block window.
+IMPORT_SCORE = 0.01
 
 
 @dataclass(frozen=True)
@@ -76,6 +104,8 @@ def gather(
     test: str | None = None,
     symbols: SymbolIndex | None = None,
     index: SearchIndex | None = None,
+    issue: str | None = None,
+    exclude: Collection[str] = (),
 ) -> Gathered:
     """Gather failure, reference and search windows for one failing test of ``log_text``.
 
@@ -98,6 +128,13 @@ def gather(
     ``symbols`` and ``index`` are the repository's symbol index and search index when the
     caller keeps them (``repo_context.Workspace``); by default a new :class:`SymbolIndex` and
     the process's :meth:`SearchIndex.for_repository`.
+    ``issue`` is the issue text (the bug report): the windows of the definitions it names and
+    of its own search (:mod:`.issue`) rank after every window of the log (in the search tier,
+    below the log's search windows, the named definitions first) and stay out of the failing
+    files (the builder ranks a failing file's windows before every other file's, whatever
+    their score): the issue only fills what the log's evidence leaves of a budget, and never
+    pushes any of it out. ``exclude`` names sources of :data:`SOURCES` to leave out
+    (ablation).
 
     Scores. The builder orders the candidates of the failure file by score alone, whatever
     their reason, so the three sources share one scale there: search windows keep their
@@ -109,8 +146,11 @@ def gather(
 
     Raises ``NotADirectoryError`` if ``repo`` is not a folder, ``UnknownTestError`` (a
     ``LookupError``) if ``test`` names no failing test of the log, ``LogFormatError`` for
-    unreadable JUnit XML.
+    unreadable JUnit XML, ``ValueError`` for an unknown name in ``exclude``.
     """
+    unknown = sorted(set(exclude) - set(SOURCES))
+    if unknown:
+        raise ValueError(f"unknown source {unknown[0]!r} in exclude; known: {', '.join(SOURCES)}")
     repository = repo if isinstance(repo, Repository) else Repository(Path(repo))
     failures = parse_test_output(log_text, junit_xml=junit_xml)
     tests = failing_tests(failures, summary_order(log_text))
@@ -144,25 +184,70 @@ def gather(
         for w in search_windows(repository, tokens, top_k=top_k, index=index)
         if not (w.path in failing and is_test_file(w.path))
     ]
+    if "search" in exclude:
+        search = []
+    issue_search: list[Window] = []
+    if issue and "issue-search" not in exclude:
+        # The issue's own search ranks after the log's: scores scaled below its lowest.
+        logged = {(w.path, w.start, w.end) for w in search}
+        found = [
+            w
+            for w in search_windows(repository, issue_query(issue), top_k=top_k, index=index)
+            if (w.path, w.start, w.end) not in logged and w.path not in failing
+        ]
+        ceiling = min((w.score for w in search), default=1.0)
+        top = max((w.score for w in found), default=1.0)
+        issue_search = [replace(w, score=round(0.97 * ceiling * w.score / top, 6)) for w in found]
     tier = math.ceil(max((w.score for w in search), default=0.0))
+    symbol_index = symbols if symbols is not None else SymbolIndex(repository)
     references = (
         reference_windows(
             repository,
             frames,
-            symbols if symbols is not None else SymbolIndex(repository),
+            symbol_index,
             base_score=tier + 1.0,
             test_name=failure.name if failure is not None else None,
         )
-        if frames
+        if frames and "reference" not in exclude
         else []
     )
-    if failure is not None:
+    if failure is not None and "called" not in exclude:
         # An assertion in the test body: the code under test it calls is reference evidence.
         called = called_code_windows(repository, failure, frames, base_score=tier + 1.0)
         references = merge_windows(called, references)
-    failure_found = failure_windows(repository, frames, base_score=tier + 2.0)
+    kinds = {"callee", "state", "sibling"} - set(exclude)
+    if frames and kinds:
+        # One hop further: callees, the class's state, sibling calls (:mod:`.hops`).
+        hops = hop_windows(repository, frames, symbol_index, base_score=tier + 1.0, kinds=kinds)
+        references = merge_windows(references, hops)
+    # A long class is its methods (whole units), so one selected method does not drop the rest.
+    leftover: list[Window] = []
+    if "members" not in exclude:
+        floor = 0.999 * min((w.score for w in search), default=1.0)
+        references, leftover = split_classes(repository, references, symbol_index, tier + 1.0, failing, floor)
+    if "imports" not in exclude:
+        pointed = [*failing, *(w.path for w in references), *(w.path for w in search[:3])]
+        headers = import_windows(repository, dict.fromkeys(pointed), symbol_index, tier + 1.0 + IMPORT_SCORE)
+        references = merge_windows(references, headers)
+    if issue and "issue-definitions" not in exclude:
+        # The issue's definitions rank after every window from the log: in the search tier,
+        # below the log's search and leftover windows, above the issue's own search.
+        lowest = min((w.score for w in search), default=1.0)
+        referenced = {(w.path, w.start, w.end) for w in references}
+        named = issue_windows(repository, issue, symbol_index, low=0.98 * lowest, high=0.99 * lowest)
+        issue_search = [
+            *(
+                replace(w, reason="search")
+                for w in named
+                if (w.path, w.start, w.end) not in referenced and w.path not in failing
+            ),
+            *issue_search,
+        ]
+    failure_found = [] if "failure" in exclude else failure_windows(repository, frames, base_score=tier + 2.0)
     # Every window passes the reader's check last: secrets and stale windows are withheld.
-    candidates, withheld = repository.screen((*failure_found, *references, *search))
+    candidates, withheld = repository.screen(
+        (*failure_found, *references, *search, *issue_search, *leftover)
+    )
     withheld = [*frame_omissions, *withheld]
     return Gathered(
         candidates=tuple(candidates),
