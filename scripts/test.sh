@@ -20,7 +20,7 @@ cargo test --profile proptest --no-default-features --quiet --test engine_props 
 .venv/bin/mypy --strict python/repo_context
 .venv/bin/python -m mypy.stubtest repo_context._core  # the hand-written stub matches the extension
 
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q -n auto "$@"  # pytest-xdist: one worker per core
 
 # The lesson's named mutants of the reference and the engine must each fail the gates above.
 bash scripts/mutants.sh --named
