@@ -13,8 +13,7 @@ bash scripts/venv.sh
 
 cargo fmt --check
 cargo clippy --all-targets --quiet -- -D warnings
-cargo test --no-default-features --quiet
-cargo test --profile proptest --no-default-features --quiet --test engine_props  # 100,000 cases
+PROPTEST_CASES=100000 cargo test --no-default-features --quiet  # the engine's tests, proptest oracle included
 
 .venv/bin/ruff check python tests benches scripts
 .venv/bin/mypy --strict python/repo_context

@@ -6,9 +6,8 @@
 //! several (repeated) failing files, and budgets from zero to more than everything. Windows
 //! arrive in any order, so the B-tree index meets descending, nested and interleaved starts.
 //!
-//! Cases: 100,000 in an optimised build (`cargo test --profile proptest --no-default-features
-//! --test engine_props`, or `--release`), 5,000 in
-//! a debug build; `PROPTEST_CASES` overrides both.
+//! Cases: `PROPTEST_CASES` (`scripts/test.sh` runs 100,000 with `cargo test`); by default
+//! 5,000 in a debug build (debug assertions on) and 100,000 in a release build.
 
 use proptest::prelude::*;
 use repo_context::engine::{Omission, Omitted, Reason, Row, Selection, build};
