@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 [ "${1:-}" = "--named" ] || { echo "usage: bash scripts/mutants.sh --named" >&2; exit 2; }
 python=.venv/bin/python
 core=$("$python" -c 'import pathlib, repo_context._core as c; print(pathlib.Path(c.__file__))')
-target="$PWD/target/mutants"
+target="$PWD/target"  # shared with cargo test: the dependencies are built once
 killed=0
 survived=()
 for patch in tests/mutants/*.patch; do
