@@ -76,6 +76,7 @@ import io
 import os
 import re
 import stat
+import threading
 import tokenize
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -815,8 +816,16 @@ def _usable(rel: str) -> bool:
         return False
 
 
+#: ``ast.parse`` one thread at a time: CPython 3.11 and 3.12 keep the depth counter of the
+#: syntax-tree constructor per interpreter, so two threads parsing at once can fail with
+#: ``SystemError: AST constructor recursion depth mismatch`` (a CPython bug); workspaces
+#: used from several threads (the MCP server, a backend) parse files concurrently.
+_PARSE_LOCK = threading.Lock()
+
+
 def _parse(text: str) -> ast.Module | None:
     try:
-        return ast.parse(text)
+        with _PARSE_LOCK:
+            return ast.parse(text)
     except (SyntaxError, ValueError, UnicodeEncodeError, RecursionError, MemoryError):
         return None
