@@ -57,4 +57,5 @@ for patch in tests/mutants/*.patch; do
     fi
 done
 echo "named mutants: $killed killed, ${#survived[@]} survived"
+echo "mutants: $killed passed, ${#survived[@]} failed"  # each kill is a passed check
 [ ${#survived[@]} -eq 0 ]
