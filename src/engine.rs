@@ -44,6 +44,15 @@ impl Reason {
         }
     }
 
+    /// The exact lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Failure => "failure",
+            Self::Reference => "reference",
+            Self::Search => "search",
+        }
+    }
+
     /// Rank group: `reference` (1) before `failure` (2) before `search` (3); the failure file's
     /// candidates take group 0 whatever their reason.
     pub fn group(self) -> u8 {

@@ -6,6 +6,7 @@
 //!   candidates into compact rows, runs the engine with the GIL released, and builds the result
 //!   from the caller's own objects. It is the `repo_context._core` extension module.
 
+pub mod digest;
 pub mod engine;
 pub mod render;
 pub mod tokens;

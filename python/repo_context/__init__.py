@@ -9,14 +9,26 @@ implementation of the same contract; :func:`render` composes the prompt section.
 
 from . import reference
 from ._input import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_TOTAL_CHARS
-from .builder import RepoContextBuilder, build
+from .builder import RepoContextBuilder, build, cache_key
 from .composer import render
+from .digest import POLICY_VERSION
 from .errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
-from .types import Block, BuildInput, BuildResult, Candidate, Cost, Omission, Reason, TokenCounter
+from .types import (
+    Block,
+    BuildInput,
+    BuildResult,
+    Candidate,
+    Cost,
+    MissingEvidence,
+    Omission,
+    Reason,
+    TokenCounter,
+)
 
 __all__ = [
     "DEFAULT_MAX_CANDIDATES",
     "DEFAULT_MAX_TOTAL_CHARS",
+    "POLICY_VERSION",
     "Block",
     "BuildInput",
     "BuildResult",
@@ -24,12 +36,14 @@ __all__ = [
     "Cost",
     "InvalidCandidateError",
     "InvalidInputError",
+    "MissingEvidence",
     "Omission",
     "Reason",
     "RepoContextBuilder",
     "ResourceLimitError",
     "TokenCounter",
     "build",
+    "cache_key",
     "reference",
     "render",
 ]

@@ -3,10 +3,12 @@
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, final
 
+from .evidence import MissingEvidence
 from .cost import Cost
 
 __all__ = [
     "MAX_LINE",
+    "POLICY_VERSION",
     "Block",
     "BuildInput",
     "BuildResult",
@@ -14,10 +16,12 @@ __all__ = [
     "Omission",
     "TokenCounter",
     "build",
+    "cache_key",
     "render_block",
 ]
 
 MAX_LINE: int
+POLICY_VERSION: str
 
 @final
 class Candidate:
@@ -107,6 +111,10 @@ class BuildResult:
     def used(self) -> int: ...
     @property
     def blocks(self) -> tuple[Block, ...]: ...
+    @property
+    def missing_critical(self) -> tuple[MissingEvidence, ...]: ...
+    @property
+    def digest(self) -> str: ...
     def __new__(
         cls,
         items: Iterable[Candidate],
@@ -119,6 +127,7 @@ class BuildResult:
         budget: int,
         used: int,
         blocks: Iterable[Block],
+        missing_critical: Iterable[MissingEvidence] | None = None,
     ) -> BuildResult: ...
     def to_dict(self) -> dict[str, Any]: ...
     def __eq__(self, other: object, /) -> bool: ...
@@ -161,7 +170,14 @@ def build(
     cost: Cost,
     budget_obj: int,
     counter: TokenCounter | None,
-) -> tuple[BuildResult, list[int]]: ...
+) -> tuple[BuildResult, list[int], list[list[int]]]: ...
+def cache_key(
+    candidates: Sequence[Any],
+    budget: int,
+    failure_files: Sequence[str],
+    max_total_chars: int,
+    cost: Cost,
+) -> str: ...
 def render_block(
     path: str,
     start: int,

@@ -7,7 +7,7 @@ from ._finish import finish
 from ._input import BuilderBase, clamp_u64, normalize_input
 from .types import BuildResult
 
-__all__ = ["RepoContextBuilder", "build"]
+__all__ = ["RepoContextBuilder", "build", "cache_key"]
 
 
 class RepoContextBuilder(BuilderBase):
@@ -76,7 +76,7 @@ class RepoContextBuilder(BuilderBase):
         """
         candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
         counter = self.counter(cost)
-        result, ranks = _core.build(
+        result, ranks, windows = _core.build(
             candidates,
             clamp_u64(budget),
             failure_files,
@@ -85,7 +85,20 @@ class RepoContextBuilder(BuilderBase):
             budget,
             counter,
         )
-        return finish(result, ranks, None if counter is None else counter.count_one)
+        return finish(result, ranks, None if counter is None else counter.count_one, windows)
+
+    def cache_key(self, input: object) -> str:
+        """The cache key of ``input``: 64 lower-case hex digits of SHA-256 over its candidates
+        in input order (canonical path, line range, SHA-256 of the content, reason, score as
+        float64), the budget, the canonical failing files, the cost model (the input's, else the
+        builder's) and :data:`repo_context.digest.POLICY_VERSION`, in the byte form documented in
+        :mod:`repo_context.digest`. Two inputs with equal keys give equal results, so a caller
+        can skip a build it has already done. Validation and errors are those of :meth:`build`.
+        """
+        candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
+        return _core.cache_key(
+            candidates, clamp_u64(budget), failure_files, clamp_u64(self.max_total_chars), cost
+        )
 
 
 _DEFAULT = RepoContextBuilder()
@@ -97,3 +110,9 @@ def build(input: object) -> BuildResult:
     See :meth:`RepoContextBuilder.build` for the input, result and errors.
     """
     return _DEFAULT.build(input)
+
+
+def cache_key(input: object) -> str:
+    """The cache key of ``input`` with the default settings (see
+    :meth:`RepoContextBuilder.cache_key`)."""
+    return _DEFAULT.cache_key(input)

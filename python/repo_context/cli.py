@@ -154,6 +154,8 @@ class ContextReport:
         unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
         counted = "the content" if cost.template is None else f"the {cost.template} section"
         about.append(f"- budget: {self.result.used} of {self.result.budget} {unit} used ({counted})")
+        about.append(f"- digest: {self.result.digest}")
+        about.extend(f"- missing failure evidence: {line}" for line in missing_lines(self.result))
         summary = "\n\n".join(
             [
                 "\n".join(about),
@@ -167,6 +169,27 @@ class ContextReport:
             gap = "" if section == "" or section.endswith("\n\n") else "\n"
             return section + gap + summary + "\n"
         return render_markdown(self.result).rstrip("\n") + "\n\n" + summary + "\n"
+
+
+def missing_lines(result: BuildResult) -> list[str]:
+    """One line per failing file whose failure windows were all left out: the file and why
+    each window was left out (``a.py: window 3 (lines 10-80) budget``)."""
+    lines = []
+    for missing in result.missing_critical:
+        whys = ", ".join(
+            f"window {o.index} {o.reason}" + (f" of window {o.overlaps}" if o.overlaps is not None else "")
+            for o in missing.omitted
+        )
+        lines.append(f"{header_path(missing.path)}: all failure windows left out ({whys})")
+    return lines
+
+
+def _warn_missing(command: str, result: BuildResult, required: bool) -> int:
+    """Warn about each failing file without failure evidence; the exit status: 3 when some
+    evidence is missing and ``required`` (``--require-failure``), else 0."""
+    for line in missing_lines(result):
+        warn(f"repo-context {command}: warning: missing failure evidence: {line}")
+    return 3 if required and result.missing_critical else 0
 
 
 def _policy_summary(gathered: Gathered) -> list[str]:
@@ -377,7 +400,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     result = _ENGINES[args.engine](data)
     out = result_json(result) + "\n" if args.format == "json" else _markdown_section(result)
     _write(sys.stdout, out)
-    return 0
+    return _warn_missing("build", result, args.require_failure)
 
 
 def _cmd_context(args: argparse.Namespace) -> int:
@@ -427,7 +450,16 @@ def _cmd_context(args: argparse.Namespace) -> int:
         _write(sys.stdout, context_json(report) + "\n")
     else:
         _write(sys.stdout, report.markdown())
-    return 0
+    return _warn_missing("context", report.result, args.require_failure)
+
+
+def _add_require_failure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--require-failure",
+        action="store_true",
+        help="exit 3 (after printing the result) when a failing file's failure windows were all "
+        "left out (missing_critical)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -461,6 +493,7 @@ def _parser() -> argparse.ArgumentParser:
         default="json",
         help="print the result as JSON (default) or as a Markdown section",
     )
+    _add_require_failure(build)
     _add_cost_options(build)
     build.set_defaults(run=_cmd_build)
 
@@ -507,6 +540,7 @@ def _parser() -> argparse.ArgumentParser:
         default="native",
         help="the Rust engine (default) or the pure-Python reference",
     )
+    _add_require_failure(context)
     _add_cost_options(context)
     context.set_defaults(run=_cmd_context)
     add_eval_parser(commands)
@@ -515,7 +549,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``repo-context`` command line with ``argv`` (default ``sys.argv[1:]``) and
-    return the exit status: 0; 2 for invalid input or a bad command line, 1 if the output
+    return the exit status: 0; 3 with ``--require-failure`` when a failing file's failure
+    evidence was all left out; 2 for invalid input or a bad command line, 1 if the output
     cannot be written (either with one line on standard error). ``--help`` prints the help
     and returns 0 (1 if it cannot be written). A standard stream closed when the program
     starts gets the null device, so no file opened later takes its place; output for a

@@ -13,13 +13,17 @@ Hypothesis differential tests hold the two equal. Read this module to learn the 
    ``overlap`` (naming the selected window with the smallest start it hits); else one whose
    cost would take the total past the budget is omitted as ``budget``; else it is selected.
    Cost is ``len(content)``: characters, i.e. Python code points.
+4. **Report** each failing file whose failure windows (its candidates with reason ``failure``)
+   were all left out, in ``missing_critical`` (see :func:`repo_context._finish.finish`); the
+   result's ``digest`` and the input's :meth:`~RepoContextBuilder.cache_key` are SHA-256 over
+   the byte form of :mod:`repo_context.digest`.
 """
 
 from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,14 +34,16 @@ from ._finish import finish
 from ._input import BuilderBase, PathProblem, canonical_path, normalize_input, show_int
 from .composer import render_block
 from .cost import Cost
+from .digest import input_key
 from .errors import InvalidCandidateError, ResourceLimitError
 
-__all__ = ["RepoContextBuilder", "build"]
+__all__ = ["RepoContextBuilder", "build", "cache_key"]
 
 #: Highest line number accepted (``2**31 - 1``).
 MAX_LINE = 2**31 - 1
 #: Rank group of each reason; the failure file's candidates form group 0.
 GROUP = (("reference", 1), ("failure", 2), ("search", 3))
+_FAILURE_GROUP = 2
 _REASONS_TEXT = "must be one of 'failure', 'reference', 'search'"
 _FIELDS = ("path", "start", "end", "content", "reason", "score")
 
@@ -149,11 +155,8 @@ class RepoContextBuilder(BuilderBase):
     subject of the specification.
     """
 
-    def build(self, input: object) -> BuildResult:
-        """Build the context; same contract as :meth:`repo_context.RepoContextBuilder.build`."""
-        candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
-        failing = {path: place for place, path in enumerate(failure_files)}
-
+    def _read(self, candidates: Sequence[object]) -> tuple[list[_Row], list[dict[str, Any]]]:
+        """Validate every candidate in input order, with the running total-content limit."""
         rows: list[_Row] = []
         fields: list[dict[str, Any]] = []
         total = 0
@@ -168,6 +171,35 @@ class RepoContextBuilder(BuilderBase):
                 )
             rows.append(row)
             fields.append(values)
+        return rows, fields
+
+    def cache_key(self, input: object) -> str:
+        """The input's cache key; same contract as :meth:`repo_context.RepoContextBuilder.cache_key`."""
+        candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
+        rows, fields = self._read(candidates)
+        reasons = {group: name for name, group in GROUP}
+        return input_key(
+            (
+                (row.path, row.start, row.end, item["content"], reasons[row.group], row.score)
+                for row, item in zip(rows, fields, strict=True)
+            ),
+            len(rows),
+            budget,
+            failure_files,
+            cost,
+        )
+
+    def build(self, input: object) -> BuildResult:
+        """Build the context; same contract as :meth:`repo_context.RepoContextBuilder.build`."""
+        candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
+        failing = {path: place for place, path in enumerate(failure_files)}
+        rows, fields = self._read(candidates)
+
+        # Per failing file, its failure windows (reason "failure"), in input order.
+        evidence: list[list[int]] = [[] for _ in failure_files]
+        for i, row in enumerate(rows):
+            if row.path in failing and row.group == _FAILURE_GROUP:
+                evidence[failing[row.path]].append(i)
 
         counter = self.counter(cost)
         costs = [row.cost for row in rows]  # characters of the content
@@ -215,7 +247,7 @@ class RepoContextBuilder(BuilderBase):
         result = BuildResult(
             items, selected, used_chars, bool(omitted), omitted, failure_files, cost, budget, used, ()
         )
-        return finish(result, ranks, None if counter is None else counter.count_one)
+        return finish(result, ranks, None if counter is None else counter.count_one, evidence)
 
 
 def _window_end(window: tuple[int, int, int]) -> int:
@@ -246,3 +278,9 @@ def build(input: object) -> BuildResult:
     """Build the context with the default settings (pure Python): the input, result and errors
     are those of :meth:`repo_context.RepoContextBuilder.build`."""
     return _DEFAULT.build(input)
+
+
+def cache_key(input: object) -> str:
+    """The input's cache key with the default settings (pure Python); equal to
+    :func:`repo_context.cache_key`."""
+    return _DEFAULT.cache_key(input)

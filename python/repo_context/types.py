@@ -10,6 +10,7 @@ from __future__ import annotations
 from enum import Enum
 
 from ._core import Block, BuildInput, BuildResult, Candidate, Omission, TokenCounter
+from .evidence import MissingEvidence
 from .cost import Cost
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "BuildResult",
     "Candidate",
     "Cost",
+    "MissingEvidence",
     "Omission",
     "Reason",
     "TokenCounter",

@@ -19,6 +19,7 @@ use pyo3::{Borrowed, IntoPyObjectExt, ffi, intern};
 use pyo3::{PyTraverseError, PyVisit};
 use rustc_hash::FxHashMap;
 
+use crate::digest::{self, Form};
 use crate::engine::{self, MAX_LINE, Omitted, Reason, Row};
 
 mod costing;
@@ -396,6 +397,12 @@ pub struct BuildResult {
     /// With a template, one `Block` per item in render order; else empty.
     #[pyo3(get)]
     blocks: Py<PyTuple>,
+    /// The failing files whose failure windows were all left out (tuple of
+    /// `repo_context.MissingEvidence`, in error order).
+    #[pyo3(get)]
+    missing_critical: Py<PyTuple>,
+    /// The digest, computed on first use (see `repo_context.digest`).
+    digest: std::sync::OnceLock<Py<PyString>>,
 }
 
 impl BuildResult {
@@ -411,9 +418,71 @@ impl BuildResult {
             self.budget.bind(py),
             self.used,
             self.blocks.bind(py),
+            self.missing_critical.bind(py),
         )
             .into_pyobject(py)
     }
+
+    /// The digest's byte form over this result's items, cost model and failing files.
+    fn compute_digest(&self, py: Python<'_>) -> PyResult<String> {
+        let mut form = Form::new(digest::RESULT_TAG);
+        cost_form(&mut form, self.cost.bind(py))?;
+        files_form(&mut form, self.failure_files.bind(py))?;
+        let items = self.items.bind(py);
+        form.number(items.len() as u64);
+        for item in items.iter() {
+            let text = |name: &Bound<'_, PyString>| -> PyResult<Vec<u8>> {
+                text_bytes(&item.getattr(name)?)
+            };
+            form.text(&text(intern!(py, "path"))?);
+            form.number(item.getattr(intern!(py, "start"))?.extract::<u64>()?);
+            form.number(item.getattr(intern!(py, "end"))?.extract::<u64>()?);
+            form.content(&text(intern!(py, "content"))?);
+            form.text(&text(intern!(py, "reason"))?);
+        }
+        Ok(form.hex())
+    }
+}
+
+/// The bytes of a `str` (or subclass) in the digest's byte form: UTF-8, a lone surrogate as its
+/// 3-byte form.
+fn text_bytes(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let text = value.cast::<PyString>().map_err(|_| {
+        PyTypeError::new_err(format!("digest: expected a str, not {}", type_name(value)))
+    })?;
+    match text.to_str() {
+        Ok(s) => Ok(s.as_bytes().to_vec()),
+        Err(_) => surrogate_key(text),
+    }
+}
+
+/// `COST` of the byte form, from a `repo_context.Cost`.
+fn cost_form(form: &mut Form, cost: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = cost.py();
+    let optional = |name: &Bound<'_, PyString>| -> PyResult<Option<Vec<u8>>> {
+        let value = cost.getattr(name)?;
+        if value.is_none() {
+            Ok(None)
+        } else {
+            text_bytes(&value).map(Some)
+        }
+    };
+    form.text(&text_bytes(&cost.getattr(intern!(py, "unit"))?)?);
+    form.optional(optional(intern!(py, "encoding"))?.as_deref());
+    form.optional(optional(intern!(py, "template"))?.as_deref());
+    form.flag(cost.getattr(intern!(py, "line_numbers"))?.is_truthy()?);
+    form.text(&text_bytes(&cost.getattr(intern!(py, "order"))?)?);
+    Ok(())
+}
+
+/// `FILES` of the byte form.
+fn files_form(form: &mut Form, files: &Bound<'_, PyAny>) -> PyResult<()> {
+    let files: Vec<Bound<'_, PyAny>> = files.try_iter()?.collect::<PyResult<_>>()?;
+    form.number(files.len() as u64);
+    for f in &files {
+        form.text(&text_bytes(f)?);
+    }
+    Ok(())
 }
 
 fn to_tuple<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
@@ -434,7 +503,7 @@ fn dicts<'py>(py: Python<'py>, items: &Bound<'py, PyTuple>) -> PyResult<Bound<'p
 #[pymethods]
 impl BuildResult {
     #[new]
-    #[pyo3(signature = (items, selected, used_chars, truncated, omitted, failure_files, cost, budget, used, blocks))]
+    #[pyo3(signature = (items, selected, used_chars, truncated, omitted, failure_files, cost, budget, used, blocks, missing_critical=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         items: &Bound<'_, PyAny>,
@@ -447,7 +516,12 @@ impl BuildResult {
         budget: Py<PyAny>,
         used: u64,
         blocks: &Bound<'_, PyAny>,
+        missing_critical: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let missing_critical = match missing_critical {
+            Some(m) => to_tuple(m)?,
+            None => PyTuple::empty(items.py()),
+        };
         Ok(Self {
             items: to_tuple(items)?.unbind(),
             selected: to_tuple(selected)?.unbind(),
@@ -459,7 +533,24 @@ impl BuildResult {
             budget,
             used,
             blocks: to_tuple(blocks)?.unbind(),
+            missing_critical: missing_critical.unbind(),
+            digest: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The result's digest (64 lower-case hex digits): SHA-256 over the items in selection
+    /// order (canonical path, line range, SHA-256 of the content, reason), the failing files,
+    /// the cost model and the policy version, in the byte form of `repo_context.digest`.
+    /// Computed on first use; equal selections give equal digests in every process and from
+    /// both engines. Raises `TypeError` for a hand-made result whose items are not text and
+    /// integers.
+    #[getter]
+    fn digest<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
+        if let Some(d) = self.digest.get() {
+            return Ok(d.bind(py).clone());
+        }
+        let made = PyString::new(py, &self.compute_digest(py)?).unbind();
+        Ok(self.digest.get_or_init(|| made).bind(py).clone())
     }
 
     /// The first failing file (the deepest project frame's), or `None`.
@@ -478,12 +569,17 @@ impl BuildResult {
         visit.call(&self.failure_files)?;
         visit.call(&self.cost)?;
         visit.call(&self.budget)?;
-        visit.call(&self.blocks)
+        visit.call(&self.blocks)?;
+        visit.call(&self.missing_critical)?;
+        if let Some(d) = self.digest.get() {
+            visit.call(d)?;
+        }
+        Ok(())
     }
 
     /// The JSON form: `{"items": [...], "selected": [...], "used_chars": N, "truncated": bool,
     /// "omitted": [...], "failure_file": str|null, "cost": {...}, "budget": N, "used": N,
-    /// "blocks": [...]}`.
+    /// "blocks": [...], "missing_critical": [...], "digest": "<64 hex digits>"}`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item(intern!(py, "items"), dicts(py, self.items.bind(py))?)?;
@@ -506,6 +602,11 @@ impl BuildResult {
         d.set_item(intern!(py, "budget"), &self.budget)?;
         d.set_item(intern!(py, "used"), self.used)?;
         d.set_item(intern!(py, "blocks"), dicts(py, self.blocks.bind(py))?)?;
+        d.set_item(
+            intern!(py, "missing_critical"),
+            dicts(py, self.missing_critical.bind(py))?,
+        )?;
+        d.set_item(intern!(py, "digest"), self.digest(py)?)?;
         Ok(d)
     }
 
@@ -1190,7 +1291,7 @@ fn build<'py>(
     cost: Bound<'py, PyAny>,
     budget_obj: Py<PyAny>,
     counter: Option<Bound<'py, tokens::TokenCounter>>,
-) -> PyResult<(BuildResult, Vec<u32>)> {
+) -> PyResult<(BuildResult, Vec<u32>, Vec<Vec<u32>>)> {
     let n = candidates.len()?;
     if u32::try_from(n).is_err() {
         return Err(PyValueError::new_err("more than 2**32 - 1 candidates"));
@@ -1230,6 +1331,7 @@ fn build<'py>(
     for &id in &failure_ids {
         failing[id as usize] = true;
     }
+    let windows = failure_windows(&rows, &failure_files, &reader.paths)?;
     let lengths = costing::apply(py, &cost, counter, &mut rows, &reader.items, &failing)?;
     let selection = py.detach(|| engine::build(&rows, &failure_ids, budget, n_paths));
 
@@ -1296,8 +1398,93 @@ fn build<'py>(
         budget: budget_obj,
         used: selection.used,
         blocks: PyTuple::empty(py).unbind(),
+        missing_critical: PyTuple::empty(py).unbind(),
+        digest: std::sync::OnceLock::new(),
     };
-    Ok((result, selection.ranks))
+    Ok((result, selection.ranks, windows))
+}
+
+/// Per failing file (parallel to `failure_files`), the input indices of its failure windows:
+/// the candidates from that file with reason `failure`, in input order.
+fn failure_windows(
+    rows: &[Row],
+    failure_files: &[Bound<'_, PyString>],
+    paths: &Paths<'_>,
+) -> PyResult<Vec<Vec<u32>>> {
+    let mut windows = vec![Vec::new(); failure_files.len()];
+    let mut place = vec![u32::MAX; paths.ids.len()];
+    for (i, f) in failure_files.iter().enumerate() {
+        let id = match f.to_str() {
+            Ok(s) => paths.ids.get(s.as_bytes()).copied(),
+            Err(_) => paths.ids.get(surrogate_key(f)?.as_slice()).copied(),
+        };
+        if let Some(id) = id
+            && place[id as usize] == u32::MAX
+        {
+            place[id as usize] = i as u32;
+        }
+    }
+    if windows.is_empty() {
+        return Ok(windows);
+    }
+    for (row, index) in rows.iter().zip(0u32..) {
+        let at = place[row.path as usize];
+        if at != u32::MAX && row.reason == Reason::Failure {
+            windows[at as usize].push(index);
+        }
+    }
+    Ok(windows)
+}
+
+/// The cache key of an input (see `repo_context.digest`): the candidates are read and validated
+/// exactly as `build` reads them, then hashed in input order with the budget, the canonical
+/// failing files and the cost model.
+#[pyfunction]
+#[pyo3(signature = (candidates, budget, failure_files, max_total_chars, cost))]
+fn cache_key<'py>(
+    py: Python<'py>,
+    candidates: &Bound<'py, PyAny>,
+    budget: u64,
+    failure_files: Vec<Bound<'py, PyString>>,
+    max_total_chars: u64,
+    cost: Bound<'py, PyAny>,
+) -> PyResult<String> {
+    let n = candidates.len()?;
+    let mut reader = Reader {
+        paths: Paths::new(),
+        rows: Vec::with_capacity(n),
+        items: Vec::with_capacity(n),
+        total: 0,
+        max_total: max_total_chars,
+    };
+    for (index, obj) in candidates.try_iter()?.enumerate() {
+        reader.read(&obj?, index)?;
+    }
+    let mut form = Form::new(digest::INPUT_TAG);
+    cost_form(&mut form, &cost)?;
+    form.number(budget);
+    form.number(failure_files.len() as u64);
+    for f in &failure_files {
+        form.text(&text_bytes(f)?);
+    }
+    form.number(reader.rows.len() as u64);
+    for (row, item) in reader.rows.iter().zip(&reader.items) {
+        let (path, content) = match item {
+            Item::Same(obj) => {
+                let c = obj.cast::<Candidate>()?.get();
+                (c.path.bind(py).clone(), c.content.bind(py).clone())
+            }
+            Item::New(c) => (c.path.bind(py).clone(), c.content.bind(py).clone()),
+            Item::Taken => return Err(PyRuntimeError::new_err("repo_context: item taken")),
+        };
+        form.text(&text_bytes(&path)?);
+        form.number(u64::from(row.start));
+        form.number(u64::from(row.end));
+        form.content(&text_bytes(&content)?);
+        form.text(row.reason.name().as_bytes());
+        form.score(row.score);
+    }
+    Ok(form.hex())
 }
 
 /// The `repo_context._core` extension module.
@@ -1310,7 +1497,9 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BuildInput>()?;
     m.add_class::<Block>()?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add_function(wrap_pyfunction!(cache_key, m)?)?;
     m.add("MAX_LINE", MAX_LINE)?;
+    m.add("POLICY_VERSION", digest::POLICY_VERSION)?;
     tokens::register(m)?;
     render::register(m)?;
     Ok(())
