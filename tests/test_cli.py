@@ -317,9 +317,12 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
         "budget",
         "used",
         "blocks",
+        "missing_critical",
+        "digest",
         "policy_omitted",
     }
     assert out["policy_omitted"] == []
+    assert len(out["digest"]) == 64 and int(out["digest"], 16) >= 0
     assert (out["budget"], out["cost"]["unit"]) == (120, "chars")
     assert out["used_chars"] == out["used"] <= 120
     assert out["used_chars"] == sum(len(item["content"]) for item in out["items"])

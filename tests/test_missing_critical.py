@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +14,7 @@ from conftest import DIFF_EXAMPLES, Drawn, build_inputs, failing_list
 from hypothesis import HealthCheck, given, settings
 from repo_context import Candidate, MissingEvidence, Omission
 from repo_context.cli import main
+from test_cli import cli, failing_repo  # noqa: F401  (a fixture)
 
 SETTINGS = settings(
     max_examples=DIFF_EXAMPLES // 2,
@@ -148,13 +151,14 @@ def test_cli_build_warns_and_require_failure_exits_3(tmp_path: Any, capsys: Any)
     data = json.loads(out)
     assert data["missing_critical"][0]["path"] == "src/app.py"
     assert data["digest"] == repo_context.build(json.loads((tmp_path / "in.json").read_text())).digest
+    assert err == ""  # build is JSON in, JSON out: the result carries it
+    assert main(["build", file, "--require-failure"]) == 3
+    out, err = capsys.readouterr()
+    assert json.loads(out) == data
     assert err == (
         "repo-context build: warning: missing failure evidence: src/app.py: all failure windows left "
         "out (window 0 budget, window 3 budget)\n"
     )
-    assert main(["build", file, "--require-failure"]) == 3
-    out, err = capsys.readouterr()
-    assert json.loads(out) == data and "missing failure evidence" in err
 
 
 def test_cli_require_failure_is_0_when_the_evidence_is_there(tmp_path: Any, capsys: Any) -> None:
@@ -162,3 +166,29 @@ def test_cli_require_failure_is_0_when_the_evidence_is_there(tmp_path: Any, caps
     (tmp_path / "in.json").write_text(json.dumps(data))
     assert main(["build", str(tmp_path / "in.json"), "--require-failure"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_cli_context_reports_the_digest_and_missing_evidence(failing_repo: tuple[Path, Path]) -> None:
+    repo, log = failing_repo
+    args = ["context", "--repo", str(repo), "--pytest-log", str(log)]
+    roomy = cli(*args, "--require-failure")
+    assert roomy.returncode == 0, roomy.stderr
+    assert b"missing failure evidence" not in roomy.stdout + roomy.stderr
+    digest = re.search(rb"^- digest: ([0-9a-f]{64})$", roomy.stdout, re.MULTILINE)
+    assert digest is not None
+    as_json = json.loads(cli(*args, "--format", "json").stdout)
+    assert as_json["digest"].encode() == digest.group(1)
+    assert as_json["missing_critical"] == []
+
+    tight = cli(*args, "--max-chars", "40")
+    assert tight.returncode == 0
+    assert b"- missing failure evidence: " in tight.stdout
+    warning = b"repo-context context: warning: missing failure evidence: "
+    assert tight.stderr.startswith(warning), tight.stderr
+    required = cli(*args, "--max-chars", "40", "--require-failure", "--format", "json")
+    assert required.returncode == 3
+    data = json.loads(required.stdout)
+    assert data["missing_critical"] and all(
+        o["reason"] == "budget" for m in data["missing_critical"] for o in m["omitted"]
+    )
+    assert {m["path"] for m in data["missing_critical"]} <= set(data["failure_files"])
