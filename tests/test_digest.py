@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from repo_context import Candidate, Cost
 from repo_context.digest import input_key, result_digest
 
+
 def key_outcome(cache_key: Any, inp: Any) -> tuple[Any, ...]:
     """("ok", key) or ("error", the error's type, index, field, problem and message)."""
     try:

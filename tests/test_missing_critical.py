@@ -168,7 +168,7 @@ def test_cli_require_failure_is_0_when_the_evidence_is_there(tmp_path: Any, caps
     assert capsys.readouterr().err == ""
 
 
-def test_cli_context_reports_the_digest_and_missing_evidence(failing_repo: tuple[Path, Path]) -> None:
+def test_cli_context_reports_the_digest_and_missing_evidence(failing_repo: tuple[Path, Path]) -> None:  # noqa: F811
     repo, log = failing_repo
     args = ["context", "--repo", str(repo), "--pytest-log", str(log)]
     roomy = cli(*args, "--require-failure")

@@ -4,7 +4,8 @@ Without a template the engine's result is final (``used`` is the sum of item cos
 template, the section is planned in the cost's ``order`` and its blocks recorded; character
 costs of blocks add up exactly, but token counts do not add up across concatenation, so the
 whole section is counted and, while it exceeds the budget, the lowest-ranked item is removed
-(omitted for ``budget``). No text is ever cut.
+(omitted for ``budget``; the other members of its group with it, as ``group``). No text is
+ever cut.
 
 Then, for both engines and every cost model, ``missing_critical``: each failing file that has
 failure windows (candidates from that file with reason ``failure``) none of which was selected,
@@ -14,6 +15,7 @@ with the omissions of those windows (why each was left out), in error order.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+
 from ._core import Block, BuildResult, Candidate, Omission
 from .composer import plan
 from .evidence import MissingEvidence
@@ -76,8 +78,14 @@ def finish(
         used = len(text) if count is None else count(text)
         if used <= result.budget or not items:
             break
-        items.pop()
-        dropped.append(Omission(selected.pop(), ranks.pop(), "budget"))
+        item, index = items.pop(), selected.pop()
+        dropped.append(Omission(index, ranks.pop(), "budget"))
+        if item.group is not None:
+            # A group leaves whole: its other members are omitted as "group", naming this one.
+            for k in reversed(range(len(items))):
+                if items[k].group is not None and items[k].group == item.group:
+                    dropped.append(Omission(selected[k], ranks[k], "group", member=index))
+                    del items[k], selected[k], ranks[k]
     omitted = sorted([*result.omitted, *dropped], key=lambda o: o.rank)
     placed = [Block(b.index, b.rank, b.position) for b in blocks]
     missing = missing_evidence(result.failure_files, windows, selected, omitted)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import _core
 from ._finish import finish
 from ._input import BuilderBase, clamp_u64, normalize_input
+from .trace import TraceTarget, traced_build
 from .types import BuildResult
 
 __all__ = ["RepoContextBuilder", "build", "cache_key"]
@@ -44,7 +45,7 @@ class RepoContextBuilder(BuilderBase):
         InvalidInputError: an invalid cost, template or limit.
     """
 
-    def build(self, input: object) -> BuildResult:
+    def build(self, input: object, *, trace: TraceTarget | None = None) -> BuildResult:
         """Build the context for one input.
 
         Args:
@@ -70,10 +71,16 @@ class RepoContextBuilder(BuilderBase):
             InvalidCandidateError: a candidate is invalid (``index`` and ``field`` name it).
             ResourceLimitError: too many candidates or too much content.
 
+        With ``trace`` (a path, appended to, or a text stream), one JSON line describing the
+        build (cache key, digest, the validated input, every decision) is appended: see
+        :mod:`repo_context.trace`.
+
         An exception raised by the caller's own code while a candidate is read (a property,
         ``__index__``, ``__getitem__``) propagates unchanged; only a missing key or attribute
         becomes :class:`InvalidCandidateError` (``problem`` "is missing").
         """
+        if trace is not None:
+            return traced_build(self, input, trace, "native")
         candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
         counter = self.counter(cost)
         result, ranks, windows = _core.build(
@@ -104,12 +111,12 @@ class RepoContextBuilder(BuilderBase):
 _DEFAULT = RepoContextBuilder()
 
 
-def build(input: object) -> BuildResult:
+def build(input: object, *, trace: TraceTarget | None = None) -> BuildResult:
     """Build the context with the Rust engine and the default limits.
 
-    See :meth:`RepoContextBuilder.build` for the input, result and errors.
+    See :meth:`RepoContextBuilder.build` for the input, result, errors and ``trace``.
     """
-    return _DEFAULT.build(input)
+    return _DEFAULT.build(input, trace=trace)
 
 
 def cache_key(input: object) -> str:

@@ -62,6 +62,7 @@ from .cost import Cost
 from .evaluation.command import add_eval_parser
 from .sources import Gathered, gather
 from .sources.pytest_log import LogFormatError
+from .trace import replay
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -264,6 +265,7 @@ def _context(
     engine: str,
     cost: object,
     junit_xml: bytes | None = None,
+    trace: str | None = None,
 ) -> ContextReport:
     """:func:`run_context` on the text of the log (and the bytes of the JUnit report)."""
     budget = DEFAULT_MAX_CHARS if max_chars is None else max_chars
@@ -276,8 +278,45 @@ def _context(
             "budget": budget,
             "cost": cost,
         }
-    result = _ENGINES[engine](data)
+    result = _build_with(engine, data, trace)
     return ContextReport(gathered, result, budget)
+
+
+def _build_with(engine: str, data: object, trace: str | None) -> BuildResult:
+    """Build with ``engine``, appending the trace line to the file ``trace`` when given."""
+    if trace is None:
+        return _ENGINES[engine](data)
+    try:
+        if engine == "native":
+            return native_build(data, trace=trace)
+        return reference.build(data, trace=trace)
+    except OSError as exc:
+        raise _UsageError(f"cannot write the trace {header_path(trace)}: {exc.strerror or exc}") from exc
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    build = _ENGINES[args.engine]
+    lines: list[str] = []
+    all_reproduced = True
+    try:
+        for turn in replay(args.trace, build):
+            state = "reproduced" if turn.reproduced else f"NOT reproduced (recorded {turn.recorded})"
+            all_reproduced = all_reproduced and turn.reproduced
+            lines.append(f"turn {turn.number}: digest {turn.rebuilt} {state}")
+            for c in turn.changes:
+                where = header_path(f"{c.path}:{c.start}-{c.end}")
+                if c.kind == "moved":
+                    lines.append(f"  moved   {where} #{c.before} -> #{c.after} ({c.why})")
+                else:
+                    lines.append(f"  {c.kind:<7} {where} ({header_path(c.why)})")
+            if turn.number > 1 and not turn.changes:
+                lines.append("  no change in the selected items")
+    except OSError as exc:
+        raise _UsageError(f"cannot read {header_path(args.trace)}: {exc.strerror or exc}") from exc
+    except (ValueError, KeyError, TypeError) as exc:
+        raise _UsageError(f"{header_path(args.trace)}: {exc}") from exc
+    _write(sys.stdout, "".join(line + "\n" for line in lines))
+    return 0 if all_reproduced else 4
 
 
 def _shown(file: str) -> str:
@@ -397,7 +436,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
             data.pop("max_chars", None)
             data.pop("maxChars", None)
             data["budget"] = args.budget
-    result = _ENGINES[args.engine](data)
+    result = _build_with(args.engine, data, args.trace)
     out = result_json(result) + "\n" if args.format == "json" else _markdown_section(result)
     _write(sys.stdout, out)
     # The JSON form carries missing_critical; the warning only with --require-failure.
@@ -432,6 +471,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
             engine=args.engine,
             cost=cost,
             junit_xml=junit_xml,
+            trace=args.trace,
         )
     except OSError as exc:
         where = header_path(str(exc.filename or args.repo))
@@ -452,6 +492,15 @@ def _cmd_context(args: argparse.Namespace) -> int:
     else:
         _write(sys.stdout, report.markdown())
     return _warn_missing("context", report.result, args.require_failure)
+
+
+def _add_trace(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--trace",
+        metavar="FILE",
+        default=None,
+        help="append one JSON line describing the build (cache key, digest, input, every decision) to FILE",
+    )
 
 
 def _add_require_failure(parser: argparse.ArgumentParser) -> None:
@@ -495,6 +544,7 @@ def _parser() -> argparse.ArgumentParser:
         help="print the result as JSON (default) or as a Markdown section",
     )
     _add_require_failure(build)
+    _add_trace(build)
     _add_cost_options(build)
     build.set_defaults(run=_cmd_build)
 
@@ -542,8 +592,22 @@ def _parser() -> argparse.ArgumentParser:
         help="the Rust engine (default) or the pure-Python reference",
     )
     _add_require_failure(context)
+    _add_trace(context)
     _add_cost_options(context)
     context.set_defaults(run=_cmd_context)
+
+    replayer = commands.add_parser(
+        "replay",
+        help="rebuild every build of a trace and show what changed between turns",
+        description="Rebuild each line of a trace (--trace) from its saved input, check the digest, "
+        "and list the items added, dropped (and why) and moved between consecutive turns. Exit 4 "
+        "when a rebuild does not reproduce its recorded digest.",
+    )
+    replayer.add_argument("trace", metavar="TRACE", help="the trace file")
+    replayer.add_argument(
+        "--engine", choices=sorted(_ENGINES), default="native", help="the engine that rebuilds"
+    )
+    replayer.set_defaults(run=_cmd_replay)
     add_eval_parser(commands)
     return parser
 

@@ -12,7 +12,11 @@ Hypothesis differential tests hold the two equal. Read this module to learn the 
    ``[start, end]`` intersects a window already *selected* from the same path is omitted as
    ``overlap`` (naming the selected window with the smallest start it hits); else one whose
    cost would take the total past the budget is omitted as ``budget``; else it is selected.
-   Cost is ``len(content)``: characters, i.e. Python code points.
+   Cost is ``len(content)``: characters, i.e. Python code points. A **group** (candidates with
+   equal, hashable ``group``) is decided whole when its best-ranked member comes up: members
+   that hit a selected window (or a member tried before them) are omitted as ``overlap``; if the
+   others' costs together fit, they are all selected, else every member is omitted as
+   ``group``, naming the member at which the running cost went past the budget.
 4. **Report** each failing file whose failure windows (its candidates with reason ``failure``)
    were all left out, in ``missing_critical`` (see :func:`repo_context._finish.finish`); the
    result's ``digest`` and the input's :meth:`~RepoContextBuilder.cache_key` are SHA-256 over
@@ -21,6 +25,7 @@ Hypothesis differential tests hold the two equal. Read this module to learn the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 from collections.abc import Mapping, Sequence
@@ -36,6 +41,7 @@ from .composer import render_block
 from .cost import Cost
 from .digest import input_key
 from .errors import InvalidCandidateError, ResourceLimitError
+from .trace import TraceTarget, traced_build
 
 __all__ = ["RepoContextBuilder", "build", "cache_key"]
 
@@ -58,6 +64,8 @@ class _Row:
     cost: int
     group: int
     score: float
+    #: Dense id of the candidate's ``group`` (in order of first appearance), or -1 for none.
+    group_id: int = -1
 
 
 def _field(candidate: object, field: str, index: int) -> Any:
@@ -132,6 +140,28 @@ def read_score(candidate: object, index: int) -> tuple[Any, float]:
     return score, as_float
 
 
+def read_group(candidate: object, index: int) -> Any:
+    """The candidate's optional ``group`` (``None`` when the key or attribute is missing);
+    it must be hashable."""
+    if isinstance(candidate, Mapping):
+        try:
+            group = candidate["group"]
+        except KeyError:
+            return None
+    else:
+        try:
+            group = getattr(candidate, "group")  # noqa: B009  (the lookup's own error is wanted)
+        except AttributeError:
+            return None
+    if group is not None:
+        try:
+            hash(group)
+        except TypeError:
+            problem = f"must be hashable, not {type(group).__name__}"
+            raise InvalidCandidateError("group", problem, index) from None
+    return group
+
+
 def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
     """Read and check one candidate's fields, one at a time, in the order path, start, end,
     content, reason, score: the first missing or invalid field is reported."""
@@ -141,8 +171,11 @@ def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
         raise InvalidCandidateError("content", f"must be a str, not {type(content).__name__}", index)
     reason, _, group = read_reason(candidate, index)
     score, as_float = read_score(candidate, index)
+    pack_with = read_group(candidate, index)
 
     item = {"path": path, "start": start, "end": end, "content": content, "reason": reason, "score": score}
+    if pack_with is not None:
+        item["group"] = pack_with
     return _Row(path, start, end, len(str.__str__(content)), group, as_float), item
 
 
@@ -159,9 +192,12 @@ class RepoContextBuilder(BuilderBase):
         """Validate every candidate in input order, with the running total-content limit."""
         rows: list[_Row] = []
         fields: list[dict[str, Any]] = []
+        group_ids: dict[Any, int] = {}
         total = 0
         for index, candidate in enumerate(candidates):
             row, values = _validate(candidate, index)
+            if "group" in values:
+                row = dataclasses.replace(row, group_id=group_ids.setdefault(values["group"], len(group_ids)))
             total += row.cost
             if total > self.max_total_chars:
                 raise ResourceLimitError(
@@ -189,8 +225,10 @@ class RepoContextBuilder(BuilderBase):
             cost,
         )
 
-    def build(self, input: object) -> BuildResult:
+    def build(self, input: object, *, trace: TraceTarget | None = None) -> BuildResult:
         """Build the context; same contract as :meth:`repo_context.RepoContextBuilder.build`."""
+        if trace is not None:
+            return traced_build(self, input, trace, "reference")
         candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
         failing = {path: place for place, path in enumerate(failure_files)}
         rows, fields = self._read(candidates)
@@ -227,20 +265,61 @@ class RepoContextBuilder(BuilderBase):
         ranks: list[int] = []
         omitted: list[Omission] = []
         used = 0
+        members: dict[int, list[tuple[int, int]]] = {}  # group id -> (rank, index), rank order
         for rank, i in enumerate(order):
+            if rows[i].group_id >= 0:
+                members.setdefault(rows[i].group_id, []).append((rank, i))
+
+        def hit(i: int) -> int | None:
+            """The selected window with the smallest start that candidate ``i`` intersects."""
             row = rows[i]
             path_windows = windows.setdefault(row.path, SortedKeyList(key=_window_end))
             at = path_windows.bisect_key_left(row.start)
             first = path_windows[at] if at < len(path_windows) else None
-            if first is not None and first[0] <= row.end:
-                omitted.append(Omission(i, rank, "overlap", first[2]))
-            elif used + costs[i] > budget:
-                omitted.append(Omission(i, rank, "budget"))
+            return first[2] if first is not None and first[0] <= row.end else None
+
+        for rank, i in enumerate(order):
+            row = rows[i]
+            if row.group_id < 0:
+                blocker = hit(i)
+                if blocker is not None:
+                    omitted.append(Omission(i, rank, "overlap", blocker))
+                elif used + costs[i] > budget:
+                    omitted.append(Omission(i, rank, "budget"))
+                else:
+                    windows[row.path].add((row.start, row.end, i))
+                    selected.append(i)
+                    ranks.append(rank)
+                    used += costs[i]
+                continue
+            group = members.pop(row.group_id, None)
+            if group is None:  # decided with its best-ranked member
+                continue
+            placed: list[tuple[int, int]] = []
+            blocked: list[Omission] = []
+            cost_sum, culprit = 0, None
+            for r, m in group:
+                blocker = hit(m)
+                if blocker is not None:
+                    blocked.append(Omission(m, r, "overlap", blocker))
+                    continue
+                windows[rows[m].path].add((rows[m].start, rows[m].end, m))
+                placed.append((r, m))
+                if culprit is None:
+                    if used + cost_sum + costs[m] > budget:
+                        culprit = m
+                    else:
+                        cost_sum += costs[m]
+            if culprit is None:
+                used += cost_sum
+                selected.extend(m for _, m in placed)
+                ranks.extend(r for r, _ in placed)
+                omitted.extend(blocked)
             else:
-                path_windows.add((row.start, row.end, i))
-                selected.append(i)
-                ranks.append(rank)
-                used += costs[i]
+                for _, m in placed:
+                    windows[rows[m].path].remove((rows[m].start, rows[m].end, m))
+                omitted.extend(Omission(m, r, "group", member=culprit) for r, m in group)
+        omitted.sort(key=_omission_rank)
 
         items = [Candidate(**fields[i]) for i in selected]
         used_chars = sum(rows[i].cost for i in selected)
@@ -252,6 +331,10 @@ class RepoContextBuilder(BuilderBase):
 
 def _window_end(window: tuple[int, int, int]) -> int:
     return window[1]
+
+
+def _omission_rank(omission: Omission) -> int:
+    return omission.rank
 
 
 def _costed_text(row: _Row, item: dict[str, Any], cost: Cost, failing: bool) -> str:
@@ -274,10 +357,10 @@ def _costed_text(row: _Row, item: dict[str, Any], cost: Cost, failing: bool) -> 
 _DEFAULT = RepoContextBuilder()
 
 
-def build(input: object) -> BuildResult:
-    """Build the context with the default settings (pure Python): the input, result and errors
-    are those of :meth:`repo_context.RepoContextBuilder.build`."""
-    return _DEFAULT.build(input)
+def build(input: object, *, trace: TraceTarget | None = None) -> BuildResult:
+    """Build the context with the default settings (pure Python): the input, result, errors
+    and ``trace`` are those of :meth:`repo_context.RepoContextBuilder.build`."""
+    return _DEFAULT.build(input, trace=trace)
 
 
 def cache_key(input: object) -> str:

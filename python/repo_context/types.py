@@ -10,8 +10,8 @@ from __future__ import annotations
 from enum import Enum
 
 from ._core import Block, BuildInput, BuildResult, Candidate, Omission, TokenCounter
-from .evidence import MissingEvidence
 from .cost import Cost
+from .evidence import MissingEvidence
 
 __all__ = [
     "Block",

@@ -76,6 +76,9 @@ pub struct Candidate {
     /// How strongly (`int` or finite `float`); higher ranks first within a reason.
     #[pyo3(get)]
     score: Py<PyAny>,
+    /// The group it is packed with, whole or not at all (any hashable id), or `None`.
+    #[pyo3(get)]
+    group: Py<PyAny>,
 }
 
 impl Candidate {
@@ -87,6 +90,7 @@ impl Candidate {
             v.is_exact_instance_of::<PyString>()
                 || v.is_exact_instance_of::<PyInt>()
                 || v.is_exact_instance_of::<PyFloat>()
+                || v.is_none()
         };
         [
             &self.path,
@@ -95,12 +99,31 @@ impl Candidate {
             &self.content,
             &self.reason,
             &self.score,
+            &self.group,
         ]
         .into_iter()
         .all(atomic)
     }
 
+    /// The six fields, and the group when there is one (so that a candidate without a group
+    /// compares, hashes and pickles exactly as before groups existed).
     fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let six = [
+            &self.path,
+            &self.start,
+            &self.end,
+            &self.content,
+            &self.reason,
+            &self.score,
+        ];
+        if self.group.is_none(py) {
+            return PyTuple::new(py, six);
+        }
+        let [a, b, c, d, e, f] = six;
+        PyTuple::new(py, [a, b, c, d, e, f, &self.group])
+    }
+
+    fn six<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(
             py,
             [
@@ -118,14 +141,17 @@ impl Candidate {
 #[pymethods]
 impl Candidate {
     #[new]
-    #[pyo3(signature = (path, start, end, content, reason, score))]
+    #[pyo3(signature = (path, start, end, content, reason, score, *, group=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         path: Py<PyAny>,
         start: Py<PyAny>,
         end: Py<PyAny>,
         content: Py<PyAny>,
         reason: Py<PyAny>,
         score: Py<PyAny>,
+        group: Option<Py<PyAny>>,
     ) -> Self {
         Self {
             path,
@@ -134,6 +160,7 @@ impl Candidate {
             content,
             reason,
             score,
+            group: group.unwrap_or_else(|| py.None()),
         }
     }
 
@@ -147,6 +174,7 @@ impl Candidate {
             &self.content,
             &self.reason,
             &self.score,
+            &self.group,
         ] {
             visit.call(field)?;
         }
@@ -165,7 +193,7 @@ impl Candidate {
         ("path", "start", "end", "content", "reason", "score")
     }
 
-    /// The JSON form: a dict with the six fields.
+    /// The JSON form: a dict with the six fields, and `group` when it is not `None`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item(intern!(py, "path"), &self.path)?;
@@ -174,12 +202,20 @@ impl Candidate {
         d.set_item(intern!(py, "content"), &self.content)?;
         d.set_item(intern!(py, "reason"), &self.reason)?;
         d.set_item(intern!(py, "score"), &self.score)?;
+        if !self.group.is_none(py) {
+            d.set_item(intern!(py, "group"), &self.group)?;
+        }
         Ok(d)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let group = if self.group.is_none(py) {
+            String::new()
+        } else {
+            format!(", group={}", self.group.bind(py).repr()?)
+        };
         Ok(format!(
-            "Candidate({})",
+            "Candidate({}{group})",
             reprs(&[
                 ("path", self.path.bind(py)),
                 ("start", self.start.bind(py)),
@@ -204,10 +240,20 @@ impl Candidate {
         self.fields(py)?.hash()
     }
 
-    fn __reduce__<'py>(
-        slf: &Bound<'py, Self>,
-    ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
-        Ok((slf.get_type(), slf.get().fields(slf.py())?))
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let me = slf.get();
+        if me.group.is_none(py) {
+            return (slf.get_type(), me.six(py)?).into_bound_py_any(py);
+        }
+        // `group` is keyword-only: rebuilt through functools.partial.
+        let kwargs = PyDict::new(py);
+        kwargs.set_item(intern!(py, "group"), &me.group)?;
+        let partial = py
+            .import(intern!(py, "functools"))?
+            .getattr(intern!(py, "partial"))?;
+        let make = partial.call((slf.get_type(),), Some(&kwargs))?;
+        (make, me.six(py)?).into_bound_py_any(py)
     }
 }
 
@@ -215,11 +261,13 @@ impl Candidate {
 enum Why {
     Overlap,
     Budget,
+    Group,
 }
 
 /// Why a candidate was left out: its input `index`, its 0-based `rank` in the ranked order,
-/// `reason` (`"overlap"` or `"budget"`), and for an overlap the input index of the selected
-/// window it hits (`overlaps`; `None` for budget).
+/// `reason` (`"overlap"`, `"budget"` or `"group"`), for an overlap the input index of the
+/// selected window it hits (`overlaps`), and for a group that did not fit the input index of the
+/// member at which its cost went past the budget (`member`).
 #[pyclass(frozen, eq, hash, module = "repo_context", name = "Omission")]
 #[derive(PartialEq, Eq, Hash)]
 pub struct Omission {
@@ -233,16 +281,39 @@ pub struct Omission {
     /// For an overlap, the input index of the selected window it hits; else `None`.
     #[pyo3(get)]
     overlaps: Option<usize>,
+    /// For a group omission, the input index of the member that did not fit; else `None`.
+    #[pyo3(get)]
+    member: Option<usize>,
 }
 
 #[pymethods]
 impl Omission {
     #[new]
-    #[pyo3(signature = (index, rank, reason, overlaps=None))]
-    fn new(index: usize, rank: usize, reason: &str, overlaps: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (index, rank, reason, overlaps=None, member=None))]
+    fn new(
+        index: usize,
+        rank: usize,
+        reason: &str,
+        overlaps: Option<usize>,
+        member: Option<usize>,
+    ) -> PyResult<Self> {
+        match (reason, member) {
+            ("group", None) => {
+                return Err(PyValueError::new_err(
+                    "a group omission names the member that did not fit",
+                ));
+            }
+            ("group", Some(_)) | (_, None) => {}
+            (_, Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "only a group omission names a member",
+                ));
+            }
+        }
         let why = match (reason, overlaps) {
             ("overlap", Some(_)) => Why::Overlap,
             ("budget", None) => Why::Budget,
+            ("group", None) => Why::Group,
             ("overlap", None) => {
                 return Err(PyValueError::new_err(
                     "an overlap omission names the window it hits",
@@ -251,9 +322,12 @@ impl Omission {
             ("budget", Some(_)) => {
                 return Err(PyValueError::new_err("a budget omission overlaps nothing"));
             }
+            ("group", Some(_)) => {
+                return Err(PyValueError::new_err("a group omission overlaps nothing"));
+            }
             _ => {
                 return Err(PyValueError::new_err(
-                    "reason must be 'overlap' or 'budget'",
+                    "reason must be 'overlap', 'budget' or 'group'",
                 ));
             }
         };
@@ -262,19 +336,22 @@ impl Omission {
             rank,
             why,
             overlaps,
+            member,
         })
     }
 
-    /// Why it was left out: `"overlap"` or `"budget"`.
+    /// Why it was left out: `"overlap"`, `"budget"` or `"group"`.
     #[getter]
     fn reason<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
         match self.why {
             Why::Overlap => intern!(py, "overlap").clone(),
             Why::Budget => intern!(py, "budget").clone(),
+            Why::Group => intern!(py, "group").clone(),
         }
     }
 
-    /// The JSON form: `index`, `rank`, `reason`, and `overlaps` only for an overlap.
+    /// The JSON form: `index`, `rank`, `reason`, `overlaps` only for an overlap and `member`
+    /// only for a group.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item(intern!(py, "index"), self.index)?;
@@ -283,6 +360,9 @@ impl Omission {
         if let Some(overlaps) = self.overlaps {
             d.set_item(intern!(py, "overlaps"), overlaps)?;
         }
+        if let Some(member) = self.member {
+            d.set_item(intern!(py, "member"), member)?;
+        }
         Ok(d)
     }
 
@@ -290,8 +370,11 @@ impl Omission {
         let overlaps = self
             .overlaps
             .map_or(String::new(), |o| format!(", overlaps={o}"));
+        let member = self
+            .member
+            .map_or(String::new(), |m| format!(", member={m}"));
         format!(
-            "Omission(index={}, rank={}, reason='{}'{overlaps})",
+            "Omission(index={}, rank={}, reason='{}'{overlaps}{member})",
             self.index,
             self.rank,
             self.reason(py)
@@ -302,7 +385,14 @@ impl Omission {
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
         let me = slf.get();
-        let args = (me.index, me.rank, me.reason(slf.py()), me.overlaps).into_pyobject(slf.py())?;
+        let args = (
+            me.index,
+            me.rank,
+            me.reason(slf.py()),
+            me.overlaps,
+            me.member,
+        )
+            .into_pyobject(slf.py())?;
         Ok((slf.get_type(), args))
     }
 }
@@ -1128,6 +1218,73 @@ struct Reader<'py> {
     items: Vec<Item<'py>>,
     total: u64,
     max_total: u64,
+    /// Group id by group object (made at the first candidate with a group).
+    groups: Option<Bound<'py, PyDict>>,
+}
+
+impl<'py> Reader<'py> {
+    fn new(n: usize, max_total: u64) -> Self {
+        Self {
+            paths: Paths::new(),
+            rows: Vec::with_capacity(n),
+            items: Vec::with_capacity(n),
+            total: 0,
+            max_total,
+            groups: None,
+        }
+    }
+
+    /// The number of distinct groups read.
+    fn n_groups(&self) -> usize {
+        self.groups.as_ref().map_or(0, |g| g.len())
+    }
+
+    /// The optional `group` field, read after the six (a mapping without the key, an object
+    /// without the attribute: `None`), and its dense id; it must be hashable.
+    fn group(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        native: Option<&Candidate>,
+        index: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, u32)> {
+        let py = obj.py();
+        let name = intern!(py, "group");
+        let value = if let Some(c) = native {
+            c.group.bind(py).clone()
+        } else if let Ok(d) = obj.cast_exact::<PyDict>() {
+            d.get_item(name)?
+                .unwrap_or_else(|| py.None().into_bound(py))
+        } else if obj.cast::<PyMapping>().is_ok() {
+            match obj.get_item(name) {
+                Ok(v) => v,
+                Err(e) if e.is_instance_of::<PyKeyError>(py) => py.None().into_bound(py),
+                Err(e) => return Err(e),
+            }
+        } else {
+            match obj.getattr(name) {
+                Ok(v) => v,
+                Err(e) if e.is_instance_of::<PyAttributeError>(py) => py.None().into_bound(py),
+                Err(e) => return Err(e),
+            }
+        };
+        if value.is_none() {
+            return Ok((value, engine::NO_GROUP));
+        }
+        if let Err(e) = value.hash() {
+            if e.is_instance_of::<PyTypeError>(py) {
+                let problem = format!("must be hashable, not {}", type_name(&value));
+                return Err(invalid(py, "group", problem, index));
+            }
+            return Err(e);
+        }
+        let groups = self.groups.get_or_insert_with(|| PyDict::new(py));
+        if let Some(id) = groups.get_item(&value)? {
+            return Ok((value, id.extract::<u32>()?));
+        }
+        let id = groups.len() as u32;
+        groups.set_item(&value, id)?;
+        Ok((value, id))
+    }
 }
 
 impl<'py> Reader<'py> {
@@ -1190,6 +1347,11 @@ impl<'py> Reader<'py> {
         let reason = reason(&reason_obj, index)?;
         let score_obj = get(intern!(py, "score"), |c| &c.score)?;
         let score = score(&score_obj, index)?;
+        let native = match &shape {
+            Shape::Native(c) => Some(*c),
+            _ => None,
+        };
+        let (group_obj, group) = self.group(obj, native, index)?;
 
         self.total = self.total.saturating_add(cost);
         if self.total > self.max_total {
@@ -1212,6 +1374,7 @@ impl<'py> Reader<'py> {
                 content: content.clone().unbind(),
                 reason: reason_obj.clone().unbind(),
                 score: score_obj.clone().unbind(),
+                group: group_obj.unbind(),
             })
         };
         // Both in 1..=MAX_LINE here.
@@ -1222,6 +1385,7 @@ impl<'py> Reader<'py> {
             cost,
             reason,
             score,
+            group,
         });
         self.items.push(item);
         Ok(())
@@ -1296,13 +1460,7 @@ fn build<'py>(
     if u32::try_from(n).is_err() {
         return Err(PyValueError::new_err("more than 2**32 - 1 candidates"));
     }
-    let mut reader = Reader {
-        paths: Paths::new(),
-        rows: Vec::with_capacity(n),
-        items: Vec::with_capacity(n),
-        total: 0,
-        max_total: max_total_chars,
-    };
+    let mut reader = Reader::new(n, max_total_chars);
     if let Ok(list) = candidates.cast_exact::<PyList>() {
         for (index, obj) in list.iter().enumerate() {
             prefetch_ahead(list, index);
@@ -1323,6 +1481,7 @@ fn build<'py>(
         };
         failure_ids.extend(id);
     }
+    let n_groups = reader.n_groups();
     let mut rows = reader.rows;
     // Content lengths, kept when the cost is not the content length itself.
     let counter = counter.as_ref().map(Bound::get);
@@ -1333,7 +1492,13 @@ fn build<'py>(
     }
     let windows = failure_windows(&rows, &failure_files, &reader.paths)?;
     let lengths = costing::apply(py, &cost, counter, &mut rows, &reader.items, &failing)?;
-    let selection = py.detach(|| engine::build(&rows, &failure_ids, budget, n_paths));
+    let selection = py.detach(|| {
+        if n_groups == 0 {
+            engine::build(&rows, &failure_ids, budget, n_paths)
+        } else {
+            engine::build_groups(&rows, &failure_ids, budget, n_paths, n_groups)
+        }
+    });
 
     let _pause = GcPause::new(py);
     let mut fresh = reader.items;
@@ -1361,9 +1526,10 @@ fn build<'py>(
     }
     let mut omitted = Vec::with_capacity(selection.omitted.len());
     for o in &selection.omitted {
-        let (why, overlaps) = match o.why {
-            Omitted::Overlap(blocker) => (Why::Overlap, Some(blocker as usize)),
-            Omitted::Budget => (Why::Budget, None),
+        let (why, overlaps, member) = match o.why {
+            Omitted::Overlap(blocker) => (Why::Overlap, Some(blocker as usize), None),
+            Omitted::Budget => (Why::Budget, None, None),
+            Omitted::Group(member) => (Why::Group, None, Some(member as usize)),
         };
         let index = o.index as usize;
         let rank = o.rank as usize;
@@ -1374,6 +1540,7 @@ fn build<'py>(
                 rank,
                 why,
                 overlaps,
+                member,
             },
         )?;
         untrack(&obj); // it holds only integers
@@ -1450,13 +1617,7 @@ fn cache_key<'py>(
     cost: Bound<'py, PyAny>,
 ) -> PyResult<String> {
     let n = candidates.len()?;
-    let mut reader = Reader {
-        paths: Paths::new(),
-        rows: Vec::with_capacity(n),
-        items: Vec::with_capacity(n),
-        total: 0,
-        max_total: max_total_chars,
-    };
+    let mut reader = Reader::new(n, max_total_chars);
     for (index, obj) in candidates.try_iter()?.enumerate() {
         reader.read(&obj?, index)?;
     }
