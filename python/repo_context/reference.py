@@ -49,9 +49,12 @@ __all__ = ["RepoContextBuilder", "build", "cache_key"]
 MAX_LINE = 2**31 - 1
 #: Rank group of each reason; the failure file's candidates form group 0.
 GROUP = (("reference", 1), ("failure", 2), ("search", 3))
-_FAILURE_GROUP = 2
 _REASONS_TEXT = "must be one of 'failure', 'reference', 'search'"
 _FIELDS = ("path", "start", "end", "content", "reason", "score")
+
+
+#: Rank group of a failure window (its file's failure evidence).
+_FAILURE_GROUP = dict(GROUP)["failure"]
 
 
 @dataclass(frozen=True)
