@@ -26,7 +26,7 @@ from generate import BenchSet, generate
 
 N = 10_000
 BUDGETS = ("2%", "20%", "100%")
-ROUNDS = 200
+ROUNDS = 100
 
 
 @functools.lru_cache(maxsize=1)

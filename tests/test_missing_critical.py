@@ -144,7 +144,7 @@ def _input_file(tmp_path: Any) -> str:
     return str(path)
 
 
-def test_cli_build_warns_and_require_failure_exits_3(tmp_path: Any, capsys: Any) -> None:
+def test_cli_build_warns_and_require_failure_exits_5(tmp_path: Any, capsys: Any) -> None:
     file = _input_file(tmp_path)
     assert main(["build", file]) == 0
     out, err = capsys.readouterr()
@@ -152,7 +152,7 @@ def test_cli_build_warns_and_require_failure_exits_3(tmp_path: Any, capsys: Any)
     assert data["missing_critical"][0]["path"] == "src/app.py"
     assert data["digest"] == repo_context.build(json.loads((tmp_path / "in.json").read_text())).digest
     assert err == ""  # build is JSON in, JSON out: the result carries it
-    assert main(["build", file, "--require-failure"]) == 3
+    assert main(["build", file, "--require-failure"]) == 5
     out, err = capsys.readouterr()
     assert json.loads(out) == data
     assert err == (
@@ -186,7 +186,7 @@ def test_cli_context_reports_the_digest_and_missing_evidence(failing_repo: tuple
     warning = b"repo-context context: warning: missing failure evidence: "
     assert tight.stderr.startswith(warning), tight.stderr
     required = cli(*args, "--max-chars", "40", "--require-failure", "--format", "json")
-    assert required.returncode == 3
+    assert required.returncode == 5
     data = json.loads(required.stdout)
     assert data["missing_critical"] and all(
         o["reason"] == "budget" for m in data["missing_critical"] for o in m["omitted"]

@@ -69,6 +69,12 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MAX_CHARS", "ContextReport", "context_json", "main", "result_json", "run_context"]
 
+#: Exit status of ``build``/``context --require-failure`` when a failing file's failure evidence
+#: was all left out (``missing_critical``).
+EXIT_MISSING_EVIDENCE = 5
+#: Exit status of ``replay`` when a rebuild does not reproduce its recorded digest.
+EXIT_NOT_REPRODUCED = 4
+
 #: Default budget of ``repo-context context``, in characters (code points).
 DEFAULT_MAX_CHARS = 16_000
 #: Default budget of ``repo-context context --cost tokens``, in tokens of the encoding.
@@ -186,11 +192,12 @@ def missing_lines(result: BuildResult) -> list[str]:
 
 
 def _warn_missing(command: str, result: BuildResult, required: bool) -> int:
-    """Warn about each failing file without failure evidence; the exit status: 3 when some
-    evidence is missing and ``required`` (``--require-failure``), else 0."""
+    """Warn about each failing file without failure evidence; the exit status:
+    ``EXIT_MISSING_EVIDENCE`` when some evidence is missing and ``required``
+    (``--require-failure``), else 0."""
     for line in missing_lines(result):
         warn(f"repo-context {command}: warning: missing failure evidence: {line}")
-    return 3 if required and result.missing_critical else 0
+    return EXIT_MISSING_EVIDENCE if required and result.missing_critical else 0
 
 
 def _policy_summary(gathered: Gathered) -> list[str]:
@@ -316,7 +323,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     except (ValueError, KeyError, TypeError) as exc:
         raise _UsageError(f"{header_path(args.trace)}: {exc}") from exc
     _write(sys.stdout, "".join(line + "\n" for line in lines))
-    return 0 if all_reproduced else 4
+    return 0 if all_reproduced else EXIT_NOT_REPRODUCED
 
 
 def _shown(file: str) -> str:
@@ -507,7 +514,7 @@ def _add_require_failure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--require-failure",
         action="store_true",
-        help="warn and exit 3 (after printing the result) when a failing file's failure windows "
+        help="warn and exit 5 (after printing the result) when a failing file's failure windows "
         "were all left out (missing_critical)",
     )
 
@@ -614,9 +621,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``repo-context`` command line with ``argv`` (default ``sys.argv[1:]``) and
-    return the exit status: 0; 3 with ``--require-failure`` when a failing file's failure
-    evidence was all left out; 2 for invalid input or a bad command line, 1 if the output
-    cannot be written (either with one line on standard error). ``--help`` prints the help
+    return the exit status: 0; 5 with ``--require-failure`` when a failing file's failure
+    evidence was all left out; 4 when ``replay`` does not reproduce a digest; 2 for invalid
+    input or a bad command line, 1 if the output cannot be written (either with one line on
+    standard error). ``--help`` prints the help
     and returns 0 (1 if it cannot be written). A standard stream closed when the program
     starts gets the null device, so no file opened later takes its place; output for a
     closed standard output fails (status 1)."""
