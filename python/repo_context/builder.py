@@ -27,6 +27,9 @@ class RepoContextBuilder(BuilderBase):
       intersects a window already selected from the same (canonical) path (``"overlap"``),
       else one that does not fit what is left of the budget (``"budget"``); never stop early
       and never cut a snippet.
+    * A **group** (candidates with equal ``group``) is selected whole or not at all, at its
+      best member's rank; if it does not fit, every member is omitted as ``"group"`` naming the
+      member that did not fit.
     * With a template, the rendered section is counted exactly and fits the budget (see
       :mod:`repo_context.cost`).
 
@@ -62,9 +65,12 @@ class RepoContextBuilder(BuilderBase):
             path, selection order), ``selected`` (their input indices), ``used_chars``,
             ``truncated``, ``omitted`` (one :class:`Omission` per left-out candidate, rank
             order), ``failure_files`` (and ``failure_file``, the first), ``cost``, ``budget``,
-            ``used`` (in the cost's unit) and
-            ``blocks`` (render placement, with a template). The input is not mutated; equal
-            inputs give equal results.
+            ``used`` (in the cost's unit),
+            ``blocks`` (render placement, with a template), ``missing_critical`` (one
+            :class:`~repo_context.MissingEvidence` per failing file whose failure windows were
+            all left out) and ``digest`` (SHA-256 of the selection, see
+            :mod:`repo_context.digest`). The input is not mutated; equal inputs give equal
+            results and equal digests.
 
         Raises:
             InvalidInputError: a top-level field is invalid (``index`` is ``None``).
