@@ -453,8 +453,10 @@ impl Block {
 /// input indices), `used_chars` (sum of their content lengths, in characters), `truncated`
 /// (something was omitted), `omitted` (tuple of `Omission`, rank order), `failure_file` (the
 /// canonical failure file or `None`), `cost` (the `Cost` model), `budget` and `used` (in the
-/// cost's unit; with a template, `used` is the cost of the whole rendered section) and `blocks`
-/// (with a template, one `Block` per item in render order; else empty).
+/// cost's unit; with a template, `used` is the cost of the whole rendered section), `blocks`
+/// (with a template, one `Block` per item in render order; else empty), `missing_critical`
+/// (the failing files whose failure windows were all left out) and `digest` (SHA-256 of the
+/// selection in the byte form of `repo_context.digest`, computed on first use).
 #[pyclass(frozen, module = "repo_context", name = "BuildResult")]
 pub struct BuildResult {
     /// The selected candidates (tuple of `Candidate`), in selection order, paths canonical.
