@@ -347,6 +347,8 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
         "budget",
         "used",
         "blocks",
+        "missing_critical",
+        "digest",
         "policy_omitted",
         "failure",
         "failing_tests",
@@ -361,6 +363,7 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
         "message": "division by zero",
         "failure_file": "lib/ratios.py",
     }
+    assert len(out["digest"]) == 64 and int(out["digest"], 16) >= 0
     assert (out["budget"], out["cost"]["unit"]) == (120, "chars")
     assert out["used_chars"] == out["used"] <= 120
     assert out["used_chars"] == sum(len(item["content"]) for item in out["items"])
