@@ -174,7 +174,8 @@ def test_cli_context_reports_the_digest_and_missing_evidence(failing_repo: tuple
     roomy = cli(*args, "--require-failure")
     assert roomy.returncode == 0, roomy.stderr
     assert b"missing failure evidence" not in roomy.stdout + roomy.stderr
-    digest = re.search(rb"^- digest: ([0-9a-f]{64})$", roomy.stdout, re.MULTILINE)
+    # The section is on standard output, the report (with the digest) on standard error.
+    digest = re.search(rb"^- digest: ([0-9a-f]{64})$", roomy.stderr, re.MULTILINE)
     assert digest is not None
     as_json = json.loads(cli(*args, "--format", "json").stdout)
     assert as_json["digest"].encode() == digest.group(1)
@@ -182,7 +183,7 @@ def test_cli_context_reports_the_digest_and_missing_evidence(failing_repo: tuple
 
     tight = cli(*args, "--max-chars", "40")
     assert tight.returncode == 0
-    assert b"- missing failure evidence: " in tight.stdout
+    assert b"- missing failure evidence: " in tight.stderr
     warning = b"repo-context context: warning: missing failure evidence: "
     assert tight.stderr.startswith(warning), tight.stderr
     required = cli(*args, "--max-chars", "40", "--require-failure", "--format", "json")

@@ -605,6 +605,8 @@ def _cmd_context(args: argparse.Namespace) -> int:
             f"no traceback frame of the log is a file of {header_path(args.repo)} "
             "(relative paths are taken from there)",
         )
+    # Warnings come before the output and the report; the status after printing them.
+    status = _warn_missing("context", report.result, args.require_failure)
     if args.format == "json":
         _write(sys.stdout, context_json(report) + "\n")
     else:
@@ -617,7 +619,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
         write_file(args.report, report.summary())
     elif args.format != "json":
         _write(sys.stderr, report.summary())
-    return _warn_missing("context", report.result, args.require_failure)
+    return status
 
 
 def _add_trace(parser: argparse.ArgumentParser) -> None:
