@@ -691,6 +691,7 @@ fn build_group<'a>(
             cost,
             reason,
             score,
+            group: engine::NO_GROUP,
         });
     }
 
@@ -737,7 +738,9 @@ fn build_group<'a>(
                 d.overlaps = blocker;
                 summary.overlap += 1;
             }
-            Omitted::Budget => {
+            // Table rows carry no group, so `engine::build` never gives `Group`; were it to, a
+            // group left out for want of budget is a budget omission.
+            Omitted::Budget | Omitted::Group(_) => {
                 d.omission = 2;
                 summary.budget_omitted += 1;
             }

@@ -22,6 +22,9 @@ use std::collections::BTreeMap;
 /// Highest accepted line number (`2**31 - 1`).
 pub const MAX_LINE: u32 = i32::MAX as u32;
 
+/// [`Row::group`] of a candidate in no group.
+pub const NO_GROUP: u32 = u32::MAX;
+
 /// Why a candidate was proposed. Its rank group is [`Reason::group`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reason {
@@ -41,6 +44,15 @@ impl Reason {
             "reference" => Some(Self::Reference),
             "search" => Some(Self::Search),
             _ => None,
+        }
+    }
+
+    /// The exact lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Failure => "failure",
+            Self::Reference => "reference",
+            Self::Search => "search",
         }
     }
 
@@ -134,6 +146,8 @@ pub struct Row {
     pub reason: Reason,
     /// A finite score; higher ranks first.
     pub score: f64,
+    /// Dense id of the candidate's group (`0..n_groups`), or [`NO_GROUP`].
+    pub group: u32,
 }
 
 /// Why a candidate was left out.
@@ -143,6 +157,9 @@ pub enum Omitted {
     Overlap(u32),
     /// Its cost did not fit what was left of the budget.
     Budget,
+    /// Its group did not fit: this is the input index of the member at which the group's
+    /// running cost went past what was left of the budget.
+    Group(u32),
 }
 
 /// An omission record: input index, 0-based rank, and why.
@@ -244,6 +261,124 @@ pub fn build(rows: &[Row], failure_paths: &[u32], budget: u64, n_paths: usize) -
     pack(rows, &rank(rows, failure_paths, n_paths), budget, n_paths)
 }
 
+/// Rank then pack with groups: [`pack_groups`]; with `n_groups == 0`, exactly [`build`].
+pub fn build_groups(
+    rows: &[Row],
+    failure_paths: &[u32],
+    budget: u64,
+    n_paths: usize,
+    n_groups: usize,
+) -> Selection {
+    let order = rank(rows, failure_paths, n_paths);
+    if n_groups == 0 {
+        return pack(rows, &order, budget, n_paths);
+    }
+    pack_groups(rows, &order, budget, n_paths, n_groups)
+}
+
+/// [`pack`] where a group is selected whole or not at all.
+///
+/// A group is decided when its best-ranked member comes up: its members, in rank order, are
+/// tried against the selected windows and the members tried before them (a member that hits
+/// one is omitted as an overlap and costs nothing); if the others' costs together fit what is
+/// left of the budget they are all selected, in rank order; else every member is omitted as
+/// [`Omitted::Group`], naming the member at which the running cost went past the budget.
+/// Candidates in no group are packed as by [`pack`]. Omissions come in rank order.
+pub fn pack_groups(
+    rows: &[Row],
+    order: &[u32],
+    budget: u64,
+    n_paths: usize,
+    n_groups: usize,
+) -> Selection {
+    let mut members: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n_groups];
+    for (rank, &index) in (0u32..).zip(order) {
+        let group = rows[index as usize].group;
+        if group != NO_GROUP {
+            members[group as usize].push((rank, index));
+        }
+    }
+    let mut windows: Vec<BTreeMap<u32, (u32, u32)>> = vec![BTreeMap::new(); n_paths];
+    let mut out = Selection::default();
+    let mut done = vec![false; n_groups];
+    for (rank, &index) in (0u32..).zip(order) {
+        let row = &rows[index as usize];
+        if row.group == NO_GROUP {
+            let tree = &mut windows[row.path as usize];
+            let why = match tree.range(row.start..).next() {
+                Some((_, &(start, blocker))) if start <= row.end => Omitted::Overlap(blocker),
+                _ if row.cost > budget - out.used => Omitted::Budget,
+                _ => {
+                    tree.insert(row.end, (row.start, index));
+                    out.used += row.cost;
+                    out.selected.push(index);
+                    out.ranks.push(rank);
+                    continue;
+                }
+            };
+            out.omitted.push(Omission { index, rank, why });
+            continue;
+        }
+        let group = row.group as usize;
+        if done[group] {
+            continue;
+        }
+        done[group] = true;
+        let mut placed = Vec::new();
+        let mut blocked = Vec::new();
+        let mut cost = 0u64;
+        let mut culprit = None;
+        for &(r, i) in &members[group] {
+            let m = &rows[i as usize];
+            let tree = &mut windows[m.path as usize];
+            if let Some((_, &(start, blocker))) = tree.range(m.start..).next()
+                && start <= m.end
+            {
+                blocked.push(Omission {
+                    index: i,
+                    rank: r,
+                    why: Omitted::Overlap(blocker),
+                });
+                continue;
+            }
+            tree.insert(m.end, (m.start, i));
+            placed.push((r, i));
+            // `cost <= budget - used` while no member has gone past it.
+            if culprit.is_none() {
+                if m.cost > budget - out.used - cost {
+                    culprit = Some(i);
+                } else {
+                    cost += m.cost;
+                }
+            }
+        }
+        match culprit {
+            None => {
+                out.used += cost;
+                for (r, i) in placed {
+                    out.selected.push(i);
+                    out.ranks.push(r);
+                }
+                out.omitted.extend(blocked);
+            }
+            Some(culprit) => {
+                for &(_, i) in &placed {
+                    let m = &rows[i as usize];
+                    windows[m.path as usize].remove(&m.end);
+                }
+                out.omitted
+                    .extend(members[group].iter().map(|&(r, i)| Omission {
+                        index: i,
+                        rank: r,
+                        why: Omitted::Group(culprit),
+                    }));
+            }
+        }
+    }
+    out.omitted.sort_unstable_by_key(|o| o.rank);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,7 +391,86 @@ mod tests {
             cost,
             reason,
             score,
+            group: NO_GROUP,
         }
+    }
+
+    fn grouped(mut r: Row, group: u32) -> Row {
+        r.group = group;
+        r
+    }
+
+    #[test]
+    fn a_group_is_selected_whole_at_its_best_members_rank() {
+        let rows = [
+            row(0, 1, 1, 1, Reason::Reference, 9.0),
+            grouped(row(1, 1, 5, 2, Reason::Search, 1.0), 0),
+            row(2, 1, 1, 1, Reason::Reference, 5.0),
+            grouped(row(2, 3, 3, 2, Reason::Reference, 8.0), 0),
+        ];
+        // Rank: 0, 3 (group 0: with its member 1), 2, 1.
+        let s = build_groups(&rows, &[], 5, 3, 1);
+        assert_eq!(s.selected, vec![0, 3, 1]);
+        assert_eq!(s.ranks, vec![0, 1, 3]);
+        assert_eq!(s.used, 5);
+        assert_eq!(
+            s.omitted,
+            vec![Omission {
+                index: 2,
+                rank: 2,
+                why: Omitted::Budget
+            }]
+        );
+    }
+
+    #[test]
+    fn a_group_that_does_not_fit_is_omitted_whole_naming_the_member() {
+        let rows = [
+            grouped(row(0, 1, 1, 2, Reason::Reference, 9.0), 0),
+            grouped(row(1, 1, 1, 2, Reason::Reference, 8.0), 0),
+            grouped(row(0, 1, 1, 1, Reason::Search, 7.0), 0), // overlaps member 0
+            row(2, 1, 1, 3, Reason::Search, 0.0),
+        ];
+        let s = build_groups(&rows, &[], 3, 3, 1);
+        assert_eq!(s.selected, vec![3]);
+        let group = |index, rank| Omission {
+            index,
+            rank,
+            why: Omitted::Group(1),
+        };
+        assert_eq!(s.omitted, vec![group(0, 0), group(1, 1), group(2, 2)]);
+        // With room: the overlapping member is omitted as an overlap and costs nothing.
+        let s = build_groups(&rows, &[], 4, 3, 1);
+        assert_eq!(s.selected, vec![0, 1]);
+        assert_eq!(
+            s.omitted,
+            vec![
+                Omission {
+                    index: 2,
+                    rank: 2,
+                    why: Omitted::Overlap(0)
+                },
+                Omission {
+                    index: 3,
+                    rank: 3,
+                    why: Omitted::Budget
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn without_groups_build_groups_is_build() {
+        let rows = [
+            row(0, 1, 10, 4, Reason::Reference, 9.0),
+            row(0, 5, 12, 2, Reason::Search, 1.0),
+            row(0, 20, 30, 2, Reason::Search, 0.5),
+        ];
+        assert_eq!(build_groups(&rows, &[], 3, 1, 0), build(&rows, &[], 3, 1));
+        // Singleton groups pack like no groups, but name themselves when they do not fit.
+        let single: Vec<Row> = rows.iter().zip(0..).map(|(r, g)| grouped(*r, g)).collect();
+        let s = build_groups(&single, &[], 3, 1, 3);
+        assert_eq!(s.selected, build(&rows, &[], 3, 1).selected);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //!   from the caller's own objects. It is the `repo_context._core` extension module.
 
 pub mod columnar;
+pub mod digest;
 pub mod engine;
 pub mod render;
 pub mod secrets;

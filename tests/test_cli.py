@@ -17,6 +17,7 @@ import pytest
 import repo_context
 from repo_context.cli import main, run_context
 from repo_context.composer import block_language, fence, render_markdown
+from repo_context.workspace import missing_lines
 
 
 def cli(*args: str, stdin: str | bytes | None = None) -> subprocess.CompletedProcess[bytes]:
@@ -304,8 +305,12 @@ def test_context_report_file_and_budget_unit(failing_repo: tuple[Path, Path], tm
         "--report", str(target), "--no-cache",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == b""
     report = run_context(repo, log, cost={"unit": "tokens", "template": "markdown"}, max_chars=150)
+    # The report goes to the file; standard error has only the missing-evidence warnings.
+    assert proc.stderr.decode() == "".join(
+        f"repo-context context: warning: missing failure evidence: {line}\n"
+        for line in missing_lines(report.result)
+    )
     out = proc.stdout.decode()
     assert out == report.section
     counter = repo_context.TokenCounter("o200k_base")
@@ -347,6 +352,8 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
         "budget",
         "used",
         "blocks",
+        "missing_critical",
+        "digest",
         "policy_omitted",
         "failure",
         "failing_tests",
@@ -361,6 +368,7 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
         "message": "division by zero",
         "failure_file": "lib/ratios.py",
     }
+    assert len(out["digest"]) == 64 and int(out["digest"], 16) >= 0
     assert (out["budget"], out["cost"]["unit"]) == (120, "chars")
     assert out["used_chars"] == out["used"] <= 120
     assert out["used_chars"] == sum(len(item["content"]) for item in out["items"])

@@ -326,7 +326,10 @@ def _two_faced(register_on_read: bool) -> type:
                 raise AttributeError(name)
             if name == "path" and self._registers and register_on_read:
                 Mapping.register(type(self))
-            return _fields("attr", start=self._start)[name]
+            try:
+                return _fields("attr", start=self._start)[name]
+            except KeyError:  # the optional group
+                raise AttributeError(name) from None
 
     return TwoFaced
 
@@ -353,7 +356,10 @@ def test_an_instance_whose_class_attribute_lies_is_checked_on_its_own(build: Any
             return dict if self.masked else Masked
 
         def __getattr__(self, name: str) -> Any:
-            return self.__dict__["fields"][name]
+            try:
+                return self.__dict__["fields"][name]
+            except KeyError:  # the optional group
+                raise AttributeError(name) from None
 
         def __getitem__(self, key: str) -> Any:
             return _fields("item", start=self.fields["start"])[key]

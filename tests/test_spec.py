@@ -688,7 +688,10 @@ def test_result_to_dict_json_form(engine: Any) -> None:
         "budget",
         "used",
         "blocks",
+        "missing_critical",
+        "digest",
     }
+    assert (d["missing_critical"], d["digest"]) == ([], result.digest)
     assert d["cost"] == {
         "unit": "chars",
         "encoding": None,
@@ -744,6 +747,9 @@ def test_result_to_dict_empty(engine: Any) -> None:
             "budget": 0,
             "used": 0,
             "blocks": [],
+            "missing_critical": [],
+            # SHA-256 of the byte form with no items (tests/test_digest.py restates the form).
+            "digest": "4863adfcc15825fc05dee75d3f81fdbf69f11a1c660843d9e4fd1f0f997c8542",
         }
     )
 

@@ -15,11 +15,22 @@ from typing import TYPE_CHECKING, Any
 
 from . import reference
 from ._input import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_TOTAL_CHARS
-from .builder import RepoContextBuilder, build, build_many
+from .builder import RepoContextBuilder, build, build_many, cache_key
 from .composer import render
+from .digest import POLICY_VERSION
 from .errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
 from .table import TableResult, build_table
-from .types import Block, BuildInput, BuildResult, Candidate, Cost, Omission, Reason, TokenCounter
+from .types import (
+    Block,
+    BuildInput,
+    BuildResult,
+    Candidate,
+    Cost,
+    MissingEvidence,
+    Omission,
+    Reason,
+    TokenCounter,
+)
 
 if TYPE_CHECKING:
     from .workspace import ContextResult, Workspace, context
@@ -37,6 +48,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DEFAULT_MAX_CANDIDATES",
     "DEFAULT_MAX_TOTAL_CHARS",
+    "POLICY_VERSION",
     "Block",
     "BuildInput",
     "BuildResult",
@@ -45,6 +57,7 @@ __all__ = [
     "Cost",
     "InvalidCandidateError",
     "InvalidInputError",
+    "MissingEvidence",
     "Omission",
     "Reason",
     "RepoContextBuilder",
@@ -55,6 +68,7 @@ __all__ = [
     "build",
     "build_many",
     "build_table",
+    "cache_key",
     "context",
     "reference",
     "render",

@@ -4,9 +4,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, final
 
 from .cost import Cost
+from .evidence import MissingEvidence
 
 __all__ = [
     "MAX_LINE",
+    "POLICY_VERSION",
     "SECRET_KINDS",
     "Block",
     "BuildInput",
@@ -17,11 +19,13 @@ __all__ = [
     "build",
     "build_many",
     "build_table",
+    "cache_key",
     "render_block",
     "secret_spans",
 ]
 
 MAX_LINE: int
+POLICY_VERSION: str
 
 @final
 class Candidate:
@@ -44,8 +48,18 @@ class Candidate:
     def reason(self) -> str: ...
     @property
     def score(self) -> int | float: ...
+    @property
+    def group(self) -> Any: ...
     def __new__(
-        cls, path: str, start: int, end: int, content: str, reason: str, score: float
+        cls,
+        path: str,
+        start: int,
+        end: int,
+        content: str,
+        reason: str,
+        score: float,
+        *,
+        group: Any = None,
     ) -> Candidate: ...
     def to_dict(self) -> dict[str, Any]: ...
     def __eq__(self, other: object, /) -> bool: ...
@@ -64,7 +78,11 @@ class Omission:
     def reason(self) -> str: ...
     @property
     def overlaps(self) -> int | None: ...
-    def __new__(cls, index: int, rank: int, reason: str, overlaps: int | None = None) -> Omission: ...
+    @property
+    def member(self) -> int | None: ...
+    def __new__(
+        cls, index: int, rank: int, reason: str, overlaps: int | None = None, member: int | None = None
+    ) -> Omission: ...
     def to_dict(self) -> dict[str, Any]: ...
     def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
@@ -111,6 +129,10 @@ class BuildResult:
     def used(self) -> int: ...
     @property
     def blocks(self) -> tuple[Block, ...]: ...
+    @property
+    def missing_critical(self) -> tuple[MissingEvidence, ...]: ...
+    @property
+    def digest(self) -> str: ...
     def __new__(
         cls,
         items: Iterable[Candidate],
@@ -123,6 +145,7 @@ class BuildResult:
         budget: int,
         used: int,
         blocks: Iterable[Block],
+        missing_critical: Iterable[MissingEvidence] | None = None,
     ) -> BuildResult: ...
     def to_dict(self) -> dict[str, Any]: ...
     def __eq__(self, other: object, /) -> bool: ...
@@ -165,13 +188,13 @@ def build(
     cost: Cost,
     budget_obj: int,
     counter: TokenCounter | None,
-) -> tuple[BuildResult, list[int]]: ...
+) -> tuple[BuildResult, list[int], list[list[int]]]: ...
 def build_many(
     inputs: list[Any],
     check: Callable[[Any], tuple[Sequence[Any], int, list[str], int, Cost, int, TokenCounter | None]],
     threads: int,
     return_errors: bool,
-) -> list[tuple[BuildResult, list[int]] | Exception]: ...
+) -> list[tuple[BuildResult, list[int], list[list[int]]] | Exception]: ...
 def build_table(
     table: Any,
     *,
@@ -184,6 +207,13 @@ def build_table(
     max_total_chars: int,
     threads: int | None,
 ) -> tuple[Any, Any]: ...
+def cache_key(
+    candidates: Sequence[Any],
+    budget: int,
+    failure_files: Sequence[str],
+    max_total_chars: int,
+    cost: Cost,
+) -> str: ...
 def render_block(
     path: str,
     start: int,

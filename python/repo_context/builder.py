@@ -9,9 +9,10 @@ from . import _core
 from ._finish import finish
 from ._input import BuilderBase, batch_options, clamp_u64, normalize_input
 from .cost import Cost
+from .trace import TraceTarget, traced_build
 from .types import BuildResult, TokenCounter
 
-__all__ = ["RepoContextBuilder", "build", "build_many"]
+__all__ = ["RepoContextBuilder", "build", "build_many", "cache_key"]
 
 
 class RepoContextBuilder(BuilderBase):
@@ -30,6 +31,9 @@ class RepoContextBuilder(BuilderBase):
       intersects a window already selected from the same (canonical) path (``"overlap"``),
       else one that does not fit what is left of the budget (``"budget"``); never stop early
       and never cut a snippet.
+    * A **group** (candidates with equal ``group``) is selected whole or not at all, at its
+      best member's rank; if it does not fit, every member is omitted as ``"group"`` naming the
+      member that did not fit.
     * With a template, the rendered section is counted exactly and fits the budget (see
       :mod:`repo_context.cost`).
 
@@ -48,7 +52,7 @@ class RepoContextBuilder(BuilderBase):
         InvalidInputError: an invalid cost, template or limit.
     """
 
-    def build(self, input: object) -> BuildResult:
+    def build(self, input: object, *, trace: TraceTarget | None = None) -> BuildResult:
         """Build the context for one input.
 
         Args:
@@ -65,22 +69,31 @@ class RepoContextBuilder(BuilderBase):
             path, selection order), ``selected`` (their input indices), ``used_chars``,
             ``truncated``, ``omitted`` (one :class:`Omission` per left-out candidate, rank
             order), ``failure_files`` (and ``failure_file``, the first), ``cost``, ``budget``,
-            ``used`` (in the cost's unit) and
-            ``blocks`` (render placement, with a template). The input is not mutated; equal
-            inputs give equal results.
+            ``used`` (in the cost's unit),
+            ``blocks`` (render placement, with a template), ``missing_critical`` (one
+            :class:`~repo_context.MissingEvidence` per failing file whose failure windows were
+            all left out) and ``digest`` (SHA-256 of the selection, see
+            :mod:`repo_context.digest`). The input is not mutated; equal inputs give equal
+            results and equal digests.
 
         Raises:
             InvalidInputError: a top-level field is invalid (``index`` is ``None``).
             InvalidCandidateError: a candidate is invalid (``index`` and ``field`` name it).
             ResourceLimitError: too many candidates or too much content.
 
+        With ``trace`` (a path, appended to, or a text stream), one JSON line describing the
+        build (cache key, digest, the validated input, every decision) is appended: see
+        :mod:`repo_context.trace`.
+
         An exception raised by the caller's own code while a candidate is read (a property,
         ``__index__``, ``__getitem__``) propagates unchanged; only a missing key or attribute
         becomes :class:`InvalidCandidateError` (``problem`` "is missing").
         """
-        result, ranks = _core.build(*self._arguments(input))
+        if trace is not None:
+            return traced_build(self, input, trace, "native")
+        result, ranks, windows = _core.build(*self._arguments(input))
         counter = self.counter(result.cost)
-        return finish(result, ranks, None if counter is None else counter.count_one)
+        return finish(result, ranks, None if counter is None else counter.count_one, windows)
 
     def build_many(
         self, inputs: Iterable[object], *, threads: int | None = None, errors: str = "raise"
@@ -123,10 +136,10 @@ class RepoContextBuilder(BuilderBase):
             if isinstance(entry, Exception):
                 out.append(entry)
                 continue
-            result, ranks = entry
+            result, ranks, windows = entry
             counter = self.counter(result.cost)
             try:
-                out.append(finish(result, ranks, None if counter is None else counter.count_one))
+                out.append(finish(result, ranks, None if counter is None else counter.count_one, windows))
             except Exception as exc:  # as the loop of build would see it
                 if not return_errors:
                     raise
@@ -148,16 +161,29 @@ class RepoContextBuilder(BuilderBase):
             self.counter(cost),
         )
 
+    def cache_key(self, input: object) -> str:
+        """The cache key of ``input``: 64 lower-case hex digits of SHA-256 over its candidates
+        in input order (canonical path, line range, SHA-256 of the content, reason, score as
+        float64), the budget, the canonical failing files, the cost model (the input's, else the
+        builder's) and :data:`repo_context.digest.POLICY_VERSION`, in the byte form documented in
+        :mod:`repo_context.digest`. Two inputs with equal keys give equal results, so a caller
+        can skip a build it has already done. Validation and errors are those of :meth:`build`.
+        """
+        candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
+        return _core.cache_key(
+            candidates, clamp_u64(budget), failure_files, clamp_u64(self.max_total_chars), cost
+        )
+
 
 _DEFAULT = RepoContextBuilder()
 
 
-def build(input: object) -> BuildResult:
+def build(input: object, *, trace: TraceTarget | None = None) -> BuildResult:
     """Build the context with the Rust engine and the default limits.
 
-    See :meth:`RepoContextBuilder.build` for the input, result and errors.
+    See :meth:`RepoContextBuilder.build` for the input, result, errors and ``trace``.
     """
-    return _DEFAULT.build(input)
+    return _DEFAULT.build(input, trace=trace)
 
 
 def build_many(
@@ -169,3 +195,9 @@ def build_many(
     See :meth:`RepoContextBuilder.build_many` for the options, result and errors.
     """
     return _DEFAULT.build_many(inputs, threads=threads, errors=errors)
+
+
+def cache_key(input: object) -> str:
+    """The cache key of ``input`` with the default settings (see
+    :meth:`RepoContextBuilder.cache_key`)."""
+    return _DEFAULT.cache_key(input)

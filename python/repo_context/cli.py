@@ -104,7 +104,8 @@ from .rerank import add_rerank_parser
 from .secrets import SECRET_REDACTED, redact, redact_json, redact_text
 from .secrets import redaction_note as _redaction_note
 from .sources.pytest_log import LogFormatError, UnknownTestError
-from .workspace import ContextResult, Workspace, failing_tests_json
+from .trace import replay
+from .workspace import ContextResult, Workspace, failing_tests_json, missing_lines
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -123,6 +124,12 @@ __all__ = [
     "result_json",
     "run_context",
 ]
+
+#: Exit status of ``build``/``context --require-failure`` when a failing file's failure evidence
+#: was all left out (``missing_critical``).
+EXIT_MISSING_EVIDENCE = 5
+#: Exit status of ``replay`` when a rebuild does not reproduce its recorded digest.
+EXIT_NOT_REPRODUCED = 4
 
 #: Default budget of ``repo-context context``, in characters (code points).
 DEFAULT_MAX_CHARS = 16_000
@@ -186,6 +193,15 @@ def result_json(result: BuildResult) -> str:
 ContextReport = ContextResult
 
 
+def _warn_missing(command: str, result: BuildResult, required: bool) -> int:
+    """Warn about each failing file without failure evidence; the exit status:
+    ``EXIT_MISSING_EVIDENCE`` when some evidence is missing and ``required``
+    (``--require-failure``), else 0."""
+    for line in missing_lines(result):
+        warn(f"repo-context {command}: warning: missing failure evidence: {line}")
+    return EXIT_MISSING_EVIDENCE if required and result.missing_critical else 0
+
+
 def context_json(report: ContextReport) -> str:
     """The JSON output of ``repo-context context``: ``ContextResult.to_dict()`` (the build
     result's JSON form, ``"policy_omitted"``, ``"failure"``, ``"failing_tests"`` and
@@ -241,6 +257,43 @@ def run_context(
         cost={"unit": "chars"} if cost is None else cost,
         engine=engine,
     )
+
+
+def _build_with(engine: str, data: object, trace: str | None) -> BuildResult:
+    """Build with ``engine``, appending the trace line to the file ``trace`` when given."""
+    if trace is None:
+        return _ENGINES[engine](data)
+    try:
+        if engine == "native":
+            return native_build(data, trace=trace)
+        return reference.build(data, trace=trace)
+    except OSError as exc:
+        raise _UsageError(f"cannot write the trace {header_path(trace)}: {exc.strerror or exc}") from exc
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    build = _ENGINES[args.engine]
+    lines: list[str] = []
+    all_reproduced = True
+    try:
+        for turn in replay(args.trace, build):
+            state = "reproduced" if turn.reproduced else f"NOT reproduced (recorded {turn.recorded})"
+            all_reproduced = all_reproduced and turn.reproduced
+            lines.append(f"turn {turn.number}: digest {turn.rebuilt} {state}")
+            for c in turn.changes:
+                where = header_path(f"{c.path}:{c.start}-{c.end}")
+                if c.kind == "moved":
+                    lines.append(f"  moved   {where} #{c.before} -> #{c.after} ({c.why})")
+                else:
+                    lines.append(f"  {c.kind:<7} {where} ({header_path(c.why)})")
+            if turn.number > 1 and not turn.changes:
+                lines.append("  no change in the selected items")
+    except OSError as exc:
+        raise _UsageError(f"cannot read {header_path(args.trace)}: {exc.strerror or exc}") from exc
+    except (ValueError, KeyError, TypeError) as exc:
+        raise _UsageError(f"{header_path(args.trace)}: {exc}") from exc
+    _write(sys.stdout, "".join(line + "\n" for line in lines))
+    return 0 if all_reproduced else EXIT_NOT_REPRODUCED
 
 
 def _shown(file: str) -> str:
@@ -471,11 +524,13 @@ def _cmd_build(args: argparse.Namespace) -> int:
     if args.jsonl is not None:
         if args.file != "-":
             raise _UsageError("give FILE or --jsonl FILE, not both")
+        if args.trace is not None or args.require_failure:
+            raise _UsageError("--trace and --require-failure are for one input, not --jsonl")
         return _cmd_build_jsonl(args)
     if args.threads is not None:
         raise _UsageError("--threads is only for --jsonl")
     data = _with_options(_read_json(args.file), args)
-    result = _ENGINES[args.engine](data)
+    result = _build_with(args.engine, data, args.trace)
     if args.format == "json":
         redacted_data, found = redact_json(result.to_dict())
         kinds = [record["kind"] for record in found]
@@ -486,7 +541,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
     if kinds:
         _warn("build", _redaction_note(kinds))
     _write(sys.stdout, out)
-    return 0
+    # The JSON form carries missing_critical; the warning only with --require-failure.
+    return _warn_missing("build", result, args.require_failure) if args.require_failure else 0
 
 
 def _warn(command: str, message: str) -> None:
@@ -529,8 +585,12 @@ def _cmd_context(args: argparse.Namespace) -> int:
             engine=args.engine,
             test=args.test,
             issue=issue,
+            trace=args.trace,
         )
     except OSError as exc:
+        if args.trace is not None and exc.filename == args.trace:
+            where = header_path(args.trace)
+            raise _UsageError(f"cannot write the trace {where}: {exc.strerror or exc}") from exc
         where = header_path(str(exc.filename or args.repo))
         raise _UsageError(f"cannot read {where}: {exc.strerror or exc}") from exc
     except (LogFormatError, UnknownTestError) as exc:
@@ -545,6 +605,8 @@ def _cmd_context(args: argparse.Namespace) -> int:
             f"no traceback frame of the log is a file of {header_path(args.repo)} "
             "(relative paths are taken from there)",
         )
+    # Warnings come before the output and the report; the status after printing them.
+    status = _warn_missing("context", report.result, args.require_failure)
     if args.format == "json":
         _write(sys.stdout, context_json(report) + "\n")
     else:
@@ -557,7 +619,25 @@ def _cmd_context(args: argparse.Namespace) -> int:
         write_file(args.report, report.summary())
     elif args.format != "json":
         _write(sys.stderr, report.summary())
-    return 0
+    return status
+
+
+def _add_trace(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--trace",
+        metavar="FILE",
+        default=None,
+        help="append one JSON line describing the build (cache key, digest, input, every decision) to FILE",
+    )
+
+
+def _add_require_failure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--require-failure",
+        action="store_true",
+        help="warn and exit 5 (after printing the result) when a failing file's failure windows "
+        "were all left out (missing_critical)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -605,6 +685,8 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="with --jsonl: at most N threads rank and pack at once (default: every core)",
     )
+    _add_require_failure(build)
+    _add_trace(build)
     _add_cost_options(build)
     build.set_defaults(run=_cmd_build)
 
@@ -681,6 +763,8 @@ def _parser() -> argparse.ArgumentParser:
     context.add_argument(
         "--no-cache", action="store_true", help="keep the derived index in memory only, nothing on disk"
     )
+    _add_require_failure(context)
+    _add_trace(context)
     _add_cost_options(context)
     context.set_defaults(run=_cmd_context)
     mcp = commands.add_parser(
@@ -692,6 +776,19 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--cache-dir", metavar="DIR", default=None, help="folder of the index cache")
     mcp.add_argument("--no-cache", action="store_true", help="keep the derived index in memory only")
     mcp.set_defaults(run=_cmd_mcp)
+
+    replayer = commands.add_parser(
+        "replay",
+        help="rebuild every build of a trace and show what changed between turns",
+        description="Rebuild each line of a trace (--trace) from its saved input, check the digest, "
+        "and list the items added, dropped (and why) and moved between consecutive turns. Exit 4 "
+        "when a rebuild does not reproduce its recorded digest.",
+    )
+    replayer.add_argument("trace", metavar="TRACE", help="the trace file")
+    replayer.add_argument(
+        "--engine", choices=sorted(_ENGINES), default="native", help="the engine that rebuilds"
+    )
+    replayer.set_defaults(run=_cmd_replay)
     add_eval_parser(commands)
     add_rerank_parser(commands)
     return parser
@@ -710,7 +807,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``repo-context`` command line with ``argv`` (default ``sys.argv[1:]``) and
     return the exit status: 0; 2 for invalid input or a bad command line, 1 if the output
     cannot be written (either with one line on standard error); 3 if some lines of
-    ``build --jsonl`` could not be built (each has its ``{"error": ...}`` output line).
+    ``build --jsonl`` could not be built (each has its ``{"error": ...}`` output line); 4 when
+    ``replay`` does not reproduce a digest; 5 with ``--require-failure`` when a failing file's
+    failure evidence was all left out.
     ``--help`` prints the help and returns 0 (1 if it cannot be written). A standard stream
     closed when the program starts gets the null device, so no file opened later takes its
     place; output for a closed standard output fails (status 1)."""

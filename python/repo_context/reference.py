@@ -12,14 +12,23 @@ Hypothesis differential tests hold the two equal. Read this module to learn the 
    ``[start, end]`` intersects a window already *selected* from the same path is omitted as
    ``overlap`` (naming the selected window with the smallest start it hits); else one whose
    cost would take the total past the budget is omitted as ``budget``; else it is selected.
-   Cost is ``len(content)``: characters, i.e. Python code points.
+   Cost is ``len(content)``: characters, i.e. Python code points. A **group** (candidates with
+   equal, hashable ``group``) is decided whole when its best-ranked member comes up: members
+   that hit a selected window (or a member tried before them) are omitted as ``overlap``; if the
+   others' costs together fit, they are all selected, else every member is omitted as
+   ``group``, naming the member at which the running cost went past the budget.
+4. **Report** each failing file whose failure windows (its candidates with reason ``failure``)
+   were all left out, in ``missing_critical`` (see :func:`repo_context._finish.finish`); the
+   result's ``digest`` and the input's :meth:`~RepoContextBuilder.cache_key` are SHA-256 over
+   the byte form of :mod:`repo_context.digest`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,10 +39,12 @@ from ._finish import finish
 from ._input import BuilderBase, PathProblem, batch_options, canonical_path, normalize_input, show_int
 from .composer import render_block
 from .cost import Cost
+from .digest import input_key
 from .errors import InvalidCandidateError, ResourceLimitError
 from .table import reference_build_table as build_table
+from .trace import TraceTarget, traced_build
 
-__all__ = ["RepoContextBuilder", "build", "build_many", "build_table"]
+__all__ = ["RepoContextBuilder", "build", "build_many", "build_table", "cache_key"]
 
 #: Highest line number accepted (``2**31 - 1``).
 MAX_LINE = 2**31 - 1
@@ -41,6 +52,10 @@ MAX_LINE = 2**31 - 1
 GROUP = (("reference", 1), ("failure", 2), ("search", 3))
 _REASONS_TEXT = "must be one of 'failure', 'reference', 'search'"
 _FIELDS = ("path", "start", "end", "content", "reason", "score")
+
+
+#: Rank group of a failure window (its file's failure evidence).
+_FAILURE_GROUP = dict(GROUP)["failure"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +68,8 @@ class _Row:
     cost: int
     group: int
     score: float
+    #: Dense id of the candidate's ``group`` (in order of first appearance), or -1 for none.
+    group_id: int = -1
 
 
 def _field(candidate: object, field: str, index: int, mapping: bool | None = None) -> Any:
@@ -143,6 +160,30 @@ def read_score(candidate: object, index: int, mapping: bool | None = None) -> tu
     return exact, as_float
 
 
+def read_group(candidate: object, index: int, mapping: bool | None = None) -> Any:
+    """The candidate's optional ``group`` (``None`` when the key or attribute is missing);
+    it must be hashable. ``mapping`` as for :func:`_field`."""
+    if mapping is None:
+        mapping = isinstance(candidate, Mapping)
+    if mapping:
+        try:
+            group = candidate["group"]  # type: ignore[index]
+        except KeyError:
+            return None
+    else:
+        try:
+            group = getattr(candidate, "group")  # noqa: B009  (the lookup's own error is wanted)
+        except AttributeError:
+            return None
+    if group is not None:
+        try:
+            hash(group)
+        except TypeError:
+            problem = f"must be hashable, not {type(group).__name__}"
+            raise InvalidCandidateError("group", problem, index) from None
+    return group
+
+
 def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
     """Read and check one candidate's fields, one at a time, in the order path, start, end,
     content, reason, score: the first missing or invalid field is reported.
@@ -162,8 +203,11 @@ def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
     text = str.__str__(content)
     _, reason, group = read_reason(candidate, index, mapping)
     score, as_float = read_score(candidate, index, mapping)
+    pack_with = read_group(candidate, index, mapping)
 
     item = {"path": path, "start": start, "end": end, "content": text, "reason": reason, "score": score}
+    if pack_with is not None:
+        item["group"] = pack_with
     return _Row(path, start, end, len(text), group, as_float), item
 
 
@@ -193,16 +237,16 @@ class RepoContextBuilder(BuilderBase):
                 out.append(exc)
         return out
 
-    def build(self, input: object) -> BuildResult:
-        """Build the context; same contract as :meth:`repo_context.RepoContextBuilder.build`."""
-        candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
-        failing = {path: place for place, path in enumerate(failure_files)}
-
+    def _read(self, candidates: Sequence[object]) -> tuple[list[_Row], list[dict[str, Any]]]:
+        """Validate every candidate in input order, with the running total-content limit."""
         rows: list[_Row] = []
         fields: list[dict[str, Any]] = []
+        group_ids: dict[Any, int] = {}
         total = 0
         for index, candidate in enumerate(candidates):
             row, values = _validate(candidate, index)
+            if "group" in values:
+                row = dataclasses.replace(row, group_id=group_ids.setdefault(values["group"], len(group_ids)))
             total += row.cost
             if total > self.max_total_chars:
                 raise ResourceLimitError(
@@ -212,6 +256,37 @@ class RepoContextBuilder(BuilderBase):
                 )
             rows.append(row)
             fields.append(values)
+        return rows, fields
+
+    def cache_key(self, input: object) -> str:
+        """The input's cache key; same contract as :meth:`repo_context.RepoContextBuilder.cache_key`."""
+        candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
+        rows, fields = self._read(candidates)
+        reasons = {group: name for name, group in GROUP}
+        return input_key(
+            (
+                (row.path, row.start, row.end, item["content"], reasons[row.group], row.score)
+                for row, item in zip(rows, fields, strict=True)
+            ),
+            len(rows),
+            budget,
+            failure_files,
+            cost,
+        )
+
+    def build(self, input: object, *, trace: TraceTarget | None = None) -> BuildResult:
+        """Build the context; same contract as :meth:`repo_context.RepoContextBuilder.build`."""
+        if trace is not None:
+            return traced_build(self, input, trace, "reference")
+        candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
+        failing = {path: place for place, path in enumerate(failure_files)}
+        rows, fields = self._read(candidates)
+
+        # Per failing file, its failure windows (reason "failure"), in input order.
+        evidence: list[list[int]] = [[] for _ in failure_files]
+        for i, row in enumerate(rows):
+            if row.path in failing and row.group == _FAILURE_GROUP:
+                evidence[failing[row.path]].append(i)
 
         counter = self.counter(cost)
         costs = [row.cost for row in rows]  # characters of the content
@@ -239,31 +314,76 @@ class RepoContextBuilder(BuilderBase):
         ranks: list[int] = []
         omitted: list[Omission] = []
         used = 0
+        members: dict[int, list[tuple[int, int]]] = {}  # group id -> (rank, index), rank order
         for rank, i in enumerate(order):
+            if rows[i].group_id >= 0:
+                members.setdefault(rows[i].group_id, []).append((rank, i))
+
+        def hit(i: int) -> int | None:
+            """The selected window with the smallest start that candidate ``i`` intersects."""
             row = rows[i]
             path_windows = windows.setdefault(row.path, SortedKeyList(key=_window_end))
             at = path_windows.bisect_key_left(row.start)
             first = path_windows[at] if at < len(path_windows) else None
-            if first is not None and first[0] <= row.end:
-                omitted.append(Omission(i, rank, "overlap", first[2]))
-            elif used + costs[i] > budget:
-                omitted.append(Omission(i, rank, "budget"))
+            return first[2] if first is not None and first[0] <= row.end else None
+
+        for rank, i in enumerate(order):
+            row = rows[i]
+            if row.group_id < 0:
+                blocker = hit(i)
+                if blocker is not None:
+                    omitted.append(Omission(i, rank, "overlap", blocker))
+                elif used + costs[i] > budget:
+                    omitted.append(Omission(i, rank, "budget"))
+                else:
+                    windows[row.path].add((row.start, row.end, i))
+                    selected.append(i)
+                    ranks.append(rank)
+                    used += costs[i]
+                continue
+            group = members.pop(row.group_id, None)
+            if group is None:  # decided with its best-ranked member
+                continue
+            placed: list[tuple[int, int]] = []
+            blocked: list[Omission] = []
+            cost_sum, culprit = 0, None
+            for r, m in group:
+                blocker = hit(m)
+                if blocker is not None:
+                    blocked.append(Omission(m, r, "overlap", blocker))
+                    continue
+                windows[rows[m].path].add((rows[m].start, rows[m].end, m))
+                placed.append((r, m))
+                if culprit is None:
+                    if used + cost_sum + costs[m] > budget:
+                        culprit = m
+                    else:
+                        cost_sum += costs[m]
+            if culprit is None:
+                used += cost_sum
+                selected.extend(m for _, m in placed)
+                ranks.extend(r for r, _ in placed)
+                omitted.extend(blocked)
             else:
-                path_windows.add((row.start, row.end, i))
-                selected.append(i)
-                ranks.append(rank)
-                used += costs[i]
+                for _, m in placed:
+                    windows[rows[m].path].remove((rows[m].start, rows[m].end, m))
+                omitted.extend(Omission(m, r, "group", member=culprit) for r, m in group)
+        omitted.sort(key=_omission_rank)
 
         items = [Candidate(**fields[i]) for i in selected]
         used_chars = sum(rows[i].cost for i in selected)
         result = BuildResult(
             items, selected, used_chars, bool(omitted), omitted, failure_files, cost, budget, used, ()
         )
-        return finish(result, ranks, None if counter is None else counter.count_one)
+        return finish(result, ranks, None if counter is None else counter.count_one, evidence)
 
 
 def _window_end(window: tuple[int, int, int]) -> int:
     return window[1]
+
+
+def _omission_rank(omission: Omission) -> int:
+    return omission.rank
 
 
 def _costed_text(row: _Row, item: dict[str, Any], cost: Cost, failing: bool) -> str:
@@ -286,10 +406,10 @@ def _costed_text(row: _Row, item: dict[str, Any], cost: Cost, failing: bool) -> 
 _DEFAULT = RepoContextBuilder()
 
 
-def build(input: object) -> BuildResult:
-    """Build the context with the default settings (pure Python): the input, result and errors
-    are those of :meth:`repo_context.RepoContextBuilder.build`."""
-    return _DEFAULT.build(input)
+def build(input: object, *, trace: TraceTarget | None = None) -> BuildResult:
+    """Build the context with the default settings (pure Python): the input, result, errors
+    and ``trace`` are those of :meth:`repo_context.RepoContextBuilder.build`."""
+    return _DEFAULT.build(input, trace=trace)
 
 
 def build_many(
@@ -298,3 +418,9 @@ def build_many(
     """Build many inputs with the default settings (pure Python): the options, results and
     errors are those of :meth:`repo_context.RepoContextBuilder.build_many`."""
     return _DEFAULT.build_many(inputs, threads=threads, errors=errors)
+
+
+def cache_key(input: object) -> str:
+    """The input's cache key with the default settings (pure Python); equal to
+    :func:`repo_context.cache_key`."""
+    return _DEFAULT.cache_key(input)

@@ -11,6 +11,7 @@ from enum import Enum
 
 from ._core import Block, BuildInput, BuildResult, Candidate, Omission, TokenCounter
 from .cost import Cost
+from .evidence import MissingEvidence
 
 __all__ = [
     "Block",
@@ -18,6 +19,7 @@ __all__ = [
     "BuildResult",
     "Candidate",
     "Cost",
+    "MissingEvidence",
     "Omission",
     "Reason",
     "TokenCounter",

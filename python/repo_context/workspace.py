@@ -48,6 +48,7 @@ from .sources.search import (
     tokenize,
 )
 from .sources.symbols import ParsedFile, SymbolIndex, source_paths
+from .trace import TraceTarget
 from .types import BuildResult
 
 __all__ = [
@@ -145,8 +146,10 @@ class ContextResult:
         return render(self.result)
 
     def summary(self) -> str:
-        """The failure and omission report in Markdown (``## Failure``, ``## Omitted`` and the
-        reader's policy omissions); costs are in the budget's unit. Names are escaped
+        """The failure and omission report in Markdown (``## Failure`` with the result's
+        digest and one line per failing file whose failure evidence is missing
+        (:func:`missing_lines`), ``## Omitted`` and the reader's policy omissions); costs are
+        in the budget's unit. Names are escaped
         (:func:`~repo_context.composer.header_path`) and every secret in it (the failure
         message, a test name, a path) is replaced by ``[REDACTED: kind]``
         (:func:`repo_context.secrets.redact`), with a last line saying how many were."""
@@ -165,6 +168,8 @@ class ContextResult:
         unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
         counted = "the content" if cost.template is None else f"the {cost.template} section"
         about.append(f"- budget: {self.result.used} of {self.result.budget} {unit} used ({counted})")
+        about.append(f"- digest: {self.result.digest}")
+        about.extend(f"- missing failure evidence: {line}" for line in missing_lines(self.result))
         parts = [
             "\n".join(about),
             render_omitted(self.result, self.gathered.candidates).rstrip("\n"),
@@ -213,6 +218,19 @@ class ContextResult:
         shown: dict[str, Any] = redacted_data
         shown["policy_redacted"] = redacted
         return shown
+
+
+def missing_lines(result: BuildResult) -> list[str]:
+    """One line per failing file whose failure windows were all left out: the file and why
+    each window was left out (``a.py: window 3 (lines 10-80) budget``)."""
+    lines = []
+    for missing in result.missing_critical:
+        whys = ", ".join(
+            f"window {o.index} {o.reason}" + (f" of window {o.overlaps}" if o.overlaps is not None else "")
+            for o in missing.omitted
+        )
+        lines.append(f"{header_path(missing.path)}: all failure windows left out ({whys})")
+    return lines
 
 
 def failing_tests_json(gathered: Gathered) -> list[dict[str, object]]:
@@ -474,6 +492,7 @@ class Workspace:
         budget: int | None = None,
         cost: object = None,
         engine: str = "native",
+        trace: TraceTarget | None = None,
     ) -> ContextResult:
         """Build the context for a failing test of the repository.
 
@@ -487,12 +506,14 @@ class Workspace:
         form), default :data:`DEFAULT_MAX_CHARS` characters or :data:`DEFAULT_MAX_TOKENS`
         tokens; ``cost`` defaults to characters of the rendered Markdown section
         (``{"template": "markdown"}``), so that :attr:`ContextResult.section` is within the
-        budget. ``engine`` is ``"native"`` (the Rust engine) or ``"reference"``.
+        budget. ``engine`` is ``"native"`` (the Rust engine) or ``"reference"``. With
+        ``trace`` (a path, appended to, or a text stream), the build's JSON line is appended
+        (:mod:`repo_context.trace`).
 
         Raises ``InvalidInputError`` for an invalid budget or cost, ``LookupError`` if
         ``test`` names no failure of the log, ``LogFormatError`` (a ``ValueError``) for
         unreadable JUnit XML, ``ValueError`` for an unknown engine, ``OSError`` if the
-        repository folder cannot be listed.
+        repository folder cannot be listed, or the trace cannot be written.
         """
         if engine not in _ENGINES:
             raise ValueError(f"engine must be 'native' or 'reference', got {engine!r}")
@@ -511,7 +532,12 @@ class Workspace:
             "budget": budget,
             "cost": model,
         }
-        result = _ENGINES[engine](data)
+        if trace is None:
+            result = _ENGINES[engine](data)
+        elif engine == "native":
+            result = native_build(data, trace=trace)
+        else:
+            result = reference.build(data, trace=trace)
         finished = time.perf_counter()
         times = {**timings, "build": finished - before, "total": finished - started}
         return ContextResult(result, gathered, failures, times, reread)
@@ -903,6 +929,7 @@ def context(
     engine: str = "native",
     cache_dir: str | os.PathLike[str] | None = None,
     cache: bool = True,
+    trace: TraceTarget | None = None,
 ) -> ContextResult:
     """The one-call form: ``Workspace(repo, cache_dir=cache_dir, cache=cache).context(...)``
     (see :meth:`Workspace.context`). With the cache (default), a later call, in this process
@@ -916,4 +943,5 @@ def context(
         budget=budget,
         cost=cost,
         engine=engine,
+        trace=trace,
     )

@@ -106,7 +106,7 @@ fn select_all(jobs: &[Option<Job<'_>>], threads: usize) -> Vec<Option<Selection>
 
 /// Build many inputs: `inputs` (a list), `check` (the top-level check: input -> the arguments
 /// of `build`), `threads` (>= 1) and `return_errors`. Returns a list with, per input, the
-/// `(BuildResult, ranks)` pair of `build` or, when `return_errors`, the exception (an
+/// `(BuildResult, ranks, windows)` triple of `build` or, when `return_errors`, the exception (an
 /// `Exception` instance) its build raised.
 #[pyfunction]
 #[pyo3(signature = (inputs, check, threads, return_errors))]
@@ -164,12 +164,13 @@ fn build_window<'py>(
     for (p, selection) in window.into_iter().zip(selections) {
         match (p, selection) {
             (Ok(p), Some(selection)) => {
-                let (result, ranks) = assemble(py, p, selection)?;
+                let (result, ranks, windows) = assemble(py, p, selection)?;
                 out.append(PyTuple::new(
                     py,
                     [
                         Bound::new(py, result)?.into_any(),
                         PyList::new(py, ranks)?.into_any(),
+                        windows.into_pyobject(py)?.into_any(),
                     ],
                 )?)?;
             }

@@ -19,6 +19,7 @@ use pyo3::{Borrowed, IntoPyObjectExt, ffi, intern};
 use pyo3::{PyTraverseError, PyVisit};
 use rustc_hash::FxHashMap;
 
+use crate::digest::{self, Form};
 use crate::engine::{self, MAX_LINE, Omitted, Reason, Row};
 
 mod batch;
@@ -78,6 +79,9 @@ pub struct Candidate {
     /// How strongly (`int` or finite `float`); higher ranks first within a reason.
     #[pyo3(get)]
     score: Py<PyAny>,
+    /// The group it is packed with, whole or not at all (any hashable id), or `None`.
+    #[pyo3(get)]
+    group: Py<PyAny>,
 }
 
 impl Candidate {
@@ -89,6 +93,7 @@ impl Candidate {
             v.is_exact_instance_of::<PyString>()
                 || v.is_exact_instance_of::<PyInt>()
                 || v.is_exact_instance_of::<PyFloat>()
+                || v.is_none()
         };
         [
             &self.path,
@@ -97,12 +102,31 @@ impl Candidate {
             &self.content,
             &self.reason,
             &self.score,
+            &self.group,
         ]
         .into_iter()
         .all(atomic)
     }
 
+    /// The six fields, and the group when there is one (so that a candidate without a group
+    /// compares, hashes and pickles exactly as before groups existed).
     fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let six = [
+            &self.path,
+            &self.start,
+            &self.end,
+            &self.content,
+            &self.reason,
+            &self.score,
+        ];
+        if self.group.is_none(py) {
+            return PyTuple::new(py, six);
+        }
+        let [a, b, c, d, e, f] = six;
+        PyTuple::new(py, [a, b, c, d, e, f, &self.group])
+    }
+
+    fn six<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(
             py,
             [
@@ -120,14 +144,17 @@ impl Candidate {
 #[pymethods]
 impl Candidate {
     #[new]
-    #[pyo3(signature = (path, start, end, content, reason, score))]
+    #[pyo3(signature = (path, start, end, content, reason, score, *, group=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         path: Py<PyAny>,
         start: Py<PyAny>,
         end: Py<PyAny>,
         content: Py<PyAny>,
         reason: Py<PyAny>,
         score: Py<PyAny>,
+        group: Option<Py<PyAny>>,
     ) -> Self {
         Self {
             path,
@@ -136,6 +163,7 @@ impl Candidate {
             content,
             reason,
             score,
+            group: group.unwrap_or_else(|| py.None()),
         }
     }
 
@@ -149,6 +177,7 @@ impl Candidate {
             &self.content,
             &self.reason,
             &self.score,
+            &self.group,
         ] {
             visit.call(field)?;
         }
@@ -167,7 +196,7 @@ impl Candidate {
         ("path", "start", "end", "content", "reason", "score")
     }
 
-    /// The JSON form: a dict with the six fields.
+    /// The JSON form: a dict with the six fields, and `group` when it is not `None`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item(intern!(py, "path"), &self.path)?;
@@ -176,12 +205,20 @@ impl Candidate {
         d.set_item(intern!(py, "content"), &self.content)?;
         d.set_item(intern!(py, "reason"), &self.reason)?;
         d.set_item(intern!(py, "score"), &self.score)?;
+        if !self.group.is_none(py) {
+            d.set_item(intern!(py, "group"), &self.group)?;
+        }
         Ok(d)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let group = if self.group.is_none(py) {
+            String::new()
+        } else {
+            format!(", group={}", self.group.bind(py).repr()?)
+        };
         Ok(format!(
-            "Candidate({})",
+            "Candidate({}{group})",
             reprs(&[
                 ("path", self.path.bind(py)),
                 ("start", self.start.bind(py)),
@@ -206,10 +243,20 @@ impl Candidate {
         self.fields(py)?.hash()
     }
 
-    fn __reduce__<'py>(
-        slf: &Bound<'py, Self>,
-    ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
-        Ok((slf.get_type(), slf.get().fields(slf.py())?))
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let me = slf.get();
+        if me.group.is_none(py) {
+            return (slf.get_type(), me.six(py)?).into_bound_py_any(py);
+        }
+        // `group` is keyword-only: rebuilt through functools.partial.
+        let kwargs = PyDict::new(py);
+        kwargs.set_item(intern!(py, "group"), &me.group)?;
+        let partial = py
+            .import(intern!(py, "functools"))?
+            .getattr(intern!(py, "partial"))?;
+        let make = partial.call((slf.get_type(),), Some(&kwargs))?;
+        (make, me.six(py)?).into_bound_py_any(py)
     }
 }
 
@@ -217,11 +264,13 @@ impl Candidate {
 enum Why {
     Overlap,
     Budget,
+    Group,
 }
 
 /// Why a candidate was left out: its input `index`, its 0-based `rank` in the ranked order,
-/// `reason` (`"overlap"` or `"budget"`), and for an overlap the input index of the selected
-/// window it hits (`overlaps`; `None` for budget).
+/// `reason` (`"overlap"`, `"budget"` or `"group"`), for an overlap the input index of the
+/// selected window it hits (`overlaps`), and for a group that did not fit the input index of the
+/// member at which its cost went past the budget (`member`).
 #[pyclass(frozen, eq, hash, module = "repo_context", name = "Omission")]
 #[derive(PartialEq, Eq, Hash)]
 pub struct Omission {
@@ -235,16 +284,39 @@ pub struct Omission {
     /// For an overlap, the input index of the selected window it hits; else `None`.
     #[pyo3(get)]
     overlaps: Option<usize>,
+    /// For a group omission, the input index of the member that did not fit; else `None`.
+    #[pyo3(get)]
+    member: Option<usize>,
 }
 
 #[pymethods]
 impl Omission {
     #[new]
-    #[pyo3(signature = (index, rank, reason, overlaps=None))]
-    fn new(index: usize, rank: usize, reason: &str, overlaps: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (index, rank, reason, overlaps=None, member=None))]
+    fn new(
+        index: usize,
+        rank: usize,
+        reason: &str,
+        overlaps: Option<usize>,
+        member: Option<usize>,
+    ) -> PyResult<Self> {
+        match (reason, member) {
+            ("group", None) => {
+                return Err(PyValueError::new_err(
+                    "a group omission names the member that did not fit",
+                ));
+            }
+            ("group", Some(_)) | (_, None) => {}
+            (_, Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "only a group omission names a member",
+                ));
+            }
+        }
         let why = match (reason, overlaps) {
             ("overlap", Some(_)) => Why::Overlap,
             ("budget", None) => Why::Budget,
+            ("group", None) => Why::Group,
             ("overlap", None) => {
                 return Err(PyValueError::new_err(
                     "an overlap omission names the window it hits",
@@ -253,9 +325,12 @@ impl Omission {
             ("budget", Some(_)) => {
                 return Err(PyValueError::new_err("a budget omission overlaps nothing"));
             }
+            ("group", Some(_)) => {
+                return Err(PyValueError::new_err("a group omission overlaps nothing"));
+            }
             _ => {
                 return Err(PyValueError::new_err(
-                    "reason must be 'overlap' or 'budget'",
+                    "reason must be 'overlap', 'budget' or 'group'",
                 ));
             }
         };
@@ -264,19 +339,22 @@ impl Omission {
             rank,
             why,
             overlaps,
+            member,
         })
     }
 
-    /// Why it was left out: `"overlap"` or `"budget"`.
+    /// Why it was left out: `"overlap"`, `"budget"` or `"group"`.
     #[getter]
     fn reason<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
         match self.why {
             Why::Overlap => intern!(py, "overlap").clone(),
             Why::Budget => intern!(py, "budget").clone(),
+            Why::Group => intern!(py, "group").clone(),
         }
     }
 
-    /// The JSON form: `index`, `rank`, `reason`, and `overlaps` only for an overlap.
+    /// The JSON form: `index`, `rank`, `reason`, `overlaps` only for an overlap and `member`
+    /// only for a group.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item(intern!(py, "index"), self.index)?;
@@ -285,6 +363,9 @@ impl Omission {
         if let Some(overlaps) = self.overlaps {
             d.set_item(intern!(py, "overlaps"), overlaps)?;
         }
+        if let Some(member) = self.member {
+            d.set_item(intern!(py, "member"), member)?;
+        }
         Ok(d)
     }
 
@@ -292,8 +373,11 @@ impl Omission {
         let overlaps = self
             .overlaps
             .map_or(String::new(), |o| format!(", overlaps={o}"));
+        let member = self
+            .member
+            .map_or(String::new(), |m| format!(", member={m}"));
         format!(
-            "Omission(index={}, rank={}, reason='{}'{overlaps})",
+            "Omission(index={}, rank={}, reason='{}'{overlaps}{member})",
             self.index,
             self.rank,
             self.reason(py)
@@ -304,7 +388,14 @@ impl Omission {
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
         let me = slf.get();
-        let args = (me.index, me.rank, me.reason(slf.py()), me.overlaps).into_pyobject(slf.py())?;
+        let args = (
+            me.index,
+            me.rank,
+            me.reason(slf.py()),
+            me.overlaps,
+            me.member,
+        )
+            .into_pyobject(slf.py())?;
         Ok((slf.get_type(), args))
     }
 }
@@ -365,8 +456,10 @@ impl Block {
 /// input indices), `used_chars` (sum of their content lengths, in characters), `truncated`
 /// (something was omitted), `omitted` (tuple of `Omission`, rank order), `failure_file` (the
 /// canonical failure file or `None`), `cost` (the `Cost` model), `budget` and `used` (in the
-/// cost's unit; with a template, `used` is the cost of the whole rendered section) and `blocks`
-/// (with a template, one `Block` per item in render order; else empty).
+/// cost's unit; with a template, `used` is the cost of the whole rendered section), `blocks`
+/// (with a template, one `Block` per item in render order; else empty), `missing_critical`
+/// (the failing files whose failure windows were all left out) and `digest` (SHA-256 of the
+/// selection in the byte form of `repo_context.digest`, computed on first use).
 #[pyclass(frozen, module = "repo_context", name = "BuildResult")]
 pub struct BuildResult {
     /// The selected candidates (tuple of `Candidate`), in selection order, paths canonical.
@@ -399,6 +492,12 @@ pub struct BuildResult {
     /// With a template, one `Block` per item in render order; else empty.
     #[pyo3(get)]
     blocks: Py<PyTuple>,
+    /// The failing files whose failure windows were all left out (tuple of
+    /// `repo_context.MissingEvidence`, in error order).
+    #[pyo3(get)]
+    missing_critical: Py<PyTuple>,
+    /// The digest, computed on first use (see `repo_context.digest`).
+    digest: std::sync::OnceLock<Py<PyString>>,
 }
 
 impl BuildResult {
@@ -414,9 +513,71 @@ impl BuildResult {
             self.budget.bind(py),
             self.used,
             self.blocks.bind(py),
+            self.missing_critical.bind(py),
         )
             .into_pyobject(py)
     }
+
+    /// The digest's byte form over this result's items, cost model and failing files.
+    fn compute_digest(&self, py: Python<'_>) -> PyResult<String> {
+        let mut form = Form::new(digest::RESULT_TAG);
+        cost_form(&mut form, self.cost.bind(py))?;
+        files_form(&mut form, self.failure_files.bind(py))?;
+        let items = self.items.bind(py);
+        form.number(items.len() as u64);
+        for item in items.iter() {
+            let text = |name: &Bound<'_, PyString>| -> PyResult<Vec<u8>> {
+                text_bytes(&item.getattr(name)?)
+            };
+            form.text(&text(intern!(py, "path"))?);
+            form.number(item.getattr(intern!(py, "start"))?.extract::<u64>()?);
+            form.number(item.getattr(intern!(py, "end"))?.extract::<u64>()?);
+            form.content(&text(intern!(py, "content"))?);
+            form.text(&text(intern!(py, "reason"))?);
+        }
+        Ok(form.hex())
+    }
+}
+
+/// The bytes of a `str` (or subclass) in the digest's byte form: UTF-8, a lone surrogate as its
+/// 3-byte form.
+fn text_bytes(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let text = value.cast::<PyString>().map_err(|_| {
+        PyTypeError::new_err(format!("digest: expected a str, not {}", type_name(value)))
+    })?;
+    match text.to_str() {
+        Ok(s) => Ok(s.as_bytes().to_vec()),
+        Err(_) => surrogate_key(text),
+    }
+}
+
+/// `COST` of the byte form, from a `repo_context.Cost`.
+fn cost_form(form: &mut Form, cost: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = cost.py();
+    let optional = |name: &Bound<'_, PyString>| -> PyResult<Option<Vec<u8>>> {
+        let value = cost.getattr(name)?;
+        if value.is_none() {
+            Ok(None)
+        } else {
+            text_bytes(&value).map(Some)
+        }
+    };
+    form.text(&text_bytes(&cost.getattr(intern!(py, "unit"))?)?);
+    form.optional(optional(intern!(py, "encoding"))?.as_deref());
+    form.optional(optional(intern!(py, "template"))?.as_deref());
+    form.flag(cost.getattr(intern!(py, "line_numbers"))?.is_truthy()?);
+    form.text(&text_bytes(&cost.getattr(intern!(py, "order"))?)?);
+    Ok(())
+}
+
+/// `FILES` of the byte form.
+fn files_form(form: &mut Form, files: &Bound<'_, PyAny>) -> PyResult<()> {
+    let files: Vec<Bound<'_, PyAny>> = files.try_iter()?.collect::<PyResult<_>>()?;
+    form.number(files.len() as u64);
+    for f in &files {
+        form.text(&text_bytes(f)?);
+    }
+    Ok(())
 }
 
 fn to_tuple<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
@@ -437,7 +598,7 @@ fn dicts<'py>(py: Python<'py>, items: &Bound<'py, PyTuple>) -> PyResult<Bound<'p
 #[pymethods]
 impl BuildResult {
     #[new]
-    #[pyo3(signature = (items, selected, used_chars, truncated, omitted, failure_files, cost, budget, used, blocks))]
+    #[pyo3(signature = (items, selected, used_chars, truncated, omitted, failure_files, cost, budget, used, blocks, missing_critical=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         items: &Bound<'_, PyAny>,
@@ -450,7 +611,12 @@ impl BuildResult {
         budget: Py<PyAny>,
         used: u64,
         blocks: &Bound<'_, PyAny>,
+        missing_critical: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let missing_critical = match missing_critical {
+            Some(m) => to_tuple(m)?,
+            None => PyTuple::empty(items.py()),
+        };
         Ok(Self {
             items: to_tuple(items)?.unbind(),
             selected: to_tuple(selected)?.unbind(),
@@ -462,7 +628,24 @@ impl BuildResult {
             budget,
             used,
             blocks: to_tuple(blocks)?.unbind(),
+            missing_critical: missing_critical.unbind(),
+            digest: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The result's digest (64 lower-case hex digits): SHA-256 over the items in selection
+    /// order (canonical path, line range, SHA-256 of the content, reason), the failing files,
+    /// the cost model and the policy version, in the byte form of `repo_context.digest`.
+    /// Computed on first use; equal selections give equal digests in every process and from
+    /// both engines. Raises `TypeError` for a hand-made result whose items are not text and
+    /// integers.
+    #[getter]
+    fn digest<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
+        if let Some(d) = self.digest.get() {
+            return Ok(d.bind(py).clone());
+        }
+        let made = PyString::new(py, &self.compute_digest(py)?).unbind();
+        Ok(self.digest.get_or_init(|| made).bind(py).clone())
     }
 
     /// The first failing file (the deepest project frame's), or `None`.
@@ -481,12 +664,17 @@ impl BuildResult {
         visit.call(&self.failure_files)?;
         visit.call(&self.cost)?;
         visit.call(&self.budget)?;
-        visit.call(&self.blocks)
+        visit.call(&self.blocks)?;
+        visit.call(&self.missing_critical)?;
+        if let Some(d) = self.digest.get() {
+            visit.call(d)?;
+        }
+        Ok(())
     }
 
     /// The JSON form: `{"items": [...], "selected": [...], "used_chars": N, "truncated": bool,
     /// "omitted": [...], "failure_file": str|null, "cost": {...}, "budget": N, "used": N,
-    /// "blocks": [...]}`.
+    /// "blocks": [...], "missing_critical": [...], "digest": "<64 hex digits>"}`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item(intern!(py, "items"), dicts(py, self.items.bind(py))?)?;
@@ -509,6 +697,11 @@ impl BuildResult {
         d.set_item(intern!(py, "budget"), &self.budget)?;
         d.set_item(intern!(py, "used"), self.used)?;
         d.set_item(intern!(py, "blocks"), dicts(py, self.blocks.bind(py))?)?;
+        d.set_item(
+            intern!(py, "missing_critical"),
+            dicts(py, self.missing_critical.bind(py))?,
+        )?;
+        d.set_item(intern!(py, "digest"), self.digest(py)?)?;
         Ok(d)
     }
 
@@ -1075,6 +1268,72 @@ struct Reader<'py> {
     items: Vec<Item<'py>>,
     total: u64,
     max_total: u64,
+    /// Group id by group object (made at the first candidate with a group).
+    groups: Option<Bound<'py, PyDict>>,
+}
+
+impl<'py> Reader<'py> {
+    fn new(n: usize, max_total: u64) -> Self {
+        Self {
+            paths: Paths::new(),
+            kinds: Kinds::new(),
+            rows: Vec::with_capacity(n),
+            items: Vec::with_capacity(n),
+            total: 0,
+            max_total,
+            groups: None,
+        }
+    }
+
+    /// The number of distinct groups read.
+    fn n_groups(&self) -> usize {
+        self.groups.as_ref().map_or(0, |g| g.len())
+    }
+
+    /// The optional `group` field, read after the six (a mapping without the key, an object
+    /// without the attribute: `None`), and its dense id; it must be hashable.
+    fn group(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        shape: &Shape<'_, 'py>,
+        index: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, u32)> {
+        let py = obj.py();
+        let name = intern!(py, "group");
+        let value = match shape {
+            Shape::Native(c) => c.group.bind(py).clone(),
+            Shape::Dict(d) => d
+                .get_item(name)?
+                .unwrap_or_else(|| py.None().into_bound(py)),
+            Shape::Mapping => match obj.get_item(name) {
+                Ok(v) => v,
+                Err(e) if e.is_instance_of::<PyKeyError>(py) => py.None().into_bound(py),
+                Err(e) => return Err(e),
+            },
+            Shape::Attributes => match obj.getattr(name) {
+                Ok(v) => v,
+                Err(e) if e.is_instance_of::<PyAttributeError>(py) => py.None().into_bound(py),
+                Err(e) => return Err(e),
+            },
+        };
+        if value.is_none() {
+            return Ok((value, engine::NO_GROUP));
+        }
+        if let Err(e) = value.hash() {
+            if e.is_instance_of::<PyTypeError>(py) {
+                let problem = format!("must be hashable, not {}", type_name(&value));
+                return Err(invalid(py, "group", problem, index));
+            }
+            return Err(e);
+        }
+        let groups = self.groups.get_or_insert_with(|| PyDict::new(py));
+        if let Some(id) = groups.get_item(&value)? {
+            return Ok((value, id.extract::<u32>()?));
+        }
+        let id = groups.len() as u32;
+        groups.set_item(&value, id)?;
+        Ok((value, id))
+    }
 }
 
 /// Whether candidates of a type are mappings (`isinstance(obj, collections.abc.Mapping)`),
@@ -1243,6 +1502,7 @@ impl<'py> Reader<'py> {
         let (reason, reason_exact) = reason(&reason_obj, index)?;
         let score_obj = get(intern!(py, "score"), |c| &c.score)?;
         let (score, score_copy) = score(&score_obj, index)?;
+        let (group_obj, group) = self.group(obj, &shape, index)?;
 
         self.total = self.total.saturating_add(cost);
         if self.total > self.max_total {
@@ -1276,6 +1536,7 @@ impl<'py> Reader<'py> {
                 content,
                 reason: reason_obj,
                 score: score_copy.map_or_else(|| score_obj.clone().unbind(), Bound::unbind),
+                group: group_obj.unbind(),
             })
         };
         // Both in 1..=MAX_LINE here.
@@ -1286,6 +1547,7 @@ impl<'py> Reader<'py> {
             cost,
             reason,
             score,
+            group,
         });
         self.items.push(item);
         Ok(())
@@ -1359,10 +1621,14 @@ pub(crate) struct Prepared<'py> {
     rows: Vec<Row>,
     failure_ids: Vec<u32>,
     n_paths: usize,
+    /// Number of distinct groups (0: no candidate has a group).
+    n_groups: usize,
     budget: u64,
     /// Content lengths when the cost is something else (see `costing::apply`).
     lengths: Option<Vec<u64>>,
     failure_files: Vec<Bound<'py, PyString>>,
+    /// Per failing file, the input indices of its failure windows (see `failure_windows`).
+    windows: Vec<Vec<u32>>,
     cost: Bound<'py, PyAny>,
     budget_obj: Py<PyAny>,
 }
@@ -1375,6 +1641,7 @@ impl Prepared<'_> {
             failure_ids: &self.failure_ids,
             budget: self.budget,
             n_paths: self.n_paths,
+            n_groups: self.n_groups,
         }
     }
 }
@@ -1387,6 +1654,7 @@ pub(crate) struct Job<'a> {
     failure_ids: &'a [u32],
     budget: u64,
     n_paths: usize,
+    n_groups: usize,
 }
 
 impl Job<'_> {
@@ -1395,9 +1663,19 @@ impl Job<'_> {
         self.rows.len()
     }
 
-    /// Rank and pack.
+    /// Rank and pack (groups packed whole when some candidate has one).
     pub(crate) fn select(self) -> engine::Selection {
-        engine::build(self.rows, self.failure_ids, self.budget, self.n_paths)
+        if self.n_groups == 0 {
+            engine::build(self.rows, self.failure_ids, self.budget, self.n_paths)
+        } else {
+            engine::build_groups(
+                self.rows,
+                self.failure_ids,
+                self.budget,
+                self.n_paths,
+                self.n_groups,
+            )
+        }
     }
 }
 
@@ -1417,14 +1695,7 @@ pub(crate) fn prepare<'py>(
     if u32::try_from(n).is_err() {
         return Err(PyValueError::new_err("more than 2**32 - 1 candidates"));
     }
-    let mut reader = Reader {
-        paths: Paths::new(),
-        kinds: Kinds::new(),
-        rows: Vec::with_capacity(n),
-        items: Vec::with_capacity(n),
-        total: 0,
-        max_total: max_total_chars,
-    };
+    let mut reader = Reader::new(n, max_total_chars);
     if let Ok(list) = candidates.cast_exact::<PyList>() {
         for (index, obj) in list.iter().enumerate() {
             prefetch_ahead(list, index);
@@ -1447,6 +1718,7 @@ pub(crate) fn prepare<'py>(
         };
         failure_ids.extend(id);
     }
+    let n_groups = reader.n_groups();
     let mut rows = reader.rows;
     let counter = counter.map(Bound::get);
     let n_paths = reader.paths.ids.len();
@@ -1454,15 +1726,18 @@ pub(crate) fn prepare<'py>(
     for &id in &failure_ids {
         failing[id as usize] = true;
     }
+    let windows = failure_windows(&rows, &failure_files, &reader.paths)?;
     let lengths = costing::apply(py, &cost, counter, &mut rows, &reader.items, &failing)?;
     Ok(Prepared {
         items: reader.items,
         rows,
         failure_ids,
         n_paths,
+        n_groups,
         budget,
         lengths,
         failure_files,
+        windows,
         cost,
         budget_obj,
     })
@@ -1473,7 +1748,7 @@ pub(crate) fn assemble<'py>(
     py: Python<'py>,
     prepared: Prepared<'py>,
     selection: engine::Selection,
-) -> PyResult<(BuildResult, Vec<u32>)> {
+) -> PyResult<(BuildResult, Vec<u32>, Vec<Vec<u32>>)> {
     let _pause = GcPause::new(py);
     let mut fresh = prepared.items;
     let mut items = Vec::with_capacity(selection.selected.len());
@@ -1502,9 +1777,10 @@ pub(crate) fn assemble<'py>(
     let mut omitted = Vec::with_capacity(selection.omitted.len());
     for (n, o) in selection.omitted.iter().enumerate() {
         check_signals(py, n)?;
-        let (why, overlaps) = match o.why {
-            Omitted::Overlap(blocker) => (Why::Overlap, Some(blocker as usize)),
-            Omitted::Budget => (Why::Budget, None),
+        let (why, overlaps, member) = match o.why {
+            Omitted::Overlap(blocker) => (Why::Overlap, Some(blocker as usize), None),
+            Omitted::Budget => (Why::Budget, None, None),
+            Omitted::Group(member) => (Why::Group, None, Some(member as usize)),
         };
         let index = o.index as usize;
         let rank = o.rank as usize;
@@ -1515,6 +1791,7 @@ pub(crate) fn assemble<'py>(
                 rank,
                 why,
                 overlaps,
+                member,
             },
         )?;
         untrack(&obj); // it holds only integers
@@ -1539,8 +1816,87 @@ pub(crate) fn assemble<'py>(
         budget: prepared.budget_obj,
         used: selection.used,
         blocks: PyTuple::empty(py).unbind(),
+        missing_critical: PyTuple::empty(py).unbind(),
+        digest: std::sync::OnceLock::new(),
     };
-    Ok((result, selection.ranks))
+    Ok((result, selection.ranks, prepared.windows))
+}
+
+/// Per failing file (parallel to `failure_files`), the input indices of its failure windows:
+/// the candidates from that file with reason `failure`, in input order.
+fn failure_windows(
+    rows: &[Row],
+    failure_files: &[Bound<'_, PyString>],
+    paths: &Paths<'_>,
+) -> PyResult<Vec<Vec<u32>>> {
+    let mut windows = vec![Vec::new(); failure_files.len()];
+    let mut place = vec![u32::MAX; paths.ids.len()];
+    for (i, f) in failure_files.iter().enumerate() {
+        let id = match f.to_str() {
+            Ok(s) => paths.ids.get(s.as_bytes()).copied(),
+            Err(_) => paths.ids.get(surrogate_key(f)?.as_slice()).copied(),
+        };
+        if let Some(id) = id
+            && place[id as usize] == u32::MAX
+        {
+            place[id as usize] = i as u32;
+        }
+    }
+    if windows.is_empty() {
+        return Ok(windows);
+    }
+    for (row, index) in rows.iter().zip(0u32..) {
+        let at = place[row.path as usize];
+        if at != u32::MAX && row.reason == Reason::Failure {
+            windows[at as usize].push(index);
+        }
+    }
+    Ok(windows)
+}
+
+/// The cache key of an input (see `repo_context.digest`): the candidates are read and validated
+/// exactly as `build` reads them, then hashed in input order with the budget, the canonical
+/// failing files and the cost model.
+#[pyfunction]
+#[pyo3(signature = (candidates, budget, failure_files, max_total_chars, cost))]
+fn cache_key<'py>(
+    py: Python<'py>,
+    candidates: &Bound<'py, PyAny>,
+    budget: u64,
+    failure_files: Vec<Bound<'py, PyString>>,
+    max_total_chars: u64,
+    cost: Bound<'py, PyAny>,
+) -> PyResult<String> {
+    let n = candidates.len()?;
+    let mut reader = Reader::new(n, max_total_chars);
+    for (index, obj) in candidates.try_iter()?.enumerate() {
+        reader.read(&obj?, index)?;
+    }
+    let mut form = Form::new(digest::INPUT_TAG);
+    cost_form(&mut form, &cost)?;
+    form.number(budget);
+    form.number(failure_files.len() as u64);
+    for f in &failure_files {
+        form.text(&text_bytes(f)?);
+    }
+    form.number(reader.rows.len() as u64);
+    for (row, item) in reader.rows.iter().zip(&reader.items) {
+        let (path, content) = match item {
+            Item::Same(obj) => {
+                let c = obj.cast::<Candidate>()?.get();
+                (c.path.bind(py).clone(), c.content.bind(py).clone())
+            }
+            Item::New(c) => (c.path.bind(py).clone(), c.content.bind(py).clone()),
+            Item::Taken => return Err(PyRuntimeError::new_err("repo_context: item taken")),
+        };
+        form.text(&text_bytes(&path)?);
+        form.number(u64::from(row.start));
+        form.number(u64::from(row.end));
+        form.content(&text_bytes(&content)?);
+        form.text(row.reason.name().as_bytes());
+        form.score(row.score);
+    }
+    Ok(form.hex())
 }
 
 /// Validate, rank and pack. Called by `repo_context.RepoContextBuilder.build` after the top
@@ -1562,7 +1918,7 @@ fn build<'py>(
     cost: Bound<'py, PyAny>,
     budget_obj: Py<PyAny>,
     counter: Option<Bound<'py, tokens::TokenCounter>>,
-) -> PyResult<(BuildResult, Vec<u32>)> {
+) -> PyResult<(BuildResult, Vec<u32>, Vec<Vec<u32>>)> {
     let prepared = prepare(
         py,
         candidates,
@@ -1589,8 +1945,10 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BuildInput>()?;
     m.add_class::<Block>()?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add_function(wrap_pyfunction!(cache_key, m)?)?;
     batch::register(m)?;
     m.add("MAX_LINE", MAX_LINE)?;
+    m.add("POLICY_VERSION", digest::POLICY_VERSION)?;
     tokens::register(m)?;
     render::register(m)?;
     secrets::register(m)?;

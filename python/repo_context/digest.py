@@ -1,0 +1,119 @@
+"""The result digest and the input cache key: SHA-256 over a specified byte form.
+
+An agent that checkpoints the context it acted on keeps the result's **digest**; on resume it
+rebuilds and compares. The digest covers what reaches the prompt: each selected item's
+canonical path, line range, content (as its SHA-256) and reason, in selection order, with the
+failing files (they decide each block's label), the cost model (it decides the rendering and
+the budget's unit) and :data:`POLICY_VERSION`. Scores, omissions, times and object identities
+play no part, so equal selections give equal digests in every process, on every platform, from
+both engines; the digest is also a key for a model's prompt cache.
+
+The **cache key** of an input covers what decides the result: every candidate in input order
+(order matters: the input index breaks rank ties), its canonical path, range, content hash,
+reason and score, the failing files, the budget and the cost model, and the policy version. A
+caller that has built an input with the same key can skip the build.
+
+This module is the executable form of the byte form; the Rust engine (``src/digest.rs``)
+computes the same bytes. Notation (integers unsigned, big-endian):
+
+* ``S(x)``: text as UTF-8, a lone surrogate as its 3-byte form (``x.encode("utf-8",
+  "surrogatepass")``), preceded by its byte length as 8 bytes.
+* ``O(x)``: ``0x00`` for ``None``, else ``0x01 S(x)``. ``U(n)``: ``n`` as 8 bytes.
+  ``B(b)``: one byte ``0x01`` or ``0x00``.
+* ``H(x)``: the 32-byte SHA-256 of ``x``'s bytes as in ``S`` (without the length).
+* ``F(s)``: the IEEE 754 binary64 bits of ``float(s) + 0.0`` as 8 bytes (``-0.0`` as ``0.0``).
+* ``COST``: ``S(unit) O(encoding) O(template) B(line_numbers) S(order)``.
+* ``FILES``: ``U(k)`` then ``S(f)`` for each of the ``k`` canonical failing files, in error order.
+
+Digest: lower-case hex SHA-256 of ``S("repo-context result v1") S(POLICY_VERSION) COST FILES
+U(m)`` then, per item, ``S(path) U(start) U(end) H(content) S(reason)``. Cache key: of
+``S("repo-context input v1") S(POLICY_VERSION) COST U(min(budget, 2**64 - 1)) FILES U(n)``
+then, per candidate, ``S(path) U(start) U(end) H(content) S(reason) F(score)``. Reasons are
+their plain text (``str.__str__``), paths canonical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ._core import POLICY_VERSION
+
+__all__ = ["INPUT_TAG", "POLICY_VERSION", "RESULT_TAG", "input_key", "result_digest"]
+
+#: Domain tag of a result digest.
+RESULT_TAG = "repo-context result v1"
+#: Domain tag of an input cache key.
+INPUT_TAG = "repo-context input v1"
+_U64_MAX = (1 << 64) - 1
+
+
+def _bytes(text: str) -> bytes:
+    return str.__str__(text).encode("utf-8", "surrogatepass")
+
+
+def _s(text: str) -> bytes:
+    data = _bytes(text)
+    return len(data).to_bytes(8, "big") + data
+
+
+def _o(text: str | None) -> bytes:
+    return b"\x00" if text is None else b"\x01" + _s(text)
+
+
+def _u(number: int) -> bytes:
+    return number.to_bytes(8, "big")
+
+
+def _head(tag: str, cost: Any, budget: int | None, failure_files: Sequence[str]) -> bytes:
+    parts = [
+        _s(tag),
+        _s(POLICY_VERSION),
+        _s(cost.unit),
+        _o(cost.encoding),
+        _o(cost.template),
+        b"\x01" if cost.line_numbers else b"\x00",
+        _s(cost.order),
+    ]
+    if budget is not None:
+        parts.append(_u(min(budget, _U64_MAX)))
+    parts.append(_u(len(failure_files)))
+    parts.extend(_s(path) for path in failure_files)
+    return b"".join(parts)
+
+
+def _window(path: str, start: int, end: int, content: str, reason: str) -> bytes:
+    return b"".join((_s(path), _u(start), _u(end), hashlib.sha256(_bytes(content)).digest(), _s(reason)))
+
+
+def result_digest(result: Any) -> str:
+    """The digest of a :class:`~repo_context.BuildResult` (64 lower-case hex digits).
+
+    Equal to ``result.digest``, which the extension computes from the same bytes.
+    """
+    items = result.items
+    form = hashlib.sha256(_head(RESULT_TAG, result.cost, None, result.failure_files))
+    form.update(_u(len(items)))
+    for item in items:
+        form.update(_window(item.path, item.start, item.end, item.content, item.reason))
+    return form.hexdigest()
+
+
+def input_key(
+    rows: Iterable[tuple[str, int, int, str, str, float]],
+    count: int,
+    budget: int,
+    failure_files: Sequence[str],
+    cost: Any,
+) -> str:
+    """The cache key of a validated input: ``count`` rows ``(canonical path, start, end,
+    content, reason text, float score)`` in input order, the budget in the cost's unit, the
+    canonical failing files and the cost model (64 lower-case hex digits)."""
+    form = hashlib.sha256(_head(INPUT_TAG, cost, budget, failure_files))
+    form.update(_u(count))
+    for path, start, end, content, reason, score in rows:
+        form.update(_window(path, start, end, content, reason))
+        form.update(struct.pack(">d", score + 0.0))
+    return form.hexdigest()

@@ -1,0 +1,292 @@
+"""Build traces: one JSON line per build, and their replay.
+
+``RepoContextBuilder.build(input, trace=FILE)`` (either engine) and ``repo-context build|context
+--trace FILE`` append one line to FILE describing the build, so that an agent loop can replay a
+session and see what changed between two turns:
+
+``{"trace": 1, "policy": POLICY_VERSION, "engine": "native" | "reference", "cache_key": hex,
+"digest": hex, "input": {"candidates": [...], "budget": N, "failure_files": [...], "cost":
+{...}}, "used": N, "decisions": [{"index": i, "rank": r, "reason": "selected" | "overlap" |
+"budget" | "group", "overlaps": j, "member": j, "cost": c}, ...]}``
+
+``input`` is the build's own input, validated and snapshotted (canonical paths and the budget in
+the cost's unit), enough to rebuild it; a candidate's ``group`` is written as itself when it is a
+JSON scalar, else as its ``repr``. ``decisions`` has one entry per candidate in rank order:
+``cost`` is what it costs in the budget's unit (its content, or its rendered block with a
+template). :func:`replay` rebuilds each line and compares.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from ._core import BuildInput, BuildResult, Candidate
+from ._input import canonical_path, normalize_input
+from .composer import render_block
+from .cost import Cost
+from .digest import POLICY_VERSION
+
+__all__ = ["TRACE_VERSION", "Change", "TraceTarget", "Turn", "diff", "read_trace", "replay", "traced_build"]
+
+#: Where a trace line goes: a path (opened for appending) or a text stream.
+TraceTarget = str | os.PathLike[str] | IO[str]
+
+#: Version of the trace line's form.
+TRACE_VERSION = 1
+_GROUP_RANK = {"reference": 1, "failure": 2, "search": 3}
+
+
+def traced_build(builder: Any, input: object, trace: TraceTarget, engine: str) -> BuildResult:
+    """Build ``input`` with ``builder`` and append the trace line to ``trace`` (a path, opened
+    for appending, or a text stream). Errors are those of ``builder.build``; nothing is written
+    for an invalid input."""
+    candidates, budget, failure_files, cost = normalize_input(input, builder.max_candidates, builder.cost)
+    snapshot = BuildInput(candidates, failure_files=failure_files, budget=budget, cost=cost)
+    result: BuildResult = builder.build(snapshot)
+    record = _record(builder, snapshot, result, engine)
+    line = json.dumps(record, ensure_ascii=True, allow_nan=False) + "\n"
+    if isinstance(trace, (str, os.PathLike)):
+        with open(trace, "a", encoding="ascii") as out:
+            out.write(line)
+    else:
+        trace.write(line)
+    return result
+
+
+def _fields(candidate: Any) -> dict[str, Any]:
+    if isinstance(candidate, Candidate):
+        return candidate.to_dict()
+    if isinstance(candidate, Mapping):
+        return dict(candidate)
+    names = ("path", "start", "end", "content", "reason", "score")
+    out = {name: getattr(candidate, name) for name in names}
+    group = getattr(candidate, "group", None)
+    if group is not None:
+        out["group"] = group
+    return out
+
+
+def _plain(fields: dict[str, Any]) -> dict[str, Any]:
+    """The JSON form of one validated candidate: canonical path, plain values."""
+    out: dict[str, Any] = {
+        "path": canonical_path(fields["path"]),
+        "start": int(fields["start"]),
+        "end": int(fields["end"]),
+        "content": str.__str__(fields["content"]),
+        "reason": str.__str__(fields["reason"]),
+        "score": fields["score"] if type(fields["score"]) in (int, float) else float(fields["score"]),
+    }
+    group = fields.get("group")
+    if group is not None:
+        out["group"] = group if type(group) in (str, int, float, bool) else repr(group)
+    return out
+
+
+def _record(builder: Any, snapshot: BuildInput, result: BuildResult, engine: str) -> dict[str, Any]:
+    cost: Cost = snapshot.cost  # type: ignore[assignment]
+    cands = [_plain(_fields(c)) for c in snapshot.candidates]
+    failing = list(snapshot.failure_files or ())
+    costs = _costs(builder, cands, failing, cost)
+    selected_ranks = _ranks_of_selected(cands, failing, result)
+    decisions: list[dict[str, Any]] = [
+        {"index": i, "rank": selected_ranks[i], "reason": "selected", "cost": costs[i]}
+        for i in result.selected
+    ]
+    for o in result.omitted:
+        d = {"index": o.index, "rank": o.rank, "reason": o.reason, "cost": costs[o.index]}
+        if o.overlaps is not None:
+            d["overlaps"] = o.overlaps
+        if o.member is not None:
+            d["member"] = o.member
+        decisions.append(d)
+    decisions.sort(key=lambda d: d["rank"])
+    return {
+        "trace": TRACE_VERSION,
+        "policy": POLICY_VERSION,
+        "engine": engine,
+        "cache_key": builder.cache_key(snapshot),
+        "digest": result.digest,
+        "input": {
+            "candidates": cands,
+            "budget": snapshot.budget,
+            "failure_files": failing,
+            "cost": cost.to_dict(),
+        },
+        "used": result.used,
+        "decisions": decisions,
+    }
+
+
+def _costs(builder: Any, cands: list[dict[str, Any]], failing: list[str], cost: Cost) -> list[int]:
+    """What each candidate costs in the budget's unit (as the engines cost it)."""
+    if cost.template is None:
+        texts = [c["content"] for c in cands]
+    else:
+        texts = [
+            render_block(
+                c["path"],
+                c["start"],
+                c["end"],
+                c["content"],
+                c["reason"],
+                failing=c["path"] in failing,
+                template=cost.template,
+                line_numbers=cost.line_numbers,
+            )
+            for c in cands
+        ]
+    counter = builder.counter(cost)
+    return [len(t) for t in texts] if counter is None else list(counter.count(texts))
+
+
+def _ranks_of_selected(
+    cands: list[dict[str, Any]], failing: list[str], result: BuildResult
+) -> dict[int, int]:
+    """The rank (position in the ranked order) of each selected candidate."""
+    place = {path: i for i, path in enumerate(failing)}
+
+    def key(i: int) -> tuple[int, float, int]:
+        c = cands[i]
+        group = place.get(c["path"], len(place) + _GROUP_RANK[c["reason"]] - 1)
+        return (group, -float(c["score"]), i)
+
+    order = sorted(range(len(cands)), key=key)
+    rank = {i: r for r, i in enumerate(order)}
+    return {i: rank[i] for i in result.selected}
+
+
+# ---------------------------------------------------------------------------
+# Replay
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference between two turns, for an item keyed by ``(path, start, end)``.
+
+    ``kind`` is ``"added"``, ``"dropped"`` or ``"moved"``; ``before`` and ``after`` are its
+    selection positions (``None`` when not selected); ``why`` says why it was left out in the
+    later turn (``"budget"``, ``"overlap of src/a.py:3-9"``, ``"group (member src/b.py:1-4)"``,
+    ``"no longer proposed"``) or, when added, why it was selected (its reason and rank).
+    """
+
+    kind: str
+    path: str
+    start: int
+    end: int
+    before: int | None
+    after: int | None
+    why: str
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One replayed trace line: the recorded and the rebuilt digest, and the changes from the
+    previous turn (empty for the first)."""
+
+    number: int
+    recorded: str
+    rebuilt: str
+    changes: tuple[Change, ...]
+
+    @property
+    def reproduced(self) -> bool:
+        """True when the rebuild gave the recorded digest."""
+        return self.recorded == self.rebuilt
+
+
+def read_trace(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The trace lines of ``path`` (one JSON object a line; blank lines skipped). Raises
+    ``ValueError`` naming the line for a line that is not a trace record."""
+    records = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"trace line {number}: not JSON ({exc.msg})") from None
+        if not isinstance(record, dict) or record.get("trace") != TRACE_VERSION:
+            raise ValueError(f"trace line {number}: not a version {TRACE_VERSION} trace record")
+        records.append(record)
+    return records
+
+
+def _rebuild(record: dict[str, Any], build: Any) -> BuildResult:
+    data = record["input"]
+    cands = [
+        Candidate(
+            c["path"],
+            c["start"],
+            c["end"],
+            c["content"],
+            c["reason"],
+            c["score"],
+            group=c.get("group"),
+        )
+        for c in data["candidates"]
+    ]
+    result: BuildResult = build(
+        {
+            "candidates": cands,
+            "budget": data["budget"],
+            "failure_files": data["failure_files"],
+            "cost": data["cost"],
+        }
+    )
+    return result
+
+
+def _where(c: Any) -> str:
+    return f"{c.path}:{c.start}-{c.end}"
+
+
+def diff(before: BuildResult, after: BuildResult, after_candidates: Sequence[Any]) -> tuple[Change, ...]:
+    """What changed from ``before`` to ``after`` (whose input candidates are given)."""
+    old = {(c.path, c.start, c.end): n for n, c in enumerate(before.items)}
+    new = {(c.path, c.start, c.end): n for n, c in enumerate(after.items)}
+    where = {(c.path, c.start, c.end): i for i, c in enumerate(after_candidates)}
+    why = {o.index: o for o in after.omitted}
+    changes: list[Change] = []
+    for n, item in enumerate(after.items):
+        key = (item.path, item.start, item.end)
+        if key not in old:
+            changes.append(Change("added", *key, None, n, f"{item.reason}, selected #{n}"))
+        elif old[key] != n:
+            changes.append(Change("moved", *key, old[key], n, f"{item.reason}, selected #{n}"))
+    for key, n in old.items():
+        if key in new:
+            continue
+        index = where.get(key)
+        if index is None:
+            reason = "no longer proposed"
+        else:
+            o = why[index]
+            if o.overlaps is not None:
+                reason = f"overlap of {_where(after_candidates[o.overlaps])}"
+            elif o.member is not None:
+                reason = f"group (member {_where(after_candidates[o.member])})"
+            else:
+                reason = o.reason
+        changes.append(Change("dropped", *key, n, None, reason))
+    return tuple(changes)
+
+
+def replay(path: str | os.PathLike[str], build: Any) -> Iterator[Turn]:
+    """Rebuild every line of the trace at ``path`` with ``build`` (either engine's) and yield
+    each :class:`Turn` with its changes from the previous one."""
+    previous: BuildResult | None = None
+    for number, record in enumerate(read_trace(path), 1):
+        result = _rebuild(record, build)
+        cands = [
+            Candidate(c["path"], c["start"], c["end"], c["content"], c["reason"], c["score"])
+            for c in record["input"]["candidates"]
+        ]
+        changes = () if previous is None else diff(previous, result, cands)
+        yield Turn(number, record["digest"], result.digest, changes)
+        previous = result

@@ -1,0 +1,163 @@
+"""Build traces (``trace=``, ``--trace``) and their replay (``repo-context replay``)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import repo_context
+import repo_context.reference as reference
+from repo_context import Candidate, InvalidCandidateError
+from repo_context.cli import main
+from repo_context.trace import Change, read_trace, replay
+from test_cli import cli, failing_repo  # noqa: F401  (a fixture)
+
+CANDS = [
+    Candidate("util.py", 1, 5, "u" * 10, "reference", 1.0),
+    Candidate("impl.py", 1, 5, "m" * 10, "search", 0.1, group="pair"),
+    Candidate("./api.py", 1, 5, "i" * 10, "reference", 5.0, group="pair"),
+    Candidate("util.py", 3, 9, "w" * 4, "search", 0.0),
+]
+INPUT = {"candidates": CANDS, "max_chars": 15, "failure_files": ["util.py"]}
+
+
+@pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
+def test_a_trace_line_records_key_digest_input_and_every_decision(module: Any) -> None:
+    out = io.StringIO()
+    result = module.build(INPUT, trace=out)
+    assert result == module.build(INPUT)
+    record = json.loads(out.getvalue())
+    assert out.getvalue().count("\n") == 1
+    assert record["trace"] == 1
+    assert record["policy"] == repo_context.POLICY_VERSION
+    assert record["engine"] == ("native" if module is repo_context else "reference")
+    assert record["cache_key"] == repo_context.cache_key(INPUT)
+    assert record["digest"] == result.digest
+    assert record["input"]["candidates"][2] == {
+        "path": "api.py",
+        "start": 1,
+        "end": 5,
+        "content": "i" * 10,
+        "reason": "reference",
+        "score": 5.0,
+        "group": "pair",
+    }
+    assert (record["input"]["budget"], record["input"]["failure_files"]) == (15, ["util.py"])
+    # Rank: util.py (failing file) 0 then 3; the pair at api.py's rank; impl.py last.
+    assert record["decisions"] == [
+        {"index": 0, "rank": 0, "reason": "selected", "cost": 10},
+        {"index": 3, "rank": 1, "reason": "overlap", "overlaps": 0, "cost": 4},
+        {"index": 2, "rank": 2, "reason": "group", "member": 2, "cost": 10},
+        {"index": 1, "rank": 3, "reason": "group", "member": 2, "cost": 10},
+    ]
+
+
+def test_a_trace_file_is_appended_to_and_an_invalid_input_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    repo_context.build(INPUT, trace=path)
+    reference.build({**INPUT, "max_chars": 40}, trace=str(path))
+    with pytest.raises(InvalidCandidateError):
+        repo_context.build({"candidates": [{"path": ""}], "max_chars": 1}, trace=path)
+    records = read_trace(path)
+    assert [r["input"]["budget"] for r in records] == [15, 40]
+
+
+def test_replay_reproduces_and_shows_what_changed(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    repo_context.build(INPUT, trace=path)
+    repo_context.build({**INPUT, "max_chars": 40}, trace=path)
+    moved = [CANDS[1], CANDS[2], Candidate("util.py", 1, 5, "u" * 10, "reference", 1.0)]
+    repo_context.build({"candidates": moved, "max_chars": 40}, trace=path)
+    for build in (repo_context.build, reference.build):
+        turns = list(replay(path, build))
+        assert [t.reproduced for t in turns] == [True, True, True]
+        assert turns[0].changes == ()
+        assert turns[1].changes == (
+            Change("added", "api.py", 1, 5, None, 1, "reference, selected #1"),
+            Change("added", "impl.py", 1, 5, None, 2, "search, selected #2"),
+        )
+        # util.py is no longer a failing file: the pair ranks first.
+        assert turns[2].changes == (
+            Change("moved", "api.py", 1, 5, 1, 0, "reference, selected #0"),
+            Change("moved", "impl.py", 1, 5, 2, 1, "search, selected #1"),
+            Change("moved", "util.py", 1, 5, 0, 2, "reference, selected #2"),
+        )
+
+
+def test_replay_says_why_an_item_was_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    repo_context.build({**INPUT, "max_chars": 40}, trace=path)
+    repo_context.build({**INPUT, "max_chars": 25}, trace=path)  # the pair no longer fits
+    repo_context.build({**INPUT, "candidates": CANDS[1:], "max_chars": 40}, trace=path)
+    turns = list(replay(path, repo_context.build))
+    assert turns[1].changes == (
+        Change("dropped", "api.py", 1, 5, 1, None, "group (member impl.py:1-5)"),
+        Change("dropped", "impl.py", 1, 5, 2, None, "group (member impl.py:1-5)"),
+    )
+    dropped = {c.path: c.why for c in turns[2].changes if c.kind == "dropped"}
+    assert dropped == {"util.py": "no longer proposed"}  # its window 1-5 is gone from the input
+    added = Change("added", "util.py", 3, 9, None, 0, "search, selected #0")
+    assert added in turns[2].changes
+
+
+def test_replay_reports_a_changed_policy_or_engine_result(tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "t.jsonl"
+    repo_context.build(INPUT, trace=path)
+    record = json.loads(path.read_text())
+    record["digest"] = "0" * 64
+    path.write_text(json.dumps(record) + "\n")
+    assert main(["replay", str(path)]) == 4
+    out = capsys.readouterr().out
+    assert "NOT reproduced (recorded " + "0" * 64 + ")" in out
+    path.write_text("not json\n")
+    assert main(["replay", str(path)]) == 2
+    assert "trace line 1: not JSON" in capsys.readouterr().err
+
+
+def test_cli_build_trace_and_replay(tmp_path: Path, capsys: Any) -> None:
+    data = {"candidates": [c.to_dict() for c in CANDS], "max_chars": 15, "failure_files": ["util.py"]}
+    file, trace = tmp_path / "in.json", tmp_path / "t.jsonl"
+    file.write_text(json.dumps(data))
+    assert main(["build", str(file), "--trace", str(trace)]) == 0
+    assert main(["build", str(file), "--trace", str(trace), "--budget", "40", "--engine", "reference"]) == 0
+    capsys.readouterr()
+    assert main(["replay", str(trace)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"turn 1: digest [0-9a-f]{64} reproduced", lines[0])
+    assert lines[2:] == [
+        "  added   api.py:1-5 (reference, selected #1)",
+        "  added   impl.py:1-5 (search, selected #2)",
+    ]
+
+
+def test_context_trace_and_replay_across_two_turns_of_a_real_failing_run(
+    failing_repo: tuple[Path, Path],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    repo, log = failing_repo
+    trace = tmp_path / "session.jsonl"
+    args = ["context", "--repo", str(repo), "--pytest-log", str(log), "--trace", str(trace)]
+    first = cli(*args, "--max-chars", "120", "--format", "json")
+    second = cli(*args, "--max-chars", "4000", "--format", "json")
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    records = read_trace(trace)
+    assert [r["digest"] for r in records] == [
+        json.loads(first.stdout)["digest"],
+        json.loads(second.stdout)["digest"],
+    ]
+    done = cli("replay", str(trace))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    assert out.count(" reproduced\n") == 2
+    added = {
+        (item["path"], item["start"], item["end"])
+        for item in json.loads(second.stdout)["items"]
+        if item not in json.loads(first.stdout)["items"]
+    }
+    assert added
+    for path, start, end in added:
+        assert f"  added   {path}:{start}-{end} (" in out
