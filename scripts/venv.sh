@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="test,dev,ray"
+extras="test,dev,ray,fuzz"
 digest=$( { echo "$extras"; find src python Cargo.toml Cargo.lock pyproject.toml -type f \
     ! -name '*.so' ! -path '*__pycache__*' -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -d' ' -f1)
 if [ -x .venv/bin/python ] && [ "$(cat .venv/.installed-from 2>/dev/null)" = "$digest" ]; then
