@@ -77,6 +77,11 @@ impl Form {
         self.0.update(Sha256::digest(bytes));
     }
 
+    /// `H(x)` already computed (by [`content_hashes`]).
+    pub fn hash(&mut self, hash: &[u8; 32]) {
+        self.0.update(hash);
+    }
+
     /// `F(s)`.
     pub fn score(&mut self, score: f64) {
         self.0.update((score + 0.0).to_bits().to_be_bytes());
@@ -91,6 +96,19 @@ impl Form {
             out.push(HEX[usize::from(byte & 15)] as char);
         }
         out
+    }
+}
+
+/// `H(x)` of each text, in order: on the rayon pool when they hold more than `parallel_above`
+/// bytes together, else on this thread.
+pub fn content_hashes<T: AsRef<[u8]> + Sync>(texts: &[T], parallel_above: usize) -> Vec<[u8; 32]> {
+    use rayon::prelude::*;
+    let one = |t: &T| -> [u8; 32] { Sha256::digest(t.as_ref()).into() };
+    let total: usize = texts.iter().map(|t| t.as_ref().len()).sum();
+    if total > parallel_above {
+        texts.par_iter().map(one).collect()
+    } else {
+        texts.iter().map(one).collect()
     }
 }
 
@@ -133,5 +151,20 @@ mod tests {
         assert_ne!(one(&|f| f.optional(None)), one(&|f| f.optional(Some(b""))));
         assert_eq!(one(&|f| f.score(-0.0)), one(&|f| f.score(0.0)));
         assert_ne!(one(&|f| f.score(1.0)), one(&|f| f.score(2.0)));
+    }
+
+    #[test]
+    fn content_hashes_are_each_texts_sha256_serial_or_parallel() {
+        let texts: Vec<Vec<u8>> = (0..300u32)
+            .map(|i| (0..i * 7).map(|j| (j % 251) as u8).collect())
+            .collect();
+        let expected: Vec<[u8; 32]> = texts.iter().map(|t| Sha256::digest(t).into()).collect();
+        assert_eq!(content_hashes(&texts, usize::MAX), expected);
+        assert_eq!(content_hashes(&texts, 0), expected);
+        let mut one = Form::new(INPUT_TAG);
+        let mut other = Form::new(INPUT_TAG);
+        one.content(&texts[5]);
+        other.hash(&expected[5]);
+        assert_eq!(one.hex(), other.hex());
     }
 }

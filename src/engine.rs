@@ -291,16 +291,33 @@ pub fn pack_groups(
     n_paths: usize,
     n_groups: usize,
 ) -> Selection {
-    let mut members: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n_groups];
+    // The members of each group in rank order, laid out flat: group `g`'s are
+    // `members[first[g]..first[g + 1]]`.
+    let mut first = vec![0u32; n_groups + 1];
+    for row in rows {
+        if row.group != NO_GROUP {
+            first[row.group as usize + 1] += 1;
+        }
+    }
+    for g in 0..n_groups {
+        first[g + 1] += first[g];
+    }
+    let mut next = first.clone();
+    let mut members = vec![(0u32, 0u32); first[n_groups] as usize];
     for (rank, &index) in (0u32..).zip(order) {
         let group = rows[index as usize].group;
         if group != NO_GROUP {
-            members[group as usize].push((rank, index));
+            let slot = &mut next[group as usize];
+            members[*slot as usize] = (rank, index);
+            *slot += 1;
         }
     }
     let mut windows: Vec<BTreeMap<u32, (u32, u32)>> = vec![BTreeMap::new(); n_paths];
     let mut out = Selection::default();
     let mut done = vec![false; n_groups];
+    // The members of the group being decided that hit nothing, and those that hit a window.
+    let mut placed: Vec<(u32, u32)> = Vec::new();
+    let mut blocked: Vec<Omission> = Vec::new();
     for (rank, &index) in (0u32..).zip(order) {
         let row = &rows[index as usize];
         if row.group == NO_GROUP {
@@ -324,16 +341,36 @@ pub fn pack_groups(
             continue;
         }
         done[group] = true;
-        let mut placed = Vec::new();
-        let mut blocked = Vec::new();
+        let group_members = &members[first[group] as usize..first[group + 1] as usize];
+        // A small group checks its members against each other by a scan and touches the
+        // selected windows only once it fits; a large one is placed in them as it goes and
+        // taken out again if it does not fit.
+        let small = group_members.len() <= SMALL_GROUP;
+        placed.clear();
+        blocked.clear();
         let mut cost = 0u64;
         let mut culprit = None;
-        for &(r, i) in &members[group] {
+        for &(r, i) in group_members {
             let m = &rows[i as usize];
             let tree = &mut windows[m.path as usize];
-            if let Some((_, &(start, blocker))) = tree.range(m.start..).next()
-                && start <= m.end
-            {
+            // The window it hits with the smallest end (the windows it may hit are disjoint).
+            let mut hit = match tree.range(m.start..).next() {
+                Some((&end, &(start, blocker))) if start <= m.end => Some((end, blocker)),
+                _ => None,
+            };
+            if small {
+                for &(_, j) in &placed {
+                    let o = &rows[j as usize];
+                    if o.path == m.path
+                        && o.start <= m.end
+                        && m.start <= o.end
+                        && hit.is_none_or(|(end, _)| o.end < end)
+                    {
+                        hit = Some((o.end, j));
+                    }
+                }
+            }
+            if let Some((_, blocker)) = hit {
                 blocked.push(Omission {
                     index: i,
                     rank: r,
@@ -341,33 +378,40 @@ pub fn pack_groups(
                 });
                 continue;
             }
-            tree.insert(m.end, (m.start, i));
-            placed.push((r, i));
-            // `cost <= budget - used` while no member has gone past it.
-            if culprit.is_none() {
-                if m.cost > budget - out.used - cost {
-                    culprit = Some(i);
-                } else {
-                    cost += m.cost;
-                }
+            if !small {
+                tree.insert(m.end, (m.start, i));
             }
+            placed.push((r, i));
+            // `cost <= budget - used` until a member goes past it; then every member is
+            // omitted, whatever the ones after it would hit.
+            if m.cost > budget - out.used - cost {
+                culprit = Some(i);
+                break;
+            }
+            cost += m.cost;
         }
         match culprit {
             None => {
                 out.used += cost;
-                for (r, i) in placed {
+                for &(r, i) in &placed {
+                    if small {
+                        let m = &rows[i as usize];
+                        windows[m.path as usize].insert(m.end, (m.start, i));
+                    }
                     out.selected.push(i);
                     out.ranks.push(r);
                 }
-                out.omitted.extend(blocked);
+                out.omitted.extend_from_slice(&blocked);
             }
             Some(culprit) => {
-                for &(_, i) in &placed {
-                    let m = &rows[i as usize];
-                    windows[m.path as usize].remove(&m.end);
+                if !small {
+                    for &(_, i) in &placed {
+                        let m = &rows[i as usize];
+                        windows[m.path as usize].remove(&m.end);
+                    }
                 }
                 out.omitted
-                    .extend(members[group].iter().map(|&(r, i)| Omission {
+                    .extend(group_members.iter().map(|&(r, i)| Omission {
                         index: i,
                         rank: r,
                         why: Omitted::Group(culprit),
@@ -378,6 +422,9 @@ pub fn pack_groups(
     out.omitted.sort_unstable_by_key(|o| o.rank);
     out
 }
+
+/// Groups of at most this many members are checked against themselves by a scan.
+const SMALL_GROUP: usize = 16;
 
 #[cfg(test)]
 mod tests {

@@ -10,11 +10,13 @@
 //! 5,000 in a debug build (debug assertions on) and 100,000 in a release build.
 
 use proptest::prelude::*;
-use repo_context::engine::{Omission, Omitted, Reason, Row, Selection, build};
+use repo_context::engine::{
+    NO_GROUP, Omission, Omitted, Reason, Row, Selection, build, build_groups,
+};
 
 const PATHS: u32 = 3;
 
-fn oracle(rows: &[Row], failure: &[u32], budget: u64) -> Selection {
+fn ranked(rows: &[Row], failure: &[u32]) -> Vec<u32> {
     let mut failing: Vec<u32> = Vec::new();
     for &f in failure {
         if !failing.contains(&f) {
@@ -33,6 +35,23 @@ fn oracle(rows: &[Row], failure: &[u32], budget: u64) -> Selection {
             .then(rb.score.partial_cmp(&ra.score).unwrap())
             .then(a.cmp(&b))
     });
+    order
+}
+
+/// The selected (or tentatively placed) window with the smallest start that `r` intersects.
+fn hit(rows: &[Row], windows: &[u32], r: &Row) -> Option<u32> {
+    windows
+        .iter()
+        .filter(|&&j| {
+            let w = &rows[j as usize];
+            w.path == r.path && w.start <= r.end && r.start <= w.end
+        })
+        .min_by_key(|&&j| rows[j as usize].start)
+        .copied()
+}
+
+fn oracle(rows: &[Row], failure: &[u32], budget: u64) -> Selection {
+    let order = ranked(rows, failure);
     let mut out = Selection::default();
     for (rank, &i) in order.iter().enumerate() {
         let r = &rows[i as usize];
@@ -63,6 +82,90 @@ fn oracle(rows: &[Row], failure: &[u32], budget: u64) -> Selection {
             why,
         });
     }
+    out
+}
+
+/// Groups by the lesson's words: a group is decided whole at its best-ranked member; members
+/// that hit a selected window or an earlier member cost nothing and are omitted as overlaps;
+/// if the rest fit they are all selected, else every member is omitted naming the member at
+/// which the running cost went past what was left.
+fn group_oracle(rows: &[Row], failure: &[u32], budget: u64) -> Selection {
+    let order = ranked(rows, failure);
+    let mut out = Selection::default();
+    let mut decided: Vec<u32> = Vec::new();
+    for (rank, &i) in order.iter().enumerate() {
+        let r = &rows[i as usize];
+        if r.group == NO_GROUP {
+            let why = match hit(rows, &out.selected, r) {
+                Some(j) => Omitted::Overlap(j),
+                None if u128::from(out.used) + u128::from(r.cost) > u128::from(budget) => {
+                    Omitted::Budget
+                }
+                None => {
+                    out.used += r.cost;
+                    out.selected.push(i);
+                    out.ranks.push(rank as u32);
+                    continue;
+                }
+            };
+            out.omitted.push(Omission {
+                index: i,
+                rank: rank as u32,
+                why,
+            });
+            continue;
+        }
+        if decided.contains(&r.group) {
+            continue;
+        }
+        decided.push(r.group);
+        let members: Vec<(u32, u32)> = order
+            .iter()
+            .enumerate()
+            .filter(|&(_, &j)| rows[j as usize].group == r.group)
+            .map(|(k, &j)| (k as u32, j))
+            .collect();
+        let mut windows = out.selected.clone();
+        let (mut placed, mut blocked) = (Vec::new(), Vec::new());
+        let mut cost = 0u128;
+        let mut culprit = None;
+        for &(k, j) in &members {
+            let m = &rows[j as usize];
+            if let Some(b) = hit(rows, &windows, m) {
+                blocked.push(Omission {
+                    index: j,
+                    rank: k,
+                    why: Omitted::Overlap(b),
+                });
+                continue;
+            }
+            windows.push(j);
+            placed.push((k, j));
+            if culprit.is_none() {
+                if u128::from(out.used) + cost + u128::from(m.cost) > u128::from(budget) {
+                    culprit = Some(j);
+                } else {
+                    cost += u128::from(m.cost);
+                }
+            }
+        }
+        match culprit {
+            None => {
+                out.used += cost as u64;
+                for (k, j) in placed {
+                    out.selected.push(j);
+                    out.ranks.push(k);
+                }
+                out.omitted.extend(blocked);
+            }
+            Some(c) => out.omitted.extend(members.iter().map(|&(k, j)| Omission {
+                index: j,
+                rank: k,
+                why: Omitted::Group(c),
+            })),
+        }
+    }
+    out.omitted.sort_by_key(|o| o.rank);
     out
 }
 
@@ -121,5 +224,37 @@ proptest! {
         budget in prop_oneof![0u64..80, Just(u64::MAX)],
     ) {
         prop_assert_eq!(build(&rows, &failure, budget, PATHS as usize), oracle(&rows, &failure, budget));
+    }
+
+    #[test]
+    fn build_groups_equals_the_group_oracle(
+        rows in prop::collection::vec(
+            (row(), prop_oneof![2 => Just(NO_GROUP), 3 => 0u32..3, 2 => 0u32..12]),
+            0..40,
+        ),
+        failure in prop::collection::vec(0..PATHS, 0..4),
+        budget in prop_oneof![0u64..80, Just(u64::MAX)],
+    ) {
+        // Dense group ids in order of first appearance, as the readers make them.
+        let mut ids: Vec<u32> = Vec::new();
+        let rows: Vec<Row> = rows
+            .into_iter()
+            .map(|(mut r, g)| {
+                if g != NO_GROUP {
+                    r.group = match ids.iter().position(|&x| x == g) {
+                        Some(p) => p as u32,
+                        None => {
+                            ids.push(g);
+                            ids.len() as u32 - 1
+                        }
+                    };
+                }
+                r
+            })
+            .collect();
+        prop_assert_eq!(
+            build_groups(&rows, &failure, budget, PATHS as usize, ids.len()),
+            group_oracle(&rows, &failure, budget)
+        );
     }
 }

@@ -519,35 +519,58 @@ impl BuildResult {
     }
 
     /// The digest's byte form over this result's items, cost model and failing files.
+    ///
+    /// The items' fields are read under the GIL; their contents are hashed (`H(content)`) with
+    /// the GIL released, on the rayon pool when there is more than [`PARALLEL_HASH_BYTES`] of
+    /// them. The `str` objects stay alive and unchanged meanwhile (the result holds them).
     fn compute_digest(&self, py: Python<'_>) -> PyResult<String> {
         let mut form = Form::new(digest::RESULT_TAG);
         cost_form(&mut form, self.cost.bind(py))?;
         files_form(&mut form, self.failure_files.bind(py))?;
         let items = self.items.bind(py);
-        form.number(items.len() as u64);
+        let mut fields = Vec::with_capacity(items.len());
         for item in items.iter() {
             let text = |name: &Bound<'_, PyString>| -> PyResult<Vec<u8>> {
-                text_bytes(&item.getattr(name)?)
+                Ok(text_bytes(&item.getattr(name)?)?.into_owned())
             };
-            form.text(&text(intern!(py, "path"))?);
-            form.number(item.getattr(intern!(py, "start"))?.extract::<u64>()?);
-            form.number(item.getattr(intern!(py, "end"))?.extract::<u64>()?);
-            form.content(&text(intern!(py, "content"))?);
-            form.text(&text(intern!(py, "reason"))?);
+            let content = item.getattr(intern!(py, "content"))?;
+            fields.push((
+                text(intern!(py, "path"))?,
+                item.getattr(intern!(py, "start"))?.extract::<u64>()?,
+                item.getattr(intern!(py, "end"))?.extract::<u64>()?,
+                content,
+                text(intern!(py, "reason"))?,
+            ));
+        }
+        let contents = fields
+            .iter()
+            .map(|f| text_bytes(&f.3))
+            .collect::<PyResult<Vec<_>>>()?;
+        let hashes = py.detach(|| digest::content_hashes(&contents, PARALLEL_HASH_BYTES));
+        form.number(fields.len() as u64);
+        for ((path, start, end, _, reason), hash) in fields.iter().zip(&hashes) {
+            form.text(path);
+            form.number(*start);
+            form.number(*end);
+            form.hash(hash);
+            form.text(reason);
         }
         Ok(form.hex())
     }
 }
 
+/// Above this many content bytes, a digest hashes the contents on the rayon pool.
+const PARALLEL_HASH_BYTES: usize = 1 << 20;
+
 /// The bytes of a `str` (or subclass) in the digest's byte form: UTF-8, a lone surrogate as its
-/// 3-byte form.
-fn text_bytes(value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+/// 3-byte form. Borrowed from the `str` when it is valid UTF-8.
+fn text_bytes<'a>(value: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, [u8]>> {
     let text = value.cast::<PyString>().map_err(|_| {
         PyTypeError::new_err(format!("digest: expected a str, not {}", type_name(value)))
     })?;
     match text.to_str() {
-        Ok(s) => Ok(s.as_bytes().to_vec()),
-        Err(_) => surrogate_key(text),
+        Ok(s) => Ok(Cow::Borrowed(s.as_bytes())),
+        Err(_) => surrogate_key(text).map(Cow::Owned),
     }
 }
 
@@ -559,7 +582,7 @@ fn cost_form(form: &mut Form, cost: &Bound<'_, PyAny>) -> PyResult<()> {
         if value.is_none() {
             Ok(None)
         } else {
-            text_bytes(&value).map(Some)
+            text_bytes(&value).map(|b| Some(b.into_owned()))
         }
     };
     form.text(&text_bytes(&cost.getattr(intern!(py, "unit"))?)?);
@@ -1327,11 +1350,17 @@ impl<'py> Reader<'py> {
             return Err(e);
         }
         let groups = self.groups.get_or_insert_with(|| PyDict::new(py));
-        if let Some(id) = groups.get_item(&value)? {
-            return Ok((value, id.extract::<u32>()?));
-        }
-        let id = groups.len() as u32;
-        groups.set_item(&value, id)?;
+        // `groups.setdefault(value, len(groups))`: one lookup, as in the reference.
+        let next = (groups.len() as u32).into_pyobject(py)?;
+        // SAFETY: both objects are alive; the result is a borrowed reference to a value the
+        // dict holds, or NULL with an exception set.
+        let id = unsafe {
+            Borrowed::from_ptr_or_err(
+                py,
+                ffi::PyDict_SetDefault(groups.as_ptr(), value.as_ptr(), next.as_ptr()),
+            )
+        }?;
+        let id = id.extract::<u32>()?;
         Ok((value, id))
     }
 }
@@ -1879,20 +1908,28 @@ fn cache_key<'py>(
     for f in &failure_files {
         form.text(&text_bytes(f)?);
     }
-    form.number(reader.rows.len() as u64);
-    for (row, item) in reader.rows.iter().zip(&reader.items) {
-        let (path, content) = match item {
+    let mut strings = Vec::with_capacity(reader.rows.len());
+    for item in &reader.items {
+        strings.push(match item {
             Item::Same(obj) => {
                 let c = obj.cast::<Candidate>()?.get();
                 (c.path.bind(py).clone(), c.content.bind(py).clone())
             }
             Item::New(c) => (c.path.bind(py).clone(), c.content.bind(py).clone()),
             Item::Taken => return Err(PyRuntimeError::new_err("repo_context: item taken")),
-        };
-        form.text(&text_bytes(&path)?);
+        });
+    }
+    let contents = strings
+        .iter()
+        .map(|(_, content)| text_bytes(content))
+        .collect::<PyResult<Vec<_>>>()?;
+    let hashes = py.detach(|| digest::content_hashes(&contents, PARALLEL_HASH_BYTES));
+    form.number(reader.rows.len() as u64);
+    for ((row, (path, _)), hash) in reader.rows.iter().zip(&strings).zip(&hashes) {
+        form.text(&text_bytes(path)?);
         form.number(u64::from(row.start));
         form.number(u64::from(row.end));
-        form.content(&text_bytes(&content)?);
+        form.hash(hash);
         form.text(row.reason.name().as_bytes());
         form.score(row.score);
     }
