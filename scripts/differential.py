@@ -10,17 +10,22 @@ names), windows crowded onto a few dozen lines so that ranges collide, every can
 (``Candidate``, mapping, frozen dataclass, plain object) and hostile values (``str``, ``int``
 and ``float`` subclasses overriding ``__eq__``/``__hash__``/``__str__``/``__float__``, lying or
 raising; ``__index__`` objects; ``bool``; huge integers; NaN and infinities), budgets in
-characters or exact tokens, with and without a template, and one or several failing files.
+characters or exact tokens, with and without a template, one or several failing files, and
+groups (small ids shared by candidates whose ranges collide, equal ids of different types such
+as ``1``/``1.0``/``True``, lying ``str`` ids, unhashable ids).
 
-Both engines must give the same result (the JSON form and the items, compared strictly: types,
-float signs) or raise the same error (type, index, field, problem, message), and neither may
-change the input. A mismatch is minimised (candidates dropped one at a time while it persists)
-and written to ``DIR/mismatch-<case>.txt``. Prints cases per second; exits 1 on any mismatch.
+Both engines must give the same result (the JSON form with ``missing_critical`` and the digest,
+and the items, compared strictly: types, float signs) and the same cache key, or raise the same
+error (type, index, field, problem, message), and neither may change the input. A mismatch is
+minimised (candidates dropped one at a time while it persists) and written to
+``DIR/mismatch-<case>.json`` (seed, case, the dropped candidates, the input's ``repr`` and the
+two outcomes). Prints cases per second; exits 1 on any mismatch.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import multiprocessing
 import os
@@ -106,6 +111,7 @@ class Frozen:
     content: Any
     reason: Any
     score: Any
+    group: Any = None
 
 
 class Plain:
@@ -155,6 +161,20 @@ def _path(rnd: random.Random) -> Any:
     return rnd.choice(["", "/abs.py", "a/../b.py", "a\\b.py", "a\0.py", LyingStr("a.py"), 5])
 
 
+def _group(rnd: random.Random) -> Any:
+    if rnd.random() < 0.9:
+        return rnd.choice([0, 1, 2, "g", None])
+    return rnd.choice([1.0, True, LyingStr("g"), ["unhashable"], 2**70, (1, 2)])
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 def _candidate(rnd: random.Random) -> Any:
     import repo_context
 
@@ -172,11 +192,15 @@ def _candidate(rnd: random.Random) -> Any:
     }
     if rnd.random() < 0.01:
         del fields[rnd.choice(FIELDS)]
+    if rnd.random() < 0.3:
+        fields["group"] = _group(rnd)
     form = rnd.choice(["candidate", "dict", "frozen", "plain"])
-    if form == "dict" or len(fields) < len(FIELDS):
+    if form == "candidate" and not _hashable(fields.get("group")):
+        form = "dict"  # the constructor takes a hashable group only
+    if form == "dict" or any(f not in fields for f in FIELDS):
         return fields if form != "plain" else Plain(**fields)
     if form == "candidate":
-        return repo_context.Candidate(*fields.values())
+        return repo_context.Candidate(*(fields[f] for f in FIELDS), group=fields.get("group"))
     if form == "frozen":
         return Frozen(**fields)
     return Plain(**fields)
@@ -231,38 +255,53 @@ def _snapshot(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, id(value), tuple(_snapshot(v) for v in value))
     if isinstance(value, (Frozen, Plain)):
-        fields = tuple((f, _snapshot(getattr(value, f, None))) for f in FIELDS)
+        fields = tuple((f, _snapshot(getattr(value, f, None))) for f in (*FIELDS, "group"))
         return (type(value).__name__, id(value), fields)
     return (_strict(value), id(value))
 
 
-def outcome(build: Callable[[Any], Any], data: dict[str, Any]) -> tuple[Any, ...]:
-    """What ``build`` makes of ``data``: the result or the error, and whether ``data`` changed."""
+def _error(exc: Exception) -> tuple[Any, ...]:
+    details = (getattr(exc, a, None) for a in ("index", "field", "problem"))
+    return ("error", type(exc).__name__, *details, str(exc))
+
+
+#: An engine's ``build`` and ``cache_key``.
+Engine = tuple[Callable[[Any], Any], Callable[[Any], str]]
+
+
+def outcome(engine: Engine, data: dict[str, Any]) -> tuple[Any, ...]:
+    """What an engine (``build``, ``cache_key``) makes of ``data``: the result or the error, the
+    cache key or the error, and whether ``data`` changed."""
+    build, key = engine
     before = _snapshot(data)
     try:
         result = build(data)
         got: tuple[Any, ...] = (
             "ok",
             _strict(result.to_dict()),
-            _strict([(i.path, i.start, i.end, i.content, i.reason, i.score) for i in result.items]),
+            _strict([(i.path, i.start, i.end, i.content, i.reason, i.score, i.group) for i in result.items]),
         )
     except Exception as exc:
-        details = (getattr(exc, a, None) for a in ("index", "field", "problem"))
-        got = ("error", type(exc).__name__, *details, str(exc))
-    return (got, "input unchanged" if _snapshot(data) == before else "INPUT CHANGED")
+        got = _error(exc)
+    try:
+        keyed: tuple[Any, ...] = ("key", key(data))
+    except Exception as exc:
+        keyed = _error(exc)
+    return (got, keyed, "input unchanged" if _snapshot(data) == before else "INPUT CHANGED")
 
 
-_ENGINES: tuple[Callable[[Any], Any], Callable[[Any], Any]] | None = None
+_ENGINES: tuple[Engine, Engine] | None = None
 
 
-def _engines() -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+def _engines() -> tuple[Engine, Engine]:
     global _ENGINES
     if _ENGINES is None:
         import repo_context
         import repo_context.reference
 
-        native = repo_context.RepoContextBuilder().build
-        _ENGINES = (native, repo_context.reference.RepoContextBuilder().build)
+        native = repo_context.RepoContextBuilder()
+        reference = repo_context.reference.RepoContextBuilder()
+        _ENGINES = ((native.build, native.cache_key), (reference.build, reference.cache_key))
     return _ENGINES
 
 
@@ -337,11 +376,16 @@ def main(argv: list[str] | None = None) -> int:
             drop, (native, reference) = minimise(args.seed, case)
             data = generate(args.seed, case)
             data["candidates"] = [c for i, c in enumerate(data["candidates"]) if i not in drop]
-            path = args.out / f"mismatch-{case}.txt"
-            path.write_text(
-                f"case {case} seed {args.seed}\ninput: {data!r}\n"
-                f"native: {native!r}\nreference: {reference!r}\n"
-            )
+            path = args.out / f"mismatch-{case}.json"
+            record = {
+                "seed": args.seed,
+                "case": case,
+                "dropped": sorted(drop),
+                "input": repr(data),
+                "native": repr(native),
+                "reference": repr(reference),
+            }
+            path.write_text(json.dumps(record, indent=1) + "\n")
             print(f"case {case}: minimised to {len(data['candidates'])} candidates, written to {path}")
     return 1 if bad else 0
 
