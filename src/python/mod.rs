@@ -1333,11 +1333,9 @@ impl<'py> Reader<'py> {
                 Err(e) if e.is_instance_of::<PyKeyError>(py) => py.None().into_bound(py),
                 Err(e) => return Err(e),
             },
-            Shape::Attributes => match obj.getattr(name) {
-                Ok(v) => v,
-                Err(e) if e.is_instance_of::<PyAttributeError>(py) => py.None().into_bound(py),
-                Err(e) => return Err(e),
-            },
+            Shape::Attributes => {
+                optional_attr(obj, name)?.unwrap_or_else(|| py.None().into_bound(py))
+            }
         };
         if value.is_none() {
             return Ok((value, engine::NO_GROUP));
@@ -1362,6 +1360,39 @@ impl<'py> Reader<'py> {
         }?;
         let id = id.extract::<u32>()?;
         Ok((value, id))
+    }
+}
+
+/// `getattr(obj, name)`, or `None` when that raises `AttributeError` (any other error is
+/// raised). Same outcome as catching the error, but an object whose type uses the generic
+/// attribute lookup (plain classes, dataclasses, `__slots__`) reports a missing attribute
+/// without making the exception: an optional field costs little when it is absent.
+fn optional_attr<'py>(
+    obj: &Bound<'py, PyAny>,
+    name: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    #[cfg(any(Py_3_13, PyPy, GraalPy))]
+    {
+        obj.getattr_opt(name)
+    }
+    #[cfg(not(any(Py_3_13, PyPy, GraalPy)))]
+    {
+        unsafe extern "C" {
+            // CPython 3.7-3.12: 1 found, 0 missing (AttributeError suppressed), -1 error.
+            fn _PyObject_LookupAttr(
+                obj: *mut ffi::PyObject,
+                name: *mut ffi::PyObject,
+                result: *mut *mut ffi::PyObject,
+            ) -> std::ffi::c_int;
+        }
+        let py = obj.py();
+        let mut found: *mut ffi::PyObject = std::ptr::null_mut();
+        // SAFETY: both objects are alive; on 1 `found` is a new reference, else NULL.
+        match unsafe { _PyObject_LookupAttr(obj.as_ptr(), name.as_ptr(), &mut found) } {
+            1 => Ok(Some(unsafe { Bound::from_owned_ptr(py, found) })),
+            0 => Ok(None),
+            _ => Err(PyErr::fetch(py)),
+        }
     }
 }
 
