@@ -86,8 +86,13 @@ pub struct Spec {
 pub enum ErrorKind {
     /// `InvalidInputError` (a column) or `InvalidCandidateError` (a row).
     Invalid,
-    /// `ResourceLimitError`.
-    Limit,
+    /// `ResourceLimitError`: `name` the setting of `repo_context.limits.Limits`, `value` the
+    /// amount found, `maximum` the configured value.
+    Limit {
+        name: &'static str,
+        value: u64,
+        maximum: u64,
+    },
 }
 
 /// What is wrong, as text, except where the binding must quote a value its own way.
@@ -673,11 +678,15 @@ fn build_group<'a>(
         total = total.saturating_add(chars);
         if total > spec.max_total_chars {
             let problem = format!(
-                "total content exceeds the limit of {} characters",
+                "total content is {total} characters, over the limit max_total_chars = {} characters",
                 spec.max_total_chars
             );
             let mut e = TableError::row("content", text(problem), row, local);
-            e.kind = ErrorKind::Limit;
+            e.kind = ErrorKind::Limit {
+                name: "max_total_chars",
+                value: total,
+                maximum: spec.max_total_chars,
+            };
             return Err((4, e));
         }
         let cost = match spec.unit {
@@ -799,10 +808,14 @@ fn run(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableError> {
         if size as u64 > spec.max_candidates {
             let first = groups.rows[groups.bounds[g]] as usize;
             return Err(TableError {
-                kind: ErrorKind::Limit,
+                kind: ErrorKind::Limit {
+                    name: "max_candidates",
+                    value: size as u64,
+                    maximum: spec.max_candidates,
+                },
                 field: "candidates".to_owned(),
                 problem: text(format!(
-                    "{size} candidates exceed the limit of {}",
+                    "{size} candidates, over the limit max_candidates = {} candidates",
                     spec.max_candidates
                 )),
                 row: None,

@@ -35,6 +35,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
 from . import reference
+from ._io import read_capped
 from .builder import build as native_build
 from .composer import render, render_markdown
 from .errors import InvalidInputError
@@ -104,7 +105,8 @@ def create_server(*, cache_dir: str | os.PathLike[str] | None = None, cache: boo
         def run() -> ContextResult:
             text = test_log
             if text is None and log_file is not None:
-                text = Path(log_file).read_text(encoding="utf-8", errors="replace")
+                data = read_capped(Path(log_file), "max_log_bytes", field="pytest_log")
+                text = data.decode("utf-8", errors="replace")
             if text is None:
                 text = _run_test(workspace(repository).root, str(test), python)
             return workspace(repository).context(
