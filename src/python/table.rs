@@ -75,11 +75,9 @@ fn build_table<'py>(
         Err(e) => {
             let (kind, limit) = match e.kind {
                 ErrorKind::Invalid => ("invalid", None),
-                ErrorKind::Limit {
-                    name,
-                    value,
-                    maximum,
-                } => ("limit", Some((name, value, maximum))),
+                ErrorKind::Limit(found) => {
+                    ("limit", Some((found.name, found.value, found.maximum)))
+                }
             };
             let problem = match e.problem {
                 Problem::Text(t) => t,
