@@ -120,7 +120,11 @@ def normalize_input(
     # during the build does to the original (a list subclass's own __iter__ is honoured). The
     # snapshot holds at most one candidate more than the count limit (checked below, after the
     # other top-level fields).
-    seq: Sequence[Any] = list(itertools.islice(candidates, max_candidates + 1))
+    seq: Sequence[Any]
+    if type(candidates) is list or type(candidates) is tuple:  # its own length; a fast copy
+        seq = list(candidates if len(candidates) <= max_candidates else candidates[: max_candidates + 1])
+    else:
+        seq = list(itertools.islice(candidates, max_candidates + 1))
 
     model = default_cost if cost is None else Cost.parse(cost)
     if max_chars is not None and budget is not None:

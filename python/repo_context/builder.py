@@ -43,7 +43,7 @@ class RepoContextBuilder(BuilderBase):
         template: shorthand for ``cost.template`` (``"markdown"`` or ``"xml"``).
         limits: the resource limits (:class:`~repo_context.limits.Limits`, default
             ``repo_context.limits.DEFAULT_LIMITS`` when the builder is made); a build checks
-            ``max_candidates`` (before any candidate is read) and ``max_total_chars`` (candidate
+            ``max_candidates`` (before any candidate's fields are read) and ``max_total_chars`` (candidate
             by candidate, as they are read).
         max_candidates: at most this many candidates per build (default
             ``limits.max_candidates``, 4,000,000); given, it overrides ``limits``.
