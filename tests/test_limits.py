@@ -480,3 +480,23 @@ def test_cli_issue_limit(repo: Path, tmp_path: Path) -> None:
         f"repo-context context: input field 'issue': {issue} is 16 bytes, over the limit "
         "max_issue_bytes = 8 bytes\n"
     )
+
+
+def test_max_log_bytes_mcp_test_run(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    from repo_context.mcp_server import _run_test
+
+    (tmp_path / "test_p.py").write_text("def test_p():\n    assert 'x' * 5000 == ''\n")
+    with pytest.raises(ResourceLimitError) as info:
+        _run_test(tmp_path, "test_p.py", sys.executable, limits=Limits(max_log_bytes=1000))
+    assert caught(info.value) == (
+        "pytest_log",
+        None,
+        "max_log_bytes",
+        1001,
+        1000,
+        "input field 'pytest_log': the test output is more than 1000 bytes, over the limit "
+        "max_log_bytes = 1000 bytes",
+    )
+    output = _run_test(tmp_path, "test_p.py", sys.executable)
+    assert "FAILED test_p.py::test_p" in output

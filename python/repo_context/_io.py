@@ -25,7 +25,7 @@ import secrets
 import stat
 import sys
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import IO, TextIO
 
 from .composer import header_path
 from .limits import DEFAULT_LIMITS, Limits, limit_error, resolve
@@ -57,7 +57,7 @@ class OutputError(Exception):
 
 
 def read_capped(
-    source: str | Path | BinaryIO | None,
+    source: str | Path | IO[bytes] | None,
     limit: str,
     *,
     field: str,
@@ -92,7 +92,7 @@ def read_capped(
     return _read_stream(source, maximum, field, what or "standard input", limit)
 
 
-def _read_stream(handle: BinaryIO, maximum: int, field: str, name: str, limit: str) -> bytes:
+def _read_stream(handle: IO[bytes], maximum: int, field: str, name: str, limit: str) -> bytes:
     chunks: list[bytes] = []
     total = 0
     while True:
