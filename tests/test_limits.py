@@ -500,3 +500,31 @@ def test_max_log_bytes_mcp_test_run(tmp_path: Path) -> None:
     )
     output = _run_test(tmp_path, "test_p.py", sys.executable)
     assert "FAILED test_p.py::test_p" in output
+
+
+def test_cli_rerank_limit(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {
+            "task": ["a", "a", "b", "b", "b"],
+            "path": ["a.py", "b.py", "a.py", "b.py", "c.py"],
+            "start": [1] * 5,
+            "end": [1] * 5,
+            "content": ["xx", "yy", "x", "y", "z"],
+            "reason": ["search"] * 5,
+            "score": [1.0] * 5,
+        }
+    )
+    source, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    pq.write_table(table, source)
+    args = ("rerank", str(source), "--group-by", "task", "--budget", "10", "--out", str(out))
+    proc = run_cli(*args, "--limit", "max_candidates=2")
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert proc.stderr.decode() == (
+        "repo-context rerank: input field 'candidates': 3 candidates, over the limit "
+        "max_candidates = 2 candidates (group 'b')\n"
+    )
+    assert not out.exists()
+    assert run_cli(*args, "--limit", "max_candidates=3").returncode == 0
+    assert pq.read_table(out).num_rows == 5

@@ -97,7 +97,7 @@ from ._io import (
 from .composer import header_path, render, render_markdown
 from .cost import Cost
 from .evaluation.command import add_eval_parser
-from .limits import Limits, limit_error
+from .limits import Limits, add_limit_option, limit_error
 from .rerank import add_rerank_parser
 from .secrets import SECRET_REDACTED, redact, redact_json, redact_text
 from .secrets import redaction_note as _redaction_note
@@ -636,19 +636,6 @@ def _add_trace(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_limit(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--limit",
-        metavar="NAME=N",
-        action="append",
-        default=[],
-        help="set a resource limit (repeatable), a setting of repo_context.limits.Limits: "
-        "max_input_bytes, max_log_bytes, max_junit_bytes, max_issue_bytes, max_query_chars, "
-        "max_candidates, max_total_chars, max_files, max_file_bytes, max_depth, "
-        "max_gitignore_bytes, max_gitignore_patterns, max_gitignore_pattern_chars",
-    )
-
-
 def _add_require_failure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--require-failure",
@@ -704,7 +691,7 @@ def _parser() -> argparse.ArgumentParser:
         help="with --jsonl: at most N threads rank and pack at once (default: every core)",
     )
     _add_require_failure(build)
-    _add_limit(build)
+    add_limit_option(build)
     _add_trace(build)
     _add_cost_options(build)
     build.set_defaults(run=_cmd_build)
@@ -783,7 +770,7 @@ def _parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true", help="keep the derived index in memory only, nothing on disk"
     )
     _add_require_failure(context)
-    _add_limit(context)
+    add_limit_option(context)
     _add_trace(context)
     _add_cost_options(context)
     context.set_defaults(run=_cmd_context)
@@ -808,7 +795,7 @@ def _parser() -> argparse.ArgumentParser:
     replayer.add_argument(
         "--engine", choices=sorted(_ENGINES), default="native", help="the engine that rebuilds"
     )
-    _add_limit(replayer)
+    add_limit_option(replayer)
     replayer.set_defaults(run=_cmd_replay)
     add_eval_parser(commands)
     add_rerank_parser(commands)

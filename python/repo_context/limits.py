@@ -45,6 +45,7 @@ from .errors import InvalidInputError, ResourceLimitError
 __all__ = [
     "DEFAULT_LIMITS",
     "Limits",
+    "add_limit_option",
     "behaviour",
     "check_context_inputs",
     "check_text",
@@ -278,3 +279,16 @@ def check_context_inputs(
         check_text(issue, "issue", "max_issue_bytes", limits, "the issue text")
     if query is not None:
         check_text(query, "query", "max_query_chars", limits, "the query")
+
+
+def add_limit_option(parser: Any) -> None:
+    """Add ``--limit NAME=N`` (repeatable, into ``args.limit``) to an ``argparse`` parser; the
+    command line turns it into ``args.limits`` with :meth:`Limits.parse`."""
+    parser.add_argument(
+        "--limit",
+        metavar="NAME=N",
+        action="append",
+        default=[],
+        help="set a resource limit (repeatable), one of the settings of repo_context.limits.Limits: "
+        + ", ".join(_NAMES),
+    )
