@@ -82,12 +82,21 @@ pub struct Spec {
 }
 
 /// Which error class a [`TableError`] maps to (`repo_context.errors`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
     /// `InvalidInputError` (a column) or `InvalidCandidateError` (a row).
     Invalid,
-    /// `ResourceLimitError`.
-    Limit,
+    /// `ResourceLimitError`, with the limit that was exceeded (boxed: errors stay small).
+    Limit(Box<LimitFound>),
+}
+
+/// A resource limit exceeded: `name` the setting of `repo_context.limits.Limits`, `value`
+/// the amount found, `maximum` the setting's value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LimitFound {
+    pub name: &'static str,
+    pub value: u64,
+    pub maximum: u64,
 }
 
 /// What is wrong, as text, except where the binding must quote a value its own way.
@@ -673,11 +682,15 @@ fn build_group<'a>(
         total = total.saturating_add(chars);
         if total > spec.max_total_chars {
             let problem = format!(
-                "total content exceeds the limit of {} characters",
+                "total content is {total} characters, over the limit max_total_chars = {} characters",
                 spec.max_total_chars
             );
             let mut e = TableError::row("content", text(problem), row, local);
-            e.kind = ErrorKind::Limit;
+            e.kind = ErrorKind::Limit(Box::new(LimitFound {
+                name: "max_total_chars",
+                value: total,
+                maximum: spec.max_total_chars,
+            }));
             return Err((4, e));
         }
         let cost = match spec.unit {
@@ -799,10 +812,14 @@ fn run(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableError> {
         if size as u64 > spec.max_candidates {
             let first = groups.rows[groups.bounds[g]] as usize;
             return Err(TableError {
-                kind: ErrorKind::Limit,
+                kind: ErrorKind::Limit(Box::new(LimitFound {
+                    name: "max_candidates",
+                    value: size as u64,
+                    maximum: spec.max_candidates,
+                })),
                 field: "candidates".to_owned(),
                 problem: text(format!(
-                    "{size} candidates exceed the limit of {}",
+                    "{size} candidates, over the limit max_candidates = {} candidates",
                     spec.max_candidates
                 )),
                 row: None,

@@ -218,6 +218,10 @@ def error_signature(exc: BaseException) -> tuple[Any, ...]:
         getattr(exc, "field", "<no field attr>"),
         getattr(exc, "problem", "<no problem attr>"),
         str(exc),
+        # A resource limit's setting, the amount found and the setting's value.
+        getattr(exc, "limit", None),
+        getattr(exc, "value", None),
+        getattr(exc, "maximum", None),
     )
 
 

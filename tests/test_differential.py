@@ -90,6 +90,10 @@ def test_limits_native_equals_reference(drawn: Drawn, data: st.DataObject) -> No
         assert native[0] == "error"
         exc_type, index, field = native[1][:3]
         assert (exc_type, index, field) == (repo_context.ResourceLimitError, None, "candidates")
+        # The count found: a plain list's or tuple's length, else what was taken (one more).
+        given = inp.candidates if isinstance(inp, repo_context.BuildInput) else inp["candidates"]
+        found = n if type(given) in (list, tuple) else max_candidates + 1
+        assert native[1][5:] == ("max_candidates", found, max_candidates)
         return
     running = 0
     for i, spec in enumerate(drawn.specs):
@@ -98,6 +102,7 @@ def test_limits_native_equals_reference(drawn: Drawn, data: st.DataObject) -> No
             assert native[0] == "error"
             exc_type, index, field = native[1][:3]
             assert (exc_type, index, field) == (repo_context.ResourceLimitError, i, "content")
+            assert native[1][5:] == ("max_total_chars", running, max_total)
             return
     assert native[0] == "ok"
 

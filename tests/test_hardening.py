@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 import repo_context
-from repo_context import _io, cli
+from repo_context import _io, cli, limits
 from repo_context.errors import ResourceLimitError
+from repo_context.limits import DEFAULT_LIMITS, Limits
 from repo_context.sources import Repository
 
 TIMEOUT = 120  # seconds: a guard against hangs, not a speed test
@@ -258,7 +259,7 @@ def test_write_stream_to_none_and_to_a_closed_file() -> None:
 
 @pytest.mark.parametrize(
     ("option", "field", "limit"),
-    [("--pytest-log", "pytest_log", "MAX_LOG_BYTES"), ("--junit-xml", "junit_xml", "MAX_JUNIT_BYTES")],
+    [("--pytest-log", "pytest_log", "max_log_bytes"), ("--junit-xml", "junit_xml", "max_junit_bytes")],
 )
 def test_endless_log_or_report_is_exit_2_naming_the_limit(
     inputs: dict[str, Path], option: str, field: str, limit: str
@@ -268,9 +269,10 @@ def test_endless_log_or_report_is_exit_2_naming_the_limit(
     proc = run(*args)
     assert proc.returncode == 2
     assert proc.stdout == b""
-    value = getattr(_io, limit)
+    value = getattr(DEFAULT_LIMITS, limit)
     assert proc.stderr.decode() == (
-        f"repo-context context: input field '{field}': /dev/zero is larger than {limit} = {value} bytes\n"
+        f"repo-context context: input field '{field}': /dev/zero is more than {value} bytes, "
+        f"over the limit {limit} = {value} bytes\n"
     )
 
 
@@ -278,68 +280,74 @@ def test_endless_log_or_report_is_exit_2_naming_the_limit(
 def test_oversized_build_input_is_exit_2(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], source: str
 ) -> None:
-    monkeypatch.setattr(cli, "MAX_INPUT_BYTES", 1000)
     with open("/dev/zero", "rb") as zero:
         if source == "stdin":
             monkeypatch.setattr(sys, "stdin", type("Stdin", (), {"buffer": zero})())
-            status = cli.main(["build"])
+            status = cli.main(["build", "--limit", "max_input_bytes=1000"])
             shown = "standard input"
         else:
-            status = cli.main(["build", "/dev/zero"])
+            status = cli.main(["build", "/dev/zero", "--limit", "max_input_bytes=1000"])
             shown = "/dev/zero"
     out, err = capsys.readouterr()
     assert status == 2
     assert out == ""
-    assert (
-        err
-        == f"repo-context build: input field 'input': {shown} is larger than MAX_INPUT_BYTES = 1000 bytes\n"
+    assert err == (
+        f"repo-context build: input field 'input': {shown} is more than 1000 bytes, "
+        "over the limit max_input_bytes = 1000 bytes\n"
     )
 
 
 def test_oversized_regular_file_is_refused_before_reading(tmp_path: Path) -> None:
     big = tmp_path / "log"
     big.write_bytes(b"x" * 101)
+    small = Limits(max_log_bytes=100)
     with pytest.raises(ResourceLimitError) as caught:
-        _io.read_capped(big, 100, limit_name="MAX_LOG_BYTES", field="pytest_log")
-    assert (caught.value.field, caught.value.limit, caught.value.value) == (
+        _io.read_capped(big, "max_log_bytes", field="pytest_log", limits=small)
+    assert (caught.value.field, caught.value.limit, caught.value.value, caught.value.maximum) == (
         "pytest_log",
-        "MAX_LOG_BYTES",
+        "max_log_bytes",
+        101,
         100,
     )
-    assert str(caught.value) == f"input field 'pytest_log': {big} is larger than MAX_LOG_BYTES = 100 bytes"
-    assert _io.read_capped(big, 101, limit_name="MAX_LOG_BYTES", field="pytest_log") == b"x" * 101
+    assert str(caught.value) == (
+        f"input field 'pytest_log': {big} is 101 bytes, over the limit max_log_bytes = 100 bytes"
+    )
+    fits = Limits(max_log_bytes=101)
+    assert _io.read_capped(big, "max_log_bytes", field="pytest_log", limits=fits) == b"x" * 101
 
 
 def test_eval_cases_file_is_capped() -> None:
     proc = run("eval", "--cases", "/dev/zero")
     assert proc.returncode == 2
     assert proc.stderr.decode() == (
-        f"repo-context eval: input field 'cases': /dev/zero is larger than MAX_INPUT_BYTES = "
-        f"{_io.MAX_INPUT_BYTES} bytes\n"
+        f"repo-context eval: input field 'cases': /dev/zero is more than {_io.MAX_INPUT_BYTES} bytes, "
+        f"over the limit max_input_bytes = {_io.MAX_INPUT_BYTES} bytes\n"
     )
 
 
-def test_run_context_caps_the_log(inputs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "MAX_LOG_BYTES", 10)
+def test_run_context_caps_the_log(inputs: dict[str, Path]) -> None:
     with pytest.raises(ResourceLimitError) as caught:
-        cli.run_context(inputs["repo"], inputs["log"])
-    assert (caught.value.limit, caught.value.value) == ("MAX_LOG_BYTES", 10)
+        cli.run_context(inputs["repo"], inputs["log"], limits=Limits(max_log_bytes=10))
+    size = inputs["log"].stat().st_size
+    assert (caught.value.limit, caught.value.value, caught.value.maximum) == ("max_log_bytes", size, 10)
 
 
 def test_resource_limit_error_pickles_with_its_limit() -> None:
-    error = ResourceLimitError("pytest_log", "too big", limit="MAX_LOG_BYTES", value=7)
+    error = ResourceLimitError("pytest_log", "too big", limit="max_log_bytes", value=8, maximum=7)
     back = pickle.loads(pickle.dumps(error))
-    assert (type(back), back.field, back.problem, back.index, back.limit, back.value) == (
+    assert (type(back), back.field, back.problem, back.index, back.limit, back.value, back.maximum) == (
         ResourceLimitError,
         "pytest_log",
         "too big",
         None,
-        "MAX_LOG_BYTES",
+        "max_log_bytes",
+        8,
         7,
     )
     assert str(back) == str(error)
     core = ResourceLimitError("content", "total content exceeds the limit of 5 characters", 3)
-    assert (core.limit, core.value, str(core)) == (
+    assert (core.limit, core.value, core.maximum, str(core)) == (
+        None,
         None,
         None,
         "candidate 3: field 'content': total content exceeds the limit of 5 characters",
@@ -711,15 +719,19 @@ def test_plugin_writes_through_a_device_and_keeps_it(failing_project: pytest.Pyt
 def test_plugin_report_larger_than_the_cap_gets_no_context(
     failing_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from repo_context import pytest_plugin
-
-    monkeypatch.setattr(pytest_plugin, "MAX_LOG_BYTES", 10)
+    monkeypatch.setattr(limits, "DEFAULT_LIMITS", Limits(max_log_bytes=10))
     result = failing_project.runpytest(*PLUGIN, "--repo-context=context.md")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    assert [line for line in result.outlines if line.startswith("repo-context:")] == [
+    lines = [line for line in result.outlines if line.startswith("repo-context:")]
+    assert len(lines) == 1
+    prefix = (
         "repo-context: cannot write the context of test_x.py::test_x: ResourceLimitError: input field "
-        "'pytest_log': the report is larger than MAX_LOG_BYTES = 10 bytes"
-    ]
+        "'pytest_log': the report is "
+    )
+    assert lines[0].startswith(prefix)
+    assert lines[0].endswith(" bytes, over the limit max_log_bytes = 10 bytes")
+    size = int(lines[0][len(prefix) :].split(" ")[0])
+    assert size > 10
     assert not (failing_project.path / "context.md").exists()
 
 

@@ -250,7 +250,7 @@ def test_oversized_files_are_skipped_and_the_limit_is_configurable(tmp_path: Pat
     write(tmp_path, "edge.py", "y = 2\n" * 10)  # 60 bytes
     repo = Repository(tmp_path, max_file_bytes=60)
     assert repo.source("big.py") is None
-    assert "larger than 60 bytes" in repo.skipped["big.py"]
+    assert repo.skipped["big.py"] == "the file is 120 bytes, over the limit max_file_bytes = 60 bytes"
     assert repo.source("edge.py") is not None  # exactly the limit is fine
     assert Repository(tmp_path).source("big.py") is not None
     write(tmp_path, "huge.py", "z = 3\n" * (MAX_FILE_BYTES // 6 + 1))

@@ -19,6 +19,7 @@ from .builder import RepoContextBuilder, build, build_many, cache_key
 from .composer import render
 from .digest import POLICY_VERSION
 from .errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
+from .limits import DEFAULT_LIMITS, Limits
 from .table import TableResult, build_table
 from .types import (
     Block,
@@ -46,6 +47,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "DEFAULT_MAX_CANDIDATES",
     "DEFAULT_MAX_TOTAL_CHARS",
     "POLICY_VERSION",
@@ -57,6 +59,7 @@ __all__ = [
     "Cost",
     "InvalidCandidateError",
     "InvalidInputError",
+    "Limits",
     "MissingEvidence",
     "Omission",
     "Reason",

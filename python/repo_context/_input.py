@@ -9,6 +9,7 @@ differential tests.
 
 from __future__ import annotations
 
+import itertools
 import operator
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,12 +17,15 @@ from typing import Any
 
 from ._core import BuildInput, TokenCounter
 from .cost import Cost
-from .errors import InvalidInputError, ResourceLimitError
+from .errors import InvalidInputError
+from .limits import DEFAULT_LIMITS, Limits, limit_error, resolve
 
-#: Default limit on the number of candidates in one build.
-DEFAULT_MAX_CANDIDATES = 4_000_000
-#: Default limit on the total content of one build, in characters (code points): 2**30.
-DEFAULT_MAX_TOTAL_CHARS = 1 << 30
+#: The default limit on the number of candidates in one build: ``Limits.max_candidates``
+#: (:mod:`repo_context.limits`, where it is set).
+DEFAULT_MAX_CANDIDATES = DEFAULT_LIMITS.max_candidates
+#: The default limit on the total content of one build, in characters (code points):
+#: ``Limits.max_total_chars`` (:mod:`repo_context.limits`, where it is set).
+DEFAULT_MAX_TOTAL_CHARS = DEFAULT_LIMITS.max_total_chars
 
 _ALIASES = {"max_chars": "maxChars", "failure_file": "failureFile", "failure_files": "failureFiles"}
 _KEYS = {"candidates", "budget", "cost", *_ALIASES, *_ALIASES.values()}
@@ -113,8 +117,14 @@ def normalize_input(
             "candidates", f"must be a list of candidates, not {type(candidates).__name__}"
         )
     # A snapshot: both engines read exactly these candidates, whatever the caller's code run
-    # during the build does to the original (a list subclass's own __iter__ is honoured).
-    seq: Sequence[Any] = list(candidates)
+    # during the build does to the original (a list subclass's own __iter__ is honoured). The
+    # snapshot holds at most one candidate more than the count limit (checked below, after the
+    # other top-level fields).
+    seq: Sequence[Any]
+    if type(candidates) is list or type(candidates) is tuple:  # its own length; a fast copy
+        seq = list(candidates if len(candidates) <= max_candidates else candidates[: max_candidates + 1])
+    else:
+        seq = list(itertools.islice(candidates, max_candidates + 1))
 
     model = default_cost if cost is None else Cost.parse(cost)
     if max_chars is not None and budget is not None:
@@ -136,8 +146,16 @@ def normalize_input(
     failing = _failing_files(failure_file, failure_files)
 
     if len(seq) > max_candidates:
-        raise ResourceLimitError("candidates", f"{len(seq)} candidates exceed the limit of {max_candidates}")
+        # A plain list or tuple tells its length; of another iterable, what was taken.
+        if type(candidates) is list or type(candidates) is tuple:
+            raise _too_many(len(candidates), max_candidates, exact=True)
+        raise _too_many(len(seq), max_candidates, exact=False)
     return seq, amount, failing, model
+
+
+def _too_many(count: int, maximum: int, *, exact: bool) -> Exception:
+    """The candidate-count error (``field`` ``"candidates"``, ``limit`` ``"max_candidates"``)."""
+    return limit_error("candidates", "max_candidates", "", count, maximum, exact=exact)
 
 
 def _failing_files(failure_file: object, failure_files: object) -> list[str]:
@@ -227,15 +245,20 @@ def builder_cost(cost: object, template: object) -> Cost:
     return Cost(model.unit, model.encoding, template, model.line_numbers, model.order)  # type: ignore[arg-type]
 
 
-def check_limits(max_candidates: object, max_total_chars: object) -> tuple[int, int]:
-    """Validate a builder's limits; each must be an ``int >= 0``."""
-    out = []
+def check_limits(limits: object, max_candidates: object, max_total_chars: object) -> Limits:
+    """A builder's limits: ``limits`` (a :class:`~repo_context.limits.Limits`; ``None``: the
+    defaults) with ``max_candidates`` and ``max_total_chars`` (each ``None`` or an
+    ``int >= 0``, ``__index__`` objects accepted) in place of its own when given."""
+    base = resolve(limits)  # type: ignore[arg-type]
+    changes: dict[str, int] = {}
     for name, value in (("max_candidates", max_candidates), ("max_total_chars", max_total_chars)):
+        if value is None:
+            continue
         number = line_int(value, name)
         if number < 0:
             raise InvalidInputError(name, f"must be >= 0, got {show_int(number)}")
-        out.append(number)
-    return out[0], out[1]
+        changes[name] = number
+    return base.replace(**changes) if changes else base
 
 
 class BuilderBase:
@@ -246,9 +269,13 @@ class BuilderBase:
         cost: the default cost model (:class:`~repo_context.Cost` or its mapping form); an
             input's own ``cost`` takes precedence. Default: characters, content only.
         template: shorthand for the cost's template (``"markdown"`` or ``"xml"``).
-        max_candidates: at most this many candidates per build (default 4,000,000).
+        limits: the resource limits (:class:`~repo_context.limits.Limits`; default: the
+            module's ``DEFAULT_LIMITS`` when the builder is made); a build uses its
+            ``max_candidates`` and ``max_total_chars``.
+        max_candidates: at most this many candidates per build (default
+            ``limits.max_candidates``, 4,000,000): overrides ``limits``.
         max_total_chars: at most this many content characters, summed over all candidates of
-            one build (default ``2**30``).
+            one build (default ``limits.max_total_chars``, ``2**30``): overrides ``limits``.
 
     Raises:
         InvalidInputError: an invalid cost, template or limit.
@@ -259,12 +286,20 @@ class BuilderBase:
         *,
         cost: object = None,
         template: object = None,
-        max_candidates: int = DEFAULT_MAX_CANDIDATES,
-        max_total_chars: int = DEFAULT_MAX_TOTAL_CHARS,
+        limits: Limits | None = None,
+        max_candidates: int | None = None,
+        max_total_chars: int | None = None,
     ) -> None:
         self._cost = builder_cost(cost, template)
-        self._max_candidates, self._max_total_chars = check_limits(max_candidates, max_total_chars)
+        self._limits = check_limits(limits, max_candidates, max_total_chars)
+        self._max_candidates = self._limits.max_candidates
+        self._max_total_chars = self._limits.max_total_chars
         self._counters: dict[str, TokenCounter] = {}
+
+    @property
+    def limits(self) -> Limits:
+        """The resource limits of this builder's builds (read-only)."""
+        return self._limits
 
     @property
     def cost(self) -> Cost:

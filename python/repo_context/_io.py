@@ -1,11 +1,12 @@
 """Bounded reading of untrusted input and safe writing of outputs.
 
 Reading: every file or stream the package reads on a user's behalf (a build input, a pytest
-log, a JUnit XML report, a cases file) goes through :func:`read_capped`, which stops after
-its limit and raises :class:`~repo_context.errors.ResourceLimitError` naming the limit (one
-of the module-level settings below) and its value, instead of reading an endless stream
-(``/dev/zero``, a pipe that never ends) into memory. The repository reader has its own
-limit per file (:data:`repo_context.sources.files.MAX_FILE_BYTES`).
+log, a JUnit XML report, an issue text, a cases file, a trace) goes through :func:`read_capped`,
+which stops one byte after its limit (a setting of :class:`repo_context.limits.Limits`) and
+raises :class:`~repo_context.errors.ResourceLimitError` naming the setting, the size found and
+the setting's value, instead of reading an endless stream (``/dev/zero``, a pipe that never
+ends) into memory. The repository reader has its own limit per file
+(``Limits.max_file_bytes``: such a file is skipped).
 
 Writing: :func:`write_stream` writes all of a text to a standard stream or raises
 :class:`OutputError` (a full disk, a closed pipe, a closed stream: never a partial write
@@ -24,10 +25,10 @@ import secrets
 import stat
 import sys
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import IO, TextIO
 
 from .composer import header_path
-from .errors import ResourceLimitError
+from .limits import DEFAULT_LIMITS, Limits, limit_error, resolve
 
 __all__ = [
     "MAX_INPUT_BYTES",
@@ -39,14 +40,13 @@ __all__ = [
     "write_stream",
 ]
 
-#: Largest JSON input read (``repo-context build`` from a file or standard input, the
-#: ``eval`` cases file), in bytes: 256 MiB.
-MAX_INPUT_BYTES = 256 << 20
-#: Largest pytest log read (``--pytest-log``, a file or standard input; the plugin's report
-#: text of one failure), in bytes (UTF-8): 64 MiB.
-MAX_LOG_BYTES = 64 << 20
-#: Largest JUnit XML report read (``--junit-xml``), in bytes: 64 MiB.
-MAX_JUNIT_BYTES = 64 << 20
+#: The default of ``Limits.max_input_bytes`` (:mod:`repo_context.limits`, where it is set):
+#: 256 MiB.
+MAX_INPUT_BYTES = DEFAULT_LIMITS.max_input_bytes
+#: The default of ``Limits.max_log_bytes``: 64 MiB.
+MAX_LOG_BYTES = DEFAULT_LIMITS.max_log_bytes
+#: The default of ``Limits.max_junit_bytes``: 64 MiB.
+MAX_JUNIT_BYTES = DEFAULT_LIMITS.max_junit_bytes
 
 _CHUNK = 1 << 20
 
@@ -56,59 +56,53 @@ class OutputError(Exception):
     may not be written). The message is one line and names the output."""
 
 
-def _limit_error(field: str, what: str, limit_name: str, limit: int) -> ResourceLimitError:
-    return ResourceLimitError(
-        field,
-        f"{header_path(what)} is larger than {limit_name} = {limit} bytes",
-        limit=limit_name,
-        value=limit,
-    )
-
-
 def read_capped(
-    source: str | Path | BinaryIO | None,
-    limit: int,
+    source: str | Path | IO[bytes] | None,
+    limit: str,
     *,
-    limit_name: str,
     field: str,
+    limits: Limits | None = None,
     what: str | None = None,
 ) -> bytes:
     """All the bytes of ``source`` (a file path, or an open binary stream such as
-    ``sys.stdin.buffer``; ``None`` for a closed standard input), at most ``limit`` bytes.
+    ``sys.stdin.buffer``; ``None`` for a closed standard input), at most as many as the setting
+    ``limit`` of ``limits`` (a field name of :class:`~repo_context.limits.Limits`, in bytes,
+    such as ``"max_log_bytes"``; ``limits`` default: ``DEFAULT_LIMITS``).
 
-    ``limit_name`` names the setting that gave ``limit`` (``"MAX_LOG_BYTES"``), ``field`` the
-    input it limits (``"pytest_log"``), ``what`` how the input is named in messages (default:
-    the path, or ``"standard input"``).
+    ``field`` names the input it limits (``"pytest_log"``), ``what`` how the input is named in
+    messages (default: the path, or ``"standard input"``).
 
     Raises:
-        ResourceLimitError: the input holds more than ``limit`` bytes (its ``limit`` and
-            ``value`` attributes name the setting and its value); at most ``limit + 1``
-            bytes were read.
+        ResourceLimitError: the input holds more bytes than the setting allows: ``limit`` is
+            the setting's name, ``maximum`` its value, ``value`` the size (a regular file's
+            size, refused before reading; for a stream, ``maximum + 1``: at most that many
+            bytes were read).
         OSError: the input cannot be opened or read (``EBADF`` for a closed standard input).
     """
+    maximum: int = getattr(resolve(limits), limit)
     if source is None:
         raise OSError(errno.EBADF, "standard input is closed")
     if isinstance(source, (str, Path)):
         name = what if what is not None else str(source)
         with open(source, "rb") as handle:
             info = os.fstat(handle.fileno())
-            if stat.S_ISREG(info.st_mode) and info.st_size > limit:
-                raise _limit_error(field, name, limit_name, limit)
-            return _read_stream(handle, limit, field, name, limit_name)
-    return _read_stream(source, limit, field, what or "standard input", limit_name)
+            if stat.S_ISREG(info.st_mode) and info.st_size > maximum:
+                raise limit_error(field, limit, header_path(name), info.st_size, maximum)
+            return _read_stream(handle, maximum, field, name, limit)
+    return _read_stream(source, maximum, field, what or "standard input", limit)
 
 
-def _read_stream(handle: BinaryIO, limit: int, field: str, name: str, limit_name: str) -> bytes:
+def _read_stream(handle: IO[bytes], maximum: int, field: str, name: str, limit: str) -> bytes:
     chunks: list[bytes] = []
     total = 0
     while True:
-        chunk = handle.read(min(_CHUNK, limit + 1 - total))
+        chunk = handle.read(min(_CHUNK, maximum + 1 - total))
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
         total += len(chunk)
-        if total > limit:
-            raise _limit_error(field, name, limit_name, limit)
+        if total > maximum:
+            raise limit_error(field, limit, header_path(name), total, maximum, exact=False)
 
 
 def _why(exc: OSError) -> str:

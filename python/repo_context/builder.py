@@ -41,9 +41,14 @@ class RepoContextBuilder(BuilderBase):
         cost: the default cost model (a :class:`~repo_context.Cost` or its mapping form); an
             input's own ``cost`` takes precedence. Default: characters of the content.
         template: shorthand for ``cost.template`` (``"markdown"`` or ``"xml"``).
-        max_candidates: at most this many candidates per build (default 4,000,000).
+        limits: the resource limits (:class:`~repo_context.limits.Limits`, default
+            ``repo_context.limits.DEFAULT_LIMITS`` when the builder is made); a build checks
+            ``max_candidates`` (before any candidate's fields are read) and ``max_total_chars`` (candidate
+            by candidate, as they are read).
+        max_candidates: at most this many candidates per build (default
+            ``limits.max_candidates``, 4,000,000); given, it overrides ``limits``.
         max_total_chars: at most this many content characters over all candidates of one build
-            (default ``2**30``).
+            (default ``limits.max_total_chars``, ``2**30``); given, it overrides ``limits``.
 
     Token counts are cached by content hash for the builder's lifetime: reuse one builder for
     repeated builds over the same candidates.
@@ -79,7 +84,10 @@ class RepoContextBuilder(BuilderBase):
         Raises:
             InvalidInputError: a top-level field is invalid (``index`` is ``None``).
             InvalidCandidateError: a candidate is invalid (``index`` and ``field`` name it).
-            ResourceLimitError: too many candidates or too much content.
+            ResourceLimitError: more than ``max_candidates`` candidates (``field``
+                ``"candidates"``) or more than ``max_total_chars`` characters of content
+                (``field`` ``"content"``, ``index`` the candidate that went over); ``limit``
+                names the setting, ``value`` the amount found, ``maximum`` the setting's value.
 
         With ``trace`` (a path, appended to, or a text stream), one JSON line describing the
         build (cache key, digest, the validated input, every decision) is appended: see

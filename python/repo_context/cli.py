@@ -57,8 +57,8 @@ were redacted; ``context``'s JSON lists them under ``"policy_redacted"``, each
 (an empty list when none); ``build`` says so on standard error.
 
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
-an unreadable file or folder, a bad option or command line, an input larger than its limit:
-``MAX_INPUT_BYTES``, ``MAX_LOG_BYTES``, ``MAX_JUNIT_BYTES`` in ``repo_context._io``), with one
+an unreadable file or folder, a bad option or command line, an input over a resource limit:
+``repo_context.limits.Limits``, set with ``--limit NAME=N``), with one
 line on standard error and nothing on standard output; 1 if the output cannot be written (a
 full disk, a closed pipe, a closed standard output), with one line on standard error. A
 closed pipe is such a failure like any other (``SIGPIPE`` stays ignored, as Python sets it,
@@ -87,9 +87,6 @@ from . import BuildResult, InvalidInputError, ResourceLimitError, reference
 from . import build as native_build
 from . import builder as native
 from ._io import (
-    MAX_INPUT_BYTES,
-    MAX_JUNIT_BYTES,
-    MAX_LOG_BYTES,
     OutputError,
     read_capped,
     reserve_standard_fds,
@@ -100,6 +97,7 @@ from ._io import (
 from .composer import header_path, render, render_markdown
 from .cost import Cost
 from .evaluation.command import add_eval_parser
+from .limits import Limits, add_limit_option, limit_error
 from .rerank import add_rerank_parser
 from .secrets import SECRET_REDACTED, redact, redact_json, redact_text
 from .secrets import redaction_note as _redaction_note
@@ -220,6 +218,7 @@ def run_context(
     junit_xml: str | Path | None = None,
     test: str | None = None,
     issue: str | None = None,
+    limits: Limits | None = None,
 ) -> ContextReport:
     """Gather candidates for the failing test in ``pytest_log`` (a file, read as UTF-8
     with undecodable bytes replaced; a JUnit XML report is recognised as such) in the
@@ -231,23 +230,24 @@ def run_context(
     test (a pytest node id, a dotted id or a test name) when the log has several; by
     default the first failing test in the order of the short test summary. Nothing is
     cached on disk (``repo_context.Workspace`` keeps and caches what it derives).
-    ``issue`` is the issue text (the bug report), if any (``gather(issue=...)``).
+    ``issue`` is the issue text (the bug report), if any (``gather(issue=...)``). ``limits``
+    are the resource limits (:class:`repo_context.limits.Limits`; default ``DEFAULT_LIMITS``).
 
     Raises ``OSError`` if the log cannot be read, ``NotADirectoryError`` if ``repo`` is not
     a folder, ``InvalidInputError`` for an invalid budget, ``ResourceLimitError`` (an
-    ``InvalidInputError``) for a log larger than ``MAX_LOG_BYTES`` or a report larger than
-    ``MAX_JUNIT_BYTES`` (``repo_context._io``), ``LogFormatError`` (a ``ValueError``) for
+    ``InvalidInputError``) for a log over ``limits.max_log_bytes``, a report over
+    ``max_junit_bytes`` or any other input over its limit, ``LogFormatError`` (a ``ValueError``) for
     unreadable JUnit XML, ``UnknownTestError`` (a ``LookupError``) if ``test`` names no
     failing test of the log.
     """
-    log = read_capped(pytest_log, MAX_LOG_BYTES, limit_name="MAX_LOG_BYTES", field="pytest_log")
+    log = read_capped(pytest_log, "max_log_bytes", field="pytest_log", limits=limits)
     report = (
-        read_capped(junit_xml, MAX_JUNIT_BYTES, limit_name="MAX_JUNIT_BYTES", field="junit_xml")
+        read_capped(junit_xml, "max_junit_bytes", field="junit_xml", limits=limits)
         if junit_xml is not None
         else None
     )
     budget = DEFAULT_MAX_CHARS if max_chars is None else max_chars
-    return Workspace(repo, cache=False).context(
+    return Workspace(repo, cache=False, limits=limits).context(
         _log_text(log),
         junit_xml=report,
         test=test,
@@ -259,24 +259,30 @@ def run_context(
     )
 
 
-def _build_with(engine: str, data: object, trace: str | None) -> BuildResult:
+def _builder(engine: str, limits: Limits) -> native.RepoContextBuilder | reference.RepoContextBuilder:
+    """A builder of ``engine`` with ``limits``."""
+    if engine == "native":
+        return native.RepoContextBuilder(limits=limits)
+    return reference.RepoContextBuilder(limits=limits)
+
+
+def _build_with(engine: str, data: object, trace: str | None, limits: Limits) -> BuildResult:
     """Build with ``engine``, appending the trace line to the file ``trace`` when given."""
+    builder = _builder(engine, limits)
     if trace is None:
-        return _ENGINES[engine](data)
+        return builder.build(data)
     try:
-        if engine == "native":
-            return native_build(data, trace=trace)
-        return reference.build(data, trace=trace)
+        return builder.build(data, trace=trace)
     except OSError as exc:
         raise _UsageError(f"cannot write the trace {header_path(trace)}: {exc.strerror or exc}") from exc
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    build = _ENGINES[args.engine]
+    build = _builder(args.engine, args.limits).build
     lines: list[str] = []
     all_reproduced = True
     try:
-        for turn in replay(args.trace, build):
+        for turn in replay(args.trace, build, limits=args.limits):
             state = "reproduced" if turn.reproduced else f"NOT reproduced (recorded {turn.recorded})"
             all_reproduced = all_reproduced and turn.reproduced
             lines.append(f"turn {turn.number}: digest {turn.rebuilt} {state}")
@@ -301,12 +307,12 @@ def _shown(file: str) -> str:
     return "standard input" if file == "-" else header_path(file)
 
 
-def _read_input(file: str, limit: int, limit_name: str, field: str) -> bytes:
-    """The bytes of ``file`` (``-``: standard input), at most ``limit`` (``ResourceLimitError``
-    beyond); ``_UsageError`` if it cannot be read."""
+def _read_input(file: str, limit: str, field: str, limits: Limits) -> bytes:
+    """The bytes of ``file`` (``-``: standard input), at most the setting ``limit`` of
+    ``limits`` allows (``ResourceLimitError`` beyond); ``_UsageError`` if it cannot be read."""
     stdin = sys.stdin.buffer if sys.stdin is not None else None
     try:
-        return read_capped(stdin if file == "-" else file, limit, limit_name=limit_name, field=field)
+        return read_capped(stdin if file == "-" else file, limit, field=field, limits=limits)
     except OSError as exc:
         raise _UsageError(f"cannot read {_shown(file)}: {exc.strerror or exc}") from exc
 
@@ -315,8 +321,8 @@ def _log_text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _read_json(file: str) -> Any:
-    data = _read_input(file, MAX_INPUT_BYTES, "MAX_INPUT_BYTES", "input")
+def _read_json(file: str, limits: Limits) -> Any:
+    data = _read_input(file, "max_input_bytes", "input", limits)
     try:
         return json.loads(data, object_pairs_hook=_unique_keys)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key
@@ -338,10 +344,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def _read_log(file: str) -> str:
+def _read_log(file: str, limits: Limits) -> str:
     """The pytest log at ``file`` (``-``: standard input) as text: UTF-8, undecodable bytes
-    replaced; at most ``MAX_LOG_BYTES``."""
-    return _log_text(_read_input(file, MAX_LOG_BYTES, "MAX_LOG_BYTES", "pytest_log"))
+    replaced; at most ``limits.max_log_bytes``."""
+    return _log_text(_read_input(file, "max_log_bytes", "pytest_log", limits))
 
 
 def _write(stream: TextIO | None, text: str) -> None:
@@ -430,26 +436,24 @@ def error_json(exc: Exception, line: int) -> str:
     return json.dumps({"error": error}, ensure_ascii=True, allow_nan=False)
 
 
-def _jsonl_lines(file: str) -> Iterator[tuple[int, bytes | ResourceLimitError]]:
+def _jsonl_lines(file: str, limits: Limits) -> Iterator[tuple[int, bytes | ResourceLimitError]]:
     """The non-blank lines of ``file`` (``-``: standard input) with their 1-based numbers; a
-    line longer than ``MAX_INPUT_BYTES`` is not kept in memory: it is skipped to its end and
-    given as the ``ResourceLimitError`` that names the limit."""
+    line longer than ``limits.max_input_bytes`` is not kept in memory: it is skipped to its end
+    and given as the ``ResourceLimitError`` that names the limit."""
+    maximum = limits.max_input_bytes
     try:
         stream = sys.stdin.buffer if file == "-" else open(file, "rb")
     except OSError as exc:
         raise _UsageError(f"cannot read {_shown(file)}: {exc.strerror or exc}") from exc
     try:
         number = 0
-        while raw := stream.readline(MAX_INPUT_BYTES + 1):
+        while raw := stream.readline(maximum + 1):
             number += 1
-            if len(raw) > MAX_INPUT_BYTES and not raw.endswith(b"\n"):
+            if len(raw) > maximum and not raw.endswith(b"\n"):
                 while (rest := stream.readline(1 << 20)) and not rest.endswith(b"\n"):
                     pass
-                yield number, ResourceLimitError(
-                    "input",
-                    f"line {number} is longer than MAX_INPUT_BYTES = {MAX_INPUT_BYTES} bytes",
-                    limit="MAX_INPUT_BYTES",
-                    value=MAX_INPUT_BYTES,
+                yield number, limit_error(
+                    "input", "max_input_bytes", f"line {number}", maximum + 1, maximum, exact=False
                 )
             elif raw.strip():
                 yield number, raw
@@ -475,8 +479,8 @@ def _jsonl_chunk(
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key
             parsed.append(InvalidInputError("input", f"invalid JSON: {_one_line(str(exc))}"))
     to_build = [p for p in parsed if not isinstance(p, InvalidInputError)]
-    engine = reference if args.engine == "reference" else native
-    built = iter(engine.build_many(to_build, threads=args.threads, errors="return"))
+    builder = _builder(args.engine, args.limits)
+    built = iter(builder.build_many(to_build, threads=args.threads, errors="return"))
     out: list[str] = []
     ok = True
     for (number, _), data in zip(chunk, parsed, strict=True):
@@ -504,7 +508,7 @@ def _cmd_build_jsonl(args: argparse.Namespace) -> int:
     kinds: list[str] = []
     try:
         chunk: list[tuple[int, bytes | ResourceLimitError]] = []
-        lines = _jsonl_lines(args.jsonl)
+        lines = _jsonl_lines(args.jsonl, args.limits)
         while True:
             chunk = list(itertools.islice(lines, JSONL_CHUNK))
             if not chunk:
@@ -529,8 +533,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
         return _cmd_build_jsonl(args)
     if args.threads is not None:
         raise _UsageError("--threads is only for --jsonl")
-    data = _with_options(_read_json(args.file), args)
-    result = _build_with(args.engine, data, args.trace)
+    data = _with_options(_read_json(args.file, args.limits), args)
+    result = _build_with(args.engine, data, args.trace, args.limits)
     if args.format == "json":
         redacted_data, found = redact_json(result.to_dict())
         kinds = [record["kind"] for record in found]
@@ -553,13 +557,14 @@ def _warn(command: str, message: str) -> None:
 def _cmd_context(args: argparse.Namespace) -> int:
     if not Path(args.repo).is_dir():
         raise _UsageError(f"not a directory: {header_path(args.repo)}")
-    log_text = _read_log(args.pytest_log)
+    limits: Limits = args.limits
+    log_text = _read_log(args.pytest_log, limits)
     junit_xml: bytes | None = None
     if args.junit_xml is not None:
-        junit_xml = _read_input(args.junit_xml, MAX_JUNIT_BYTES, "MAX_JUNIT_BYTES", "junit_xml")
+        junit_xml = _read_input(args.junit_xml, "max_junit_bytes", "junit_xml", limits)
     issue: str | None = None
     if args.issue is not None:
-        issue = _log_text(_read_input(args.issue, MAX_LOG_BYTES, "MAX_LOG_BYTES", "issue"))
+        issue = _log_text(_read_input(args.issue, "max_issue_bytes", "issue", limits))
     cost = _cost_options(args) or {}
     if args.max_chars is not None and args.budget is not None:
         raise _UsageError("give --budget or --max-chars, not both")
@@ -575,7 +580,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
         # The budget covers what is printed: the section in its template, Markdown by default.
         cost.setdefault("template", "markdown")
     try:
-        workspace = Workspace(args.repo, cache_dir=args.cache_dir, cache=not args.no_cache)
+        workspace = Workspace(args.repo, cache_dir=args.cache_dir, cache=not args.no_cache, limits=limits)
         report = workspace.context(
             log_text,
             junit_xml=junit_xml,
@@ -686,6 +691,7 @@ def _parser() -> argparse.ArgumentParser:
         help="with --jsonl: at most N threads rank and pack at once (default: every core)",
     )
     _add_require_failure(build)
+    add_limit_option(build)
     _add_trace(build)
     _add_cost_options(build)
     build.set_defaults(run=_cmd_build)
@@ -764,6 +770,7 @@ def _parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true", help="keep the derived index in memory only, nothing on disk"
     )
     _add_require_failure(context)
+    add_limit_option(context)
     _add_trace(context)
     _add_cost_options(context)
     context.set_defaults(run=_cmd_context)
@@ -788,6 +795,7 @@ def _parser() -> argparse.ArgumentParser:
     replayer.add_argument(
         "--engine", choices=sorted(_ENGINES), default="native", help="the engine that rebuilds"
     )
+    add_limit_option(replayer)
     replayer.set_defaults(run=_cmd_replay)
     add_eval_parser(commands)
     add_rerank_parser(commands)
@@ -823,6 +831,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     run: Callable[[argparse.Namespace], int] = args.run
     try:
+        args.limits = Limits.parse(getattr(args, "limit", None) or ())
         return run(args)
     except (_UsageError, InvalidInputError) as exc:
         warn(f"repo-context {args.command}: {_one_line(str(exc))}")

@@ -50,23 +50,32 @@ class InvalidCandidateError(InvalidInputError):
 
 
 class ResourceLimitError(InvalidInputError):
-    """The input exceeds a configured limit (candidate count, total content characters, or
-    the size of an input file or stream).
+    """The input goes over a resource limit (:mod:`repo_context.limits`): too many candidates,
+    too much content, an input file or stream, a log, a report, an issue text or a query too
+    large, a repository walk too long. Nothing was built.
 
-    For the count limit ``field`` is ``"candidates"`` and ``index`` is ``None``; for the
-    total-characters limit ``field`` is ``"content"`` and ``index`` names the first candidate
-    whose content makes the running total exceed the limit. For an input read by the
-    command line or the pytest plugin (``repo_context._io.read_capped``), ``field`` names the
-    input (``"input"``, ``"pytest_log"``, ``"junit_xml"``, ``"cases"``), ``limit`` the setting
-    (``"MAX_LOG_BYTES"``) and ``value`` its value in bytes.
+    For the candidate count ``field`` is ``"candidates"`` and ``index`` is ``None``; for the
+    total content ``field`` is ``"content"`` and ``index`` names the first candidate whose
+    content takes the running total over the limit. For an input read by the command line,
+    the pytest plugin or a :class:`~repo_context.Workspace`, ``field`` names the input
+    (``"input"``, ``"pytest_log"``, ``"junit_xml"``, ``"issue"``, ``"query"``, ``"cases"``,
+    ``"trace"``, ``"repo"``).
 
     Attributes:
-        limit: the name of the limit exceeded, or ``None``.
-        value: the value of that limit, or ``None``.
+        limit: the setting exceeded, a field name of :class:`repo_context.limits.Limits`
+            (``"max_log_bytes"``), or ``None`` for an error made without one.
+        value: the amount found, in the setting's unit; when the work stopped at the limit
+            (a read capped at ``maximum + 1`` bytes) it is ``maximum + 1``, a lower bound, and
+            the message says "more than".
+        maximum: the setting's configured value.
+
+    The message names all three: ``input field 'pytest_log': /dev/zero is more than 67108864
+    bytes, over the limit max_log_bytes = 67108864 bytes``.
     """
 
     limit: str | None
     value: int | None
+    maximum: int | None
 
     def __init__(
         self,
@@ -76,13 +85,15 @@ class ResourceLimitError(InvalidInputError):
         *,
         limit: str | None = None,
         value: int | None = None,
+        maximum: int | None = None,
     ) -> None:
         super().__init__(field, problem, index)
         self.limit = limit
         self.value = value
+        self.maximum = maximum
 
     def __reduce__(  # type: ignore[override]
         self,
     ) -> tuple[type[ResourceLimitError], tuple[str, str, int | None], dict[str, object]]:
-        state: dict[str, object] = {"limit": self.limit, "value": self.value}
+        state: dict[str, object] = {"limit": self.limit, "value": self.value, "maximum": self.maximum}
         return (type(self), (self.field, self.problem, self.index), state)

@@ -35,9 +35,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
 from . import reference
+from ._io import read_capped
 from .builder import build as native_build
 from .composer import render, render_markdown
 from .errors import InvalidInputError
+from .limits import Limits
 from .workspace import ContextResult, Workspace
 
 __all__ = ["create_server", "run"]
@@ -104,7 +106,8 @@ def create_server(*, cache_dir: str | os.PathLike[str] | None = None, cache: boo
         def run() -> ContextResult:
             text = test_log
             if text is None and log_file is not None:
-                text = Path(log_file).read_text(encoding="utf-8", errors="replace")
+                data = read_capped(Path(log_file), "max_log_bytes", field="pytest_log")
+                text = data.decode("utf-8", errors="replace")
             if text is None:
                 text = _run_test(workspace(repository).root, str(test), python)
             return workspace(repository).context(
@@ -150,29 +153,43 @@ PYTEST_TIMEOUT = 600
 _T = TypeVar("_T")
 
 
-def _run_test(root: Path, node_id: str, python: str | None) -> str:
+def _run_test(root: Path, node_id: str, python: str | None, *, limits: Limits | None = None) -> str:
     """The output of ``python -m pytest -rA --tb=long -p no:cacheprovider NODE_ID`` run in
-    ``root`` (standard output and standard error). Raises ``ValueError`` if the node id looks
-    like an option, ``OSError`` if the interpreter cannot be started, ``TimeoutError`` after
-    :data:`PYTEST_TIMEOUT` seconds."""
+    ``root`` (standard output and standard error, as they come), at most
+    ``limits.max_log_bytes`` of it (``limits`` default: ``DEFAULT_LIMITS``): the run is
+    stopped once it writes more. Raises ``ValueError`` if the node id looks like an option,
+    ``OSError`` if the interpreter cannot be started, ``TimeoutError`` after
+    :data:`PYTEST_TIMEOUT` seconds, ``ResourceLimitError`` for more output than the limit."""
     if node_id.startswith("-"):
         raise ValueError(f"not a test node id: {node_id!r}")
     if python is None:
         found = [root / env / "bin" / "python" for env in (".venv", "venv")]
         python = next((str(p) for p in found if p.is_file()), sys.executable)
     command = [python, "-m", "pytest", "-rA", "--tb=long", "-p", "no:cacheprovider", node_id]
-    try:
-        done = subprocess.run(
-            command,
-            cwd=root,
-            capture_output=True,
-            timeout=PYTEST_TIMEOUT,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise TimeoutError(f"the test run took more than {PYTEST_TIMEOUT} s: {node_id}") from exc
-    return (done.stdout + done.stderr).decode("utf-8", errors="replace")
+    with subprocess.Popen(
+        command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+    ) as process:
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            process.kill()
+
+        timer = threading.Timer(PYTEST_TIMEOUT, expire)
+        timer.start()
+        try:
+            assert process.stdout is not None
+            output = read_capped(
+                process.stdout, "max_log_bytes", field="pytest_log", limits=limits, what="the test output"
+            )
+            process.wait()
+        finally:
+            timer.cancel()
+            if process.poll() is None:
+                process.kill()
+        if expired.is_set():
+            raise TimeoutError(f"the test run took more than {PYTEST_TIMEOUT} s: {node_id}")
+    return output.decode("utf-8", errors="replace")
 
 
 async def _input_errors(job: Callable[[], _T]) -> _T:

@@ -29,8 +29,9 @@ says where the context went. ``PATH`` (and each file in directory mode) is writt
 :func:`repo_context._io.write_file`: a regular file through a temporary file renamed over it,
 a symbolic link's target rather than the link, a character device (a terminal,
 ``/dev/null``) or a named pipe in place; a directory, block device or socket is refused
-with a terminal line. The report text of one failure is read up to ``MAX_LOG_BYTES``
-(``repo_context._io``); a longer one gets no context, with a terminal line naming the limit.
+with a terminal line. The report text of one failure is used up to ``Limits.max_log_bytes`` (of
+``repo_context.limits.DEFAULT_LIMITS``); a longer one gets no context, with a terminal line
+naming the limit.
 Node ids and paths in the terminal lines have their control characters escaped as in the
 context (:func:`repo_context.composer.header_path`).
 
@@ -57,9 +58,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ._io import MAX_LOG_BYTES, OutputError, warn, write_file
+from ._io import OutputError, warn, write_file
 from .composer import header_path
-from .errors import ResourceLimitError
+from .limits import check_text
 
 if TYPE_CHECKING:
     from . import RepoContextBuilder
@@ -326,14 +327,7 @@ class RepoContextWriter:
         from .workspace import DEFAULT_MAX_CHARS, ContextResult, Workspace
 
         text = failure.text
-        size = len(text.encode("utf-8", "surrogatepass"))
-        if size > MAX_LOG_BYTES:
-            raise ResourceLimitError(
-                "pytest_log",
-                f"the report is larger than MAX_LOG_BYTES = {MAX_LOG_BYTES} bytes",
-                limit="MAX_LOG_BYTES",
-                value=MAX_LOG_BYTES,
-            )
+        check_text(text, "pytest_log", "max_log_bytes", None, "the report")
         if failure.cwd is not None and Path(failure.cwd).resolve() != repo.root:
             text = _absolute_paths(text, failure.cwd)
         log = failure_log(failure.title, text, error=failure.when != "call")

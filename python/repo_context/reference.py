@@ -40,7 +40,8 @@ from ._input import BuilderBase, PathProblem, batch_options, canonical_path, nor
 from .composer import render_block
 from .cost import Cost
 from .digest import input_key
-from .errors import InvalidCandidateError, ResourceLimitError
+from .errors import InvalidCandidateError
+from .limits import limit_error
 from .table import reference_build_table as build_table
 from .trace import TraceTarget, traced_build
 
@@ -249,10 +250,8 @@ class RepoContextBuilder(BuilderBase):
                 row = dataclasses.replace(row, group_id=group_ids.setdefault(values["group"], len(group_ids)))
             total += row.cost
             if total > self.max_total_chars:
-                raise ResourceLimitError(
-                    "content",
-                    f"total content exceeds the limit of {self.max_total_chars} characters",
-                    index,
+                raise limit_error(
+                    "content", "max_total_chars", "total content", total, self.max_total_chars, index=index
                 )
             rows.append(row)
             fields.append(values)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._io import warn
 from .errors import InvalidInputError
+from .limits import add_limit_option
 from .table import build_table
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ def add_rerank_parser(commands: Any) -> None:
         metavar="N",
         help=f"rows per record batch read (default {DEFAULT_BATCH_ROWS})",
     )
+    add_limit_option(rerank)
     rerank.set_defaults(run=_cmd_rerank)
 
 
@@ -167,6 +169,7 @@ def _rerank(args: argparse.Namespace) -> int:
         "failure_files": args.failure_files,
         "cost": cost,
         "threads": args.threads,
+        "limits": args.limits,
     }
     if args.group_by is not None and args.group_by not in source.schema_arrow.names:
         raise InvalidInputError(args.group_by, "is not a column of the table")

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import _core
-from ._input import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_TOTAL_CHARS, PathProblem, canonical_path, clamp_u64
+from ._input import PathProblem, canonical_path, clamp_u64
 from .cost import Cost
 from .errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
+from .limits import Limits, limit_error, resolve
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -236,27 +237,57 @@ def _key_suffix(data: pa.Table, args: _Args, key_row: int | None, local: int | N
 
 
 class _RowError(Exception):
-    """The native engine's first validation error, before the group key is named."""
+    """The native engine's first validation error, before the group key is named; ``limit``:
+    for a resource limit, the setting's name, the amount found and the setting's value."""
 
     def __init__(
-        self, kind: str, field: str, problem: str, row: int | None, local: int | None, key_row: int | None
+        self,
+        kind: str,
+        field: str,
+        problem: str,
+        row: int | None,
+        local: int | None,
+        key_row: int | None,
+        limit: tuple[str, int, int] | None = None,
     ) -> None:
-        super().__init__(kind, field, problem, row, local, key_row)
+        super().__init__(kind, field, problem, row, local, key_row, limit)
         self.kind, self.field, self.problem = kind, field, problem
         self.row, self.local, self.key_row = row, local, key_row
+        self.limit = limit
 
 
 def _table_error(
-    kind: str, field: str, problem: str, row: int | None, local: int | None, key_row: int | None
+    kind: str,
+    field: str,
+    problem: str,
+    row: int | None,
+    local: int | None,
+    key_row: int | None,
+    limit: tuple[str, int, int] | None = None,
 ) -> _RowError:
     """Called by the extension to make its error (see ``src/python/table.rs``)."""
-    return _RowError(kind, field, problem, row, local, key_row)
+    return _RowError(kind, field, problem, row, local, key_row, limit)
+
+
+def _with_suffix(exc: InvalidInputError, problem: str, row: int | None) -> InvalidInputError:
+    """``exc`` again, with ``problem`` and ``row`` (the row in the whole table) in place of its
+    own and the rest (a limit's ``limit``, ``value``, ``maximum``) kept."""
+    if isinstance(exc, ResourceLimitError):
+        return ResourceLimitError(
+            exc.field, problem, row, limit=exc.limit, value=exc.value, maximum=exc.maximum
+        )
+    if row is None:
+        return InvalidInputError(exc.field, problem)
+    return type(exc)(exc.field, problem, row)
 
 
 def _raise(data: pa.Table, args: _Args, err: _RowError) -> None:
     problem = err.problem + _key_suffix(data, args, err.key_row, err.local)
     if err.kind == "limit":
-        raise ResourceLimitError(err.field, problem, err.row) from None
+        name, value, maximum = err.limit or ("", None, None)
+        raise ResourceLimitError(
+            err.field, problem, err.row, limit=name or None, value=value, maximum=maximum
+        ) from None
     if err.row is None:
         raise InvalidInputError(err.field, problem) from None
     raise InvalidCandidateError(err.field, problem, err.row) from None
@@ -293,6 +324,7 @@ def build_table(
     failure_files: str | None = None,
     cost: object = None,
     threads: int | None = None,
+    limits: Limits | None = None,
 ) -> TableResult:
     """Rank, de-duplicate and pack the candidates of every group of a table (Rust engine).
 
@@ -315,12 +347,15 @@ def build_table(
             characters, i.e. code points, of the content). Token units count exact tokens of
             the named encoding (in parallel). A ``template`` is not supported.
         threads: worker threads (``int >= 1``); ``None`` uses one per core.
+        limits: the resource limits (:class:`~repo_context.limits.Limits`; default
+            ``repo_context.limits.DEFAULT_LIMITS``): ``max_candidates`` and
+            ``max_total_chars`` apply to each group.
 
     Returns:
         A :class:`TableResult` (``decisions``: one row per input row in input order;
         ``groups``: one row per group in order of first appearance). For every group the
         decisions equal those of :func:`repo_context.build` on the group's rows in table order
-        (``max_candidates`` and ``max_total_chars`` at their defaults, per group).
+        (with the same ``max_candidates`` and ``max_total_chars``, per group).
 
     Raises:
         InvalidInputError: a bad argument, or a missing or mistyped column (``field`` names
@@ -330,13 +365,16 @@ def build_table(
             Checked in this order, the first in table order reported: null group keys; the
             budget and failing-files cells (each valid, and the same within a group); then the
             candidates, exactly as :func:`repo_context.build` checks them.
-        ResourceLimitError: a group over the default candidate-count or total-content limits.
+        ResourceLimitError: a group over ``limits.max_candidates`` (checked before any row is
+            read) or ``limits.max_total_chars`` (``limit``, ``value``, ``maximum`` as for
+            :func:`repo_context.build`).
 
     Validation is complete before any build: either everything is decided or nothing is. The
     GIL is released from the end of the import to the end of the builds; content is read in
     place, never copied.
     """
     args = _arguments(budget, group_by, failure_files, cost, threads)
+    chosen = resolve(limits)
     data = _as_arrow(table)
     _check_schema(data.schema, args)
     import pyarrow as pa
@@ -349,8 +387,8 @@ def build_table(
             budget_column=args.budget_column,
             failure_files=args.failure_files,
             encoding=args.cost.encoding,
-            max_candidates=DEFAULT_MAX_CANDIDATES,
-            max_total_chars=DEFAULT_MAX_TOTAL_CHARS,
+            max_candidates=clamp_u64(chosen.max_candidates),
+            max_total_chars=clamp_u64(chosen.max_total_chars),
             threads=args.threads,
         )
     except _RowError as err:
@@ -371,6 +409,7 @@ def reference_build_table(
     failure_files: str | None = None,
     cost: object = None,
     threads: int | None = None,
+    limits: Limits | None = None,
 ) -> TableResult:
     """:func:`build_table` in pure Python: each group's rows become a list of candidate
     mappings (``to_pylist``) built by :func:`repo_context.reference.build`. Same arguments,
@@ -379,6 +418,7 @@ def reference_build_table(
     from . import reference
 
     args = _arguments(budget, group_by, failure_files, cost, threads)
+    chosen = resolve(limits)
     data = _as_arrow(table)
     _check_schema(data.schema, args)
     n = data.num_rows
@@ -405,9 +445,9 @@ def reference_build_table(
 
     # 2. Group sizes.
     for rows in groups:
-        if len(rows) > DEFAULT_MAX_CANDIDATES:
-            problem = f"{len(rows)} candidates exceed the limit of {DEFAULT_MAX_CANDIDATES}"
-            raise ResourceLimitError("candidates", problem + _key_suffix(data, args, rows[0], None))
+        if len(rows) > chosen.max_candidates:
+            err = limit_error("candidates", "max_candidates", "", len(rows), chosen.max_candidates)
+            raise _with_suffix(err, err.problem + _key_suffix(data, args, rows[0], None), None)
 
     # 3. The budget and failing-files cells, in table order.
     budgets: dict[int, tuple[int, int]] = {}
@@ -444,7 +484,7 @@ def reference_build_table(
                 raise fail(name, "must be the same in every row of a group", row)
 
     # 4. The builds; the first invalid row in table order is reported.
-    builder = reference.RepoContextBuilder(cost=args.cost)
+    builder = reference.RepoContextBuilder(cost=args.cost, limits=chosen)
     counter = builder.counter(args.cost)
     first_error: tuple[int, InvalidInputError] | None = None
     outcomes = []
@@ -470,7 +510,7 @@ def reference_build_table(
                 raise
             row = rows[exc.index]
             problem = "is null" if exc.problem == "is missing" else exc.problem
-            made = type(exc)(exc.field, problem + _key_suffix(data, args, row, exc.index), row)
+            made = _with_suffix(exc, problem + _key_suffix(data, args, row, exc.index), row)
             if first_error is None or row < first_error[0]:
                 first_error = (row, made)
             continue

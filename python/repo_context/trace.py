@@ -27,9 +27,11 @@ from typing import IO, Any
 
 from ._core import BuildInput, BuildResult, Candidate
 from ._input import canonical_path, normalize_input
+from ._io import read_capped
 from .composer import render_block
 from .cost import Cost
 from .digest import POLICY_VERSION
+from .limits import Limits
 
 __all__ = ["TRACE_VERSION", "Change", "TraceTarget", "Turn", "diff", "read_trace", "replay", "traced_build"]
 
@@ -200,11 +202,14 @@ class Turn:
         return self.recorded == self.rebuilt
 
 
-def read_trace(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The trace lines of ``path`` (one JSON object a line; blank lines skipped). Raises
-    ``ValueError`` naming the line for a line that is not a trace record."""
+def read_trace(path: str | os.PathLike[str], *, limits: Limits | None = None) -> list[dict[str, Any]]:
+    """The trace lines of ``path`` (one JSON object a line; blank lines skipped), a file of at
+    most ``limits.max_input_bytes`` (``limits`` default: ``DEFAULT_LIMITS``). Raises
+    ``ValueError`` naming the line for a line that is not a trace record,
+    ``ResourceLimitError`` (a ``ValueError``) for a larger file."""
     records = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    data = read_capped(Path(path), "max_input_bytes", field="trace", limits=limits)
+    for number, line in enumerate(data.decode("utf-8").splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -277,11 +282,12 @@ def diff(before: BuildResult, after: BuildResult, after_candidates: Sequence[Any
     return tuple(changes)
 
 
-def replay(path: str | os.PathLike[str], build: Any) -> Iterator[Turn]:
-    """Rebuild every line of the trace at ``path`` with ``build`` (either engine's) and yield
-    each :class:`Turn` with its changes from the previous one."""
+def replay(path: str | os.PathLike[str], build: Any, *, limits: Limits | None = None) -> Iterator[Turn]:
+    """Rebuild every line of the trace at ``path`` (read as :func:`read_trace` reads it, with
+    ``limits``) with ``build`` (either engine's) and yield each :class:`Turn` with its changes
+    from the previous one."""
     previous: BuildResult | None = None
-    for number, record in enumerate(read_trace(path), 1):
+    for number, record in enumerate(read_trace(path, limits=limits), 1):
         result = _rebuild(record, build)
         cands = [
             Candidate(c["path"], c["start"], c["end"], c["content"], c["reason"], c["score"])

@@ -31,11 +31,13 @@ from typing import Any
 
 from . import reference
 from ._cache import Store
+from .builder import RepoContextBuilder
 from .builder import build as native_build
 from .composer import header_path, render, render_omitted
 from .cost import Cost
+from .limits import Limits, check_context_inputs, resolve
 from .secrets import redact, redact_json, redaction_note
-from .sources.files import MAX_FILE_BYTES, PolicyOmission, Repository, SourceFile, _parse
+from .sources.files import PolicyOmission, Repository, SourceFile, _parse
 from .sources.gather import Gathered, gather
 from .sources.pytest_log import TestFailure, parse_test_output
 from .sources.search import (
@@ -399,7 +401,10 @@ class Workspace:
 
     ``cache_dir`` is the folder of the on-disk cache (default :func:`default_cache_dir`);
     ``cache=False`` keeps everything in memory only. ``max_file_bytes`` and ``gitignore`` are
-    the reader's settings (:class:`repo_context.sources.Repository`). ``progress`` shows a
+    the reader's settings (:class:`repo_context.sources.Repository`). ``limits`` are the
+    resource limits (:class:`repo_context.limits.Limits`; default ``DEFAULT_LIMITS`` when the
+    workspace is made; ``max_file_bytes``, given, overrides its own): the reader's, the
+    sizes of :meth:`context`'s inputs, checked before they are parsed, and the build's. ``progress`` shows a
     progress bar (``rich``) on standard error while more than :data:`PROGRESS_FILES` files
     are derived; ``None`` (default): when standard error is a terminal.
 
@@ -418,21 +423,29 @@ class Workspace:
         *,
         cache_dir: str | os.PathLike[str] | None = None,
         cache: bool = True,
-        max_file_bytes: int = MAX_FILE_BYTES,
+        max_file_bytes: int | None = None,
         gitignore: bool = True,
         progress: bool | None = None,
+        limits: Limits | None = None,
     ) -> None:
+        chosen = resolve(limits)
+        if max_file_bytes is not None:
+            chosen = chosen.replace(max_file_bytes=max_file_bytes)
+        self.limits = chosen
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise NotADirectoryError(f"not a directory: {root}")
-        self.max_file_bytes = max_file_bytes
+        self.max_file_bytes = chosen.max_file_bytes
+        self._builders: dict[str, RepoContextBuilder | reference.RepoContextBuilder] = {}
         self.gitignore = gitignore
         self.progress = progress
         self._lock = threading.RLock()
         self._store: Store | None = None
         if cache:
             self._store = Store(Path(cache_dir) if cache_dir is not None else default_cache_dir())
-        self._key_prefix = f"{self.root.as_posix()}|{max_file_bytes}|{gitignore}"
+        reading = (chosen.max_file_bytes, chosen.max_depth, chosen.max_gitignore_bytes)
+        rules = (chosen.max_gitignore_patterns, chosen.max_gitignore_pattern_chars)
+        self._key_prefix = f"{self.root.as_posix()}|{reading}|{rules}|{gitignore}"
         # path -> (size, mtime_ns, inode, digest); "" digest: the file could not be read
         self._table: dict[str, tuple[int, int, int, str]] = {}
         self._table_loaded = False
@@ -510,7 +523,11 @@ class Workspace:
         ``trace`` (a path, appended to, or a text stream), the build's JSON line is appended
         (:mod:`repo_context.trace`).
 
-        Raises ``InvalidInputError`` for an invalid budget or cost, ``LookupError`` if
+        Raises ``ResourceLimitError`` (before any of it is parsed) for a ``log_text`` over
+        ``limits.max_log_bytes`` (UTF-8 bytes), a ``junit_xml`` over ``max_junit_bytes``, an
+        ``issue`` over ``max_issue_bytes``, a ``query`` over ``max_query_chars`` characters, a
+        repository walk over ``max_files`` entries, a build over ``max_candidates`` or
+        ``max_total_chars``; ``InvalidInputError`` for an invalid budget or cost, ``LookupError`` if
         ``test`` names no failure of the log, ``LogFormatError`` (a ``ValueError``) for
         unreadable JUnit XML, ``ValueError`` for an unknown engine, ``OSError`` if the
         repository folder cannot be listed, or the trace cannot be written.
@@ -532,12 +549,7 @@ class Workspace:
             "budget": budget,
             "cost": model,
         }
-        if trace is None:
-            result = _ENGINES[engine](data)
-        elif engine == "native":
-            result = native_build(data, trace=trace)
-        else:
-            result = reference.build(data, trace=trace)
+        result = self._builder(engine).build(data, trace=trace)
         finished = time.perf_counter()
         times = {**timings, "build": finished - before, "total": finished - started}
         return ContextResult(result, gathered, failures, times, reread)
@@ -554,6 +566,7 @@ class Workspace:
         issue: str | None = None,
         exclude: Sequence[str] = (),
     ) -> tuple[Gathered, tuple[TestFailure, ...], dict[str, float], tuple[str, ...]]:
+        check_context_inputs(self.limits, log_text, junit_xml, query, issue)
         with self._lock:
             started = time.perf_counter()
             reader = self._new_reader()
@@ -586,8 +599,17 @@ class Workspace:
             }
             return gathered, failures, timings, reread
 
+    def _builder(self, engine: str) -> RepoContextBuilder | reference.RepoContextBuilder:
+        """The workspace's builder of ``engine`` (with its limits and its token-count cache)."""
+        with self._lock:
+            made = self._builders.get(engine)
+            if made is None:
+                kind = RepoContextBuilder if engine == "native" else reference.RepoContextBuilder
+                made = self._builders[engine] = kind(limits=self.limits)
+            return made
+
     def _new_reader(self) -> _Reader:
-        reader = _Reader(self.root, max_file_bytes=self.max_file_bytes, gitignore=self.gitignore)
+        reader = _Reader(self.root, gitignore=self.gitignore, limits=self.limits)
         reader._workspace = self
         reader._verify = False
         return reader

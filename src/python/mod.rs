@@ -911,6 +911,34 @@ fn error(py: Python<'_>, class: &str, field: &str, problem: String, index: usize
     }
 }
 
+/// A `repo_context.errors.ResourceLimitError` for a build-level limit: `limit` names the
+/// setting of `repo_context.limits.Limits`, `value` the amount found (a running total),
+/// `maximum` the configured value.
+fn limit_error(
+    py: Python<'_>,
+    field: &str,
+    problem: String,
+    index: usize,
+    limit: &str,
+    value: u64,
+    maximum: u64,
+) -> PyErr {
+    let made = py
+        .import("repo_context.errors")
+        .and_then(|m| m.getattr("ResourceLimitError"))
+        .and_then(|cls| {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("limit", limit)?;
+            kwargs.set_item("value", value)?;
+            kwargs.set_item("maximum", maximum)?;
+            cls.call((field, problem, index), Some(&kwargs))
+        });
+    match made {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(err) => err,
+    }
+}
+
 fn invalid(py: Python<'_>, field: &str, problem: String, index: usize) -> PyErr {
     error(py, "InvalidCandidateError", field, problem, index)
 }
@@ -1567,10 +1595,18 @@ impl<'py> Reader<'py> {
         self.total = self.total.saturating_add(cost);
         if self.total > self.max_total {
             let problem = format!(
-                "total content exceeds the limit of {} characters",
-                self.max_total
+                "total content is {} characters, over the limit max_total_chars = {} characters",
+                self.total, self.max_total
             );
-            return Err(error(py, "ResourceLimitError", "content", problem, index));
+            return Err(limit_error(
+                py,
+                "content",
+                problem,
+                index,
+                "max_total_chars",
+                self.total,
+                self.max_total,
+            ));
         }
 
         let plain_lines =

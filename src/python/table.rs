@@ -73,9 +73,11 @@ fn build_table<'py>(
             ))
         }
         Err(e) => {
-            let kind = match e.kind {
-                ErrorKind::Invalid => "invalid",
-                ErrorKind::Limit => "limit",
+            let (kind, limit) = match e.kind {
+                ErrorKind::Invalid => ("invalid", None),
+                ErrorKind::Limit(found) => {
+                    ("limit", Some((found.name, found.value, found.maximum)))
+                }
             };
             let problem = match e.problem {
                 Problem::Text(t) => t,
@@ -87,7 +89,7 @@ fn build_table<'py>(
             let made = py
                 .import("repo_context.table")?
                 .getattr("_table_error")?
-                .call1((kind, e.field, problem, e.row, e.local, e.key_row))?;
+                .call1((kind, e.field, problem, e.row, e.local, e.key_row, limit))?;
             Err(PyErr::from_value(made))
         }
     }

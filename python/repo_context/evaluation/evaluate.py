@@ -59,7 +59,7 @@ from typing import Any, Protocol
 import platformdirs
 
 from .._input import canonical_path
-from .._io import MAX_LOG_BYTES, read_capped
+from .._io import read_capped
 from ..builder import RepoContextBuilder
 from ..composer import render_block
 from ..cost import Cost
@@ -505,7 +505,9 @@ def ablation(
                 if key not in infos or key not in full:
                     continue
                 repository = Repository(prepared.repo)
-                log_text = prepared.log.read_text(encoding="utf-8", errors="replace")
+                log_text = read_capped(prepared.log, "max_log_bytes", field="pytest_log").decode(
+                    "utf-8", errors="replace"
+                )
                 gold = gold_ranges(case)
                 gathered = _gather(repository, log_text, variant, issue_of(case), (source,))
                 candidates = list(gathered.candidates)
@@ -599,9 +601,7 @@ def evaluate(
             failed.append((str(case["id"]), str(exc)))
             continue
         try:
-            log_bytes = read_capped(
-                prepared.log, MAX_LOG_BYTES, limit_name="MAX_LOG_BYTES", field="pytest_log"
-            )
+            log_bytes = read_capped(prepared.log, "max_log_bytes", field="pytest_log")
         except (OSError, ResourceLimitError) as exc:
             failed.append((str(case["id"]), str(exc)))
             continue

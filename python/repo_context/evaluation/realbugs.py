@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._io import MAX_INPUT_BYTES, read_capped
+from .._io import read_capped
 
 __all__ = [
     "GoldRange",
@@ -88,8 +88,9 @@ def load_cases(cases_file: str | Path) -> list[dict[str, Any]]:
     """The cases of a cases file (a JSON list of case objects, each with an ``id``).
 
     Raises ``OSError`` if it cannot be read, ``ResourceLimitError`` if it is larger than
-    ``MAX_INPUT_BYTES`` (``repo_context._io``), ``ValueError`` if it is not such a list."""
-    data = read_capped(cases_file, MAX_INPUT_BYTES, limit_name="MAX_INPUT_BYTES", field="cases")
+    ``Limits.max_input_bytes`` (:mod:`repo_context.limits`), ``ValueError`` if it is not such a
+    list."""
+    data = read_capped(cases_file, "max_input_bytes", field="cases")
     cases = json.loads(data.decode("utf-8"))
     if not isinstance(cases, list) or not all(isinstance(c, dict) and "id" in c for c in cases):
         raise ValueError(f"{cases_file}: expected a JSON list of cases, each with an 'id'")

@@ -28,9 +28,16 @@ the repository reaches a candidate except through it. Its rules:
   ``__pycache__`` and ``*.egg-info``.
 * **Walking** is iterative (an explicit stack, not recursion), so a folder nested
   thousands deep is listed like any other.
+* **Resource limits** (:class:`repo_context.limits.Limits`, ``Repository(limits=...)``):
+  a walk that visits more than ``max_files`` entries raises ``ResourceLimitError`` (an
+  error: most likely the wrong folder); the rest are **skipped, not an error**, and recorded
+  in :attr:`Repository.skipped` with the setting's name and value: a folder deeper than
+  ``max_depth`` below the root is not entered (nor is a file in it read), a file over
+  ``max_file_bytes`` is not read, a rules file (``.gitignore``, ``.git/info/exclude``) over
+  ``max_gitignore_bytes`` or with more than ``max_gitignore_patterns`` lines is not applied,
+  and a pattern longer than ``max_gitignore_pattern_chars`` is left out.
 * **Binary** files (a NUL byte in the first :data:`BINARY_BLOCK` bytes) and files over
-  ``max_file_bytes`` (default :data:`MAX_FILE_BYTES`, 1 MiB) are skipped
-  (:attr:`Repository.skipped` says why).
+  ``max_file_bytes`` (default 1 MiB) are skipped (:attr:`Repository.skipped` says why).
 * **Secrets** are never emitted. A file is *refused* (:attr:`Repository.refused` maps its
   path to the reason) when its name is that of a secret (:data:`SECRET_NAME`): ``.env*``
   and ``*.env``, private keys and key stores (``*.pem``, ``*.key``, ``*.p12``, ``*.pfx``,
@@ -80,7 +87,7 @@ import threading
 import tokenize
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol, TypeVar
 
@@ -90,6 +97,7 @@ from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from .._core import secret_spans
 from .._input import PathProblem, canonical_path
+from ..limits import DEFAULT_LIMITS, Limits, describe, limit_error, resolve
 from ..secrets import redact
 
 __all__ = [
@@ -110,9 +118,10 @@ __all__ = [
     "split_lines",
 ]
 
-#: Files larger than this many bytes (1 MiB) are not read (generated tables, vendored blobs);
-#: ``Repository(root, max_file_bytes=...)`` changes it.
-MAX_FILE_BYTES = 1 << 20
+#: The default of ``Limits.max_file_bytes`` (:mod:`repo_context.limits`, where it is set):
+#: files larger than this many bytes (1 MiB) are not read (generated tables, vendored blobs);
+#: ``Repository(root, max_file_bytes=...)`` or ``Repository(root, limits=...)`` changes it.
+MAX_FILE_BYTES = DEFAULT_LIMITS.max_file_bytes
 
 #: A file with a NUL byte in its first this many bytes is binary and not read.
 BINARY_BLOCK = 8192
@@ -377,16 +386,27 @@ class Repository:
     """A folder of source code, read lazily and cached, through the rules of the module
     docstring.
 
-    ``root`` is the repository folder; ``max_file_bytes`` the largest file read;
-    ``gitignore`` whether ``.gitignore`` and ``.git/info/exclude`` rules apply (default yes).
+    ``root`` is the repository folder; ``max_file_bytes`` the largest file read (default
+    ``limits.max_file_bytes``; given, it overrides ``limits``); ``gitignore`` whether
+    ``.gitignore`` and ``.git/info/exclude`` rules apply (default yes); ``limits`` the resource
+    limits (:class:`repo_context.limits.Limits`, default ``DEFAULT_LIMITS``; kept, with
+    ``max_file_bytes`` in it, as :attr:`resource_limits`).
     ``refused`` maps the path of every file refused so far to the policy reason
     (:data:`SECRET_NAME` or :data:`SECRET_CONTENT`); ``skipped`` maps files not read for
-    another reason (binary, too large, not a regular file) to a short explanation.
+    another reason (binary, too large, not a regular file), folders not entered (deeper than
+    ``max_depth``) and rules files not applied in full (over a ``.gitignore`` limit) to a short
+    explanation.
+
+    Raises ``NotADirectoryError`` if ``root`` is not a folder; :meth:`files` (and everything
+    that lists the repository) raises ``ResourceLimitError`` (``field`` ``"repo"``, ``limit``
+    ``"max_files"``) for a walk over ``max_files`` entries.
     """
 
     root: Path
-    max_file_bytes: int = MAX_FILE_BYTES
+    max_file_bytes: int = -1
     gitignore: bool = True
+    limits: InitVar[Limits | None] = None
+    resource_limits: Limits = field(default=DEFAULT_LIMITS, init=False, repr=False)
     refused: dict[str, str] = field(default_factory=dict, init=False)
     skipped: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     _files: dict[str, SourceFile | None] = field(default_factory=dict, init=False, repr=False)
@@ -398,7 +418,13 @@ class Repository:
     )
     _listed: dict[tuple[str, ...] | None, list[str]] = field(default_factory=dict, init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, limits: Limits | None) -> None:
+        chosen = resolve(limits)
+        if self.max_file_bytes == -1:  # not given: the limits' own
+            self.max_file_bytes = chosen.max_file_bytes
+        elif self.max_file_bytes != chosen.max_file_bytes:
+            chosen = chosen.replace(max_file_bytes=self.max_file_bytes)
+        self.resource_limits = chosen
         self.root = Path(self.root).resolve()
         if not self.root.is_dir():
             raise NotADirectoryError(f"not a directory: {self.root}")
@@ -451,15 +477,23 @@ class Repository:
         cached = self._dirs.get(rel)
         if cached is not None:
             return cached
-        # From the top down, without recursion: a folder is excluded if its parent is.
+        # From the top down, without recursion: a folder is excluded if its parent is, or if
+        # it is deeper than max_depth (skipped, recorded; its folders are not looked at).
         parts = rel.split("/")
+        deepest = self.resource_limits.max_depth
         excluded = False
         here = ""
-        for name in parts:
+        for depth, name in enumerate(parts, 1):
             here = f"{here}/{name}" if here else name
             known = self._dirs.get(here)
             if known is None:
-                known = excluded or _skipped_dir(name, self.root / here) or self._ignored(here, is_dir=True)
+                if not excluded and depth > deepest:
+                    self.skipped[here] = describe("max_depth", "the folder's depth", depth, deepest)
+                    known = True
+                else:
+                    known = (
+                        excluded or _skipped_dir(name, self.root / here) or self._ignored(here, is_dir=True)
+                    )
                 self._dirs[here] = known
             excluded = known
         return excluded
@@ -507,10 +541,16 @@ class Repository:
             return self._specs[key]
         if folder is None:
             git = self.root / ".git"
+            rel = ".git/info/exclude"
             rules = git / "info" / "exclude" if git.is_dir() and not git.is_symlink() else None
         else:
-            rules = self.root / folder / ".gitignore" if folder else self.root / ".gitignore"
-        spec = _read_rules(rules, self.max_file_bytes) if rules is not None else None
+            rel = f"{folder}/.gitignore" if folder else ".gitignore"
+            rules = self.root / rel
+        spec = None
+        if rules is not None:
+            spec, note = _read_rules(rules, self.resource_limits)
+            if note is not None:
+                self.skipped[rel] = note
         self._specs[key] = spec
         return spec
 
@@ -548,12 +588,21 @@ class Repository:
         """The files under ``root`` (see :meth:`files`), in no particular order: an
         iterative walk with an explicit stack of folders, which never follows a link."""
         stack = [""]
+        most = self.resource_limits.max_files
+        seen = 0
         while stack:
             base = stack.pop()
             prefix = base + "/" if base else ""
+            listed = []
             try:
                 with os.scandir(self.root / base if base else self.root) as entries:
-                    listed = [(entry.name, _kind(entry)) for entry in entries]
+                    for entry in entries:
+                        seen += 1
+                        if seen > most:  # before the entry is kept or looked at
+                            raise limit_error(
+                                "repo", "max_files", "the walk of the repository", seen, most, exact=False
+                            )
+                        listed.append((entry.name, _kind(entry)))
             except OSError:  # gone, or not readable
                 continue
             for name, kind in listed:
@@ -629,7 +678,9 @@ class Repository:
                 self.skipped[rel] = "cannot be read"
                 return None
         if data is None or len(data) > self.max_file_bytes:
-            self.skipped[rel] = f"larger than {self.max_file_bytes} bytes"
+            size = info.st_size if data is None else len(data)
+            words = describe("max_file_bytes", "the file", size, self.max_file_bytes, exact=data is None)
+            self.skipped[rel] = words
             return None
         return data
 
@@ -745,25 +796,49 @@ def _rules(lines: list[str]) -> GitIgnoreSpec:
     return GitIgnoreSpec.from_lines(lines, pattern_factory=_LinearPattern, backend="simple")
 
 
-def _read_rules(path: Path, limit: int) -> GitIgnoreSpec | None:
-    """The ignore rules in the file ``path``, or ``None`` if there is no such regular file
-    (or it is a symbolic link, or larger than ``limit`` bytes: at most ``limit + 1`` bytes
-    are read). A pattern pathspec or RE2 cannot compile is left out."""
+def _read_rules(path: Path, limits: Limits) -> tuple[GitIgnoreSpec | None, str | None]:
+    """The ignore rules in the file ``path`` (``None`` if there is no such regular file, or it
+    is a symbolic link) and a note of what ``limits`` left out (``None`` if nothing). Skipped,
+    not an error: a file over ``max_gitignore_bytes`` (at most one byte more is read) or of
+    more than ``max_gitignore_patterns`` lines gives no rules; a pattern longer than
+    ``max_gitignore_pattern_chars`` is left out before it is compiled. A pattern pathspec or
+    RE2 cannot compile is left out too."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    most = limits.max_gitignore_bytes
     try:
         fd = os.open(path, flags)
     except OSError:  # none, a link (O_NOFOLLOW), unreadable
-        return None
+        return None, None
     with os.fdopen(fd, "rb") as handle:
         try:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
-            data = handle.read(limit + 1)
+                return None, None
+            data = handle.read(most + 1)
         except OSError:
-            return None
-    if len(data) > limit:
-        return None
+            return None, None
+    if len(data) > most:
+        return None, "rules not applied: " + describe(
+            "max_gitignore_bytes", "the file", len(data), most, exact=False
+        )
     lines = data.decode("utf-8", errors="replace").splitlines()
+    if len(lines) > limits.max_gitignore_patterns:
+        words = describe("max_gitignore_patterns", "the file", len(lines), limits.max_gitignore_patterns)
+        return None, "rules not applied: " + words
+    longest = limits.max_gitignore_pattern_chars
+    long_lines = [number for number, line in enumerate(lines, 1) if len(line) > longest]
+    note = None
+    if long_lines:
+        first = long_lines[0]
+        size = len(lines[first - 1])
+        note = f"{len(long_lines)} pattern(s) left out, the first on line {first}: " + describe(
+            "max_gitignore_pattern_chars", "its length", size, longest
+        )
+        lines = [line for line in lines if len(line) <= longest]
+    return _compiled_rules(lines), note
+
+
+def _compiled_rules(lines: list[str]) -> GitIgnoreSpec:
+    """The rules of ``lines``, a line pathspec or RE2 cannot compile left out."""
     try:
         return _rules(lines)
     except ValueError:  # an invalid pattern: keep the others

@@ -7,6 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..limits import check_context_inputs
 from .failure import (
     ProjectFrame,
     called_code_windows,
@@ -144,7 +145,10 @@ def gather(
     (failure), with the kind of evidence, the name's ambiguity, the frame's distance and
     the import-graph distance (reference), or follows BM25.
 
-    Raises ``NotADirectoryError`` if ``repo`` is not a folder, ``UnknownTestError`` (a
+    Raises ``ResourceLimitError`` for an input over its limit in ``repo``'s
+    :attr:`~.files.Repository.resource_limits` (:func:`repo_context.limits.check_context_inputs`,
+    before anything is parsed; a walk over ``max_files``), ``NotADirectoryError`` if ``repo`` is
+    not a folder, ``UnknownTestError`` (a
     ``LookupError``) if ``test`` names no failing test of the log, ``LogFormatError`` for
     unreadable JUnit XML, ``ValueError`` for an unknown name in ``exclude``.
     """
@@ -152,6 +156,7 @@ def gather(
     if unknown:
         raise ValueError(f"unknown source {unknown[0]!r} in exclude; known: {', '.join(SOURCES)}")
     repository = repo if isinstance(repo, Repository) else Repository(Path(repo))
+    check_context_inputs(repository.resource_limits, log_text, junit_xml, query, issue)
     failures = parse_test_output(log_text, junit_xml=junit_xml)
     tests = failing_tests(failures, summary_order(log_text))
     chosen = select_test(tests, test)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..limits import Limits
 from .failure import project_frames
 from .files import Repository, SourceFile, node_span, walk_around
 from .pytest_log import TestFailure
@@ -606,13 +607,13 @@ class SearchIndex:
     def for_repository(cls, repo: Repository) -> SearchIndex:
         """The index of ``repo``, built on first use and cached for the process.
 
-        The cache is keyed by the repository root (and the reader's settings: file size
-        limit, ``.gitignore`` rules on or off); an entry is
+        The cache is keyed by the repository root (and the reader's settings: its resource
+        limits, ``.gitignore`` rules on or off); an entry is
         reused while every searchable file has the size, modification time and inode it
         had when the index was built and no file was added or removed; else the index is
         built again. The last few repositories are kept.
         """
-        key = (repo.root, repo.max_file_bytes, repo.gitignore)
+        key = (repo.root, repo.resource_limits, repo.gitignore)
         paths = _searchable_paths(repo)
         fingerprint = _fingerprint(repo.root, paths)
         with _CACHE_LOCK:
@@ -704,7 +705,7 @@ class SearchIndex:
         return windows
 
 
-_CACHE: OrderedDict[tuple[Path, int, bool], SearchIndex] = OrderedDict()
+_CACHE: OrderedDict[tuple[Path, Limits, bool], SearchIndex] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 4
 

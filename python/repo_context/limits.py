@@ -1,0 +1,294 @@
+"""Resource limits: every cap that guards the work against hostile or accidental input, in one
+place.
+
+A :class:`Limits` holds one setting per limit, each an ``int >= 0`` in the unit its
+documentation gives; :data:`DEFAULT_LIMITS` holds the defaults. Every function that accepts
+limits takes an optional ``limits=`` (:class:`repo_context.RepoContextBuilder`,
+:func:`repo_context.build_table`, :class:`repo_context.Workspace`,
+:class:`repo_context.sources.Repository`, :func:`repo_context._io.read_capped`); without it, the
+module-level :data:`DEFAULT_LIMITS` is read when the call is made. The command line takes
+``--limit NAME=N`` (repeatable), e.g. ``repo-context context --limit max_log_bytes=1000000``.
+
+Each limit is checked **before** the work it guards: a read is capped at the limit plus one
+byte, a count is checked before the next item is allocated or walked. Going over a limit is
+one of two things, fixed per setting (:func:`behaviour` tells which):
+
+* **an error**: :class:`~repo_context.errors.ResourceLimitError` (an ``InvalidInputError``),
+  whose ``limit`` is the setting's name, ``value`` the amount found (``maximum + 1``, a lower
+  bound, when the work stopped at the limit: the message then says "more than") and
+  ``maximum`` the configured value; the message names all three. The command line exits with
+  status 2 and one line. These are the caller's own inputs: ``max_input_bytes``,
+  ``max_log_bytes``, ``max_junit_bytes``, ``max_issue_bytes``, ``max_query_chars``,
+  ``max_candidates``, ``max_total_chars``, and ``max_files`` (a repository walk that never
+  ends is most likely the wrong folder).
+* **skipped, not an error**: inside a repository a single oversized file, a folder nested too
+  deep, or an unusable ``.gitignore`` is a property of that repository, not of the request, so
+  the rest of the repository is still used. The skipped file or folder is recorded in
+  :attr:`repo_context.sources.Repository.skipped` with the setting's name and value:
+  ``max_file_bytes``, ``max_depth``, ``max_gitignore_bytes``, ``max_gitignore_patterns``,
+  ``max_gitignore_pattern_chars``.
+
+Caps that shape the ranking's output rather than guard resources (``MAX_CALLERS`` windows per
+source, ``MAX_DEFINITIONS``, ``MAX_PER_FILE`` search hits, ...) are tuning and stay with their
+sources; the line-number bound ``MAX_LINE`` is part of the build contract's validation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import InvalidInputError, ResourceLimitError
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "Limits",
+    "add_limit_option",
+    "behaviour",
+    "check_context_inputs",
+    "check_text",
+    "describe",
+    "limit_error",
+    "over",
+    "resolve",
+    "unit",
+]
+
+Behaviour = Literal["error", "skip"]
+
+
+def _setting(default: int, unit: str, behaviour: Behaviour, guards: str) -> Any:
+    return field(default=default, metadata={"unit": unit, "behaviour": behaviour, "guards": guards})
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The resource limits, one field per setting (every value an ``int >= 0``; ``bool`` is
+    rejected). Make one with keyword arguments, changing only what differs from the defaults:
+    ``Limits(max_log_bytes=1 << 20)``; :meth:`replace` derives another.
+
+    Attributes:
+        max_input_bytes: bytes of a JSON build input read from a file or standard input
+            (``repo-context build``), of one ``build --jsonl`` line, of an ``eval --cases``
+            file and of a trace file read for replay. Error. Default 256 MiB.
+        max_log_bytes: bytes (UTF-8) of a test log: ``--pytest-log``, the pytest plugin's report
+            of one failure, the MCP server's log, the ``log_text`` given to
+            :meth:`repo_context.Workspace.context`. Error. Default 64 MiB.
+        max_junit_bytes: bytes (UTF-8) of a JUnit XML report (``--junit-xml``). Error.
+            Default 64 MiB.
+        max_issue_bytes: bytes (UTF-8) of the issue text (``--issue``, ``issue=``). Error.
+            Default 1 MiB (a GitHub issue body holds at most 65,536 characters).
+        max_query_chars: characters (code points) of the extra search words (``--query``,
+            ``query=``). Error. Default 65,536.
+        max_candidates: candidates in one build (per group in ``build_table``). Error.
+            Default 4,000,000.
+        max_total_chars: content characters (code points) summed over the candidates of one
+            build, checked candidate by candidate as they are read. Error. Default ``2**30``.
+        max_files: entries (files and folders, skipped folders not entered) one walk of a
+            repository visits. Error. Default 1,000,000.
+        max_file_bytes: bytes of one repository file; a larger file is skipped, not an error.
+            Default 1 MiB.
+        max_depth: folders below the repository root; a deeper folder is not entered and a
+            file in it not read: skipped, not an error. Default 1,024.
+        max_gitignore_bytes: bytes of one ``.gitignore`` or ``.git/info/exclude``; a larger
+            one's rules are not applied: skipped, not an error. Default 1 MiB.
+        max_gitignore_patterns: lines (patterns, comments and blank lines included) of one
+            rules file; a longer one's rules are not applied: skipped, not an error.
+            Default 10,000.
+        max_gitignore_pattern_chars: characters of one ``.gitignore`` pattern; a longer
+            pattern is left out (as one that cannot be compiled): skipped, not an error.
+            Default 4,096 (``PATH_MAX`` on Linux).
+
+    Raises:
+        InvalidInputError: a value that is not an ``int >= 0`` (``field`` names the setting).
+    """
+
+    max_input_bytes: int = _setting(256 << 20, "bytes", "error", "build input, --jsonl line, cases, trace")
+    max_log_bytes: int = _setting(64 << 20, "bytes", "error", "test log")
+    max_junit_bytes: int = _setting(64 << 20, "bytes", "error", "JUnit XML report")
+    max_issue_bytes: int = _setting(1 << 20, "bytes", "error", "issue text")
+    max_query_chars: int = _setting(65_536, "characters", "error", "extra search words")
+    max_candidates: int = _setting(4_000_000, "candidates", "error", "candidates in one build")
+    max_total_chars: int = _setting(1 << 30, "characters", "error", "content of one build")
+    max_files: int = _setting(1_000_000, "entries", "error", "entries of one repository walk")
+    max_file_bytes: int = _setting(1 << 20, "bytes", "skip", "one repository file")
+    max_depth: int = _setting(1_024, "folders", "skip", "folder depth below the root")
+    max_gitignore_bytes: int = _setting(1 << 20, "bytes", "skip", "one .gitignore file")
+    max_gitignore_patterns: int = _setting(10_000, "lines", "skip", "lines of one .gitignore file")
+    max_gitignore_pattern_chars: int = _setting(4_096, "characters", "skip", "one .gitignore pattern")
+
+    def __post_init__(self) -> None:
+        for setting in dataclasses.fields(self):
+            value = getattr(self, setting.name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidInputError(setting.name, f"must be an int, not {type(value).__name__}")
+            if value < 0:
+                raise InvalidInputError(setting.name, f"must be >= 0, got {value}")
+            object.__setattr__(self, setting.name, int(value))
+
+    def replace(self, **changes: int) -> Limits:
+        """A copy with the given settings changed (``InvalidInputError`` for an unknown name
+        or a bad value)."""
+        for name in changes:
+            if name not in _NAMES:
+                raise InvalidInputError(name, "is not a resource limit")
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def parse(cls, assignments: Iterable[str], base: Limits | None = None) -> Limits:
+        """``base`` (default :data:`DEFAULT_LIMITS`) with each ``NAME=N`` of ``assignments``
+        applied (the ``--limit`` option; ``N`` may use ``_`` between digits).
+
+        Raises:
+            InvalidInputError: ``field`` ``"limit"`` for text not of the form ``NAME=N``, the
+                setting's name for an unknown setting or a bad value.
+        """
+        changes: dict[str, int] = {}
+        for text in assignments:
+            name, sep, number = text.partition("=")
+            name = name.strip()
+            if not sep or not name:
+                raise InvalidInputError("limit", f"must be NAME=N, got {text!r}")
+            if name not in _NAMES:
+                raise InvalidInputError(name, f"is not a resource limit (one of {', '.join(_NAMES)})")
+            try:
+                changes[name] = int(number.strip())
+            except ValueError:
+                raise InvalidInputError(name, f"must be an int, got {number.strip()!r}") from None
+        return resolve(base).replace(**changes)
+
+    def to_dict(self) -> dict[str, int]:
+        """The settings by name, in declaration order."""
+        return dataclasses.asdict(self)
+
+
+_NAMES = tuple(setting.name for setting in dataclasses.fields(Limits))
+_FIELDS: Mapping[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fields(Limits)}
+
+#: The defaults, read at call time by every function given no ``limits=``.
+DEFAULT_LIMITS = Limits()
+
+
+def resolve(limits: Limits | None) -> Limits:
+    """``limits``, or the module's :data:`DEFAULT_LIMITS` as it is now when ``None``.
+
+    Raises:
+        InvalidInputError: ``field`` ``"limits"`` for anything but a :class:`Limits` or ``None``.
+    """
+    if limits is None:
+        return DEFAULT_LIMITS
+    if not isinstance(limits, Limits):
+        raise InvalidInputError("limits", f"must be a Limits or None, not {type(limits).__name__}")
+    return limits
+
+
+def unit(name: str) -> str:
+    """The unit of the setting ``name`` (``"bytes"``, ``"characters"``, ...)."""
+    return str(_FIELDS[name].metadata["unit"])
+
+
+def behaviour(name: str) -> Behaviour:
+    """What going over the setting ``name`` does: ``"error"`` (``ResourceLimitError``) or
+    ``"skip"`` (the file, folder or pattern is left out and recorded)."""
+    found: Behaviour = _FIELDS[name].metadata["behaviour"]
+    return found
+
+
+def over(name: str, value: int, maximum: int, *, exact: bool = True) -> str:
+    """The words for an amount over a limit: ``"12 characters, over the limit max_total_chars
+    = 10 characters"``; with ``exact=False`` (the work stopped at the limit) ``"more than 10
+    characters, over ..."``."""
+    what = unit(name)
+    found = f"{value} {what}" if exact else f"more than {maximum} {what}"
+    return f"{found}, over the limit {name} = {maximum} {what}"
+
+
+def describe(name: str, subject: str, value: int, maximum: int, *, exact: bool = True) -> str:
+    """``"{subject} is {over(...)}"`` (``over(...)`` alone for an empty ``subject``): the problem
+    text of a :class:`ResourceLimitError` and of a skip record."""
+    words = over(name, value, maximum, exact=exact)
+    return f"{subject} is {words}" if subject else words
+
+
+def limit_error(
+    field: str,
+    name: str,
+    subject: str,
+    value: int,
+    maximum: int,
+    *,
+    exact: bool = True,
+    index: int | None = None,
+) -> ResourceLimitError:
+    """The :class:`ResourceLimitError` for ``field`` (the input it limits) going over the
+    setting ``name``: ``value`` found (with ``exact=False`` a lower bound, stored as
+    ``maximum + 1``), ``maximum`` configured; ``subject`` names what was measured
+    (``"/dev/zero"``, ``"total content"``)."""
+    found = value if exact else maximum + 1
+    problem = describe(name, subject, value, maximum, exact=exact)
+    return ResourceLimitError(field, problem, index, limit=name, value=found, maximum=maximum)
+
+
+def utf8_length(text: str, stop: int) -> tuple[int, bool]:
+    """The length of ``text`` encoded as UTF-8 (a lone surrogate as 3 bytes) and whether it is
+    exact: counted in pieces of 1 MiB of text and no further than past ``stop`` (then a lower
+    bound above ``stop``), so the count takes a bounded amount of memory whatever the text."""
+    if text.isascii():
+        return len(text), True
+    total = 0
+    step = 1 << 20
+    for start in range(0, len(text), step):
+        total += len(text[start : start + step].encode("utf-8", "surrogatepass"))
+        if total > stop and start + step < len(text):
+            return total, False
+    return total, True
+
+
+def check_text(text: str | bytes, field: str, name: str, limits: Limits | None, subject: str) -> None:
+    """Raise :func:`limit_error` (``field``, the setting ``name``) if ``text`` is longer than
+    ``limits`` allows, in the setting's unit (``bytes``: the bytes, or the UTF-8 bytes of a
+    ``str``; ``characters``: code points), before anything else is done with it; ``subject``
+    names the text in the message."""
+    maximum: int = getattr(resolve(limits), name)
+    exact = True
+    if unit(name) == "bytes" and isinstance(text, str):
+        size, exact = utf8_length(text, maximum)
+    else:
+        size = len(text)
+    if size > maximum:
+        raise limit_error(field, name, subject, size, maximum, exact=exact)
+
+
+def check_context_inputs(
+    limits: Limits | None,
+    log_text: str,
+    junit_xml: str | bytes | None = None,
+    query: str | None = None,
+    issue: str | None = None,
+) -> None:
+    """The sizes of a context job's inputs against ``limits``, before any is parsed:
+    ``log_text`` (``max_log_bytes``, field ``"pytest_log"``), ``junit_xml``
+    (``max_junit_bytes``, ``"junit_xml"``), ``issue`` (``max_issue_bytes``, ``"issue"``),
+    ``query`` (``max_query_chars``, ``"query"``); :func:`limit_error` for the first over."""
+    check_text(log_text, "pytest_log", "max_log_bytes", limits, "the log")
+    if junit_xml is not None:
+        check_text(junit_xml, "junit_xml", "max_junit_bytes", limits, "the report")
+    if issue is not None:
+        check_text(issue, "issue", "max_issue_bytes", limits, "the issue text")
+    if query is not None:
+        check_text(query, "query", "max_query_chars", limits, "the query")
+
+
+def add_limit_option(parser: Any) -> None:
+    """Add ``--limit NAME=N`` (repeatable, into ``args.limit``) to an ``argparse`` parser; the
+    command line turns it into ``args.limits`` with :meth:`Limits.parse`."""
+    parser.add_argument(
+        "--limit",
+        metavar="NAME=N",
+        action="append",
+        default=[],
+        help="set a resource limit (repeatable), one of the settings of repo_context.limits.Limits: "
+        + ", ".join(_NAMES),
+    )
