@@ -1,22 +1,25 @@
-"""Benchmarks of the result digest and the input cache key against a 10k-candidate build.
+"""What the agent-loop features add to a 10k-candidate build: the digest, groups, the cache key.
 
 Run with ``python -m pytest benches/test_bench_digest.py --benchmark-only``. One group per
-budget, side by side in one run:
+budget (2%, 20%, 100% of the content), side by side in one run, native engine:
 
-* ``build``: ``repo_context.build(BuildInput(candidates, max_chars, failure_file))``, which now
-  also collects the failing files' failure windows and reports ``missing_critical``;
+* ``build``: ``repo_context.build`` of 10k ``Candidate`` objects (no groups);
 * ``build+digest``: the same build, then ``result.digest`` (computed on first use: SHA-256 of
-  every selected item's content and fields);
-* ``cache_key``: ``repo_context.cache_key`` of the same input (reads and validates every
-  candidate, hashes all of their contents);
+  every selected item's content, on the rayon pool above 1 MiB, and of its fields);
 * ``build+groups``: the same candidates, each pair of consecutive ones in one group
-  (``group=i // 2``: 5,000 groups), so that every candidate goes through the group path.
+  (``group=i // 2``: 5,000 groups, every candidate on the group path);
+* ``build+groups(10%)``: a tenth of the candidates in pairs (500 groups), the rest alone;
+* ``cache_key``: ``repo_context.cache_key`` of the input (reads and validates every candidate
+  and hashes all of their contents): a separate call, not part of a build;
+* ``frozen`` / ``frozen+group=None``: frozen dataclasses without a ``group`` attribute and with
+  ``group = None``: equal times mean an absent optional field costs nothing.
 
 The generated set is the one of ``test_bench_build.py`` (``generate.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -26,7 +29,28 @@ from generate import BenchSet, generate
 
 N = 10_000
 BUDGETS = ("2%", "20%", "100%")
-ROUNDS = 100
+ROUNDS = 60
+
+
+@dataclasses.dataclass(frozen=True)
+class Frozen:
+    path: str
+    start: int
+    end: int
+    content: str
+    reason: str
+    score: float
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenGroup:
+    path: str
+    start: int
+    end: int
+    content: str
+    reason: str
+    score: float
+    group: Any = None
 
 
 @functools.lru_cache(maxsize=1)
@@ -34,50 +58,52 @@ def _set() -> BenchSet:
     return generate(N)
 
 
-@functools.lru_cache(maxsize=1)
-def _cands() -> list[Any]:
-    return _set().candidates(repo_context.Candidate)
-
-
-@functools.lru_cache(maxsize=1)
-def _grouped() -> list[Any]:
+@functools.lru_cache(maxsize=None)
+def _cands(kind: str) -> list[Any]:
+    rows = _set().candidates(repo_context.Candidate)
     C = repo_context.Candidate
-    return [
-        C(c.path, c.start, c.end, c.content, c.reason, c.score, group=i // 2) for i, c in enumerate(_cands())
-    ]
+    if kind == "plain":
+        return rows
+    if kind == "groups":
+        return [C(c.path, c.start, c.end, c.content, c.reason, c.score, group=i // 2) for i, c in enumerate(rows)]
+    if kind == "groups10":
+        return [
+            C(c.path, c.start, c.end, c.content, c.reason, c.score, group=i // 2 if i < N // 10 else None)
+            for i, c in enumerate(rows)
+        ]
+    if kind == "frozen":
+        return _set().candidates(Frozen)
+    return _set().candidates(FrozenGroup)
 
 
-def _input(budget: str, cands: Any = None) -> Any:
+def _input(budget: str, kind: str = "plain") -> Any:
     s = _set()
-    return repo_context.BuildInput(_cands() if cands is None else cands, s.budgets[budget], s.failure_file)
+    return repo_context.BuildInput(_cands(kind), s.budgets[budget], s.failure_file)
 
 
-def _build_groups(budget: str) -> Any:
-    return repo_context.build(_input(budget, _grouped()))
-
-
-def _build(budget: str) -> Any:
-    return repo_context.build(_input(budget))
-
-
-def _build_digest(budget: str) -> str:
-    return repo_context.build(_input(budget)).digest
-
-
-def _key(budget: str) -> str:
-    return repo_context.cache_key(_input(budget))
+WHAT = {
+    "build": lambda b: repo_context.build(_input(b)),
+    "build+digest": lambda b: repo_context.build(_input(b)).digest,
+    "build+groups": lambda b: repo_context.build(_input(b, "groups")),
+    "build+groups(10%)": lambda b: repo_context.build(_input(b, "groups10")),
+    "cache_key": lambda b: repo_context.cache_key(_input(b)),
+    "frozen": lambda b: repo_context.build(_input(b, "frozen")),
+    "frozen+group=None": lambda b: repo_context.build(_input(b, "frozen_group")),
+}
 
 
 @pytest.mark.parametrize("budget", BUDGETS)
-@pytest.mark.parametrize("what", ["build", "build+digest", "build+groups", "cache_key"])
-def test_digest_cost(benchmark: Any, what: str, budget: str) -> None:
-    benchmark.group = f"digest 10k {budget}"
-    fn = {"build": _build, "build+digest": _build_digest, "build+groups": _build_groups, "cache_key": _key}[
-        what
-    ]
-    result = benchmark.pedantic(fn, args=(budget,), rounds=ROUNDS, warmup_rounds=5, iterations=1)
-    assert result is not None
-    if what == "build+digest":
-        assert result == repo_context.reference.build(_input(budget)).digest
-    if what == "build+groups":
-        assert result == repo_context.reference.build(_input(budget, _grouped()))
+@pytest.mark.parametrize("what", list(WHAT))
+def test_agent_loop_costs(benchmark: Any, what: str, budget: str) -> None:
+    benchmark.group = f"agent loop 10k {budget}"
+    result = benchmark.pedantic(WHAT[what], args=(budget,), rounds=ROUNDS, warmup_rounds=3, iterations=1)
+    # The figures are of correct work: each equals the reference's.
+    reference = {
+        "build+digest": lambda: repo_context.reference.build(_input(budget)).digest,
+        "build+groups": lambda: repo_context.reference.build(_input(budget, "groups")),
+        "cache_key": lambda: repo_context.reference.cache_key(_input(budget)),
+    }.get(what)
+    if reference is not None:
+        assert result == reference()
+    else:
+        assert result.selected
