@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import repo_context as rc
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from repo_context import reference
@@ -206,7 +207,7 @@ def inputs(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(inputs())
 def test_engines_agree_and_rendered_section_fits(data: dict[str, Any]) -> None:
     native = rc.RepoContextBuilder().build(data)
@@ -246,7 +247,7 @@ def test_engines_agree_and_rendered_section_fits(data: dict[str, Any]) -> None:
             assert item.content in block
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(inputs())
 def test_chars_rendered_cost_is_additive(data: dict[str, Any]) -> None:
     data["cost"] = {**data["cost"], "unit": "chars"}

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import repo_context
-from conftest import build_inputs
+from conftest import build_inputs, examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from repo_context import _core
@@ -68,7 +68,7 @@ def rust_block(*args: Any, **kwargs: Any) -> str:
 # --- Rust == Python -------------------------------------------------------------------
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(
     path=PATHS,
     start=LINES,
@@ -150,7 +150,7 @@ def check_xml_round_trip(block: str, path: str, start: int, end: int, body: str,
         assert raw.decode("utf-8", "surrogatepass") == body
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(
     path=PATHS,
     start=LINES,
@@ -191,7 +191,7 @@ def test_xml_round_trips_any_text(
         assert ET.fromstring(block).attrib["label"] == label(reason, failing)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(PATHS, TEXT), max_size=6))
 def test_xml_section_of_many_blocks_parses_back(items: list[tuple[str, str]]) -> None:
     section = "".join(
@@ -244,7 +244,7 @@ def closing_fence(line: str, ticks: int) -> bool:
     return re.fullmatch(rf" {{0,3}}`{{{ticks},}}[ \t]*", line) is not None
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(
     path=st.sampled_from(["a.py", "b.md", "c"]),
     start=LINES,
@@ -428,7 +428,7 @@ def same_path_groups_are_contiguous(paths: list[str]) -> bool:
     return True
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     drawn=build_inputs(max_size=20, max_line=30),
     template=st.sampled_from(TEMPLATES),
