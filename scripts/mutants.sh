@@ -34,6 +34,7 @@ if [ "${1:-}" = "--engine" ]; then
     out=$(mktemp -d)
     begin=$SECONDS
     status=0
+    [ $# -gt 0 ] || set -- -f src/engine.rs -f src/tokens.rs -f src/render.rs -f src/digest.rs
     PROPTEST_CASES=${PROPTEST_CASES:-2000} cargo mutants --jobs "$jobs" --output "$out" "$@" || status=$?
     echo "cargo-mutants: $((SECONDS - begin)) s, exit status $status (results: $out/mutants.out)"
     python3 scripts/mutants_report.py cargo "$out"
