@@ -3,8 +3,9 @@
     python3 scripts/mutants_report.py cargo DIR     # cargo-mutants: DIR/mutants.out/outcomes.json
     python3 scripts/mutants_report.py mutmut DIR    # mutmut: the *.py.meta files under DIR/mutants
 
-Prints a Markdown table (mutants generated, killed, survived, timed out, unviable, and the share
-of viable mutants killed, per file), then every surviving or timed-out mutant. Exit status 0.
+Prints a Markdown table (mutants generated, killed, survived, timed out, unviable, not reached by
+any selected test, and the share of viable mutants killed, per file), then every surviving or
+timed-out mutant. Exit status 0.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ _CARGO_STATUS = {
     "Timeout": "timeout",
     "Unviable": "unviable",
 }
-COLUMNS = ("generated", "killed", "survived", "timeout", "unviable", "other")
+COLUMNS = ("generated", "killed", "survived", "timeout", "unviable", "no tests", "other")
 
 
 def cargo(root: Path) -> tuple[dict[str, Counter[str]], list[str]]:
