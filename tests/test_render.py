@@ -498,3 +498,29 @@ def test_render_checks_its_options() -> None:
     with pytest.raises(ValueError):
         repo_context.render(result, order="path")
     assert repo_context.render(result) == repo_context.render(result, "markdown", False, "rank")
+
+
+def test_render_takes_each_option_left_out_from_the_results_cost() -> None:
+    cands = [
+        {"path": "b.py", "start": 1, "end": 1, "content": "y", "reason": "reference", "score": 3.0},
+        {"path": "a.py", "start": 2, "end": 2, "content": "x", "reason": "reference", "score": 2.0},
+        {"path": "b.py", "start": 5, "end": 5, "content": "z", "reason": "reference", "score": 1.0},
+    ]
+    cost = {"template": "xml", "line_numbers": True, "order": "file"}
+    result = repo_context.build({"candidates": cands, "budget": 10_000, "cost": cost})
+    label = 'reason="reference" label="referenced definition"'
+    assert repo_context.render(result) == (
+        f'<snippet path="b.py" start="1" end="1" {label}>1 | y</snippet>\n'
+        f'<snippet path="b.py" start="5" end="5" {label}>5 | z</snippet>\n'
+        f'<snippet path="a.py" start="2" end="2" {label}>2 | x</snippet>\n'
+    )
+    # Options given override the result's own; without a cost model: Markdown, rank order.
+    markdown = (
+        "### b.py:1-1 (referenced definition)\n```python\ny\n```\n\n"
+        "### a.py:2-2 (referenced definition)\n```python\nx\n```\n\n"
+        "### b.py:5-5 (referenced definition)\n```python\nz\n```\n\n"
+    )
+    assert repo_context.render(result, template="markdown", line_numbers=False, order="rank") == markdown
+    assert repo_context.render(repo_context.build({"candidates": cands, "max_chars": 10_000})) == markdown
+    with pytest.raises(TypeError, match="^line_numbers must be a bool, not int$"):
+        repo_context.render(result, line_numbers=1)  # type: ignore[arg-type]
