@@ -522,5 +522,5 @@ def test_render_takes_each_option_left_out_from_the_results_cost() -> None:
     )
     assert repo_context.render(result, template="markdown", line_numbers=False, order="rank") == markdown
     assert repo_context.render(repo_context.build({"candidates": cands, "max_chars": 10_000})) == markdown
-    with pytest.raises(TypeError, match="^line_numbers must be a bool, not int$"):
+    with pytest.raises(TypeError, match=r"^line_numbers must be a bool, not int$"):
         repo_context.render(result, line_numbers=1)  # type: ignore[arg-type]
