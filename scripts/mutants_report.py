@@ -4,8 +4,8 @@
     python3 scripts/mutants_report.py mutmut DIR    # mutmut: the *.py.meta files under DIR/mutants
 
 Prints a Markdown table (mutants generated, killed, survived, timed out, unviable, not reached by
-any selected test, and the share of viable mutants killed, per file), then every surviving or
-timed-out mutant. Exit status 0.
+any selected test, not tested because the run was stopped or filtered, and the share of the
+viable tested mutants killed, per file), then every surviving or timed-out mutant. Exit status 0.
 """
 
 from __future__ import annotations
@@ -37,13 +37,16 @@ _CARGO_STATUS = {
     "Timeout": "timeout",
     "Unviable": "unviable",
 }
-COLUMNS = ("generated", "killed", "survived", "timeout", "unviable", "no tests", "other")
+COLUMNS = ("generated", "killed", "survived", "timeout", "unviable", "no tests", "other", "not tested")
 
 
 def cargo(root: Path) -> tuple[dict[str, Counter[str]], list[str]]:
     data = json.loads((root / "mutants.out" / "outcomes.json").read_text())
     counts: dict[str, Counter[str]] = {}
     left: list[str] = []
+    # Every mutant generated; one without an outcome was not tested (an interrupted run).
+    for mutant in json.loads((root / "mutants.out" / "mutants.json").read_text()):
+        counts.setdefault(mutant["file"], Counter()).update(("generated", "not tested"))
     for outcome in data["outcomes"]:
         scenario = outcome["scenario"]
         if not isinstance(scenario, dict) or "Mutant" not in scenario:
@@ -51,7 +54,7 @@ def cargo(root: Path) -> tuple[dict[str, Counter[str]], list[str]]:
         mutant = scenario["Mutant"]
         status = _CARGO_STATUS.get(outcome["summary"], "other")
         count = counts.setdefault(mutant["file"], Counter())
-        count["generated"] += 1
+        count["not tested"] -= 1
         count[status] += 1
         if status in ("survived", "timeout"):
             span = mutant.get("span", {}).get("start", {})
@@ -74,10 +77,11 @@ def mutmut(root: Path) -> tuple[dict[str, Counter[str]], list[str]]:
         name = str(meta.relative_to(root / "mutants"))[: -len(".meta")]
         for key, code in data["exit_code_by_key"].items():
             status = _MUTMUT_STATUS.get(code, "other")
-            if status == "not checked":
-                continue  # filtered out of this run
             count = counts.setdefault(name, Counter())
             count["generated"] += 1
+            if status == "not checked":
+                count["not tested"] += 1  # filtered out of this run, or the run was stopped
+                continue
             count[status if status in COLUMNS else "other"] += 1
             if status in ("survived", "timeout"):
                 left.append(f"{status}: {key}")
@@ -102,7 +106,7 @@ def main(argv: list[str]) -> int:
 
 
 def row(name: str, count: Counter[str]) -> str:
-    viable = count["generated"] - count["unviable"]
+    viable = count["generated"] - count["unviable"] - count["not tested"]
     share = f"{100 * count['killed'] / viable:.1f}%" if viable else "-"
     return f"| {name} | " + " | ".join(str(count[c]) for c in COLUMNS) + f" | {share} |"
 
