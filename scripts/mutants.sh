@@ -3,6 +3,17 @@
 #
 #   bash scripts/mutants.sh --named     the lesson's named mutants (tests/mutants/*.patch): each
 #                                       must make the test gates fail (CI runs this)
+#   bash scripts/mutants.sh --engine [ARGS]     cargo-mutants over the engine, the token costing,
+#                                       the renderer and the digest (.cargo/mutants.toml); ARGS go
+#                                       to cargo mutants (e.g. -f src/engine.rs). Long; not in CI.
+#   bash scripts/mutants.sh --reference [ARGS]  mutmut over the reference and the composer
+#                                       ([tool.mutmut] in pyproject.toml); ARGS go to mutmut run
+#                                       (e.g. 'repo_context.reference.*'). Long; not in CI.
+#
+# --engine and --reference print the per-file table (generated, killed, survived, timed out,
+# unviable) and every surviving mutant; they exit 0 when every viable mutant is killed. Jobs:
+# MUTANTS_JOBS (default 2). The engine's property test runs PROPTEST_CASES (default 2,000)
+# cases per mutant; the Python tests run the `mutants` Hypothesis profile (tests/conftest.py).
 #
 # Each patch is applied to a copy of the sources in a temporary folder. A mutant of the
 # reference (ref-*.patch) runs the contract tests (spec table, adversarial orders, properties,
@@ -14,8 +25,45 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ "${1:-}" = "--named" ] || { echo "usage: bash scripts/mutants.sh --named" >&2; exit 2; }
+usage="usage: bash scripts/mutants.sh --named | --engine [ARGS] | --reference [ARGS]"
 python=.venv/bin/python
+jobs=${MUTANTS_JOBS:-2}
+
+if [ "${1:-}" = "--engine" ]; then
+    shift
+    out=$(mktemp -d)
+    begin=$SECONDS
+    status=0
+    [ $# -gt 0 ] || set -- -f src/engine.rs -f src/tokens.rs -f src/render.rs -f src/digest.rs
+    PROPTEST_CASES=${PROPTEST_CASES:-2000} cargo mutants --jobs "$jobs" --output "$out" "$@" || status=$?
+    echo "cargo-mutants: $((SECONDS - begin)) s, exit status $status (results: $out/mutants.out)"
+    python3 scripts/mutants_report.py cargo "$out"
+    # 0: every mutant caught; 2: some missed; 3: some timed out; 1 or 4: the run itself failed.
+    exit "$status"
+fi
+
+if [ "${1:-}" = "--reference" ]; then
+    shift
+    [ -x .venv/bin/mutmut ] || { echo "mutmut missing: .venv/bin/pip install -e '.[mutants]'" >&2; exit 2; }
+    core=$("$python" -c 'import pathlib, repo_context._core as c; print(pathlib.Path(c.__file__))')
+    # mutmut imports the mutated package from src/: stage the layout it expects.
+    stage=$(mktemp -d)
+    mkdir "$stage/src"
+    cp -r python/repo_context "$stage/src/"
+    find "$stage/src" \( -name '*.so' -o -name __pycache__ \) -prune -exec rm -rf {} +
+    cp "$core" "$stage/src/repo_context/"
+    cp -r tests pyproject.toml "$stage/"
+    begin=$SECONDS
+    status=0
+    (cd "$stage" && REPO_CONTEXT_HYPOTHESIS_PROFILE=mutants "$OLDPWD/.venv/bin/mutmut" run \
+        --max-children "$jobs" "$@" > mutmut.log 2>&1) || status=$?
+    echo "mutmut: $((SECONDS - begin)) s, exit status $status (log: $stage/mutmut.log)"
+    python3 scripts/mutants_report.py mutmut "$stage" | tee "$stage/summary.md"
+    [ "$status" -eq 0 ] && ! grep -q '^survived\|^timeout' "$stage/summary.md"
+    exit
+fi
+
+[ "${1:-}" = "--named" ] || { echo "$usage" >&2; exit 2; }
 core=$("$python" -c 'import pathlib, repo_context._core as c; print(pathlib.Path(c.__file__))')
 target="$PWD/target"  # shared with cargo test: the dependencies are built once
 killed=0

@@ -131,6 +131,36 @@ mod tests {
     }
 
     #[test]
+    fn every_field_has_its_byte_form() {
+        let mut form = Form::new(INPUT_TAG);
+        form.optional(Some(b"xml"));
+        form.optional(None);
+        form.flag(true);
+        form.flag(false);
+        form.number(258);
+        form.content(b"abc");
+        form.score(-0.0);
+        form.score(1.5);
+        let mut bytes = Vec::new();
+        for text in [INPUT_TAG, POLICY_VERSION] {
+            bytes.extend((text.len() as u64).to_be_bytes());
+            bytes.extend(text.as_bytes());
+        }
+        bytes.extend([1, 0, 0, 0, 0, 0, 0, 0, 3]);
+        bytes.extend(b"xml");
+        bytes.extend([0, 1, 0]);
+        bytes.extend([0, 0, 0, 0, 0, 0, 1, 2]);
+        bytes.extend(Sha256::digest(b"abc"));
+        bytes.extend([0; 8]);
+        bytes.extend(1.5f64.to_bits().to_be_bytes());
+        let expected: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(form.hex(), expected);
+    }
+
+    #[test]
     fn fields_are_unambiguous() {
         let one = |f: &dyn Fn(&mut Form)| {
             let mut form = Form::new(INPUT_TAG);

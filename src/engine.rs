@@ -521,6 +521,88 @@ mod tests {
     }
 
     #[test]
+    fn reason_names_and_groups() {
+        assert_eq!(Reason::parse("failure"), Some(Reason::Failure));
+        assert_eq!(Reason::parse("reference"), Some(Reason::Reference));
+        assert_eq!(Reason::parse("search"), Some(Reason::Search));
+        for bad in ["", "Failure", "search ", "hit"] {
+            assert_eq!(Reason::parse(bad), None, "{bad:?}");
+        }
+        assert_eq!(Reason::Failure.name(), "failure");
+        assert_eq!(Reason::Reference.name(), "reference");
+        assert_eq!(Reason::Search.name(), "search");
+        assert_eq!(Reason::Reference.group(), 1);
+        assert_eq!(Reason::Failure.group(), 2);
+        assert_eq!(Reason::Search.group(), 3);
+    }
+
+    #[test]
+    fn path_problem_texts() {
+        // The reference implementation reports the same texts (python/repo_context/_input.py).
+        assert_eq!(PathError::Empty.problem(), "must not be empty");
+        assert_eq!(PathError::Nul.problem(), "must not contain NUL");
+        assert_eq!(
+            PathError::Backslash.problem(),
+            "must not contain a backslash"
+        );
+        assert_eq!(
+            PathError::Absolute.problem(),
+            "must be relative, not absolute"
+        );
+        assert_eq!(
+            PathError::ParentSegment.problem(),
+            "must not contain a '..' segment"
+        );
+        assert_eq!(
+            PathError::NothingLeft.problem(),
+            "names no file after canonicalisation"
+        );
+    }
+
+    #[test]
+    fn a_group_counts_what_is_already_used() {
+        // 3 of 6 used before the group comes up: its 2 + 2 fit 6 but not the 3 left.
+        let rows = [
+            row(0, 1, 1, 3, Reason::Reference, 9.0),
+            grouped(row(1, 1, 1, 2, Reason::Reference, 8.0), 0),
+            grouped(row(1, 5, 5, 2, Reason::Reference, 7.0), 0),
+            row(2, 1, 1, 3, Reason::Search, 0.0),
+        ];
+        let s = build_groups(&rows, &[], 6, 3, 1);
+        assert_eq!(s.selected, vec![0, 3]);
+        assert_eq!(s.ranks, vec![0, 3]);
+        assert_eq!(s.used, 6);
+        let group = |index, rank| Omission {
+            index,
+            rank,
+            why: Omitted::Group(2),
+        };
+        assert_eq!(s.omitted, vec![group(1, 1), group(2, 2)]);
+    }
+
+    #[test]
+    fn ungrouped_candidates_overlap_group_members() {
+        // The group's window [3, 6] is selected; the ungrouped [5, 9] on the same path hits it,
+        // the ungrouped [7, 9] does not.
+        let rows = [
+            grouped(row(0, 3, 6, 1, Reason::Reference, 9.0), 0),
+            row(0, 5, 9, 1, Reason::Reference, 8.0),
+            row(0, 7, 9, 1, Reason::Search, 0.0),
+        ];
+        let s = build_groups(&rows, &[], 10, 1, 1);
+        assert_eq!(s.selected, vec![0, 2]);
+        assert_eq!(s.used, 2);
+        assert_eq!(
+            s.omitted,
+            vec![Omission {
+                index: 1,
+                rank: 1,
+                why: Omitted::Overlap(0)
+            }]
+        );
+    }
+
+    #[test]
     fn canonical_paths() {
         assert_eq!(canonical_path("src/a.py").unwrap(), "src/a.py");
         assert!(matches!(

@@ -503,6 +503,67 @@ mod tests {
     }
 
     #[test]
+    fn every_language_tag() {
+        // The whole table (the same as `_BLOCK_LANGUAGES` in python/repo_context/composer.py).
+        let table = [
+            ("py", "python"),
+            ("pyi", "python"),
+            ("rs", "rust"),
+            ("js", "javascript"),
+            ("mjs", "javascript"),
+            ("cjs", "javascript"),
+            ("ts", "typescript"),
+            ("tsx", "tsx"),
+            ("jsx", "jsx"),
+            ("go", "go"),
+            ("java", "java"),
+            ("kt", "kotlin"),
+            ("c", "c"),
+            ("h", "c"),
+            ("cc", "cpp"),
+            ("cpp", "cpp"),
+            ("cxx", "cpp"),
+            ("hpp", "cpp"),
+            ("hh", "cpp"),
+            ("cs", "csharp"),
+            ("rb", "ruby"),
+            ("php", "php"),
+            ("sh", "bash"),
+            ("bash", "bash"),
+            ("json", "json"),
+            ("toml", "toml"),
+            ("yaml", "yaml"),
+            ("yml", "yaml"),
+            ("md", "markdown"),
+            ("sql", "sql"),
+            ("html", "html"),
+            ("css", "css"),
+        ];
+        for (ext, tag) in table {
+            assert_eq!(language(&format!("d/f.{ext}")), tag, "{ext}");
+            assert_eq!(
+                language(&format!("f.{}", ext.to_ascii_uppercase())),
+                tag,
+                "{ext}"
+            );
+        }
+        assert_eq!(language("f.txt"), "");
+        assert_eq!(language("f.pyw"), "");
+    }
+
+    #[test]
+    fn header_path_escapes_control_characters() {
+        // Cc (U+0000-U+001F, U+007F-U+009F), U+2028 and U+2029 as \uXXXX; space, U+00A0 and
+        // the other characters as they are.
+        let path = "a b\n\u{1f}\u{7f}\u{80}\u{9f}\u{a0}\u{2027}\u{2028}\u{2029}\u{202a}~.py";
+        assert_eq!(
+            md(path, 1, "x", false),
+            "### a b\\u000a\\u001f\\u007f\\u0080\\u009f\u{a0}\u{2027}\\u2028\\u2029\u{202a}~.py\
+             :1-2 (search hit)\n```python\nx\n```\n\n"
+        );
+    }
+
+    #[test]
     fn labels() {
         assert_eq!(label(Reason::Failure, false), "failure evidence");
         assert_eq!(label(Reason::Reference, false), "referenced definition");

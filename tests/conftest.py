@@ -22,12 +22,23 @@ from hypothesis import strategies as st
 
 settings.register_profile("ci", deadline=None, max_examples=200, print_blob=True)
 settings.register_profile("dev", deadline=None, max_examples=100)
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+# Mutation runs (`scripts/mutants.sh --reference`, REPO_CONTEXT_HYPOTHESIS_PROFILE=mutants): the
+# same examples on every run (derandomized, no example database), so that a mutant's verdict does
+# not depend on the run, and a twentieth of them (see `examples`), so that a mutant takes seconds.
+settings.register_profile("mutants", deadline=None, max_examples=10, derandomize=True, database=None)
+MUTANTS_PROFILE = os.environ.get("REPO_CONTEXT_HYPOTHESIS_PROFILE") == "mutants"
+settings.load_profile("mutants" if MUTANTS_PROFILE else "ci" if os.environ.get("CI") else "dev")
+
+
+def examples(n: int) -> int:
+    """A test's number of Hypothesis examples: ``n``, or ``max(10, n // 20)`` in mutation runs."""
+    return max(10, n // 20) if MUTANTS_PROFILE else n
+
 
 ENGINES = ["native", "reference"]
 
 # Number of examples for each differential test (at least 2,000 in CI).
-DIFF_EXAMPLES = 2000
+DIFF_EXAMPLES = examples(2000)
 
 FIELDS = ("path", "start", "end", "content", "reason", "score")
 REASON_RANK = {"reference": 1, "failure": 2, "search": 3}

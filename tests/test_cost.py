@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import repo_context as rc
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from repo_context import reference
@@ -206,7 +207,7 @@ def inputs(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(inputs())
 def test_engines_agree_and_rendered_section_fits(data: dict[str, Any]) -> None:
     native = rc.RepoContextBuilder().build(data)
@@ -246,7 +247,7 @@ def test_engines_agree_and_rendered_section_fits(data: dict[str, Any]) -> None:
             assert item.content in block
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(inputs())
 def test_chars_rendered_cost_is_additive(data: dict[str, Any]) -> None:
     data["cost"] = {**data["cost"], "unit": "chars"}
@@ -288,3 +289,22 @@ def test_guarantee_removes_lowest_ranked_items_until_the_section_fits() -> None:
     assert [(o.index, o.rank, o.reason) for o in done.omitted] == [(3, 3, "budget")]
     assert done.truncated and done.used == count(rc.render(done)) <= budget
     assert done.used_chars == sum(len(c["content"]) for c in cands[:3])
+
+
+def test_a_failing_files_block_is_costed_with_its_label_and_line_numbers(builder_cls: Any) -> None:
+    # The failing file's block costs its whole label and its line numbers: one character less
+    # than that in the budget and it is left out, and the next block (which fits alone) is taken.
+    failing_block = "### a.py:1-1 (failure evidence in the failing file)\n```python\n1 | x\n```\n\n"
+    other_block = "### b.py:1-1 (search hit)\n```python\n1 | y\n```\n\n"
+    candidates = [cand("a.py", 1, 1, "x", reason="failure"), cand("b.py", 1, 1, "y")]
+    builder = builder_cls(cost={"template": "markdown", "line_numbers": True})
+    tight = builder.build(
+        {"candidates": candidates, "budget": len(failing_block) - 1, "failure_file": "a.py"}
+    )
+    assert tight.selected == (1,)
+    assert tight.omitted == (rc.Omission(0, 0, "budget"),)
+    assert tight.used == len(other_block) == 47
+    assert rc.render(tight) == other_block
+    roomy = builder.build({"candidates": candidates, "budget": len(failing_block), "failure_file": "a.py"})
+    assert roomy.selected == (0,)
+    assert rc.render(roomy) == failing_block

@@ -12,6 +12,7 @@ import random
 from typing import Any
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -87,7 +88,7 @@ def test_budget_skips_in_descending_order(engine: Any, rc: Any) -> None:
     assert result.used == 6
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(st.tuples(st.integers(1, 60), st.integers(0, 6)), min_size=1, max_size=60),
     st.randoms(use_true_random=False),

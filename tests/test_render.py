@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import repo_context
-from conftest import build_inputs
+from conftest import build_inputs, examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from repo_context import _core
@@ -68,7 +68,7 @@ def rust_block(*args: Any, **kwargs: Any) -> str:
 # --- Rust == Python -------------------------------------------------------------------
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(
     path=PATHS,
     start=LINES,
@@ -150,7 +150,7 @@ def check_xml_round_trip(block: str, path: str, start: int, end: int, body: str,
         assert raw.decode("utf-8", "surrogatepass") == body
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(
     path=PATHS,
     start=LINES,
@@ -191,7 +191,7 @@ def test_xml_round_trips_any_text(
         assert ET.fromstring(block).attrib["label"] == label(reason, failing)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(PATHS, TEXT), max_size=6))
 def test_xml_section_of_many_blocks_parses_back(items: list[tuple[str, str]]) -> None:
     section = "".join(
@@ -244,7 +244,7 @@ def closing_fence(line: str, ticks: int) -> bool:
     return re.fullmatch(rf" {{0,3}}`{{{ticks},}}[ \t]*", line) is not None
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(
     path=st.sampled_from(["a.py", "b.md", "c"]),
     start=LINES,
@@ -428,7 +428,7 @@ def same_path_groups_are_contiguous(paths: list[str]) -> bool:
     return True
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     drawn=build_inputs(max_size=20, max_line=30),
     template=st.sampled_from(TEMPLATES),
@@ -498,3 +498,29 @@ def test_render_checks_its_options() -> None:
     with pytest.raises(ValueError):
         repo_context.render(result, order="path")
     assert repo_context.render(result) == repo_context.render(result, "markdown", False, "rank")
+
+
+def test_render_takes_each_option_left_out_from_the_results_cost() -> None:
+    cands = [
+        {"path": "b.py", "start": 1, "end": 1, "content": "y", "reason": "reference", "score": 3.0},
+        {"path": "a.py", "start": 2, "end": 2, "content": "x", "reason": "reference", "score": 2.0},
+        {"path": "b.py", "start": 5, "end": 5, "content": "z", "reason": "reference", "score": 1.0},
+    ]
+    cost = {"template": "xml", "line_numbers": True, "order": "file"}
+    result = repo_context.build({"candidates": cands, "budget": 10_000, "cost": cost})
+    label = 'reason="reference" label="referenced definition"'
+    assert repo_context.render(result) == (
+        f'<snippet path="b.py" start="1" end="1" {label}>1 | y</snippet>\n'
+        f'<snippet path="b.py" start="5" end="5" {label}>5 | z</snippet>\n'
+        f'<snippet path="a.py" start="2" end="2" {label}>2 | x</snippet>\n'
+    )
+    # Options given override the result's own; without a cost model: Markdown, rank order.
+    markdown = (
+        "### b.py:1-1 (referenced definition)\n```python\ny\n```\n\n"
+        "### a.py:2-2 (referenced definition)\n```python\nx\n```\n\n"
+        "### b.py:5-5 (referenced definition)\n```python\nz\n```\n\n"
+    )
+    assert repo_context.render(result, template="markdown", line_numbers=False, order="rank") == markdown
+    assert repo_context.render(repo_context.build({"candidates": cands, "max_chars": 10_000})) == markdown
+    with pytest.raises(TypeError, match=r"^line_numbers must be a bool, not int$"):
+        repo_context.render(result, line_numbers=1)  # type: ignore[arg-type]
