@@ -19,6 +19,7 @@ from .builder import RepoContextBuilder, build, build_many, cache_key
 from .composer import render
 from .digest import POLICY_VERSION
 from .errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
+from .provenance import folder_reader
 from .table import TableResult, build_table
 from .types import (
     Block,
@@ -70,6 +71,7 @@ __all__ = [
     "build_table",
     "cache_key",
     "context",
+    "folder_reader",
     "reference",
     "render",
 ]

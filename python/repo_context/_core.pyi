@@ -50,6 +50,10 @@ class Candidate:
     def score(self) -> int | float: ...
     @property
     def group(self) -> Any: ...
+    @property
+    def source_sha256(self) -> str | None: ...
+    @property
+    def source_id(self) -> str | None: ...
     def __new__(
         cls,
         path: str,
@@ -60,6 +64,8 @@ class Candidate:
         score: float,
         *,
         group: Any = None,
+        source_sha256: str | None = None,
+        source_id: str | None = None,
     ) -> Candidate: ...
     def to_dict(self) -> dict[str, Any]: ...
     def __eq__(self, other: object, /) -> bool: ...
@@ -67,8 +73,9 @@ class Candidate:
 
 @final
 class Omission:
-    """A left-out candidate: input ``index``, 0-based ``rank``, ``reason`` ("overlap" or
-    "budget") and, for an overlap, the input index of the selected window it hits."""
+    """A left-out candidate: input ``index``, 0-based ``rank``, ``reason`` ("overlap",
+    "budget", "group" or "stale") and, for an overlap, the input index of the selected window
+    it hits; for a group, the member that did not fit."""
 
     @property
     def index(self) -> int: ...
@@ -188,6 +195,7 @@ def build(
     cost: Cost,
     budget_obj: int,
     counter: TokenCounter | None,
+    verify: Callable[[str], bytes | None] | None = None,
 ) -> tuple[BuildResult, list[int], list[list[int]]]: ...
 def build_many(
     inputs: list[Any],

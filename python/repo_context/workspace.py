@@ -303,6 +303,33 @@ class _LazyTree:
             obj.__dict__["_tree"] = value
 
 
+def _stamped(reader: Repository, windows: Iterable[Any]) -> list[dict[str, object]]:
+    """The candidates of ``windows`` with their provenance: ``source_sha256``, the SHA-256 of
+    the bytes of the file each window was cut from (as the reader's check read it), and
+    ``source_id``, the source that proposed it (``Window.source``, else its reason)."""
+    out: list[dict[str, object]] = []
+    for w in windows:
+        item = w.to_dict()
+        source = reader.source(w.path)
+        if source is not None and source.digest:
+            item["source_sha256"] = source.digest
+        item["source_id"] = w.source or str(w.reason)
+        out.append(item)
+    return out
+
+
+def _verifier(reader: Repository) -> Callable[[str], bytes | None]:
+    """The build's ``verify`` reader: the file's bytes as they are now, through the reader's
+    rules (``None`` for a file it may not or cannot read)."""
+
+    def read(path: str) -> bytes | None:
+        if reader.relative(path) != path:
+            return None
+        return reader._read(path)
+
+    return read
+
+
 class _CachedSource(SourceFile):
     """A :class:`SourceFile` rebuilt from the cache (its lines, as the reader decoded them):
     the same file, parsed only if its ``tree`` is asked for. Only files the reader did not
@@ -510,6 +537,13 @@ class Workspace:
         ``trace`` (a path, appended to, or a text stream), the build's JSON line is appended
         (:mod:`repo_context.trace`).
 
+        Verified provenance: every candidate carries ``source_sha256`` (the SHA-256 of the
+        bytes of its file as the reader's check read it) and ``source_id`` (the source that
+        proposed it: ``failure``, ``reference``, ``search``, ``issue`` or ``members``), and
+        the build verifies them through the workspace's reader: a window whose file was
+        edited (or removed) after it was cut is omitted with reason ``stale``
+        (:mod:`repo_context.provenance`).
+
         Raises ``InvalidInputError`` for an invalid budget or cost, ``LookupError`` if
         ``test`` names no failure of the log, ``LogFormatError`` (a ``ValueError``) for
         unreadable JUnit XML, ``ValueError`` for an unknown engine, ``OSError`` if the
@@ -521,23 +555,19 @@ class Workspace:
         model = Cost.parse({"template": "markdown"} if cost is None else cost)
         if budget is None:
             budget = DEFAULT_MAX_TOKENS if model.unit == "tokens" else DEFAULT_MAX_CHARS
-        gathered, failures, timings, reread = self._run(
+        gathered, failures, timings, reread, reader = self._run(
             log_text, junit_xml=junit_xml, test=test, query=query, issue=issue
         )
         before = time.perf_counter()
         data = gathered.build_input(budget)
         data = {
-            "candidates": data["candidates"],
+            "candidates": _stamped(reader, gathered.candidates),
             "failure_files": data["failure_files"],
             "budget": budget,
             "cost": model,
         }
-        if trace is None:
-            result = _ENGINES[engine](data)
-        elif engine == "native":
-            result = native_build(data, trace=trace)
-        else:
-            result = reference.build(data, trace=trace)
+        build = native_build if engine == "native" else reference.build
+        result = build(data, trace=trace, verify=_verifier(reader))
         finished = time.perf_counter()
         times = {**timings, "build": finished - before, "total": finished - started}
         return ContextResult(result, gathered, failures, times, reread)
@@ -553,7 +583,7 @@ class Workspace:
         query: str | None,
         issue: str | None = None,
         exclude: Sequence[str] = (),
-    ) -> tuple[Gathered, tuple[TestFailure, ...], dict[str, float], tuple[str, ...]]:
+    ) -> tuple[Gathered, tuple[TestFailure, ...], dict[str, float], tuple[str, ...], _Reader]:
         with self._lock:
             started = time.perf_counter()
             reader = self._new_reader()
@@ -584,7 +614,7 @@ class Workspace:
                 "derive": derived - refreshed,
                 "gather": done - derived,
             }
-            return gathered, failures, timings, reread
+            return gathered, failures, timings, reread, reader
 
     def _new_reader(self) -> _Reader:
         reader = _Reader(self.root, max_file_bytes=self.max_file_bytes, gitignore=self.gitignore)
