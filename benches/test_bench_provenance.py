@@ -29,9 +29,9 @@ from typing import Any
 
 import pytest
 import repo_context
+from generate import BenchSet, generate
 from repo_context import _core
 from repo_context.cost import Cost
-from generate import BenchSet, generate
 
 N = 10_000
 BUDGETS = ("2%", "100%")
@@ -113,6 +113,10 @@ def test_provenance_overhead(benchmark: Any, what: str, shape: str, budget: str)
         assert not [o for o in result.omitted if o.reason == "stale"]
     if what in ("baseline", "now"):
         plain = repo_context.reference.build(
-            {"candidates": _set().candidates(dict), "max_chars": _set().budgets[budget], "failure_file": _set().failure_file}
+            {
+                "candidates": _set().candidates(dict),
+                "max_chars": _set().budgets[budget],
+                "failure_file": _set().failure_file,
+            }
         )
         assert list(result.selected) == list(plain.selected)

@@ -479,7 +479,16 @@ def _private_cache_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
 # ---------------------------------------------------------------------------
 
 PROV_PATHS = ["a.py", "./a.py", "b/c.py", "b//c.py", "s\ud800.py", "gone.py"]
-LINE_PIECES = [b"x", b"y = 1", b"\xc3\xa9", b"\xf0\x9f\x98\x80", b"\xff", b"\xed\xa0\x80", b"\xef\xbb\xbf", b""]
+LINE_PIECES = [
+    b"x",
+    b"y = 1",
+    b"\xc3\xa9",
+    b"\xf0\x9f\x98\x80",
+    b"\xff",
+    b"\xed\xa0\x80",
+    b"\xef\xbb\xbf",
+    b"",
+]
 LINE_ENDS = [b"\n", b"\r\n", b"\r", b"\n"]
 SOURCE_IDS: list[Any] = [None, None, "parser", "search", "plug-in", "é" * 256]
 BAD_PROVENANCE: list[tuple[str, Any]] = [
@@ -571,7 +580,9 @@ def verified_inputs(draw: Callable[..., Any], max_size: int = 10, invalid: bool 
     files: dict[str, bytes | None] = {}
     for path in ("a.py", "b/c.py", "s\ud800.py"):
         n_lines = draw(st.integers(0, 6))
-        pieces = [draw(st.sampled_from(LINE_PIECES)) + draw(st.sampled_from(LINE_ENDS)) for _ in range(n_lines)]
+        pieces = [
+            draw(st.sampled_from(LINE_PIECES)) + draw(st.sampled_from(LINE_ENDS)) for _ in range(n_lines)
+        ]
         files[path] = None if draw(st.integers(0, 7)) == 0 else b"".join(pieces)
     n = draw(st.integers(0, max_size))
     specs: list[tuple[Any, ...]] = []

@@ -300,7 +300,9 @@ def test_provenance_native_equals_reference(drawn: VerifiedDrawn, check: bool) -
     """With and without a ``verify`` reader: equal results (stale omissions included), equal
     errors, the reader asked for the same paths in the same order, equal digests and keys."""
     native_reader, ref_reader = drawn.reader(), drawn.reader()
-    native = outcome(lambda inp: repo_context.build(inp, verify=native_reader if check else None), drawn.make())
+    native = outcome(
+        lambda inp: repo_context.build(inp, verify=native_reader if check else None), drawn.make()
+    )
     ref = outcome(lambda inp: reference.build(inp, verify=ref_reader if check else None), drawn.make())
     assert native == ref
     assert native_reader.calls == ref_reader.calls

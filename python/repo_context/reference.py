@@ -209,7 +209,9 @@ _SHA256_PROBLEM = "must be 64 lower-case hex digits (a SHA-256)"
 _HEX = frozenset("0123456789abcdef")
 
 
-def read_provenance(candidate: object, index: int, mapping: bool | None = None) -> tuple[str | None, str | None]:
+def read_provenance(
+    candidate: object, index: int, mapping: bool | None = None
+) -> tuple[str | None, str | None]:
     """The candidate's optional provenance ``(source_sha256, source_id)``, read after ``group``
     (each ``None`` when its key or attribute is missing), as exact ``str`` snapshots.
 
@@ -227,7 +229,8 @@ def read_provenance(candidate: object, index: int, mapping: bool | None = None) 
             raise InvalidCandidateError("source_sha256", f"must be a str, not {type(sha).__name__}", index)
         sha = str.__str__(sha)
         if len(sha) != 64:
-            raise InvalidCandidateError("source_sha256", f"{_SHA256_PROBLEM}, got {len(sha)} characters", index)
+            problem = f"{_SHA256_PROBLEM}, got {len(sha)} characters"
+            raise InvalidCandidateError("source_sha256", problem, index)
         if not _HEX.issuperset(sha):
             raise InvalidCandidateError("source_sha256", f"{_SHA256_PROBLEM}, got {sha!r}", index)
     source = _optional(candidate, "source_id", mapping)
@@ -413,7 +416,10 @@ class RepoContextBuilder(BuilderBase):
                 ],
                 verify,
             )
-            rows = [dataclasses.replace(row, stale=True) if bad else row for row, bad in zip(rows, checked, strict=True)]
+            rows = [
+                dataclasses.replace(row, stale=True) if bad else row
+                for row, bad in zip(rows, checked, strict=True)
+            ]
 
         # Per failing file, its failure windows (reason "failure"), in input order.
         evidence: list[list[int]] = [[] for _ in failure_files]
