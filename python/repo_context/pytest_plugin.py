@@ -323,7 +323,7 @@ class RepoContextWriter:
         return True
 
     def _context(self, failure: _Failure, repo: Repository, builder: RepoContextBuilder) -> str:
-        from .workspace import DEFAULT_MAX_CHARS, ContextResult, Workspace
+        from .workspace import DEFAULT_MAX_CHARS, ContextResult, Workspace, _stamped, _verifier
 
         text = failure.text
         size = len(text.encode("utf-8", "surrogatepass"))
@@ -347,7 +347,12 @@ class RepoContextWriter:
             data.pop("max_chars", None)
             data["budget"] = budget
             data["cost"] = self._cost
-        result = builder.build(data)
+        # Verified provenance, as Workspace.context: stamped candidates, checked by the reader
+        # that gathered them.
+        reader = self._workspace._reader
+        if reader is not None:
+            data["candidates"] = _stamped(reader, gathered.candidates)
+        result = builder.build(data, verify=None if reader is None else _verifier(reader))
         return ContextResult(result, gathered).markdown()
 
     # -- reporting ---------------------------------------------------------------------
