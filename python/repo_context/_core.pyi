@@ -31,8 +31,11 @@ POLICY_VERSION: str
 class Candidate:
     """A proposed window: ``path`` lines ``start..end`` (1-based, closed) with their text.
 
-    Immutable, compared by value, hashable, picklable. The constructor does not validate;
-    ``build`` does, naming the candidate's index.
+    Keyword-only and optional: ``group`` (packed whole with its group), and the provenance
+    ``source_sha256`` (SHA-256 of the bytes of the file the content was read from, 64
+    lower-case hex digits) and ``source_id`` (the source that proposed it); see
+    :mod:`repo_context.provenance`. Immutable, compared by value, hashable, picklable. The
+    constructor does not validate; ``build`` does, naming the candidate's index.
     """
 
     __match_args__: ClassVar[tuple[str, str, str, str, str, str]]
