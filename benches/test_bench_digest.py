@@ -58,14 +58,16 @@ def _set() -> BenchSet:
     return generate(N)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cands(kind: str) -> list[Any]:
     rows = _set().candidates(repo_context.Candidate)
     C = repo_context.Candidate
     if kind == "plain":
         return rows
     if kind == "groups":
-        return [C(c.path, c.start, c.end, c.content, c.reason, c.score, group=i // 2) for i, c in enumerate(rows)]
+        return [
+            C(c.path, c.start, c.end, c.content, c.reason, c.score, group=i // 2) for i, c in enumerate(rows)
+        ]
     if kind == "groups10":
         return [
             C(c.path, c.start, c.end, c.content, c.reason, c.score, group=i // 2 if i < N // 10 else None)

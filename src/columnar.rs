@@ -705,6 +705,7 @@ fn build_group<'a>(
             reason,
             score,
             group: engine::NO_GROUP,
+            stale: false,
         });
     }
 
@@ -751,9 +752,9 @@ fn build_group<'a>(
                 d.overlaps = blocker;
                 summary.overlap += 1;
             }
-            // Table rows carry no group, so `engine::build` never gives `Group`; were it to, a
-            // group left out for want of budget is a budget omission.
-            Omitted::Budget | Omitted::Group(_) => {
+            // Table rows carry no group and are never stale, so `engine::build` never gives
+            // `Group` or `Stale`; were it to, it is counted as a budget omission.
+            Omitted::Budget | Omitted::Group(_) | Omitted::Stale => {
                 d.omission = 2;
                 summary.budget_omitted += 1;
             }

@@ -19,6 +19,11 @@
 //! `S("repo-context input v1") S(POLICY_VERSION) COST U(min(budget, 2**64 - 1)) FILES U(n)` and,
 //! for each of the `n` candidates in input order, `S(path) U(start) U(end) H(content) S(reason)
 //! F(score)`, with the canonical path and the reason's plain text.
+//!
+//! Provenance (v2): when some item of a result (some candidate of an input) carries
+//! `source_sha256` or `source_id`, the tag is `"repo-context result v2"` (`"repo-context input
+//! v2"`) and every item (candidate) is followed by `O(source_sha256) O(source_id)`. Without any
+//! provenance the v1 form above is used unchanged, so every earlier digest and key stays valid.
 
 use sha2::{Digest, Sha256};
 
@@ -31,6 +36,10 @@ score descending; input index; closed line ranges, first selected wins; whole sn
 pub const RESULT_TAG: &str = "repo-context result v1";
 /// Domain tag of an input cache key.
 pub const INPUT_TAG: &str = "repo-context input v1";
+/// Domain tag of a result digest whose items carry provenance.
+pub const RESULT_TAG_V2: &str = "repo-context result v2";
+/// Domain tag of an input cache key whose candidates carry provenance.
+pub const INPUT_TAG_V2: &str = "repo-context input v2";
 
 /// An incremental SHA-256 over the fields of the byte form.
 #[derive(Clone, Default)]

@@ -148,6 +148,9 @@ pub struct Row {
     pub score: f64,
     /// Dense id of the candidate's group (`0..n_groups`), or [`NO_GROUP`].
     pub group: u32,
+    /// Its content is no longer its file's lines (verified provenance): omitted as
+    /// [`Omitted::Stale`] at its rank, taking no budget and blocking nothing.
+    pub stale: bool,
 }
 
 /// Why a candidate was left out.
@@ -160,6 +163,8 @@ pub enum Omitted {
     /// Its group did not fit: this is the input index of the member at which the group's
     /// running cost went past what was left of the budget.
     Group(u32),
+    /// Its content is no longer what its file holds at its line range (verified provenance).
+    Stale,
 }
 
 /// An omission record: input index, 0-based rank, and why.
@@ -261,7 +266,8 @@ pub fn build(rows: &[Row], failure_paths: &[u32], budget: u64, n_paths: usize) -
     pack(rows, &rank(rows, failure_paths, n_paths), budget, n_paths)
 }
 
-/// Rank then pack with groups: [`pack_groups`]; with `n_groups == 0`, exactly [`build`].
+/// Rank then pack with groups and stale rows: [`pack_groups`]; with `n_groups == 0` and no
+/// stale row, exactly [`build`].
 pub fn build_groups(
     rows: &[Row],
     failure_paths: &[u32],
@@ -270,7 +276,7 @@ pub fn build_groups(
     n_groups: usize,
 ) -> Selection {
     let order = rank(rows, failure_paths, n_paths);
-    if n_groups == 0 {
+    if n_groups == 0 && !rows.iter().any(|r| r.stale) {
         return pack(rows, &order, budget, n_paths);
     }
     pack_groups(rows, &order, budget, n_paths, n_groups)
@@ -283,7 +289,9 @@ pub fn build_groups(
 /// one is omitted as an overlap and costs nothing); if the others' costs together fit what is
 /// left of the budget they are all selected, in rank order; else every member is omitted as
 /// [`Omitted::Group`], naming the member at which the running cost went past the budget.
-/// Candidates in no group are packed as by [`pack`]. Omissions come in rank order.
+/// Candidates in no group are packed as by [`pack`]. A stale row (in a group or not) is omitted
+/// as [`Omitted::Stale`] at its rank, costs nothing and blocks nothing; a group is decided over
+/// its other members. Omissions come in rank order.
 pub fn pack_groups(
     rows: &[Row],
     order: &[u32],
@@ -320,6 +328,14 @@ pub fn pack_groups(
     let mut blocked: Vec<Omission> = Vec::new();
     for (rank, &index) in (0u32..).zip(order) {
         let row = &rows[index as usize];
+        if row.stale && row.group == NO_GROUP {
+            out.omitted.push(Omission {
+                index,
+                rank,
+                why: Omitted::Stale,
+            });
+            continue;
+        }
         if row.group == NO_GROUP {
             let tree = &mut windows[row.path as usize];
             let why = match tree.range(row.start..).next() {
@@ -352,6 +368,14 @@ pub fn pack_groups(
         let mut culprit = None;
         for &(r, i) in group_members {
             let m = &rows[i as usize];
+            if m.stale {
+                blocked.push(Omission {
+                    index: i,
+                    rank: r,
+                    why: Omitted::Stale,
+                });
+                continue;
+            }
             let tree = &mut windows[m.path as usize];
             // The window it hits with the smallest end (the windows it may hit are disjoint).
             let mut hit = match tree.range(m.start..).next() {
@@ -414,7 +438,12 @@ pub fn pack_groups(
                     .extend(group_members.iter().map(|&(r, i)| Omission {
                         index: i,
                         rank: r,
-                        why: Omitted::Group(culprit),
+                        // A stale member stays stale: it was never tried.
+                        why: if rows[i as usize].stale {
+                            Omitted::Stale
+                        } else {
+                            Omitted::Group(culprit)
+                        },
                     }));
             }
         }
@@ -439,6 +468,7 @@ mod tests {
             reason,
             score,
             group: NO_GROUP,
+            stale: false,
         }
     }
 
@@ -599,6 +629,49 @@ mod tests {
                 rank: 1,
                 why: Omitted::Overlap(0)
             }]
+        );
+    }
+
+    #[test]
+    fn a_stale_row_is_omitted_at_its_rank_and_takes_no_budget_nor_blocks() {
+        let mut stale = row(0, 1, 10, 4, Reason::Reference, 9.0);
+        stale.stale = true;
+        let rows = [
+            stale,
+            row(0, 5, 12, 4, Reason::Search, 1.0),
+            grouped(row(1, 1, 2, 1, Reason::Search, 0.5), 0),
+            {
+                let mut m = grouped(row(1, 3, 4, 9, Reason::Search, 0.4), 0);
+                m.stale = true;
+                m
+            },
+        ];
+        let s = build_groups(&rows, &[], 5, 2, 1);
+        // The stale window blocks nothing: the overlapping search hit is selected; the stale
+        // member costs nothing, so its group-mate fits.
+        assert_eq!(s.selected, vec![1, 2]);
+        assert_eq!(s.used, 5);
+        assert_eq!(
+            s.omitted,
+            vec![
+                Omission {
+                    index: 0,
+                    rank: 0,
+                    why: Omitted::Stale
+                },
+                Omission {
+                    index: 3,
+                    rank: 3,
+                    why: Omitted::Stale
+                },
+            ]
+        );
+        // A group that does not fit: its stale member stays stale.
+        let t = build_groups(&rows, &[], 4, 2, 1);
+        assert_eq!(t.selected, vec![1]);
+        assert_eq!(
+            t.omitted.iter().map(|o| o.why).collect::<Vec<_>>(),
+            vec![Omitted::Stale, Omitted::Group(2), Omitted::Stale]
         );
     }
 

@@ -487,3 +487,152 @@ def _private_cache_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     """Every test (and every process it starts) caches under a temporary folder, never in the
     user's cache directory."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache-home"))
+
+
+# ---------------------------------------------------------------------------
+# Verified provenance: candidates with source_sha256 / source_id and a reader's files
+# ---------------------------------------------------------------------------
+
+PROV_PATHS = ["a.py", "./a.py", "b/c.py", "b//c.py", "s\ud800.py", "gone.py"]
+LINE_PIECES = [
+    b"x",
+    b"y = 1",
+    b"\xc3\xa9",
+    b"\xf0\x9f\x98\x80",
+    b"\xff",
+    b"\xed\xa0\x80",
+    b"\xef\xbb\xbf",
+    b"",
+]
+LINE_ENDS = [b"\n", b"\r\n", b"\r", b"\n"]
+SOURCE_IDS: list[Any] = [None, None, "parser", "search", "plug-in", "é" * 256]
+BAD_PROVENANCE: list[tuple[str, Any]] = [
+    ("source_sha256", "abc"),
+    ("source_sha256", "A" * 64),
+    ("source_sha256", 7),
+    ("source_id", ""),
+    ("source_id", "x" * 257),
+    ("source_id", b"id"),
+]
+PROV_FORMS = ["dict", "candidate", "namespace", "proxy", "dataclass"]
+
+
+@dataclass(frozen=True)
+class ProvenanceCandidate:
+    """A caller's own frozen dataclass with the six attributes and the provenance ones."""
+
+    path: Any
+    start: Any
+    end: Any
+    content: Any
+    reason: Any
+    score: Any
+    source_sha256: Any = None
+    source_id: Any = None
+
+
+class RecordingReader:
+    """A ``verify`` reader over a dict of files that records the paths asked for."""
+
+    def __init__(self, files: Mapping[str, bytes | None]) -> None:
+        self.files = dict(files)
+        self.calls: list[str] = []
+
+    def __call__(self, path: str) -> bytes | None:
+        self.calls.append(path)
+        return self.files.get(path)
+
+
+@dataclass
+class VerifiedDrawn:
+    """A drawn input with provenance fields, and the files a reader returns."""
+
+    specs: list[tuple[Any, ...]]  # six fields, source_sha256, source_id
+    forms: list[str]
+    files: dict[str, bytes | None]
+    max_chars: int
+    failure_file: str | None
+
+    def candidates(self) -> list[Any]:
+        import repo_context
+
+        out: list[Any] = []
+        for form, spec in zip(self.forms, self.specs, strict=True):
+            fields = dict(zip(FIELDS, spec[:6], strict=True))
+            extra = {k: v for k, v in (("source_sha256", spec[6]), ("source_id", spec[7])) if v is not None}
+            if form == "dict":
+                out.append({**fields, **extra})
+            elif form == "proxy":
+                out.append(types.MappingProxyType({**fields, **extra}))
+            elif form == "candidate":
+                out.append(repo_context.Candidate(**fields, **extra))
+            elif form == "namespace":
+                out.append(types.SimpleNamespace(**fields, **extra))
+            else:
+                out.append(ProvenanceCandidate(**fields, **extra))
+        return out
+
+    def make(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"candidates": self.candidates(), "max_chars": self.max_chars}
+        if self.failure_file is not None:
+            data["failure_file"] = self.failure_file
+        return data
+
+    def reader(self) -> RecordingReader:
+        return RecordingReader(self.files)
+
+
+@st.composite
+def verified_inputs(draw: Callable[..., Any], max_size: int = 10, invalid: bool = True) -> VerifiedDrawn:
+    """Inputs whose candidates carry provenance, over files that hold (or no longer hold) their
+    windows: exact windows, edited text, another version's SHA-256, missing files, windows past
+    the end, CRLF / lone CR line ends, a BOM and undecodable bytes; now and then a bad
+    provenance value."""
+    import hashlib
+
+    from repo_context.provenance import file_lines
+
+    files: dict[str, bytes | None] = {}
+    for path in ("a.py", "b/c.py", "s\ud800.py"):
+        n_lines = draw(st.integers(0, 6))
+        pieces = [
+            draw(st.sampled_from(LINE_PIECES)) + draw(st.sampled_from(LINE_ENDS)) for _ in range(n_lines)
+        ]
+        files[path] = None if draw(st.integers(0, 7)) == 0 else b"".join(pieces)
+    n = draw(st.integers(0, max_size))
+    specs: list[tuple[Any, ...]] = []
+    for _ in range(n):
+        spelled = draw(st.sampled_from(PROV_PATHS))
+        path = canon(spelled)
+        data = files.get(path)
+        lines = file_lines(data) if data is not None else ()
+        start = draw(st.integers(1, len(lines) + 2))
+        end = start + draw(st.integers(0, 2))
+        kind = draw(st.integers(0, 3))
+        if kind <= 1 and end <= len(lines):
+            content = "".join(lines[start - 1 : end])
+        elif kind == 2:
+            content = draw(TEXT)
+        else:
+            content = "".join(lines[start - 1 : end]) + draw(st.sampled_from(["", "x", "\r", "\udcff"]))
+        true_sha = hashlib.sha256(data).hexdigest() if data is not None else None
+        sha = draw(st.sampled_from([None, true_sha, true_sha, "0" * 64]))
+        source = draw(st.sampled_from(SOURCE_IDS))
+        if invalid and draw(st.integers(0, 40)) == 0:
+            field, value = draw(st.sampled_from(BAD_PROVENANCE))
+            if field == "source_sha256":
+                sha = value
+            else:
+                source = value
+        reason = draw(st.sampled_from(["failure", "reference", "search"]))
+        score = draw(st.sampled_from([0, 1, 2.5, -1.0, 3]))
+        specs.append((spelled, start, end, content, reason, score, sha, source))
+    forms = draw(st.lists(st.sampled_from(PROV_FORMS), min_size=n, max_size=n))
+    total = sum(len(s[3]) for s in specs)
+    return VerifiedDrawn(
+        specs=specs,
+        forms=forms,
+        files=files,
+        max_chars=draw(st.integers(0, total + 1)),
+        failure_file=draw(st.sampled_from([None, "a.py", "gone.py"])),
+    )

@@ -193,6 +193,7 @@ fn row() -> impl Strategy<Value = Row> {
     )
         .prop_map(|(path, start, span, cost, reason, score)| Row {
             group: repo_context::engine::NO_GROUP,
+            stale: false,
             path,
             start,
             end: start + span,

@@ -177,9 +177,9 @@ def test_raise_stops_at_the_first_failing_input_like_the_loop(engine: Any) -> No
     Counting.reads = 0
     with pytest.raises(RuntimeError, match="the caller's own error"):
         engine.build_many(inputs, threads=2)
-    # The six fields and the optional group of the first input, four fields of the second;
-    # the third input is never read.
-    assert Counting.reads == loop_reads == 7 + 4
+    # The six fields and the optional group, source_sha256 and source_id of the first input,
+    # four fields of the second; the third input is never read.
+    assert Counting.reads == loop_reads == 9 + 4
 
 
 @pytest.mark.parametrize("engine", ENGINES)

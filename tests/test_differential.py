@@ -23,11 +23,13 @@ from conftest import (
     Drawn,
     ForeignCandidate,
     Idx,
+    VerifiedDrawn,
     build_inputs,
     model_build,
     outcome,
     result_summary,
     strict,
+    verified_inputs,
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -295,3 +297,50 @@ def test_invalid_inputs_raise_equal_errors(case: tuple[Any, tuple[Any, int | Non
     exc_type, index, field = native[1][:3]
     assert (exc_type, index, field) == expected
     assert isinstance(native[1][3], str) and native[1][3]  # problem
+
+
+@DIFF_SETTINGS
+@given(drawn=verified_inputs(), check=st.booleans())
+def test_provenance_native_equals_reference(drawn: VerifiedDrawn, check: bool) -> None:
+    """With and without a ``verify`` reader: equal results (stale omissions included), equal
+    errors, the reader asked for the same paths in the same order, equal digests and keys."""
+    native_reader, ref_reader = drawn.reader(), drawn.reader()
+    native = outcome(
+        lambda inp: repo_context.build(inp, verify=native_reader if check else None), drawn.make()
+    )
+    ref = outcome(lambda inp: reference.build(inp, verify=ref_reader if check else None), drawn.make())
+    assert native == ref
+    assert native_reader.calls == ref_reader.calls
+    if native[0] == "ok":
+        inp = drawn.make()
+        assert repo_context.cache_key(inp) == reference.cache_key(inp)
+        if check:
+            # Every stale omission is a candidate whose window is not its file's lines.
+            result = repo_context.build(drawn.make(), verify=drawn.reader())
+            stale = {o.index for o in result.omitted if o.reason == "stale"}
+            assert stale == set(expected_stale(drawn))
+        else:
+            assert native_reader.calls == []
+
+
+def expected_stale(drawn: VerifiedDrawn) -> list[int]:
+    """The stale candidates, restated from the contract with ``bytes.splitlines``-free
+    splitting: a missing file, another SHA-256, or content that is not the lines."""
+    import hashlib
+    import re
+
+    out = []
+    for i, spec in enumerate(drawn.specs):
+        path = "/".join(p for p in spec[0].split("/") if p not in ("", "."))
+        data = drawn.files.get(path)
+        if data is None:
+            out.append(i)
+            continue
+        text = data.decode("utf-8-sig", "surrogateescape")
+        lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
+        start, end, content, sha = spec[1], spec[2], spec[3], spec[6]
+        if (sha is not None and sha != hashlib.sha256(data).hexdigest()) or end > len(lines):
+            out.append(i)
+        elif "".join(lines[start - 1 : end]) != content:
+            out.append(i)
+    return out

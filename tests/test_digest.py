@@ -317,3 +317,64 @@ def test_input_key_function_matches_the_builders() -> None:
         for c in FIXED
     ]
     assert input_key(rows, len(rows), 60, ["src/\udcff.py"], Cost()) == FIXED_KEY
+
+
+# ---------------------------------------------------------------------------
+# Provenance: the v2 form (a candidate with source_sha256 or source_id)
+# ---------------------------------------------------------------------------
+
+SHA = hashlib.sha256(b"def f():\n    return 1\n").hexdigest()
+PROVENANCE = [
+    Candidate(
+        "src/app.py",
+        1,
+        2,
+        "def f():\n    return 1\n",
+        "reference",
+        1.0,
+        source_sha256=SHA,
+        source_id="parser",
+    ),
+    Candidate("./src/b.py", 3, 3, "x\n", "search", 2, source_id="plug-\ud800"),
+    Candidate("src/c.py", 1, 1, "y\n", "search", 1),
+]
+PROVENANCE_INPUT = {"candidates": PROVENANCE, "max_chars": 100}
+
+
+def independent_v2() -> tuple[str, str]:
+    head = _s(POLICY) + _cost("chars", None, None, False, "rank")
+    digest = _s("repo-context result v2") + head + struct.pack(">Q", 0) + struct.pack(">Q", 3)
+    key = _s("repo-context input v2") + head + struct.pack(">Q", 100) + struct.pack(">Q", 0)
+    key += struct.pack(">Q", 3)
+    for c in PROVENANCE:  # selected in input order: reference first, then search by score
+        path = "/".join(p for p in c.path.split("/") if p not in ("", "."))
+        window = _window(path, c.start, c.end, c.content, c.reason)
+        tail = _o(c.source_sha256) + _o(c.source_id)
+        digest += window + tail
+        key += window + struct.pack(">d", float(c.score) + 0.0) + tail
+    return hashlib.sha256(digest).hexdigest(), hashlib.sha256(key).hexdigest()
+
+
+# Computed by the byte form above (test_the_v2_values_follow_the_documented_form).
+V2_DIGEST = "8bfd39bfe40de8e9557525474807d032799a2ce28fb49e8c9358c91f5b03f27a"
+V2_KEY = "2d9d1ab4f7ad69174c1d0cc519e6303629179d559b3567f61483de7a069721a6"
+
+
+def test_the_v2_values_follow_the_documented_form() -> None:
+    assert independent_v2() == (V2_DIGEST, V2_KEY)
+
+
+@pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
+def test_provenance_uses_the_v2_form_and_without_it_v1_is_unchanged(module: Any) -> None:
+    result = module.build(PROVENANCE_INPUT)
+    assert result.selected == (0, 1, 2)
+    assert result.digest == result_digest(result) == V2_DIGEST
+    assert module.cache_key(PROVENANCE_INPUT) == V2_KEY
+    # Any change of one item's provenance changes both.
+    for change in ({"source_id": "other"}, {"source_sha256": "0" * 64}, {"source_sha256": None}):
+        fields = {**PROVENANCE[0].to_dict(), **change}
+        changed = {**PROVENANCE_INPUT, "candidates": [Candidate(**fields), *PROVENANCE[1:]]}
+        assert module.build(changed).digest != V2_DIGEST
+        assert module.cache_key(changed) != V2_KEY
+    # The fixed input without provenance keeps its pinned v1 values.
+    assert module.build(FIXED_INPUT).digest == FIXED_DIGEST

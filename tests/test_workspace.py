@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import hashlib
 import io
 import sqlite3
 import tempfile
@@ -105,17 +106,28 @@ def repo(tmp_path: Path) -> Path:
 
 
 def _plain(root: Path, log: str, budget: int, cost: dict[str, Any]) -> repo_context.BuildResult:
-    """The same job without a workspace: gather, then build."""
+    """The same job without a workspace: gather, stamp each candidate with its provenance (the
+    SHA-256 of its file's bytes, the source that proposed it), then build verified against the
+    folder."""
     repo_context.sources.search.SearchIndex.clear_cache()
     gathered = gather(root, log)
     data = gathered.build_input(budget)
+    stamped = [
+        {
+            **w.to_dict(),
+            "source_sha256": hashlib.sha256((root / w.path).read_bytes()).hexdigest(),
+            "source_id": w.source,
+        }
+        for w in gathered.candidates
+    ]
     return repo_context.build(
         {
-            "candidates": data["candidates"],
+            "candidates": stamped,
             "failure_files": data["failure_files"],
             "budget": budget,
             "cost": cost,
-        }
+        },
+        verify=repo_context.folder_reader(root),
     )
 
 

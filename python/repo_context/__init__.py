@@ -20,6 +20,7 @@ from .composer import render
 from .digest import POLICY_VERSION
 from .errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
 from .limits import DEFAULT_LIMITS, Limits
+from .provenance import folder_reader
 from .table import TableResult, build_table
 from .types import (
     Block,
@@ -45,6 +46,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(workspace, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -73,6 +75,7 @@ __all__ = [
     "build_table",
     "cache_key",
     "context",
+    "folder_reader",
     "reference",
     "render",
 ]

@@ -31,8 +31,11 @@ POLICY_VERSION: str
 class Candidate:
     """A proposed window: ``path`` lines ``start..end`` (1-based, closed) with their text.
 
-    Immutable, compared by value, hashable, picklable. The constructor does not validate;
-    ``build`` does, naming the candidate's index.
+    Keyword-only and optional: ``group`` (packed whole with its group), and the provenance
+    ``source_sha256`` (SHA-256 of the bytes of the file the content was read from, 64
+    lower-case hex digits) and ``source_id`` (the source that proposed it); see
+    :mod:`repo_context.provenance`. Immutable, compared by value, hashable, picklable. The
+    constructor does not validate; ``build`` does, naming the candidate's index.
     """
 
     __match_args__: ClassVar[tuple[str, str, str, str, str, str]]
@@ -50,6 +53,10 @@ class Candidate:
     def score(self) -> int | float: ...
     @property
     def group(self) -> Any: ...
+    @property
+    def source_sha256(self) -> str | None: ...
+    @property
+    def source_id(self) -> str | None: ...
     def __new__(
         cls,
         path: str,
@@ -60,6 +67,8 @@ class Candidate:
         score: float,
         *,
         group: Any = None,
+        source_sha256: str | None = None,
+        source_id: str | None = None,
     ) -> Candidate: ...
     def to_dict(self) -> dict[str, Any]: ...
     def __eq__(self, other: object, /) -> bool: ...
@@ -67,8 +76,9 @@ class Candidate:
 
 @final
 class Omission:
-    """A left-out candidate: input ``index``, 0-based ``rank``, ``reason`` ("overlap" or
-    "budget") and, for an overlap, the input index of the selected window it hits."""
+    """A left-out candidate: input ``index``, 0-based ``rank``, ``reason`` ("overlap",
+    "budget", "group" or "stale") and, for an overlap, the input index of the selected window
+    it hits; for a group, the member that did not fit."""
 
     @property
     def index(self) -> int: ...
@@ -188,6 +198,7 @@ def build(
     cost: Cost,
     budget_obj: int,
     counter: TokenCounter | None,
+    verify: Callable[[str], bytes | None] | None = None,
 ) -> tuple[BuildResult, list[int], list[list[int]]]: ...
 def build_many(
     inputs: list[Any],

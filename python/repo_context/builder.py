@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from . import _core
 from ._finish import finish
 from ._input import BuilderBase, batch_options, clamp_u64, normalize_input
 from .cost import Cost
+from .provenance import check_verify
 from .trace import TraceTarget, traced_build
 from .types import BuildResult, TokenCounter
 
@@ -36,6 +37,9 @@ class RepoContextBuilder(BuilderBase):
       member that did not fit.
     * With a template, the rendered section is counted exactly and fits the budget (see
       :mod:`repo_context.cost`).
+    * **Verified provenance**: with a ``verify`` reader, a candidate whose content is no longer
+      its file's lines (or whose ``source_sha256`` is not its file's) is omitted as
+      ``"stale"``, taking no budget and blocking nothing (see :mod:`repo_context.provenance`).
 
     Args:
         cost: the default cost model (a :class:`~repo_context.Cost` or its mapping form); an
@@ -57,7 +61,13 @@ class RepoContextBuilder(BuilderBase):
         InvalidInputError: an invalid cost, template or limit.
     """
 
-    def build(self, input: object, *, trace: TraceTarget | None = None) -> BuildResult:
+    def build(
+        self,
+        input: object,
+        *,
+        trace: TraceTarget | None = None,
+        verify: Callable[[str], bytes | None] | None = None,
+    ) -> BuildResult:
         """Build the context for one input.
 
         Args:
@@ -67,7 +77,17 @@ class RepoContextBuilder(BuilderBase):
                 the failing files in error order, all ranked before every other candidate) or
                 its one-element form ``failure_file`` (alias ``failureFile``). Candidates
                 are :class:`Candidate` objects, mappings, or objects with the attributes
-                ``path``, ``start``, ``end``, ``content``, ``reason``, ``score``.
+                ``path``, ``start``, ``end``, ``content``, ``reason``, ``score`` (and the
+                optional ``group``, ``source_sha256``, ``source_id``).
+            trace: see below.
+            verify: ``None`` (default: provenance carried, not checked), or a reader
+                ``path -> bytes | None`` (the current bytes of the file at a canonical path,
+                ``None`` when it is missing), called once per path in order of first
+                appearance after validation: every candidate whose file is missing, whose
+                ``source_sha256`` differs from the SHA-256 of those bytes, or whose content is
+                not exactly the file's lines ``start..end`` (UTF-8, BOM dropped, split after
+                ``\\n``, ``\\r\\n``, ``\\r``; see :mod:`repo_context.provenance`) is omitted as
+                ``"stale"`` at its rank, takes no budget and blocks nothing.
 
         Returns:
             A :class:`BuildResult`: ``items`` (selected candidates as ``Candidate``, canonical
@@ -88,6 +108,9 @@ class RepoContextBuilder(BuilderBase):
                 ``"candidates"``) or more than ``max_total_chars`` characters of content
                 (``field`` ``"content"``, ``index`` the candidate that went over); ``limit``
                 names the setting, ``value`` the amount found, ``maximum`` the setting's value.
+            InvalidInputError: ``verify`` is not callable (``field`` ``"verify"``).
+            TypeError: ``verify`` returned something other than ``bytes`` or ``None``; what
+                ``verify`` raises propagates unchanged.
 
         With ``trace`` (a path, appended to, or a text stream), one JSON line describing the
         build (cache key, digest, the validated input, every decision) is appended: see
@@ -97,9 +120,10 @@ class RepoContextBuilder(BuilderBase):
         ``__index__``, ``__getitem__``) propagates unchanged; only a missing key or attribute
         becomes :class:`InvalidCandidateError` (``problem`` "is missing").
         """
+        check_verify(verify)
         if trace is not None:
-            return traced_build(self, input, trace, "native")
-        result, ranks, windows = _core.build(*self._arguments(input))
+            return traced_build(self, input, trace, "native", verify)
+        result, ranks, windows = _core.build(*self._arguments(input), verify)
         counter = self.counter(result.cost)
         return finish(result, ranks, None if counter is None else counter.count_one, windows)
 
@@ -186,12 +210,14 @@ class RepoContextBuilder(BuilderBase):
 _DEFAULT = RepoContextBuilder()
 
 
-def build(input: object, *, trace: TraceTarget | None = None) -> BuildResult:
+def build(
+    input: object, *, trace: TraceTarget | None = None, verify: Callable[[str], bytes | None] | None = None
+) -> BuildResult:
     """Build the context with the Rust engine and the default limits.
 
-    See :meth:`RepoContextBuilder.build` for the input, result, errors and ``trace``.
+    See :meth:`RepoContextBuilder.build` for the input, result, errors, ``trace`` and ``verify``.
     """
-    return _DEFAULT.build(input, trace=trace)
+    return _DEFAULT.build(input, trace=trace, verify=verify)
 
 
 def build_many(

@@ -1,13 +1,17 @@
 """The ``repo-context`` command line.
 
-``repo-context build [FILE | -] [--engine native|reference] [--format json|markdown]``
+``repo-context build [FILE | -] [--engine native|reference] [--format json|markdown] [--verify-root DIR]``
     Read a build input as JSON (``{"candidates": [...], "max_chars": N, "failure_file":
     ...}``; an object that repeats a key is invalid) from ``FILE`` or standard input, and
     print the result: its JSON form (ASCII only: every non-ASCII character, lone surrogates
     included, is written as a ``\\uXXXX`` escape, so any result prints and reads back
     exactly) or, with ``--format markdown``, the selected items as a Markdown prompt
     section (with a cost model that has a template, the section exactly as it was costed,
-    ``repo_context.render(result)``).
+    ``repo_context.render(result)``). With ``--verify-root DIR``, every candidate is
+    checked against the file at its path under ``DIR`` (verified provenance,
+    :mod:`repo_context.provenance`): a candidate whose file is missing, whose
+    ``source_sha256`` is not that file's, or whose content is not the file's lines is omitted
+    with reason ``stale``.
 
 ``repo-context build --jsonl FILE|- [--engine ...] [--threads N]``
     Many inputs, one JSON input per line (JSON Lines) from ``FILE`` or standard input; one
@@ -98,6 +102,7 @@ from .composer import header_path, render, render_markdown
 from .cost import Cost
 from .evaluation.command import add_eval_parser
 from .limits import Limits, add_limit_option, limit_error
+from .provenance import folder_reader
 from .rerank import add_rerank_parser
 from .secrets import SECRET_REDACTED, redact, redact_json, redact_text
 from .secrets import redaction_note as _redaction_note
@@ -266,13 +271,17 @@ def _builder(engine: str, limits: Limits) -> native.RepoContextBuilder | referen
     return reference.RepoContextBuilder(limits=limits)
 
 
-def _build_with(engine: str, data: object, trace: str | None, limits: Limits) -> BuildResult:
-    """Build with ``engine``, appending the trace line to the file ``trace`` when given."""
+def _build_with(
+    engine: str, data: object, trace: str | None, limits: Limits, verify_root: str | None = None
+) -> BuildResult:
+    """Build with ``engine``, appending the trace line to the file ``trace`` when given, and
+    verifying the candidates against the folder ``verify_root`` when given."""
+    verify = None if verify_root is None else folder_reader(verify_root)
     builder = _builder(engine, limits)
     if trace is None:
-        return builder.build(data)
+        return builder.build(data, verify=verify)
     try:
-        return builder.build(data, trace=trace)
+        return builder.build(data, trace=trace, verify=verify)
     except OSError as exc:
         raise _UsageError(f"cannot write the trace {header_path(trace)}: {exc.strerror or exc}") from exc
 
@@ -528,13 +537,15 @@ def _cmd_build(args: argparse.Namespace) -> int:
     if args.jsonl is not None:
         if args.file != "-":
             raise _UsageError("give FILE or --jsonl FILE, not both")
-        if args.trace is not None or args.require_failure:
-            raise _UsageError("--trace and --require-failure are for one input, not --jsonl")
+        if args.trace is not None or args.require_failure or args.verify_root is not None:
+            raise _UsageError("--trace, --require-failure and --verify-root are for one input, not --jsonl")
         return _cmd_build_jsonl(args)
     if args.threads is not None:
         raise _UsageError("--threads is only for --jsonl")
     data = _with_options(_read_json(args.file, args.limits), args)
-    result = _build_with(args.engine, data, args.trace, args.limits)
+    if args.verify_root is not None and not Path(args.verify_root).is_dir():
+        raise _UsageError(f"--verify-root: {header_path(args.verify_root)} is not a folder")
+    result = _build_with(args.engine, data, args.trace, args.limits, args.verify_root)
     if args.format == "json":
         redacted_data, found = redact_json(result.to_dict())
         kinds = [record["kind"] for record in found]
@@ -689,6 +700,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         default=None,
         help="with --jsonl: at most N threads rank and pack at once (default: every core)",
+    )
+    build.add_argument(
+        "--verify-root",
+        metavar="DIR",
+        default=None,
+        help="check every candidate against the file at its path under DIR; omit the stale "
+        "ones (reason stale)",
     )
     _add_require_failure(build)
     add_limit_option(build)

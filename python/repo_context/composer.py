@@ -461,7 +461,8 @@ def render_omitted(result: BuildResult, candidates: Sequence[CandidateLike]) -> 
     """A Markdown summary of what ``result`` left out of ``candidates`` (the build's input
     candidates, in input order) and why.
 
-    One count line by reason (``overlap``, ``budget``), then one line per omitted
+    One count line by reason (``overlap``, ``budget``, then ``group`` and ``stale`` when there
+    are any), then one line per omitted
     candidate in rank order: its input index, window, reason and score, and for an overlap
     the selected window it hits, for a budget omission its cost in the budget's unit (the
     characters of its content; with a rendered cost model, of its block; with a token cost
@@ -478,7 +479,11 @@ def render_omitted(result: BuildResult, candidates: Sequence[CandidateLike]) -> 
         + _used(result)
         + "; "
         + f"{len(result.omitted)} omitted ("
-        + ", ".join(f"{reason} {counts[reason]}" for reason in ("overlap", "budget"))
+        + ", ".join(
+            f"{reason} {counts[reason]}"
+            for reason in ("overlap", "budget", "group", "stale")
+            if reason in ("overlap", "budget") or counts[reason]
+        )
         + ").",
     ]
     if result.omitted:
@@ -489,6 +494,8 @@ def render_omitted(result: BuildResult, candidates: Sequence[CandidateLike]) -> 
         if omission.reason == "overlap" and omission.overlaps is not None:
             hit = candidates[omission.overlaps]
             lines.append(head + f"overlaps #{omission.overlaps} {_code_span(_where(hit))} ({hit.reason})")
+        elif omission.reason == "stale":
+            lines.append(head + "stale (its content is not its file's lines as read now)")
         else:
             lines.append(head + f"{omission.reason} ({_candidate_cost(result, cand)})")
     return "\n".join(lines) + "\n"

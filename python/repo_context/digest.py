@@ -30,6 +30,13 @@ U(m)`` then, per item, ``S(path) U(start) U(end) H(content) S(reason)``. Cache k
 ``S("repo-context input v1") S(POLICY_VERSION) COST U(min(budget, 2**64 - 1)) FILES U(n)``
 then, per candidate, ``S(path) U(start) U(end) H(content) S(reason) F(score)``. Reasons are
 their plain text (``str.__str__``), paths canonical.
+
+Provenance (v2, a compatible extension): when some item of the result (some candidate of the
+input) carries ``source_sha256`` or ``source_id`` (see :mod:`repo_context.provenance`), the tag
+is ``"repo-context result v2"`` (``"repo-context input v2"``) and each item (candidate) is
+followed by ``O(source_sha256) O(source_id)``. Without provenance the v1 form is unchanged, so
+earlier digests and keys stay valid; with it, a change of an item's provenance changes the
+digest.
 """
 
 from __future__ import annotations
@@ -41,12 +48,24 @@ from typing import Any
 
 from ._core import POLICY_VERSION
 
-__all__ = ["INPUT_TAG", "POLICY_VERSION", "RESULT_TAG", "input_key", "result_digest"]
+__all__ = [
+    "INPUT_TAG",
+    "INPUT_TAG_V2",
+    "POLICY_VERSION",
+    "RESULT_TAG",
+    "RESULT_TAG_V2",
+    "input_key",
+    "result_digest",
+]
 
 #: Domain tag of a result digest.
 RESULT_TAG = "repo-context result v1"
 #: Domain tag of an input cache key.
 INPUT_TAG = "repo-context input v1"
+#: Domain tag of a result digest whose items carry provenance.
+RESULT_TAG_V2 = "repo-context result v2"
+#: Domain tag of an input cache key whose candidates carry provenance.
+INPUT_TAG_V2 = "repo-context input v2"
 _U64_MAX = (1 << 64) - 1
 
 
@@ -94,26 +113,35 @@ def result_digest(result: Any) -> str:
     Equal to ``result.digest``, which the extension computes from the same bytes.
     """
     items = result.items
-    form = hashlib.sha256(_head(RESULT_TAG, result.cost, None, result.failure_files))
+    provenance = [(getattr(item, "source_sha256", None), getattr(item, "source_id", None)) for item in items]
+    v2 = any(sha is not None or source is not None for sha, source in provenance)
+    form = hashlib.sha256(_head(RESULT_TAG_V2 if v2 else RESULT_TAG, result.cost, None, result.failure_files))
     form.update(_u(len(items)))
-    for item in items:
+    for item, (sha, source) in zip(items, provenance, strict=True):
         form.update(_window(item.path, item.start, item.end, item.content, item.reason))
+        if v2:
+            form.update(_o(sha) + _o(source))
     return form.hexdigest()
 
 
 def input_key(
-    rows: Iterable[tuple[str, int, int, str, str, float]],
+    rows: Iterable[tuple[Any, ...]],
     count: int,
     budget: int,
     failure_files: Sequence[str],
     cost: Any,
 ) -> str:
     """The cache key of a validated input: ``count`` rows ``(canonical path, start, end,
-    content, reason text, float score)`` in input order, the budget in the cost's unit, the
-    canonical failing files and the cost model (64 lower-case hex digits)."""
-    form = hashlib.sha256(_head(INPUT_TAG, cost, budget, failure_files))
+    content, reason text, float score)`` or ``(..., float score, source_sha256, source_id)`` in
+    input order, the budget in the cost's unit, the canonical failing files and the cost model
+    (64 lower-case hex digits)."""
+    full = [(*row, None, None) if len(row) == 6 else tuple(row) for row in rows]
+    v2 = any(row[6] is not None or row[7] is not None for row in full)
+    form = hashlib.sha256(_head(INPUT_TAG_V2 if v2 else INPUT_TAG, cost, budget, failure_files))
     form.update(_u(count))
-    for path, start, end, content, reason, score in rows:
+    for path, start, end, content, reason, score, sha, source in full:
         form.update(_window(path, start, end, content, reason))
         form.update(struct.pack(">d", score + 0.0))
+        if v2:
+            form.update(_o(sha) + _o(source))
     return form.hexdigest()

@@ -324,7 +324,7 @@ class RepoContextWriter:
         return True
 
     def _context(self, failure: _Failure, repo: Repository, builder: RepoContextBuilder) -> str:
-        from .workspace import DEFAULT_MAX_CHARS, ContextResult, Workspace
+        from .workspace import DEFAULT_MAX_CHARS, ContextResult, Workspace, _stamped, _verifier
 
         text = failure.text
         check_text(text, "pytest_log", "max_log_bytes", None, "the report")
@@ -341,7 +341,12 @@ class RepoContextWriter:
             data.pop("max_chars", None)
             data["budget"] = budget
             data["cost"] = self._cost
-        result = builder.build(data)
+        # Verified provenance, as Workspace.context: stamped candidates, checked by the reader
+        # that gathered them.
+        reader = self._workspace._reader
+        if reader is not None:
+            data["candidates"] = _stamped(reader, gathered.candidates)
+        result = builder.build(data, verify=None if reader is None else _verifier(reader))
         return ContextResult(result, gathered).markdown()
 
     # -- reporting ---------------------------------------------------------------------

@@ -17,6 +17,9 @@ Hypothesis differential tests hold the two equal. Read this module to learn the 
    that hit a selected window (or a member tried before them) are omitted as ``overlap``; if the
    others' costs together fit, they are all selected, else every member is omitted as
    ``group``, naming the member at which the running cost went past the budget.
+   A candidate found **stale** by the ``verify`` reader (see :func:`stale`) is omitted as
+   ``stale`` at its rank: it takes no budget and blocks nothing (in a group, it is left out
+   and the group decided over its other members).
 4. **Report** each failing file whose failure windows (its candidates with reason ``failure``)
    were all left out, in ``missing_critical`` (see :func:`repo_context._finish.finish`); the
    result's ``digest`` and the input's :meth:`~RepoContextBuilder.cache_key` are SHA-256 over
@@ -26,9 +29,10 @@ Hypothesis differential tests hold the two equal. Read this module to learn the 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,10 +46,11 @@ from .cost import Cost
 from .digest import input_key
 from .errors import InvalidCandidateError
 from .limits import limit_error
+from .provenance import MAX_SOURCE_ID, check_verify, file_lines
 from .table import reference_build_table as build_table
 from .trace import TraceTarget, traced_build
 
-__all__ = ["RepoContextBuilder", "build", "build_many", "build_table", "cache_key"]
+__all__ = ["RepoContextBuilder", "build", "build_many", "build_table", "cache_key", "stale"]
 
 #: Highest line number accepted (``2**31 - 1``).
 MAX_LINE = 2**31 - 1
@@ -71,6 +76,8 @@ class _Row:
     score: float
     #: Dense id of the candidate's ``group`` (in order of first appearance), or -1 for none.
     group_id: int = -1
+    #: Omitted as ``stale`` (set by the ``verify`` check).
+    stale: bool = False
 
 
 def _field(candidate: object, field: str, index: int, mapping: bool | None = None) -> Any:
@@ -185,6 +192,105 @@ def read_group(candidate: object, index: int, mapping: bool | None = None) -> An
     return group
 
 
+def _optional(candidate: object, name: str, mapping: bool) -> Any:
+    """An optional field, read as :func:`read_group` reads ``group``: ``None`` when the key or
+    attribute is missing."""
+    if mapping:
+        try:
+            return candidate[name]  # type: ignore[index]
+        except KeyError:
+            return None
+    try:
+        return getattr(candidate, name)
+    except AttributeError:
+        return None
+
+
+_SHA256_PROBLEM = "must be 64 lower-case hex digits (a SHA-256)"
+_HEX = frozenset("0123456789abcdef")
+
+
+def read_provenance(
+    candidate: object, index: int, mapping: bool | None = None
+) -> tuple[str | None, str | None]:
+    """The candidate's optional provenance ``(source_sha256, source_id)``, read after ``group``
+    (each ``None`` when its key or attribute is missing), as exact ``str`` snapshots.
+
+    ``source_sha256`` must be a ``str`` of exactly 64 lower-case hex digits (the SHA-256 of the
+    bytes of the file the content was read from); ``source_id`` a non-empty ``str`` of at most
+    :data:`~repo_context.provenance.MAX_SOURCE_ID` characters (code points) naming the source
+    that proposed the candidate. Anything else is :class:`InvalidCandidateError` naming the
+    field. ``mapping`` as for :func:`_field`.
+    """
+    if mapping is None:
+        mapping = isinstance(candidate, Mapping)
+    sha = _optional(candidate, "source_sha256", mapping)
+    if sha is not None:
+        if not isinstance(sha, str):
+            raise InvalidCandidateError("source_sha256", f"must be a str, not {type(sha).__name__}", index)
+        sha = str.__str__(sha)
+        if len(sha) != 64:
+            problem = f"{_SHA256_PROBLEM}, got {len(sha)} characters"
+            raise InvalidCandidateError("source_sha256", problem, index)
+        if not _HEX.issuperset(sha):
+            raise InvalidCandidateError("source_sha256", f"{_SHA256_PROBLEM}, got {sha!r}", index)
+    source = _optional(candidate, "source_id", mapping)
+    if source is not None:
+        if not isinstance(source, str):
+            raise InvalidCandidateError("source_id", f"must be a str, not {type(source).__name__}", index)
+        source = str.__str__(source)
+        if not source:
+            raise InvalidCandidateError("source_id", "must not be empty", index)
+        if len(source) > MAX_SOURCE_ID:
+            problem = f"must be at most {MAX_SOURCE_ID} characters, got {len(source)}"
+            raise InvalidCandidateError("source_id", problem, index)
+    return sha, source
+
+
+def stale(
+    rows: Sequence[tuple[str, int, int, str, str | None]], verify: Callable[[str], bytes | None]
+) -> list[bool]:
+    """Verified provenance: which candidates are stale.
+
+    ``rows`` are ``(canonical path, start, end, content, source_sha256)`` in input order;
+    ``verify(path)`` is called once per canonical path, in order of first appearance, and
+    returns the file's current bytes or ``None`` (missing). A candidate is stale when its file
+    is missing, when it has a ``source_sha256`` that is not the SHA-256 of those bytes, or when
+    its content is not exactly the file's lines ``start..end`` (see
+    :func:`repo_context.provenance.file_lines`). Every candidate is checked for its content,
+    with or without ``source_sha256`` (strict: a candidate cannot pass off text its file does
+    not hold); ``source_sha256`` pins the file's version as well.
+
+    Raises:
+        TypeError: ``verify`` returned something other than ``bytes`` or ``None``.
+        Whatever ``verify`` raises propagates unchanged.
+    """
+    files: dict[str, tuple[str, tuple[str, ...]] | None] = {}
+    out: list[bool] = []
+    for path, start, end, content, sha in rows:
+        if path not in files:
+            data = verify(path)
+            if data is None:
+                files[path] = None
+            elif isinstance(data, bytes):
+                files[path] = (hashlib.sha256(data).hexdigest(), file_lines(data))
+            else:
+                raise TypeError(
+                    f"verify: the reader must return bytes or None, not {type(data).__name__} (for {path!r})"
+                )
+        file = files[path]
+        if file is None:
+            out.append(True)
+            continue
+        digest, lines = file
+        out.append(
+            (sha is not None and sha != digest)
+            or end > len(lines)
+            or "".join(lines[start - 1 : end]) != content
+        )
+    return out
+
+
 def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
     """Read and check one candidate's fields, one at a time, in the order path, start, end,
     content, reason, score: the first missing or invalid field is reported.
@@ -205,10 +311,15 @@ def _validate(candidate: object, index: int) -> tuple[_Row, dict[str, Any]]:
     _, reason, group = read_reason(candidate, index, mapping)
     score, as_float = read_score(candidate, index, mapping)
     pack_with = read_group(candidate, index, mapping)
+    sha, source = read_provenance(candidate, index, mapping)
 
     item = {"path": path, "start": start, "end": end, "content": text, "reason": reason, "score": score}
     if pack_with is not None:
         item["group"] = pack_with
+    if sha is not None:
+        item["source_sha256"] = sha
+    if source is not None:
+        item["source_id"] = source
     return _Row(path, start, end, len(text), group, as_float), item
 
 
@@ -264,7 +375,16 @@ class RepoContextBuilder(BuilderBase):
         reasons = {group: name for name, group in GROUP}
         return input_key(
             (
-                (row.path, row.start, row.end, item["content"], reasons[row.group], row.score)
+                (
+                    row.path,
+                    row.start,
+                    row.end,
+                    item["content"],
+                    reasons[row.group],
+                    row.score,
+                    item.get("source_sha256"),
+                    item.get("source_id"),
+                )
                 for row, item in zip(rows, fields, strict=True)
             ),
             len(rows),
@@ -273,13 +393,32 @@ class RepoContextBuilder(BuilderBase):
             cost,
         )
 
-    def build(self, input: object, *, trace: TraceTarget | None = None) -> BuildResult:
+    def build(
+        self,
+        input: object,
+        *,
+        trace: TraceTarget | None = None,
+        verify: Callable[[str], bytes | None] | None = None,
+    ) -> BuildResult:
         """Build the context; same contract as :meth:`repo_context.RepoContextBuilder.build`."""
+        check_verify(verify)
         if trace is not None:
-            return traced_build(self, input, trace, "reference")
+            return traced_build(self, input, trace, "reference", verify)
         candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
         failing = {path: place for place, path in enumerate(failure_files)}
         rows, fields = self._read(candidates)
+        if verify is not None:
+            checked = stale(
+                [
+                    (row.path, row.start, row.end, item["content"], item.get("source_sha256"))
+                    for row, item in zip(rows, fields, strict=True)
+                ],
+                verify,
+            )
+            rows = [
+                dataclasses.replace(row, stale=True) if bad else row
+                for row, bad in zip(rows, checked, strict=True)
+            ]
 
         # Per failing file, its failure windows (reason "failure"), in input order.
         evidence: list[list[int]] = [[] for _ in failure_files]
@@ -328,6 +467,9 @@ class RepoContextBuilder(BuilderBase):
 
         for rank, i in enumerate(order):
             row = rows[i]
+            if row.stale and row.group_id < 0:
+                omitted.append(Omission(i, rank, "stale"))
+                continue
             if row.group_id < 0:
                 blocker = hit(i)
                 if blocker is not None:
@@ -347,6 +489,9 @@ class RepoContextBuilder(BuilderBase):
             blocked: list[Omission] = []
             cost_sum, culprit = 0, None
             for r, m in group:
+                if rows[m].stale:
+                    blocked.append(Omission(m, r, "stale"))
+                    continue
                 blocker = hit(m)
                 if blocker is not None:
                     blocked.append(Omission(m, r, "overlap", blocker))
@@ -366,7 +511,10 @@ class RepoContextBuilder(BuilderBase):
             else:
                 for _, m in placed:
                     windows[rows[m].path].remove((rows[m].start, rows[m].end, m))
-                omitted.extend(Omission(m, r, "group", member=culprit) for r, m in group)
+                omitted.extend(
+                    Omission(m, r, "stale") if rows[m].stale else Omission(m, r, "group", member=culprit)
+                    for r, m in group
+                )
         omitted.sort(key=_omission_rank)
 
         items = [Candidate(**fields[i]) for i in selected]
@@ -405,10 +553,12 @@ def _costed_text(row: _Row, item: dict[str, Any], cost: Cost, failing: bool) -> 
 _DEFAULT = RepoContextBuilder()
 
 
-def build(input: object, *, trace: TraceTarget | None = None) -> BuildResult:
-    """Build the context with the default settings (pure Python): the input, result, errors
-    and ``trace`` are those of :meth:`repo_context.RepoContextBuilder.build`."""
-    return _DEFAULT.build(input, trace=trace)
+def build(
+    input: object, *, trace: TraceTarget | None = None, verify: Callable[[str], bytes | None] | None = None
+) -> BuildResult:
+    """Build the context with the default settings (pure Python): the input, result, errors,
+    ``trace`` and ``verify`` are those of :meth:`repo_context.RepoContextBuilder.build`."""
+    return _DEFAULT.build(input, trace=trace, verify=verify)
 
 
 def build_many(

@@ -7,11 +7,14 @@ session and see what changed between two turns:
 ``{"trace": 1, "policy": POLICY_VERSION, "engine": "native" | "reference", "cache_key": hex,
 "digest": hex, "input": {"candidates": [...], "budget": N, "failure_files": [...], "cost":
 {...}}, "used": N, "decisions": [{"index": i, "rank": r, "reason": "selected" | "overlap" |
-"budget" | "group", "overlaps": j, "member": j, "cost": c}, ...]}``
+"budget" | "group" | "stale", "overlaps": j, "member": j, "cost": c}, ...]}``
 
 ``input`` is the build's own input, validated and snapshotted (canonical paths and the budget in
 the cost's unit), enough to rebuild it; a candidate's ``group`` is written as itself when it is a
-JSON scalar, else as its ``repr``. ``decisions`` has one entry per candidate in rank order:
+JSON scalar, else as its ``repr``; ``source_sha256`` and ``source_id`` are written when present.
+A build with a ``verify`` reader writes ``"verified": true`` in ``input``; the replay rebuilds
+without the reader (the files may have changed since), so it reproduces the digest only when
+no candidate was stale. ``decisions`` has one entry per candidate in rank order:
 ``cost`` is what it costs in the budget's unit (its content, or its rendered block with a
 template). :func:`replay` rebuilds each line and compares.
 """
@@ -43,14 +46,18 @@ TRACE_VERSION = 1
 _GROUP_RANK = {"reference": 1, "failure": 2, "search": 3}
 
 
-def traced_build(builder: Any, input: object, trace: TraceTarget, engine: str) -> BuildResult:
+def traced_build(
+    builder: Any, input: object, trace: TraceTarget, engine: str, verify: Any = None
+) -> BuildResult:
     """Build ``input`` with ``builder`` and append the trace line to ``trace`` (a path, opened
     for appending, or a text stream). Errors are those of ``builder.build``; nothing is written
     for an invalid input."""
     candidates, budget, failure_files, cost = normalize_input(input, builder.max_candidates, builder.cost)
     snapshot = BuildInput(candidates, failure_files=failure_files, budget=budget, cost=cost)
-    result: BuildResult = builder.build(snapshot)
+    result: BuildResult = builder.build(snapshot, verify=verify)
     record = _record(builder, snapshot, result, engine)
+    if verify is not None:
+        record["input"]["verified"] = True
     line = json.dumps(record, ensure_ascii=True, allow_nan=False) + "\n"
     if isinstance(trace, (str, os.PathLike)):
         with open(trace, "a", encoding="ascii") as out:
@@ -67,9 +74,10 @@ def _fields(candidate: Any) -> dict[str, Any]:
         return dict(candidate)
     names = ("path", "start", "end", "content", "reason", "score")
     out = {name: getattr(candidate, name) for name in names}
-    group = getattr(candidate, "group", None)
-    if group is not None:
-        out["group"] = group
+    for name in ("group", "source_sha256", "source_id"):
+        value = getattr(candidate, name, None)
+        if value is not None:
+            out[name] = value
     return out
 
 
@@ -86,6 +94,9 @@ def _plain(fields: dict[str, Any]) -> dict[str, Any]:
     group = fields.get("group")
     if group is not None:
         out["group"] = group if type(group) in (str, int, float, bool) else repr(group)
+    for name in ("source_sha256", "source_id"):
+        if fields.get(name) is not None:
+            out[name] = str.__str__(fields[name])
     return out
 
 
@@ -233,6 +244,8 @@ def _rebuild(record: dict[str, Any], build: Any) -> BuildResult:
             c["reason"],
             c["score"],
             group=c.get("group"),
+            source_sha256=c.get("source_sha256"),
+            source_id=c.get("source_id"),
         )
         for c in data["candidates"]
     ]

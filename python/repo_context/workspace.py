@@ -305,6 +305,33 @@ class _LazyTree:
             obj.__dict__["_tree"] = value
 
 
+def _stamped(reader: Repository, windows: Iterable[Any]) -> list[dict[str, object]]:
+    """The candidates of ``windows`` with their provenance: ``source_sha256``, the SHA-256 of
+    the bytes of the file each window was cut from (as the reader's check read it), and
+    ``source_id``, the source that proposed it (``Window.source``, else its reason)."""
+    out: list[dict[str, object]] = []
+    for w in windows:
+        item = w.to_dict()
+        source = reader.source(w.path)
+        if source is not None and source.digest:
+            item["source_sha256"] = source.digest
+        item["source_id"] = w.source or str(w.reason)
+        out.append(item)
+    return out
+
+
+def _verifier(reader: Repository) -> Callable[[str], bytes | None]:
+    """The build's ``verify`` reader: the file's bytes as they are now, through the reader's
+    rules (``None`` for a file it may not or cannot read)."""
+
+    def read(path: str) -> bytes | None:
+        if reader.relative(path) != path:
+            return None
+        return reader._read(path)
+
+    return read
+
+
 class _CachedSource(SourceFile):
     """A :class:`SourceFile` rebuilt from the cache (its lines, as the reader decoded them):
     the same file, parsed only if its ``tree`` is asked for. Only files the reader did not
@@ -523,6 +550,13 @@ class Workspace:
         ``trace`` (a path, appended to, or a text stream), the build's JSON line is appended
         (:mod:`repo_context.trace`).
 
+        Verified provenance: every candidate carries ``source_sha256`` (the SHA-256 of the
+        bytes of its file as the reader's check read it) and ``source_id`` (the source that
+        proposed it: ``failure``, ``reference``, ``search``, ``issue`` or ``members``), and
+        the build verifies them through the workspace's reader: a window whose file was
+        edited (or removed) after it was cut is omitted with reason ``stale``
+        (:mod:`repo_context.provenance`).
+
         Raises ``ResourceLimitError`` (before any of it is parsed) for a ``log_text`` over
         ``limits.max_log_bytes`` (UTF-8 bytes), a ``junit_xml`` over ``max_junit_bytes``, an
         ``issue`` over ``max_issue_bytes``, a ``query`` over ``max_query_chars`` characters, a
@@ -538,18 +572,18 @@ class Workspace:
         model = Cost.parse({"template": "markdown"} if cost is None else cost)
         if budget is None:
             budget = DEFAULT_MAX_TOKENS if model.unit == "tokens" else DEFAULT_MAX_CHARS
-        gathered, failures, timings, reread = self._run(
+        gathered, failures, timings, reread, reader = self._run(
             log_text, junit_xml=junit_xml, test=test, query=query, issue=issue
         )
         before = time.perf_counter()
         data = gathered.build_input(budget)
         data = {
-            "candidates": data["candidates"],
+            "candidates": _stamped(reader, gathered.candidates),
             "failure_files": data["failure_files"],
             "budget": budget,
             "cost": model,
         }
-        result = self._builder(engine).build(data, trace=trace)
+        result = self._builder(engine).build(data, trace=trace, verify=_verifier(reader))
         finished = time.perf_counter()
         times = {**timings, "build": finished - before, "total": finished - started}
         return ContextResult(result, gathered, failures, times, reread)
@@ -565,7 +599,7 @@ class Workspace:
         query: str | None,
         issue: str | None = None,
         exclude: Sequence[str] = (),
-    ) -> tuple[Gathered, tuple[TestFailure, ...], dict[str, float], tuple[str, ...]]:
+    ) -> tuple[Gathered, tuple[TestFailure, ...], dict[str, float], tuple[str, ...], _Reader]:
         check_context_inputs(self.limits, log_text, junit_xml, query, issue)
         with self._lock:
             started = time.perf_counter()
@@ -597,7 +631,7 @@ class Workspace:
                 "derive": derived - refreshed,
                 "gather": done - derived,
             }
-            return gathered, failures, timings, reread
+            return gathered, failures, timings, reread, reader
 
     def _builder(self, engine: str) -> RepoContextBuilder | reference.RepoContextBuilder:
         """The workspace's builder of ``engine`` (with its limits and its token-count cache)."""

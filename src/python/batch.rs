@@ -60,6 +60,7 @@ fn read_one<'py>(
         cost,
         budget_obj,
         counter.as_ref(),
+        None,
     )
 }
 

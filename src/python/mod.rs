@@ -82,6 +82,14 @@ pub struct Candidate {
     /// The group it is packed with, whole or not at all (any hashable id), or `None`.
     #[pyo3(get)]
     group: Py<PyAny>,
+    /// Provenance: SHA-256 (64 lower-case hex digits) of the bytes of the file the content was
+    /// read from, or `None`.
+    #[pyo3(get)]
+    source_sha256: Py<PyAny>,
+    /// Provenance: which source proposed it (a non-empty `str`, at most 256 characters: the
+    /// parser, the reference analyser, the search tool, a plug-in), or `None`.
+    #[pyo3(get)]
+    source_id: Py<PyAny>,
 }
 
 impl Candidate {
@@ -103,13 +111,21 @@ impl Candidate {
             &self.reason,
             &self.score,
             &self.group,
+            &self.source_sha256,
+            &self.source_id,
         ]
         .into_iter()
         .all(atomic)
     }
 
-    /// The six fields, and the group when there is one (so that a candidate without a group
-    /// compares, hashes and pickles exactly as before groups existed).
+    /// Whether it carries provenance (`source_sha256` or `source_id`).
+    fn has_provenance(&self, py: Python<'_>) -> bool {
+        !self.source_sha256.is_none(py) || !self.source_id.is_none(py)
+    }
+
+    /// The six fields, the group when there is one or when there is provenance, and
+    /// `source_sha256`, `source_id` when there is provenance (so that a candidate without them
+    /// compares, hashes and pickles exactly as before they existed).
     fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let six = [
             &self.path,
@@ -119,11 +135,28 @@ impl Candidate {
             &self.reason,
             &self.score,
         ];
-        if self.group.is_none(py) {
+        let provenance = self.has_provenance(py);
+        if self.group.is_none(py) && !provenance {
             return PyTuple::new(py, six);
         }
         let [a, b, c, d, e, f] = six;
-        PyTuple::new(py, [a, b, c, d, e, f, &self.group])
+        if !provenance {
+            return PyTuple::new(py, [a, b, c, d, e, f, &self.group]);
+        }
+        PyTuple::new(
+            py,
+            [
+                a,
+                b,
+                c,
+                d,
+                e,
+                f,
+                &self.group,
+                &self.source_sha256,
+                &self.source_id,
+            ],
+        )
     }
 
     fn six<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
@@ -144,7 +177,7 @@ impl Candidate {
 #[pymethods]
 impl Candidate {
     #[new]
-    #[pyo3(signature = (path, start, end, content, reason, score, *, group=None))]
+    #[pyo3(signature = (path, start, end, content, reason, score, *, group=None, source_sha256=None, source_id=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -155,6 +188,8 @@ impl Candidate {
         reason: Py<PyAny>,
         score: Py<PyAny>,
         group: Option<Py<PyAny>>,
+        source_sha256: Option<Py<PyAny>>,
+        source_id: Option<Py<PyAny>>,
     ) -> Self {
         Self {
             path,
@@ -164,6 +199,8 @@ impl Candidate {
             reason,
             score,
             group: group.unwrap_or_else(|| py.None()),
+            source_sha256: source_sha256.unwrap_or_else(|| py.None()),
+            source_id: source_id.unwrap_or_else(|| py.None()),
         }
     }
 
@@ -178,6 +215,8 @@ impl Candidate {
             &self.reason,
             &self.score,
             &self.group,
+            &self.source_sha256,
+            &self.source_id,
         ] {
             visit.call(field)?;
         }
@@ -196,7 +235,8 @@ impl Candidate {
         ("path", "start", "end", "content", "reason", "score")
     }
 
-    /// The JSON form: a dict with the six fields, and `group` when it is not `None`.
+    /// The JSON form: a dict with the six fields, and `group`, `source_sha256`, `source_id`
+    /// each when it is not `None`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item(intern!(py, "path"), &self.path)?;
@@ -208,15 +248,26 @@ impl Candidate {
         if !self.group.is_none(py) {
             d.set_item(intern!(py, "group"), &self.group)?;
         }
+        if !self.source_sha256.is_none(py) {
+            d.set_item(intern!(py, "source_sha256"), &self.source_sha256)?;
+        }
+        if !self.source_id.is_none(py) {
+            d.set_item(intern!(py, "source_id"), &self.source_id)?;
+        }
         Ok(d)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let group = if self.group.is_none(py) {
-            String::new()
-        } else {
-            format!(", group={}", self.group.bind(py).repr()?)
-        };
+        let mut group = String::new();
+        for (name, value) in [
+            ("group", &self.group),
+            ("source_sha256", &self.source_sha256),
+            ("source_id", &self.source_id),
+        ] {
+            if !value.is_none(py) {
+                group.push_str(&format!(", {name}={}", value.bind(py).repr()?));
+            }
+        }
         Ok(format!(
             "Candidate({}{group})",
             reprs(&[
@@ -246,12 +297,21 @@ impl Candidate {
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let me = slf.get();
-        if me.group.is_none(py) {
+        if me.group.is_none(py) && !me.has_provenance(py) {
             return (slf.get_type(), me.six(py)?).into_bound_py_any(py);
         }
-        // `group` is keyword-only: rebuilt through functools.partial.
+        // `group`, `source_sha256` and `source_id` are keyword-only: rebuilt through
+        // functools.partial with those that are not `None`.
         let kwargs = PyDict::new(py);
-        kwargs.set_item(intern!(py, "group"), &me.group)?;
+        for (name, value) in [
+            (intern!(py, "group"), &me.group),
+            (intern!(py, "source_sha256"), &me.source_sha256),
+            (intern!(py, "source_id"), &me.source_id),
+        ] {
+            if !value.is_none(py) {
+                kwargs.set_item(name, value)?;
+            }
+        }
         let partial = py
             .import(intern!(py, "functools"))?
             .getattr(intern!(py, "partial"))?;
@@ -265,12 +325,14 @@ enum Why {
     Overlap,
     Budget,
     Group,
+    Stale,
 }
 
 /// Why a candidate was left out: its input `index`, its 0-based `rank` in the ranked order,
-/// `reason` (`"overlap"`, `"budget"` or `"group"`), for an overlap the input index of the
-/// selected window it hits (`overlaps`), and for a group that did not fit the input index of the
-/// member at which its cost went past the budget (`member`).
+/// `reason` (`"overlap"`, `"budget"`, `"group"` or `"stale"`), for an overlap the input index of
+/// the selected window it hits (`overlaps`), and for a group that did not fit the input index of
+/// the member at which its cost went past the budget (`member`). A `"stale"` candidate's content
+/// is no longer what its file holds at its line range (the build's `verify` reader said so).
 #[pyclass(frozen, eq, hash, module = "repo_context", name = "Omission")]
 #[derive(PartialEq, Eq, Hash)]
 pub struct Omission {
@@ -317,6 +379,10 @@ impl Omission {
             ("overlap", Some(_)) => Why::Overlap,
             ("budget", None) => Why::Budget,
             ("group", None) => Why::Group,
+            ("stale", None) => Why::Stale,
+            ("stale", Some(_)) => {
+                return Err(PyValueError::new_err("a stale omission overlaps nothing"));
+            }
             ("overlap", None) => {
                 return Err(PyValueError::new_err(
                     "an overlap omission names the window it hits",
@@ -330,7 +396,7 @@ impl Omission {
             }
             _ => {
                 return Err(PyValueError::new_err(
-                    "reason must be 'overlap', 'budget' or 'group'",
+                    "reason must be 'overlap', 'budget', 'group' or 'stale'",
                 ));
             }
         };
@@ -343,13 +409,14 @@ impl Omission {
         })
     }
 
-    /// Why it was left out: `"overlap"`, `"budget"` or `"group"`.
+    /// Why it was left out: `"overlap"`, `"budget"`, `"group"` or `"stale"`.
     #[getter]
     fn reason<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
         match self.why {
             Why::Overlap => intern!(py, "overlap").clone(),
             Why::Budget => intern!(py, "budget").clone(),
             Why::Group => intern!(py, "group").clone(),
+            Why::Stale => intern!(py, "stale").clone(),
         }
     }
 
@@ -524,10 +591,25 @@ impl BuildResult {
     /// the GIL released, on the rayon pool when there is more than [`PARALLEL_HASH_BYTES`] of
     /// them. The `str` objects stay alive and unchanged meanwhile (the result holds them).
     fn compute_digest(&self, py: Python<'_>) -> PyResult<String> {
-        let mut form = Form::new(digest::RESULT_TAG);
+        let items = self.items.bind(py);
+        // Provenance of each item (`None` when absent); with any, the v2 form carries it.
+        let mut provenance = Vec::with_capacity(items.len());
+        for item in items.iter() {
+            provenance.push((
+                present_attr(&item, intern!(py, "source_sha256"))?,
+                present_attr(&item, intern!(py, "source_id"))?,
+            ));
+        }
+        let any = provenance
+            .iter()
+            .any(|(sha, id)| sha.is_some() || id.is_some());
+        let mut form = Form::new(if any {
+            digest::RESULT_TAG_V2
+        } else {
+            digest::RESULT_TAG
+        });
         cost_form(&mut form, self.cost.bind(py))?;
         files_form(&mut form, self.failure_files.bind(py))?;
-        let items = self.items.bind(py);
         let mut fields = Vec::with_capacity(items.len());
         for item in items.iter() {
             let text = |name: &Bound<'_, PyString>| -> PyResult<Vec<u8>> {
@@ -548,12 +630,17 @@ impl BuildResult {
             .collect::<PyResult<Vec<_>>>()?;
         let hashes = py.detach(|| digest::content_hashes(&contents, PARALLEL_HASH_BYTES));
         form.number(fields.len() as u64);
-        for ((path, start, end, _, reason), hash) in fields.iter().zip(&hashes) {
+        for (((path, start, end, _, reason), hash), (sha, id)) in
+            fields.iter().zip(&hashes).zip(&provenance)
+        {
             form.text(path);
             form.number(*start);
             form.number(*end);
             form.hash(hash);
             form.text(reason);
+            if any {
+                provenance_form(&mut form, sha.as_ref(), id.as_ref())?;
+            }
         }
         Ok(form.hex())
     }
@@ -561,6 +648,25 @@ impl BuildResult {
 
 /// Above this many content bytes, a digest hashes the contents on the rayon pool.
 const PARALLEL_HASH_BYTES: usize = 1 << 20;
+
+/// An attribute that may be absent: `None` for a missing attribute or a `None` value.
+fn present_attr<'py>(
+    obj: &Bound<'py, PyAny>,
+    name: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(optional_attr(obj, name)?.filter(|v| !v.is_none()))
+}
+
+/// `O(source_sha256) O(source_id)` of the v2 byte form.
+fn provenance_form(
+    form: &mut Form,
+    sha: Option<&Bound<'_, PyAny>>,
+    id: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    form.optional(sha.map(text_bytes).transpose()?.as_deref());
+    form.optional(id.map(text_bytes).transpose()?.as_deref());
+    Ok(())
+}
 
 /// The bytes of a `str` (or subclass) in the digest's byte form: UTF-8, a lone surrogate as its
 /// 3-byte form. Borrowed from the `str` when it is valid UTF-8.
@@ -1591,6 +1697,14 @@ impl<'py> Reader<'py> {
         let score_obj = get(intern!(py, "score"), |c| &c.score)?;
         let (score, score_copy) = score(&score_obj, index)?;
         let (group_obj, group) = self.group(obj, &shape, index)?;
+        let (sha_obj, sha_exact) =
+            optional_field(obj, &shape, intern!(py, "source_sha256"), |c| {
+                &c.source_sha256
+            })?;
+        let sha_obj = source_sha256(sha_obj, index)?;
+        let (id_obj, id_exact) =
+            optional_field(obj, &shape, intern!(py, "source_id"), |c| &c.source_id)?;
+        let id_obj = source_id(id_obj, index)?;
 
         self.total = self.total.saturating_add(cost);
         if self.total > self.max_total {
@@ -1611,7 +1725,12 @@ impl<'py> Reader<'py> {
 
         let plain_lines =
             start_obj.is_exact_instance_of::<PyInt>() && end_obj.is_exact_instance_of::<PyInt>();
-        let exact = plain_lines && content_exact && reason_exact && score_copy.is_none();
+        let exact = plain_lines
+            && content_exact
+            && reason_exact
+            && score_copy.is_none()
+            && sha_exact
+            && id_exact;
         let item = if matches!(shape, Shape::Native(_)) && canonical.is_none() && exact {
             Item::Same(obj.clone())
         } else {
@@ -1633,6 +1752,8 @@ impl<'py> Reader<'py> {
                 reason: reason_obj,
                 score: score_copy.map_or_else(|| score_obj.clone().unbind(), Bound::unbind),
                 group: group_obj.unbind(),
+                source_sha256: sha_obj.unbind(),
+                source_id: id_obj.unbind(),
             })
         };
         // Both in 1..=MAX_LINE here.
@@ -1644,10 +1765,100 @@ impl<'py> Reader<'py> {
             reason,
             score,
             group,
+            stale: false,
         });
         self.items.push(item);
         Ok(())
     }
+}
+
+/// An optional field (`group`'s siblings `source_sha256`, `source_id`), read as `Reader::group`
+/// reads `group`: a mapping without the key, an object without the attribute, `None`. Returns
+/// the value and whether it is `None` or an exact `str` (else it is snapshotted).
+fn optional_field<'py>(
+    obj: &Bound<'py, PyAny>,
+    shape: &Shape<'_, 'py>,
+    name: &Bound<'py, PyString>,
+    native: fn(&Candidate) -> &Py<PyAny>,
+) -> PyResult<(Bound<'py, PyAny>, bool)> {
+    let py = obj.py();
+    let value = match shape {
+        Shape::Native(c) => native(c).bind(py).clone(),
+        Shape::Dict(d) => d
+            .get_item(name)?
+            .unwrap_or_else(|| py.None().into_bound(py)),
+        Shape::Mapping => match obj.get_item(name) {
+            Ok(v) => v,
+            Err(e) if e.is_instance_of::<PyKeyError>(py) => py.None().into_bound(py),
+            Err(e) => return Err(e),
+        },
+        Shape::Attributes => {
+            optional_attr(obj, name)?.unwrap_or_else(|| py.None().into_bound(py))
+        }
+    };
+    let exact = value.is_none() || value.is_exact_instance_of::<PyString>();
+    Ok((value, exact))
+}
+
+/// Longest `source_id` accepted, in characters (code points).
+pub(crate) const MAX_SOURCE_ID: usize = 256;
+
+/// `source_sha256`: `None`, or exactly 64 lower-case hex digits (a `str` subclass is read by
+/// its text and snapshotted as the exact `str`).
+fn source_sha256<'py>(value: Bound<'py, PyAny>, index: usize) -> PyResult<Bound<'py, PyAny>> {
+    let py = value.py();
+    if value.is_none() {
+        return Ok(value);
+    }
+    if value.cast::<PyString>().is_err() {
+        let problem = format!("must be a str, not {}", type_name(&value));
+        return Err(invalid(py, "source_sha256", problem, index));
+    }
+    let text = exact_str(&value)?;
+    // SAFETY: an exact str.
+    let length = unsafe { ffi::PyUnicode_GetLength(text.as_ptr()) } as usize;
+    const WANT: &str = "must be 64 lower-case hex digits (a SHA-256)";
+    if length != 64 {
+        let problem = format!("{WANT}, got {length} characters");
+        return Err(invalid(py, "source_sha256", problem, index));
+    }
+    let hex = text
+        .cast::<PyString>()?
+        .to_str()
+        .is_ok_and(|s| s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
+    if !hex {
+        let problem = format!("{WANT}, got {}", text.repr()?);
+        return Err(invalid(py, "source_sha256", problem, index));
+    }
+    Ok(text)
+}
+
+/// `source_id`: `None`, or a non-empty `str` of at most [`MAX_SOURCE_ID`] characters.
+fn source_id<'py>(value: Bound<'py, PyAny>, index: usize) -> PyResult<Bound<'py, PyAny>> {
+    let py = value.py();
+    if value.is_none() {
+        return Ok(value);
+    }
+    if value.cast::<PyString>().is_err() {
+        let problem = format!("must be a str, not {}", type_name(&value));
+        return Err(invalid(py, "source_id", problem, index));
+    }
+    let text = exact_str(&value)?;
+    // SAFETY: an exact str.
+    let length = unsafe { ffi::PyUnicode_GetLength(text.as_ptr()) } as usize;
+    if length == 0 {
+        return Err(invalid(
+            py,
+            "source_id",
+            "must not be empty".to_owned(),
+            index,
+        ));
+    }
+    if length > MAX_SOURCE_ID {
+        let problem = format!("must be at most {MAX_SOURCE_ID} characters, got {length}");
+        return Err(invalid(py, "source_id", problem, index));
+    }
+    Ok(text)
 }
 
 /// Candidates ahead of the reader, in list positions: the object itself at `FAR`, the objects
@@ -1719,6 +1930,8 @@ pub(crate) struct Prepared<'py> {
     n_paths: usize,
     /// Number of distinct groups (0: no candidate has a group).
     n_groups: usize,
+    /// Number of stale rows (0 without a `verify` reader).
+    n_stale: usize,
     budget: u64,
     /// Content lengths when the cost is something else (see `costing::apply`).
     lengths: Option<Vec<u64>>,
@@ -1738,6 +1951,7 @@ impl Prepared<'_> {
             budget: self.budget,
             n_paths: self.n_paths,
             n_groups: self.n_groups,
+            n_stale: self.n_stale,
         }
     }
 }
@@ -1751,6 +1965,7 @@ pub(crate) struct Job<'a> {
     budget: u64,
     n_paths: usize,
     n_groups: usize,
+    n_stale: usize,
 }
 
 impl Job<'_> {
@@ -1759,9 +1974,9 @@ impl Job<'_> {
         self.rows.len()
     }
 
-    /// Rank and pack (groups packed whole when some candidate has one).
+    /// Rank and pack (groups packed whole when some candidate has one; stale rows omitted).
     pub(crate) fn select(self) -> engine::Selection {
-        if self.n_groups == 0 {
+        if self.n_groups == 0 && self.n_stale == 0 {
             engine::build(self.rows, self.failure_ids, self.budget, self.n_paths)
         } else {
             engine::build_groups(
@@ -1786,6 +2001,7 @@ pub(crate) fn prepare<'py>(
     cost: Bound<'py, PyAny>,
     budget_obj: Py<PyAny>,
     counter: Option<&Bound<'py, tokens::TokenCounter>>,
+    verify: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Prepared<'py>> {
     let n = candidates.len()?;
     if u32::try_from(n).is_err() {
@@ -1816,6 +2032,10 @@ pub(crate) fn prepare<'py>(
     }
     let n_groups = reader.n_groups();
     let mut rows = reader.rows;
+    let n_stale = match verify {
+        Some(verify) => mark_stale(verify, &mut rows, &reader.items, reader.paths.ids.len())?,
+        None => 0,
+    };
     let counter = counter.map(Bound::get);
     let n_paths = reader.paths.ids.len();
     let mut failing = vec![false; n_paths];
@@ -1830,6 +2050,7 @@ pub(crate) fn prepare<'py>(
         failure_ids,
         n_paths,
         n_groups,
+        n_stale,
         budget,
         lengths,
         failure_files,
@@ -1837,6 +2058,140 @@ pub(crate) fn prepare<'py>(
         cost,
         budget_obj,
     })
+}
+
+/// A file as the `verify` reader gave it: the hex SHA-256 of its bytes, and its text (the bytes
+/// after a leading UTF-8 byte-order mark) with the byte offset where each line starts and,
+/// last, the text's length. Lines end at `\n`, `\r\n` or a lone `\r` (as in
+/// `repo_context.sources.files.split_lines`), each keeping its line ending.
+struct Verified {
+    sha256: String,
+    text: Vec<u8>,
+    starts: Vec<usize>,
+}
+
+impl Verified {
+    fn new(bytes: &[u8]) -> Self {
+        let sha256 = {
+            use sha2::{Digest, Sha256};
+            Sha256::digest(bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        };
+        let text = bytes
+            .strip_prefix(b"\xEF\xBB\xBF")
+            .unwrap_or(bytes)
+            .to_vec();
+        let mut starts = vec![0];
+        let mut i = 0;
+        while i < text.len() {
+            match text[i] {
+                b'\r' if text.get(i + 1) == Some(&b'\n') => {
+                    i += 2;
+                    starts.push(i);
+                }
+                b'\r' | b'\n' => {
+                    i += 1;
+                    starts.push(i);
+                }
+                _ => i += 1,
+            }
+        }
+        if starts.last() != Some(&text.len()) {
+            starts.push(text.len());
+        }
+        Self {
+            sha256,
+            text,
+            starts,
+        }
+    }
+
+    /// The bytes of lines `start..=end` (1-based), or `None` past the last line.
+    fn lines(&self, start: u32, end: u32) -> Option<&[u8]> {
+        let n_lines = self.starts.len() - 1;
+        if end as usize > n_lines {
+            return None;
+        }
+        Some(&self.text[self.starts[start as usize - 1]..self.starts[end as usize]])
+    }
+}
+
+/// Verified provenance: call `verify(path)` once per canonical path (in order of first
+/// appearance) and mark stale every row whose file is missing (`None`), whose `source_sha256`
+/// differs from the SHA-256 of the bytes read, or whose content is not exactly the file's lines
+/// `start..end` (the bytes decoded as UTF-8, a leading BOM dropped, invalid bytes as lone
+/// surrogates: `surrogateescape`). Returns the number of stale rows. Mirrors
+/// `repo_context.reference._stale`.
+fn mark_stale(
+    verify: &Bound<'_, PyAny>,
+    rows: &mut [Row],
+    items: &[Item<'_>],
+    n_paths: usize,
+) -> PyResult<usize> {
+    let py = verify.py();
+    let mut files: Vec<Option<Option<Verified>>> = (0..n_paths).map(|_| None).collect();
+    let mut n_stale = 0;
+    for (row, item) in rows.iter_mut().zip(items) {
+        let c = match item {
+            Item::Same(obj) => obj.cast::<Candidate>()?.get(),
+            Item::New(c) => c,
+            Item::Taken => return Err(PyRuntimeError::new_err("repo_context: item taken")),
+        };
+        let slot = &mut files[row.path as usize];
+        if slot.is_none() {
+            let path = c.path.bind(py);
+            let got = verify.call1((path,))?;
+            *slot = Some(if got.is_none() {
+                None
+            } else if let Ok(bytes) = got.cast::<pyo3::types::PyBytes>() {
+                Some(Verified::new(bytes.as_bytes()))
+            } else {
+                return Err(PyTypeError::new_err(format!(
+                    "verify: the reader must return bytes or None, not {} (for {})",
+                    type_name(&got),
+                    path.repr()?
+                )));
+            });
+        }
+        let stale = match slot.as_ref().and_then(Option::as_ref) {
+            None => true,
+            Some(file) => {
+                let sha = c.source_sha256.bind(py);
+                let wrong_file = !sha.is_none()
+                    && sha.cast::<PyString>()?.to_str().ok() != Some(file.sha256.as_str());
+                wrong_file || !content_matches(file, row, c.content.bind(py))?
+            }
+        };
+        if stale {
+            row.stale = true;
+            n_stale += 1;
+        }
+    }
+    Ok(n_stale)
+}
+
+/// Whether `content` is exactly the file's lines `row.start..=row.end`.
+fn content_matches(file: &Verified, row: &Row, content: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let Some(lines) = file.lines(row.start, row.end) else {
+        return Ok(false);
+    };
+    let text = content.cast::<PyString>()?;
+    match text.to_str() {
+        // UTF-8 is one-to-one: equal bytes, equal text (invalid bytes in the file decode to
+        // lone surrogates, which a valid `str` cannot hold).
+        Ok(s) => Ok(s.as_bytes() == lines),
+        // Lone surrogates: compare with the lines decoded as the reference decodes them. Line
+        // ends are ASCII, never part of an invalid sequence, so decoding the lines alone gives
+        // the same text as cutting them from the decoded file.
+        Err(_) => {
+            let py = content.py();
+            let decoded = pyo3::types::PyBytes::new(py, lines)
+                .call_method1(intern!(py, "decode"), ("utf-8", "surrogateescape"))?;
+            Ok(decoded.cast::<PyString>()?.to_str().is_err() && decoded.eq(text)?)
+        }
+    }
 }
 
 /// The engine's result for one prepared input, from the caller's own objects (attached).
@@ -1877,6 +2232,7 @@ pub(crate) fn assemble<'py>(
             Omitted::Overlap(blocker) => (Why::Overlap, Some(blocker as usize), None),
             Omitted::Budget => (Why::Budget, None, None),
             Omitted::Group(member) => (Why::Group, None, Some(member as usize)),
+            Omitted::Stale => (Why::Stale, None, None),
         };
         let index = o.index as usize;
         let rank = o.rank as usize;
@@ -1968,37 +2324,62 @@ fn cache_key<'py>(
     for (index, obj) in candidates.try_iter()?.enumerate() {
         reader.read(&obj?, index)?;
     }
-    let mut form = Form::new(digest::INPUT_TAG);
+    let candidate = |item: &Item<'py>| -> PyResult<Candidate> {
+        let c = match item {
+            Item::Same(obj) => obj.cast::<Candidate>()?.get(),
+            Item::New(c) => c,
+            Item::Taken => return Err(PyRuntimeError::new_err("repo_context: item taken")),
+        };
+        Ok(Candidate {
+            path: c.path.clone_ref(py),
+            start: c.start.clone_ref(py),
+            end: c.end.clone_ref(py),
+            content: c.content.clone_ref(py),
+            reason: c.reason.clone_ref(py),
+            score: c.score.clone_ref(py),
+            group: c.group.clone_ref(py),
+            source_sha256: c.source_sha256.clone_ref(py),
+            source_id: c.source_id.clone_ref(py),
+        })
+    };
+    let candidates: Vec<Candidate> = reader
+        .items
+        .iter()
+        .map(candidate)
+        .collect::<PyResult<_>>()?;
+    let any = candidates.iter().any(|c| c.has_provenance(py));
+    let mut form = Form::new(if any {
+        digest::INPUT_TAG_V2
+    } else {
+        digest::INPUT_TAG
+    });
     cost_form(&mut form, &cost)?;
     form.number(budget);
     form.number(failure_files.len() as u64);
     for f in &failure_files {
         form.text(&text_bytes(f)?);
     }
-    let mut strings = Vec::with_capacity(reader.rows.len());
-    for item in &reader.items {
-        strings.push(match item {
-            Item::Same(obj) => {
-                let c = obj.cast::<Candidate>()?.get();
-                (c.path.bind(py).clone(), c.content.bind(py).clone())
-            }
-            Item::New(c) => (c.path.bind(py).clone(), c.content.bind(py).clone()),
-            Item::Taken => return Err(PyRuntimeError::new_err("repo_context: item taken")),
-        });
-    }
-    let contents = strings
+    let contents = candidates
         .iter()
-        .map(|(_, content)| text_bytes(content))
+        .map(|c| text_bytes(c.content.bind(py)))
         .collect::<PyResult<Vec<_>>>()?;
     let hashes = py.detach(|| digest::content_hashes(&contents, PARALLEL_HASH_BYTES));
     form.number(reader.rows.len() as u64);
-    for ((row, (path, _)), hash) in reader.rows.iter().zip(&strings).zip(&hashes) {
-        form.text(&text_bytes(path)?);
+    for ((row, c), hash) in reader.rows.iter().zip(&candidates).zip(&hashes) {
+        form.text(&text_bytes(c.path.bind(py))?);
         form.number(u64::from(row.start));
         form.number(u64::from(row.end));
         form.hash(hash);
         form.text(row.reason.name().as_bytes());
         form.score(row.score);
+        if any {
+            let some = |v: &Py<PyAny>| (!v.is_none(py)).then(|| v.bind(py).clone());
+            provenance_form(
+                &mut form,
+                some(&c.source_sha256).as_ref(),
+                some(&c.source_id).as_ref(),
+            )?;
+        }
     }
     Ok(form.hex())
 }
@@ -2008,10 +2389,12 @@ fn cache_key<'py>(
 ///
 /// `candidates` is a list or tuple; `budget` the budget in the cost's unit (`budget_obj` as
 /// given); `failure_files` the canonical failing files; `max_total_chars` the total-content
-/// limit; `counter` the builder's token counter for the cost's encoding, or `None`.
+/// limit; `counter` the builder's token counter for the cost's encoding, or `None`; `verify`
+/// a reader `path -> bytes | None` whose files the candidates are checked against (stale ones
+/// omitted, see `mark_stale`), or `None`.
 /// A pending signal (Ctrl-C) is honoured while candidates are read, costed and returned.
 #[pyfunction]
-#[pyo3(signature = (candidates, budget, failure_files, max_total_chars, cost, budget_obj, counter))]
+#[pyo3(signature = (candidates, budget, failure_files, max_total_chars, cost, budget_obj, counter, verify=None))]
 #[allow(clippy::too_many_arguments)]
 fn build<'py>(
     py: Python<'py>,
@@ -2022,6 +2405,7 @@ fn build<'py>(
     cost: Bound<'py, PyAny>,
     budget_obj: Py<PyAny>,
     counter: Option<Bound<'py, tokens::TokenCounter>>,
+    verify: Option<Bound<'py, PyAny>>,
 ) -> PyResult<(BuildResult, Vec<u32>, Vec<Vec<u32>>)> {
     let prepared = prepare(
         py,
@@ -2032,6 +2416,7 @@ fn build<'py>(
         cost,
         budget_obj,
         counter.as_ref(),
+        verify.as_ref(),
     )?;
     let job = prepared.job();
     let selection = py.detach(|| job.select());

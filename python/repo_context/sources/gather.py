@@ -250,9 +250,19 @@ def gather(
         ]
     failure_found = [] if "failure" in exclude else failure_windows(repository, frames, base_score=tier + 2.0)
     # Every window passes the reader's check last: secrets and stale windows are withheld.
-    candidates, withheld = repository.screen(
-        (*failure_found, *references, *search, *issue_search, *leftover)
-    )
+    # Each window names its source (its provenance: the candidate's ``source_id``).
+    named_windows = [
+        replace(w, source=source)
+        for source, windows in (
+            ("failure", failure_found),
+            ("reference", references),
+            ("search", search),
+            ("issue", issue_search),
+            ("members", leftover),
+        )
+        for w in windows
+    ]
+    candidates, withheld = repository.screen(named_windows)
     withheld = [*frame_omissions, *withheld]
     return Gathered(
         candidates=tuple(candidates),

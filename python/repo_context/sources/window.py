@@ -25,6 +25,9 @@ class Window:
     windows of one source (higher first). Accepted as-is by ``repo_context.build``.
     ``clamped_from`` is the end the source asked for when it was past the end of the file
     and the window was clamped to the last line (``None`` otherwise; not compared).
+    ``source`` names the source that proposed it (``"failure"``, ``"reference"``,
+    ``"search"``, ``"issue"``, ``"members"``; set by :func:`~.gather.gather`, ``None`` before;
+    not compared): the candidate's ``source_id`` in :meth:`repo_context.Workspace.context`.
     """
 
     path: str
@@ -34,6 +37,7 @@ class Window:
     reason: Reason
     score: float
     clamped_from: int | None = field(default=None, compare=False)
+    source: str | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, object]:
         """The JSON form of the candidate (the keys of the build input)."""
