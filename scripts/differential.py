@@ -12,7 +12,10 @@ and ``float`` subclasses overriding ``__eq__``/``__hash__``/``__str__``/``__floa
 raising; ``__index__`` objects; ``bool``; huge integers; NaN and infinities), budgets in
 characters or exact tokens, with and without a template, one or several failing files, and
 groups (small ids shared by candidates whose ranges collide, equal ids of different types such
-as ``1``/``1.0``/``True``, lying ``str`` ids, unhashable ids).
+as ``1``/``1.0``/``True``, lying ``str`` ids, unhashable ids), and provenance (``source_sha256``
+of the file or of another version, ``source_id``, bad values of both) built with and without a
+``verify`` reader over files that hold, or no longer hold, the windows (CRLF and lone CR line
+ends, a missing file); the paths each engine's reader was asked for must be equal too.
 
 Both engines must give the same result (the JSON form with ``missing_critical`` and the digest,
 and the items, compared strictly: types, float signs) and the same cache key, or raise the same
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 FIELDS = ("path", "start", "end", "content", "reason", "score")
+ITEM_FIELDS = (*FIELDS, "group", "source_sha256", "source_id")
 PATHS = ["a.py", "./a.py", "a.py/", "src/b.py", "src//b.py", "ü/ñ.py", "s\udcff.py", "A.py"]
 TEXTS = ["", "x", "def f():\n    return 1\n", "```\n", "<a>&</a>", "é😀", "\udc80z", "\r\n", "a" * 40]
 ENCODINGS = ["o200k_base", "cl100k_base"]
@@ -112,6 +116,8 @@ class Frozen:
     reason: Any
     score: Any
     group: Any = None
+    source_sha256: Any = None
+    source_id: Any = None
 
 
 class Plain:
@@ -161,6 +167,51 @@ def _path(rnd: random.Random) -> Any:
     return rnd.choice(["", "/abs.py", "a/../b.py", "a\\b.py", "a\0.py", LyingStr("a.py"), 5])
 
 
+def _file(path: str) -> bytes | None:
+    """The text of the file at canonical ``path`` that a ``verify`` reader returns (``None``:
+    missing): 40 lines naming their number, some ending in CRLF or a lone CR."""
+    if path.startswith("src"):
+        return None
+    ends = ["\n", "\n", "\r\n", "\n", "\r"]
+    return "".join(f"{path} {i}{ends[i % 5]}" for i in range(1, 41)).encode("utf-8", "surrogatepass")
+
+
+def _lines(path: str, start: int, end: int) -> str | None:
+    """Lines ``start..end`` of :func:`_file`, endings kept, or ``None``."""
+    data = _file(path)
+    if data is None or end > 40:
+        return None
+    text = data.decode("utf-8", "surrogatepass")
+    return "".join(text.splitlines(keepends=True)[start - 1 : end])
+
+
+def _canonical(path: Any) -> str | None:
+    from repo_context._input import PathProblem, canonical_path
+
+    try:
+        return canonical_path(path) if type(path) is str else None
+    except PathProblem:
+        return None
+
+
+def _provenance(rnd: random.Random, fields: dict[str, Any]) -> None:
+    """Add ``source_sha256`` / ``source_id`` to some candidates, mostly valid."""
+    import hashlib
+
+    path = _canonical(fields.get("path"))
+    data = _file(path) if path is not None else None
+    if rnd.random() < 0.8:
+        if data is not None and rnd.random() < 0.7:
+            fields["source_sha256"] = hashlib.sha256(data).hexdigest()
+        else:
+            fields["source_sha256"] = rnd.choice(["0" * 64, hashlib.sha256(b"old").hexdigest(), None])
+    if rnd.random() < 0.6:
+        fields["source_id"] = rnd.choice(["failure", "reference", "search", "plug-in: ü", None])
+    if rnd.random() < 0.05:
+        field = rnd.choice(["source_sha256", "source_id"])
+        fields[field] = rnd.choice(["", "A" * 64, "abc", 3, "x" * 257, LyingStr("search"), b"0" * 64])
+
+
 def _group(rnd: random.Random) -> Any:
     if rnd.random() < 0.9:
         return rnd.choice([0, 1, 2, "g", None])
@@ -194,13 +245,30 @@ def _candidate(rnd: random.Random) -> Any:
         del fields[rnd.choice(FIELDS)]
     if rnd.random() < 0.3:
         fields["group"] = _group(rnd)
+    if rnd.random() < 0.3:
+        # A window its file holds, so that a verifying build can select it.
+        path = _canonical(fields["path"])
+        if path is not None and type(start) is int and type(end) is int and 1 <= start <= end:
+            lines = _lines(path, start, end)
+            if lines is not None:
+                fields["content"] = lines
+    if rnd.random() < 0.25:
+        _provenance(rnd, fields)
     form = rnd.choice(["candidate", "dict", "frozen", "plain"])
-    if form == "candidate" and not _hashable(fields.get("group")):
-        form = "dict"  # the constructor takes a hashable group only
+    provenance = (fields.get("source_sha256"), fields.get("source_id"))
+    if form == "candidate" and (
+        not _hashable(fields.get("group")) or any(v is not None and type(v) is not str for v in provenance)
+    ):
+        form = "dict"  # the constructor takes a hashable group and str provenance only
     if form == "dict" or any(f not in fields for f in FIELDS):
         return fields if form != "plain" else Plain(**fields)
     if form == "candidate":
-        return repo_context.Candidate(*(fields[f] for f in FIELDS), group=fields.get("group"))
+        return repo_context.Candidate(
+            *(fields[f] for f in FIELDS),
+            group=fields.get("group"),
+            source_sha256=fields.get("source_sha256"),
+            source_id=fields.get("source_id"),
+        )
     if form == "frozen":
         return Frozen(**fields)
     return Plain(**fields)
@@ -255,7 +323,8 @@ def _snapshot(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, id(value), tuple(_snapshot(v) for v in value))
     if isinstance(value, (Frozen, Plain)):
-        fields = tuple((f, _snapshot(getattr(value, f, None))) for f in (*FIELDS, "group"))
+        extra = ("group", "source_sha256", "source_id")
+        fields = tuple((f, _snapshot(getattr(value, f, None))) for f in (*FIELDS, *extra))
         return (type(value).__name__, id(value), fields)
     return (_strict(value), id(value))
 
@@ -269,20 +338,28 @@ def _error(exc: Exception) -> tuple[Any, ...]:
 Engine = tuple[Callable[[Any], Any], Callable[[Any], str]]
 
 
-def outcome(engine: Engine, data: dict[str, Any]) -> tuple[Any, ...]:
+def outcome(engine: Engine, data: dict[str, Any], verify: bool = False) -> tuple[Any, ...]:
     """What an engine (``build``, ``cache_key``) makes of ``data``: the result or the error, the
-    cache key or the error, and whether ``data`` changed."""
+    cache key or the error, and whether ``data`` changed; with ``verify``, built with a reader
+    over :func:`_file`, and the paths it was asked for."""
     build, key = engine
     before = _snapshot(data)
+    asked: list[str] = []
+
+    def reader(path: str) -> bytes | None:
+        asked.append(path)
+        return _file(path)
+
     try:
-        result = build(data)
+        result = build(data, verify=reader) if verify else build(data)
         got: tuple[Any, ...] = (
             "ok",
             _strict(result.to_dict()),
-            _strict([(i.path, i.start, i.end, i.content, i.reason, i.score, i.group) for i in result.items]),
+            _strict([tuple(getattr(i, f) for f in ITEM_FIELDS) for i in result.items]),
+            _strict(asked),
         )
     except Exception as exc:
-        got = _error(exc)
+        got = (*_error(exc), _strict(asked))
     try:
         keyed: tuple[Any, ...] = ("key", key(data))
     except Exception as exc:
@@ -308,12 +385,13 @@ def _engines() -> tuple[Engine, Engine]:
 def mismatch(seed: int, case: int, drop: frozenset[int] = frozenset()) -> tuple[Any, Any] | None:
     """The two outcomes of case ``case`` (without the candidates in ``drop``) when they differ."""
     native, reference = _engines()
+    verify = random.Random(f"{seed}:{case}:verify").random() < 0.3
     data = generate(seed, case)
     data["candidates"] = [c for i, c in enumerate(data["candidates"]) if i not in drop]
-    a = outcome(native, data)
+    a = outcome(native, data, verify)
     data = generate(seed, case)
     data["candidates"] = [c for i, c in enumerate(data["candidates"]) if i not in drop]
-    b = outcome(reference, data)
+    b = outcome(reference, data, verify)
     return None if a == b else (a, b)
 
 
