@@ -1,0 +1,46 @@
+"""Faults the fuzz targets (``tests/fuzz``, ``scripts/fuzz.sh``) found, each as the small
+input that shows it and the exact right value. The inputs that found them are in the fuzz
+corpora too (``tests/test_fuzz_corpus.py`` replays them through the targets' invariants)."""
+
+from __future__ import annotations
+
+from repo_context.sources.pytest_log import Frame, parse_pytest_log
+
+TRACEBACK = """\
+Traceback (most recent call last):
+  File "pkg/app.py", line {outer}, in main
+    run()
+  File "pkg/calc.py", line {inner}, in run
+    raise ValueError("bad")
+ValueError: bad
+"""
+
+
+def test_a_frame_at_line_zero_is_unusable() -> None:
+    """Lines are 1-based: ``line 0`` (or ``path:0:``) names no line of any file, like a line
+    past ``2**31 - 1``; such a frame is dropped, not passed on as line 0."""
+    (failure,) = parse_pytest_log(TRACEBACK.format(outer=0, inner=7))
+    assert failure.frames == (Frame("pkg/calc.py", 7, "run", 0),)
+    assert (failure.exception_type, failure.message) == ("ValueError", "bad")
+    assert parse_pytest_log(TRACEBACK.format(outer=0, inner="000")) == []
+    (failure,) = parse_pytest_log("pkg/calc.py:0: in run\npkg/calc.py:3: ValueError\n")
+    assert failure.frames == (Frame("pkg/calc.py", 3, None, 0),)
+
+
+STAMP = "2024-05-01T10:00:00.1234567Z "
+BARE = 'Traceback (most recent call last):\n  File "pkg/calc.py", line 3, in run\nValueError: bad\n\nDone.\n'
+
+
+def test_a_time_stamped_empty_line_is_empty() -> None:
+    """A CI log stamps every line; an empty line's stamp loses its blank when trailing
+    blanks are stripped, and it still ends the message of a bare traceback. The same for a
+    pytest-xdist ``[gw0]`` prefix alone on a line."""
+    expected = parse_pytest_log(BARE)
+    (failure,) = expected
+    assert failure.message_lines == ("ValueError: bad",)
+    assert failure.frames == (Frame("pkg/calc.py", 3, "run", 0),)
+    stamped = "".join(STAMP + line + "\n" for line in BARE.splitlines())
+    assert parse_pytest_log(stamped) == expected
+    assert parse_pytest_log(stamped.replace(STAMP + "\n", STAMP.rstrip() + "\n")) == expected
+    prefixed = "".join("[gw0] " + line + "\n" for line in BARE.splitlines())
+    assert parse_pytest_log(prefixed) == expected
