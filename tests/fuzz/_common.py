@@ -41,7 +41,7 @@ def instrumented(*libraries: str) -> contextlib.AbstractContextManager[Any]:
     replay test) nothing happens."""
     if not _INSTRUMENTED:
         return contextlib.nullcontext()
-    import atheris  # type: ignore[import-not-found,unused-ignore]
+    import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     manager: contextlib.AbstractContextManager[Any] = atheris.instrument_imports(
         include=["repo_context", *libraries]
@@ -86,7 +86,7 @@ def fuzz_main(check: Callable[[bytes], None], warm_up: Callable[[], None] | None
     under test instrumented by :func:`instrumented`); ``warm_up`` runs first (lazy imports,
     tables built on first use), so that its cost does not count against the first input's
     time."""
-    import atheris  # type: ignore[import-not-found,unused-ignore]
+    import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     if warm_up is not None:
         warm_up()

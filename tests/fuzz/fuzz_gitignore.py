@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import fuzz_main, instrumented
 
 with instrumented("pathspec"):
+    import re2
     from pathspec import GitIgnoreSpec
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
     from repo_context.sources import files
@@ -69,8 +70,8 @@ class _AllRe2(GitIgnoreSpecPattern):
         super().__init__(pattern, include)
         if self.regex is not None:
             try:
-                self.regex = files.re2.compile(self.regex.pattern, files._RE2_OPTIONS)
-            except files.re2.error:
+                self.regex = re2.compile(self.regex.pattern, files._RE2_OPTIONS)
+            except re2.error:
                 pass
 
 
