@@ -4,7 +4,14 @@ corpora too (``tests/test_fuzz_corpus.py`` replays them through the targets' inv
 
 from __future__ import annotations
 
-from repo_context.sources.pytest_log import Frame, parse_pytest_log
+import pytest
+from repo_context.sources.pytest_log import (
+    Frame,
+    LogFormatError,
+    parse_junit_xml,
+    parse_pytest_log,
+    parse_test_output,
+)
 
 TRACEBACK = """\
 Traceback (most recent call last):
@@ -44,3 +51,25 @@ def test_a_time_stamped_empty_line_is_empty() -> None:
     assert parse_pytest_log(stamped.replace(STAMP + "\n", STAMP.rstrip() + "\n")) == expected
     prefixed = "".join("[gw0] " + line + "\n" for line in BARE.splitlines())
     assert parse_pytest_log(prefixed) == expected
+
+
+@pytest.mark.parametrize(
+    ("encoding", "problem"),
+    [
+        ("utf-9", "unknown encoding: utf-9"),
+        ("rot13", "'rot13' is not a text encoding; use codecs.decode() to handle arbitrary codecs"),
+        ("mbcs", "unknown encoding: mbcs"),
+    ],
+)
+def test_junit_with_an_unknown_encoding_is_a_log_format_error(encoding: str, problem: str) -> None:
+    """The XML declaration names an encoding Python does not have (or one that is not a
+    text encoding): the document is unreadable JUnit, ``LogFormatError`` as documented, not
+    the parser's ``LookupError``."""
+    data = f'<?xml version="1.0" encoding="{encoding}"?><testsuite><testcase name="t"/></testsuite>'.encode()
+    with pytest.raises(LogFormatError) as caught:
+        parse_junit_xml(data)
+    assert str(caught.value) == f"invalid JUnit XML: {problem}"
+    with pytest.raises(LogFormatError):
+        parse_test_output(data)
+    with pytest.raises(LogFormatError):
+        parse_test_output("", junit_xml=data)

@@ -1061,8 +1061,8 @@ def parse_junit_xml(data: str | bytes) -> list[TestFailure]:
     ``classname``).
 
     Parsing is done by ``defusedxml``: a document that declares entities or refers to
-    external resources is refused. Raises :class:`LogFormatError` for such a document or
-    malformed XML.
+    external resources is refused. Raises :class:`LogFormatError` for such a document,
+    malformed XML or an XML declaration naming an unknown (or not a text) encoding.
     """
     from xml.etree.ElementTree import Element, ParseError
 
@@ -1071,7 +1071,9 @@ def parse_junit_xml(data: str | bytes) -> list[TestFailure]:
 
     try:
         root: Element = fromstring(data, forbid_dtd=True)
-    except (ParseError, DefusedXmlException, ValueError) as exc:
+    except (ParseError, DefusedXmlException, ValueError, LookupError) as exc:
+        # LookupError: the XML declaration names an encoding Python does not know
+        # (``encoding="utf-9"``) or one that is not a text encoding (``"rot13"``, ``"hex"``).
         raise LogFormatError(f"invalid JUnit XML: {exc}") from None
     failures: list[TestFailure] = []
     for case in root.iter():
