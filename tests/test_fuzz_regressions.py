@@ -4,7 +4,10 @@ corpora too (``tests/test_fuzz_corpus.py`` replays them through the targets' inv
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from repo_context.sources.files import Repository
 from repo_context.sources.pytest_log import (
     Frame,
     LogFormatError,
@@ -73,3 +76,14 @@ def test_junit_with_an_unknown_encoding_is_a_log_format_error(encoding: str, pro
         parse_test_output(data)
     with pytest.raises(LogFormatError):
         parse_test_output("", junit_xml=data)
+
+
+def test_a_gitignore_pattern_re_cannot_compile_is_left_out(tmp_path: Path) -> None:
+    """``[z-a]`` (a character range whose end is below its start) makes pathspec pass on
+    Python's ``re.error``, which is no ``ValueError``: reading the rules raised it and the
+    whole repository could not be listed. The pattern matches nothing and is left out; the
+    other rules apply."""
+    (tmp_path / ".gitignore").write_text("[z-a].py\n*.log\n![9-0]keep.log\n")
+    for name in ("a.py", "z.py", "x.log", "9keep.log"):
+        (tmp_path / name).write_text("x = 1\n")
+    assert Repository(tmp_path).files() == [".gitignore", "a.py", "z.py"]

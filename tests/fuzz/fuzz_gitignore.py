@@ -80,7 +80,7 @@ def _usable_lines(lines: list[str]) -> list[str]:
     for line in lines:
         try:
             files._rules([line])
-        except ValueError:
+        except files._PATTERN_ERRORS:
             continue
         good.append(line)
     return good

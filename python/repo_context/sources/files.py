@@ -741,6 +741,12 @@ class _LinearPattern(GitIgnoreSpecPattern):
                 raise ValueError(f"pattern {pattern!r} cannot be compiled: {exc}") from None
 
 
+#: What compiling a pattern that cannot be compiled raises: pathspec's ``ValueError`` (an
+#: invalid pattern), Python's ``re.error`` (pathspec passes it on: ``[z-a]``, a character
+#: range whose end is below its start) and :class:`_LinearPattern`'s ``ValueError`` (RE2).
+_PATTERN_ERRORS = (ValueError, re.error)
+
+
 def _rules(lines: list[str]) -> GitIgnoreSpec:
     return GitIgnoreSpec.from_lines(lines, pattern_factory=_LinearPattern, backend="simple")
 
@@ -766,12 +772,12 @@ def _read_rules(path: Path, limit: int) -> GitIgnoreSpec | None:
     lines = data.decode("utf-8", errors="replace").splitlines()
     try:
         return _rules(lines)
-    except ValueError:  # an invalid pattern: keep the others
+    except _PATTERN_ERRORS:  # an invalid pattern: keep the others
         good = []
         for line in lines:
             try:
                 _rules([line])
-            except ValueError:
+            except _PATTERN_ERRORS:
                 continue
             good.append(line)
         return _rules(good)
