@@ -35,7 +35,21 @@ with instrumented():
     from repo_context import reference
     from repo_context.cli import _unique_keys
 
-_PATHS = ("a.py", "./a.py", "src//b.py", "a.py/", "", "/abs.py", "a/../b.py", "a\\b.py", "x\x00", "é/ü.rs")
+_PATHS = (
+    "a.py",
+    "./a.py",
+    "src//b.py",
+    "a.py/",
+    "a\n## b.PY",
+    "q&<\"'>]]>.xml",
+    "t\x7f\x01\u2028.md",
+    "é/ü.rs",
+    "",
+    "/abs.py",
+    "a/../b.py",
+    "a\\b.py",
+    "x\x00",
+)
 _LINES: tuple[Any, ...] = (1, 2, 3, 5, 8, 0, -1, 2**31 - 1, 2**31, True, 2.0, None, "3")
 _REASONS: tuple[Any, ...] = ("failure", "reference", "search", "Failure", "", None, 1)
 _SCORES: tuple[Any, ...] = (0, 1, 2.5, -0.0, 0.0, -3, 1e308, float("nan"), float("inf"), True, 10**400, "1")
@@ -73,30 +87,39 @@ class _Bytes:
         return chunk.decode("utf-8", errors="surrogateescape")
 
 
-def structured(data: bytes) -> dict[str, Any]:
-    """A build input drawn from ``data`` (for bytes that are not a JSON document)."""
+# The valid values among the above: the first ones of each table.
+_VALID = {"paths": 8, "lines": 5, "reasons": 3, "scores": 7, "costs": 6, "budgets": 6}
+
+
+def structured(data: bytes, *, valid: bool = False) -> dict[str, Any]:
+    """A build input drawn from ``data`` (for bytes that are not a JSON document); with
+    ``valid``, only valid values (``start <= end`` aside)."""
     draw = _Bytes(data)
+
+    def pick(options: tuple[Any, ...], name: str) -> Any:
+        return draw.pick(options[: _VALID[name]] if valid else options)
+
     candidates = []
     for _ in range(draw.byte() % 12):
         candidate = {
-            "path": draw.pick(_PATHS),
-            "start": draw.pick(_LINES),
-            "end": draw.pick(_LINES),
+            "path": pick(_PATHS, "paths"),
+            "start": pick(_LINES, "lines"),
+            "end": pick(_LINES, "lines"),
             "content": draw.text(),
-            "reason": draw.pick(_REASONS),
-            "score": draw.pick(_SCORES),
+            "reason": pick(_REASONS, "reasons"),
+            "score": pick(_SCORES, "scores"),
         }
         flags = draw.byte()
-        if flags & 1:
+        if flags & 1 or (valid and candidate["end"] < candidate["start"]):
             candidate["end"] = candidate["start"]
         if flags & 2:
             candidate["group"] = draw.byte() % 3
-        if flags & 4:
+        if flags & 4 and not valid:
             del candidate[draw.pick(tuple(candidate))]
         candidates.append(candidate)
     out: dict[str, Any] = {"candidates": candidates}
-    cost = draw.pick(_COSTS)
-    budget = draw.pick((0, 1, 10, 60, 200, 1000, -1, None, 2**64, 1.5))
+    cost = pick(_COSTS, "costs")
+    budget = pick((0, 1, 10, 60, 200, 1000, -1, None, 2**64, 1.5), "budgets")
     if cost is None:
         out["max_chars"] = budget
     else:
@@ -104,9 +127,9 @@ def structured(data: bytes) -> dict[str, Any]:
         out["budget"] = budget
     which = draw.byte() % 4
     if which == 1:
-        out["failure_file"] = draw.pick(_PATHS)
+        out["failure_file"] = pick(_PATHS, "paths")
     elif which == 2:
-        out["failure_files"] = [draw.pick(_PATHS) for _ in range(draw.byte() % 3)]
+        out["failure_files"] = [pick(_PATHS, "paths") for _ in range(draw.byte() % 3)]
     return out
 
 
@@ -135,17 +158,13 @@ def _consistent(result: repo_context.BuildResult, count: int) -> None:
     assert result.used <= result.budget, (result.used, result.budget)
 
 
-def load(data: bytes) -> Any:
-    """The build input ``data`` holds: its JSON document, else :func:`structured`."""
+def build_both(data: bytes, *, valid: bool = False) -> tuple[Any, repo_context.BuildResult | None]:
+    """The input and its result (``None`` for an invalid input), both engines checked;
+    ``valid``: bytes that are not JSON are drawn as a valid input."""
     try:
-        return json.loads(data, object_pairs_hook=_unique_keys)
+        value = json.loads(data, object_pairs_hook=_unique_keys)
     except (ValueError, RecursionError):
-        return structured(data)
-
-
-def build_both(data: bytes) -> tuple[Any, repo_context.BuildResult | None]:
-    """The input and its result (``None`` for an invalid input), both engines checked."""
-    value = load(data)
+        value = structured(data, valid=valid)
     before = repr(value)
     native = _outcome(repo_context.build, value)
     assert repr(value) == before, "the native engine changed its input"

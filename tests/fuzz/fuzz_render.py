@@ -1,6 +1,7 @@
 """Fuzz target: rendering a build result (``repo_context.render``, ``composer``).
 
-The input is a build input, read as in ``fuzz_build`` (JSON, else drawn from the bytes);
+The input is a build input, read as in ``fuzz_build`` (JSON, else drawn from the bytes, with
+valid values only);
 a valid input's result is rendered in every template, order and line-number choice.
 Invariants:
 
@@ -112,7 +113,7 @@ def _check_result(result: repo_context.BuildResult) -> None:
 
 def check(data: bytes) -> None:
     """One input: the invariants in the module docstring."""
-    _, result = build_both(data)
+    _, result = build_both(data, valid=True)
     if result is not None:
         _check_result(result)
 
