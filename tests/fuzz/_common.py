@@ -11,10 +11,10 @@ instruments ``repo_context`` and the named libraries for coverage as they are im
 ``atheris.instrument_all`` takes over everything loaded).
 
 The time guard: one input may take at most :func:`time_limit` seconds (50 ms plus 20 µs
-per input byte, times ``REPO_CONTEXT_FUZZ_TIME_SCALE``, default 1; the instrumented code
-under atheris gets 4 times that). A slow input is timed a second time before it counts,
-so that a pause of the machine (another process, the garbage collector) is not reported
-as a super-linear path.
+per input byte, or what the target sets, times ``REPO_CONTEXT_FUZZ_TIME_SCALE``, default
+1; the instrumented code under atheris gets 4 times that). A slow input is timed a second
+time before it counts, so that a pause of the machine (another process, the garbage
+collector) is not reported as a super-linear path.
 """
 
 from __future__ import annotations
@@ -49,20 +49,21 @@ def instrumented(*libraries: str) -> contextlib.AbstractContextManager[Any]:
     return manager
 
 
-def time_limit(size: int) -> float:
-    """Seconds one input of ``size`` bytes may take: 50 ms + 20 µs per byte, scaled."""
+def time_limit(size: int, per_byte: float = 20e-6) -> float:
+    """Seconds one input of ``size`` bytes may take: 50 ms + ``per_byte`` seconds (20 µs)
+    per byte, scaled."""
     scale = float(os.environ.get("REPO_CONTEXT_FUZZ_TIME_SCALE", "1"))
     if _INSTRUMENTED:
         scale *= 4
-    return (0.05 + 20e-6 * size) * scale
+    return (0.05 + per_byte * size) * scale
 
 
-def guarded(check: Callable[[bytes], None]) -> Callable[[bytes], None]:
+def guarded(check: Callable[[bytes], None], per_byte: float = 20e-6) -> Callable[[bytes], None]:
     """``check`` with the per-input time guard: an input that takes longer than
     :func:`time_limit` twice in a row fails with ``AssertionError``."""
 
     def run(data: bytes) -> None:
-        limit = time_limit(len(data))
+        limit = time_limit(len(data), per_byte)
         began = time.perf_counter()
         check(data)
         took = time.perf_counter() - began
@@ -81,14 +82,16 @@ def guarded(check: Callable[[bytes], None]) -> Callable[[bytes], None]:
     return run
 
 
-def fuzz_main(check: Callable[[bytes], None], warm_up: Callable[[], None] | None = None) -> None:
+def fuzz_main(
+    check: Callable[[bytes], None], warm_up: Callable[[], None] | None = None, per_byte: float = 20e-6
+) -> None:
     """Run ``check`` under atheris with ``sys.argv`` as libFuzzer's arguments (the code
     under test instrumented by :func:`instrumented`); ``warm_up`` runs first (lazy imports,
     tables built on first use), so that its cost does not count against the first input's
-    time."""
+    time; ``per_byte`` as in :func:`time_limit`."""
     import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     if warm_up is not None:
         warm_up()
-    atheris.Setup(sys.argv, guarded(check))
+    atheris.Setup(sys.argv, guarded(check, per_byte))
     atheris.Fuzz()
