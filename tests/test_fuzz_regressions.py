@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from repo_context.secrets import Secret, find_secrets, redact
 from repo_context.sources.files import Repository
 from repo_context.sources.pytest_log import (
     Frame,
@@ -87,3 +88,30 @@ def test_a_gitignore_pattern_re_cannot_compile_is_left_out(tmp_path: Path) -> No
     for name in ("a.py", "z.py", "x.log", "9keep.log"):
         (tmp_path / name).write_text("x = 1\n")
     assert Repository(tmp_path).files() == [".gitignore", "a.py", "z.py"]
+
+
+J = "".join
+# Assembled from harmless pieces, as in test_secrets.py: no line of this file is a secret.
+PASSWORD = J(["Zq8vX2mK", "9pL4rT7w"])
+STRIPE = J(["sk", "_live_", "4eC39HqLyjWDarjtT1zdp7dc"])
+
+
+def test_an_assignment_inside_a_rejected_value_is_found() -> None:
+    """The generic rule's value ran over ``&password=...``: the first value
+    (``abc&password=...``) holds ``pass`` and is a placeholder, and the search went on after
+    it, so the password was never seen; redacting something before it (or nothing) changed
+    what was found. Values now end at ``=`` and ``:``, and each search starts where the
+    value before it starts."""
+    text = f"url = '/login?token=abc&{'pass'}word={PASSWORD}'\n"
+    assert find_secrets(text) == [Secret(33, 49, "generic-secret")]
+    assert text[33:49] == PASSWORD
+    assert redact(text).text == "url = '/login?token=abc&password=[REDACTED: generic-secret]'\n"
+    # The fuzz input: a rejected value (holding `pass` and undecodable bytes) ran into the
+    # assignment after it; once the text before it was redacted, the secret appeared.
+    tail = f'stripe.api_key = `{STRIPE}\udcb7R\x00password = "{PASSWORD[:8]}\x01{PASSWORD[8:]}"\n'
+    once = redact(tail)
+    assert once.kinds == ("stripe-key", "generic-secret")
+    assert once.text == (
+        'stripe.api_key = `[REDACTED: stripe-key]\udcb7R\x00password = "[REDACTED: generic-secret]"\n'
+    )
+    assert redact(once.text).text == once.text

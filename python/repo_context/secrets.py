@@ -39,7 +39,9 @@ generic-secret           a value of 16 or more characters, with letters and digi
                          ``:``, ``:=``, ``=>``, ``==``) to a name holding ``password``,
                          ``passwd``, ``passphrase``, ``pwd``, ``secret``, ``token``,
                          ``api_key``, ``access_key``, ``auth_key``, ``private_key`` or
-                         ``credential``
+                         ``credential``; the value ends at a blank, a quote, a bracket,
+                         ``,``, ``;``, ``=`` or ``:``, and an assignment inside the value of
+                         another (``token=abc&password=...``) is found too
 =======================  =====================================================================
 
 A token must stand alone: a letter or digit right before or after it (``XAKIA...``) makes it
