@@ -115,3 +115,16 @@ def test_an_assignment_inside_a_rejected_value_is_found() -> None:
         'stripe.api_key = `[REDACTED: stripe-key]\udcb7R\x00password = "[REDACTED: generic-secret]"\n'
     )
     assert redact(once.text).text == once.text
+
+
+def test_redaction_repeats_until_no_secret_is_left() -> None:
+    """A keyword value that is not a secret as a whole (``.../test``: a placeholder word) can
+    hold a token; replacing the token cut the value at ``[REDACTED``, and what was left of it
+    was a secret in the output. ``redact`` now scans its own result again until nothing is
+    found."""
+    text = f"api_key = {PASSWORD}/{STRIPE}/test\n"
+    assert find_secrets(text) == [Secret(27, 59, "stripe-key")]
+    done = redact(text)
+    assert done.text == "api_key = [REDACTED: generic-secret][REDACTED: stripe-key]/test\n"
+    assert done.kinds == ("stripe-key", "generic-secret")
+    assert find_secrets(done.text) == []

@@ -8,8 +8,8 @@ secrets, and stored backwards none of its files is a secret to a scanner. Invari
 * the secrets are sorted, inside the text, non-empty and never overlapping, each of a
   known kind;
 * ``redact`` replaces exactly those spans by ``[REDACTED: kind]`` (the line endings inside
-  a secret kept after it), so the text keeps its lines, and lists their kinds in order;
-  a text without secrets is returned as it is;
+  a secret kept after it), again on its result until nothing is found, so the text keeps its
+  lines, and lists their kinds in order; a text without secrets is returned as it is;
 * redacting is idempotent, and ``redact_json`` redacts a string like ``redact``;
 * bounded time per input byte (the rules are documented linear).
 
@@ -40,18 +40,23 @@ def check(data: bytes) -> None:
         at = secret.end
 
     done = secrets.redact(text)
-    assert done.kinds == tuple(secret.kind for secret in found)
     if not found:
         assert done.text is text
-    expected: list[str] = []
-    at = 0
-    for secret in found:
-        inside = text[secret.start : secret.end]
-        endings = "".join(line[len(line.rstrip("\r\n")) :] for line in inside.splitlines(keepends=True))
-        expected += [text[at : secret.start], secrets.redaction(secret.kind), endings]
-        at = secret.end
-    expected.append(text[at:])
-    assert done.text == "".join(expected)
+    expected, kinds = text, []
+    while found:  # each pass replaces exactly the spans found, until none is found
+        parts: list[str] = []
+        at = 0
+        for secret in found:
+            inside = expected[secret.start : secret.end]
+            endings = "".join(line[len(line.rstrip("\r\n")) :] for line in inside.splitlines(keepends=True))
+            parts += [expected[at : secret.start], secrets.redaction(secret.kind), endings]
+            at = secret.end
+        parts.append(expected[at:])
+        expected = "".join(parts)
+        kinds += [secret.kind for secret in found]
+        found = secrets.find_secrets(expected)
+    assert done.text == expected
+    assert done.kinds == tuple(kinds)
     assert len(split_lines(done.text)) == len(split_lines(text)), "redacting changed the line count"
 
     again = secrets.redact(done.text)
