@@ -5,7 +5,9 @@
 #   2. the Rust engine's own tests (`cargo test`, no Python needed), rustfmt and clippy;
 #   3. ruff and mypy --strict on the Python package;
 #   4. the Python test suite (pytest; exit 5, "no tests collected", fails like any other error);
-#   5. the named mutants (scripts/mutants.sh --named): each must make the tests fail.
+#   5. the fuzz targets (scripts/fuzz.sh --all 30): each parser 30 s under atheris, seed 1, from
+#      its committed corpus (about 3.5 minutes in all); a crash fails the run;
+#   6. the named mutants (scripts/mutants.sh --named): each must make the tests fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +22,9 @@ PROPTEST_CASES=100000 cargo test --no-default-features --quiet  # the engine's t
 .venv/bin/python -m mypy.stubtest repo_context._core  # the hand-written stub matches the extension
 
 .venv/bin/python -m pytest -q -n auto "$@"  # pytest-xdist: one worker per core
+
+# Coverage-guided fuzzing, the short form: every target for 30 s with a fixed seed.
+bash scripts/fuzz.sh --all 30
 
 # The lesson's named mutants of the reference and the engine must each fail the gates above.
 bash scripts/mutants.sh --named

@@ -370,7 +370,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         kind: "generic-secret",
-        pattern: r#"(?i:password|passwd|passphrase|pwd|secret|token|api_?key|access_?key|auth_?key|private_?key|credential)[0-9A-Za-z_.-]*["']?[ \t]*(?::=|=>|==|=|:)[ \t]*(?:[bruBRU]{0,2}["'`])?([^"'`\s,;()\[\]{}<>]+)"#,
+        pattern: r#"(?i:password|passwd|passphrase|pwd|secret|token|api_?key|access_?key|auth_?key|private_?key|credential)[0-9A-Za-z_.-]*["']?[ \t]*(?::=|=>|==|=|:)[ \t]*(?:[bruBRU]{0,2}["'`])?([^"'`\s,;()\[\]{}<>=:]+)"#,
         check: generic,
         secret: None,
     },
@@ -427,12 +427,28 @@ pub fn find(text: &[u8]) -> Vec<Finding> {
         let rule = &RULES[index];
         let regex = &compiled.each[index];
         if regex.captures_len() > 1 {
-            // The secret is group 1; the capture engine runs on each match's span only.
-            for caps in regex.captures_iter(text) {
-                if let Some(secret) = caps.get(1)
+            // The secret is group 1; the capture engine runs on each match's span only. The
+            // next search starts where the secret starts, not after the match: an assignment
+            // can begin inside the value of the one before (`token=abc&password=...`, where
+            // the first value, holding `pass`, is a placeholder and would hide the second).
+            // A value holds no `=` or `:`, so each match holds one operator and each search
+            // starts past the operator of the match before: every byte is still read a
+            // bounded number of times.
+            let mut at = 0;
+            while let Some(caps) = regex.captures_at(text, at) {
+                let whole = caps.get(0).expect("group 0 is the match");
+                let secret = caps.get(1);
+                if let Some(secret) = secret
                     && (rule.check)(secret.as_bytes())
                 {
                     found.push((secret.start(), index, secret.end()));
+                }
+                at = match secret {
+                    Some(secret) if secret.start() > whole.start() => secret.start(),
+                    _ => whole.end().max(whole.start() + 1),
+                };
+                if at > text.len() {
+                    break;
                 }
             }
         } else {
@@ -512,6 +528,28 @@ mod tests {
     }
 
     #[test]
+    fn an_assignment_inside_a_rejected_value_is_found() {
+        // The first value (`abc&password`) holds `pass`, a placeholder: the search goes on
+        // inside it, where the second assignment starts.
+        assert_eq!(
+            kinds("url = '/login?token=abc&password=Zq8vX2mK9pL4rT7w'\n"),
+            vec![("generic-secret", "Zq8vX2mK9pL4rT7w")]
+        );
+        // The same secret is found whatever comes before it (no value runs over an operator).
+        assert_eq!(
+            kinds("token=x:pwd=Zq8vX2mK9pL4rT7w"),
+            vec![("generic-secret", "Zq8vX2mK9pL4rT7w")]
+        );
+        assert_eq!(
+            kinds("api_key=Zq8vX2mK9pL4rT7wpwd = Ab3dE5gH7jK9mN1p"),
+            vec![
+                ("generic-secret", "Zq8vX2mK9pL4rT7wpwd"),
+                ("generic-secret", "Ab3dE5gH7jK9mN1p")
+            ]
+        );
+    }
+
+    #[test]
     fn adversarial_lines_are_linear() {
         // A quadratic search would take minutes on these; a linear one milliseconds.
         for unit in [
@@ -520,6 +558,8 @@ mod tests {
             "AKIA",
             "xoxb-",
             "password=",
+            "token=token",
+            "pwd:x",
             "a://b:",
             "eyJ.",
             "-----BEGIN ",

@@ -39,7 +39,9 @@ generic-secret           a value of 16 or more characters, with letters and digi
                          ``:``, ``:=``, ``=>``, ``==``) to a name holding ``password``,
                          ``passwd``, ``passphrase``, ``pwd``, ``secret``, ``token``,
                          ``api_key``, ``access_key``, ``auth_key``, ``private_key`` or
-                         ``credential``
+                         ``credential``; the value ends at a blank, a quote, a bracket,
+                         ``,``, ``;``, ``=`` or ``:``, and an assignment inside the value of
+                         another (``token=abc&password=...``) is found too
 =======================  =====================================================================
 
 A token must stand alone: a letter or digit right before or after it (``XAKIA...``) makes it
@@ -109,20 +111,30 @@ class Redaction:
 def redact(text: str) -> Redaction:
     """``text`` with every secret (:func:`find_secrets`) replaced by :func:`redaction` of its
     kind, the line endings inside a secret (a private key block) kept after the replacement, so
-    that the text keeps its lines; and the kinds replaced. A text without secrets is returned
-    as it is."""
+    that the text keeps its lines; and the kinds replaced. Repeated until the text holds no
+    secret (a replacement can cut a longer value that was not a secret into one that is), so
+    ``find_secrets(redact(text).text) == []``. A text without secrets is returned as it is."""
     found = secret_spans(text)
     if not found:
         return Redaction(text, ())
-    parts: list[str] = []
-    at = 0
-    for start, end, kind in found:
-        secret = text[start:end]
-        endings = "".join(line[len(line.rstrip("\r\n")) :] for line in secret.splitlines(keepends=True))
-        parts += [text[at:start], redaction(kind), endings]
-        at = end
-    parts.append(text[at:])
-    return Redaction("".join(parts), tuple(kind for _, _, kind in found))
+    kinds: list[str] = []
+    # Until nothing is found: replacing a secret inside the value of a keyword assignment
+    # that was not a secret as a whole (its value held a placeholder word further on) cuts
+    # the value at the replacement, and what is left of it may be one. Each pass replaces
+    # characters of the text itself (a replacement holds no secret), so this ends.
+    while found:
+        parts: list[str] = []
+        at = 0
+        for start, end, kind in found:
+            secret = text[start:end]
+            endings = "".join(line[len(line.rstrip("\r\n")) :] for line in secret.splitlines(keepends=True))
+            parts += [text[at:start], redaction(kind), endings]
+            at = end
+        parts.append(text[at:])
+        text = "".join(parts)
+        kinds.extend(kind for _, _, kind in found)
+        found = secret_spans(text)
+    return Redaction(text, tuple(kinds))
 
 
 def redact_text(text: str) -> str:

@@ -792,6 +792,12 @@ class _LinearPattern(GitIgnoreSpecPattern):
                 raise ValueError(f"pattern {pattern!r} cannot be compiled: {exc}") from None
 
 
+#: What compiling a pattern that cannot be compiled raises: pathspec's ``ValueError`` (an
+#: invalid pattern), Python's ``re.error`` (pathspec passes it on: ``[z-a]``, a character
+#: range whose end is below its start) and :class:`_LinearPattern`'s ``ValueError`` (RE2).
+_PATTERN_ERRORS = (ValueError, re.error)
+
+
 def _rules(lines: list[str]) -> GitIgnoreSpec:
     return GitIgnoreSpec.from_lines(lines, pattern_factory=_LinearPattern, backend="simple")
 
@@ -841,12 +847,12 @@ def _compiled_rules(lines: list[str]) -> GitIgnoreSpec:
     """The rules of ``lines``, a line pathspec or RE2 cannot compile left out."""
     try:
         return _rules(lines)
-    except ValueError:  # an invalid pattern: keep the others
+    except _PATTERN_ERRORS:  # an invalid pattern: keep the others
         good = []
         for line in lines:
             try:
                 _rules([line])
-            except ValueError:
+            except _PATTERN_ERRORS:
                 continue
             good.append(line)
         return _rules(good)

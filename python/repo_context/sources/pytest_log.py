@@ -74,10 +74,12 @@ Relation = Literal["cause", "context", "group"]
 # write): character classes next to each other are disjoint or the repetition is possessive
 # (``*+``, ``++``), so no pattern can backtrack over a long run more than once.
 _ANSI = re.compile(r"\x1b\[[0-?]*+[ -/]*+[@-~]|\x1b[@-Z\\-_]")
-# A time stamp that CI systems put before every line of a job log.
-_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
-# pytest-xdist: the worker of a line, and the worker's platform line under a report header.
-_XDIST_PREFIX = re.compile(r"^\[gw\d+\] ")
+# A time stamp that CI systems put before every line of a job log. Its blank is gone when the
+# line was empty (trailing blanks are stripped first): the stamp alone is an empty line.
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z(?: |$)")
+# pytest-xdist: the worker of a line (alone: an empty line), and the worker's platform line
+# under a report header.
+_XDIST_PREFIX = re.compile(r"^\[gw\d+\](?: |$)")
 _XDIST_PLATFORM = re.compile(r"^\[gw\d+\] \S+ -- Python \S+")
 # Matched at a position (``pattern.match(line, pos)``), so no ``^``.
 _PROGRESS = re.compile(r"\[\s*+\d++%\]\s*+")
@@ -229,12 +231,12 @@ def _phase_of(name: str | None, status: Status) -> Phase | None:
 
 def _line_number(digits: str) -> int | None:
     """The line number written as ``digits``, or ``None`` if no file can have that line
-    (more digits than ``2**31 - 1`` has, leading zeros aside, or a larger value): such a
-    frame is unusable."""
+    (0: lines are 1-based; more digits than ``2**31 - 1`` has, leading zeros aside, or a
+    larger value): such a frame is unusable."""
     if len(digits.lstrip("0")) > _MAX_LINE_DIGITS:
         return None
     line = int(digits)
-    return line if line <= _MAX_LINE else None
+    return line if 1 <= line <= _MAX_LINE else None
 
 
 def strip_ansi(text: str) -> str:
@@ -1059,8 +1061,8 @@ def parse_junit_xml(data: str | bytes) -> list[TestFailure]:
     ``classname``).
 
     Parsing is done by ``defusedxml``: a document that declares entities or refers to
-    external resources is refused. Raises :class:`LogFormatError` for such a document or
-    malformed XML.
+    external resources is refused. Raises :class:`LogFormatError` for such a document,
+    malformed XML or an XML declaration naming an unknown (or not a text) encoding.
     """
     from xml.etree.ElementTree import Element, ParseError
 
@@ -1069,7 +1071,9 @@ def parse_junit_xml(data: str | bytes) -> list[TestFailure]:
 
     try:
         root: Element = fromstring(data, forbid_dtd=True)
-    except (ParseError, DefusedXmlException, ValueError) as exc:
+    except (ParseError, DefusedXmlException, ValueError, LookupError) as exc:
+        # LookupError: the XML declaration names an encoding Python does not know
+        # (``encoding="utf-9"``) or one that is not a text encoding (``"rot13"``, ``"hex"``).
         raise LogFormatError(f"invalid JUnit XML: {exc}") from None
     failures: list[TestFailure] = []
     for case in root.iter():

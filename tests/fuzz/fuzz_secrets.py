@@ -1,0 +1,70 @@
+"""Fuzz target: the secret detector (``repo_context.secrets``, Rust ``regex`` rules).
+
+The input is a text as bytes in reverse order (UTF-8 once turned around; undecodable bytes
+kept as lone surrogates, as the reader keeps them): the committed corpus holds realistic
+secrets, and stored backwards none of its files is a secret to a scanner. Invariants:
+
+* ``find_secrets`` and ``redact`` raise nothing for any ``str``;
+* the secrets are sorted, inside the text, non-empty and never overlapping, each of a
+  known kind;
+* ``redact`` replaces exactly those spans by ``[REDACTED: kind]`` (the line endings inside
+  a secret kept after it), again on its result until nothing is found, so the text keeps its
+  lines, and lists their kinds in order; a text without secrets is returned as it is;
+* redacting is idempotent, and ``redact_json`` redacts a string like ``redact``;
+* bounded time per input byte (the rules are documented linear).
+
+Run: ``python tests/fuzz/fuzz_secrets.py [libFuzzer arguments] [corpus folders]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import fuzz_main, instrumented
+
+with instrumented():
+    from repo_context import secrets
+    from repo_context.sources.files import split_lines
+
+def check(data: bytes) -> None:
+    """One text: the invariants in the module docstring."""
+    text = data[::-1].decode("utf-8", errors="surrogateescape")
+    found = secrets.find_secrets(text)
+    at = 0
+    for secret in found:
+        assert secret.kind in secrets.KINDS, secret
+        assert at <= secret.start < secret.end <= len(text), (secret, at, len(text))
+        at = secret.end
+
+    done = secrets.redact(text)
+    if not found:
+        assert done.text is text
+    expected, kinds = text, []
+    while found:  # each pass replaces exactly the spans found, until none is found
+        parts: list[str] = []
+        at = 0
+        for secret in found:
+            inside = expected[secret.start : secret.end]
+            endings = "".join(line[len(line.rstrip("\r\n")) :] for line in inside.splitlines(keepends=True))
+            parts += [expected[at : secret.start], secrets.redaction(secret.kind), endings]
+            at = secret.end
+        parts.append(expected[at:])
+        expected = "".join(parts)
+        kinds += [secret.kind for secret in found]
+        found = secrets.find_secrets(expected)
+    assert done.text == expected
+    assert done.kinds == tuple(kinds)
+    assert len(split_lines(done.text)) == len(split_lines(text)), "redacting changed the line count"
+
+    again = secrets.redact(done.text)
+    assert again.text == done.text, f"redacted text still holds secrets: {again.kinds}"
+    value, records = secrets.redact_json({"k": text})
+    assert value == {"k": done.text}
+    assert [record["kind"] for record in records] == list(done.kinds)
+
+
+if __name__ == "__main__":
+    fuzz_main(check)
