@@ -1792,9 +1792,7 @@ fn optional_field<'py>(
             Err(e) if e.is_instance_of::<PyKeyError>(py) => py.None().into_bound(py),
             Err(e) => return Err(e),
         },
-        Shape::Attributes => {
-            optional_attr(obj, name)?.unwrap_or_else(|| py.None().into_bound(py))
-        }
+        Shape::Attributes => optional_attr(obj, name)?.unwrap_or_else(|| py.None().into_bound(py)),
     };
     let exact = value.is_none() || value.is_exact_instance_of::<PyString>();
     Ok((value, exact))
