@@ -247,7 +247,7 @@ def _candidate(rnd: random.Random) -> Any:
         fields["group"] = _group(rnd)
     if rnd.random() < 0.3:
         # A window its file holds, so that a verifying build can select it.
-        path = _canonical(fields["path"])
+        path = _canonical(fields.get("path"))
         if path is not None and type(start) is int and type(end) is int and 1 <= start <= end:
             lines = _lines(path, start, end)
             if lines is not None:
