@@ -35,6 +35,7 @@ with instrumented("pathspec"):
     import re2
     from pathspec import GitIgnoreSpec
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+    from repo_context.limits import DEFAULT_LIMITS
     from repo_context.sources import files
 
 _PATHS = (
@@ -115,8 +116,16 @@ def check(data: bytes) -> None:
     lines = rules_bytes.decode("utf-8", errors="replace").splitlines()
     root = _repo_root()
     (root / ".gitignore").write_bytes(rules_bytes)
-    hybrid = files._read_rules(root / ".gitignore", files.MAX_FILE_BYTES)
+    limits = DEFAULT_LIMITS
+    hybrid, note = files._read_rules(root / ".gitignore", limits)
+    if len(rules_bytes) > limits.max_gitignore_bytes or len(lines) > limits.max_gitignore_patterns:
+        # Over a limit: skipped with a note, not an error (repo_context.limits).
+        assert hybrid is None and note is not None and note.startswith("rules not applied: ")
+        return
     assert hybrid is not None
+    too_long = [line for line in lines if len(line) > limits.max_gitignore_pattern_chars]
+    assert (note is not None) == bool(too_long)
+    lines = [line for line in lines if len(line) <= limits.max_gitignore_pattern_chars]
     good = _usable_lines(lines)
     linear = GitIgnoreSpec.from_lines(good, pattern_factory=_AllRe2, backend="simple")
     # pathspec's own `re` matching, for the patterns where backtracking stays cheap on a
