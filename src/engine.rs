@@ -501,6 +501,35 @@ mod tests {
     }
 
     #[test]
+    fn a_large_group_that_does_not_fit_leaves_no_window_behind() {
+        // A group of SMALL_GROUP + 4 one-line members on lines 1.. of path 0 (placed in the
+        // window index as it goes) whose last member does not fit; then ungrouped windows over
+        // each of those lines: every one must be free again.
+        let n = (SMALL_GROUP + 4) as u32;
+        let mut rows: Vec<Row> = (0..n)
+            .map(|i| grouped(row(0, i + 1, i + 1, 1, Reason::Reference, 9.0), 0))
+            .collect();
+        rows.extend((0..n).map(|i| row(0, i + 1, i + 1, 1, Reason::Search, 1.0)));
+        let s = build_groups(&rows, &[], u64::from(n) - 1, 1, 1);
+        assert_eq!(s.selected, (n..2 * n - 1).collect::<Vec<_>>());
+        assert_eq!(s.used, u64::from(n) - 1);
+        let culprit = n - 1;
+        let expected: Vec<Omission> = (0..n)
+            .map(|i| Omission {
+                index: i,
+                rank: i,
+                why: Omitted::Group(culprit),
+            })
+            .chain(std::iter::once(Omission {
+                index: 2 * n - 1,
+                rank: 2 * n - 1,
+                why: Omitted::Budget,
+            }))
+            .collect();
+        assert_eq!(s.omitted, expected);
+    }
+
+    #[test]
     fn a_group_that_does_not_fit_is_omitted_whole_naming_the_member() {
         let rows = [
             grouped(row(0, 1, 1, 2, Reason::Reference, 9.0), 0),

@@ -229,10 +229,17 @@ proptest! {
 
     #[test]
     fn build_groups_equals_the_group_oracle(
-        rows in prop::collection::vec(
-            (row(), prop_oneof![2 => Just(NO_GROUP), 3 => 0u32..3, 2 => 0u32..12]),
-            0..40,
-        ),
+        rows in prop_oneof![
+            prop::collection::vec(
+                (row(), prop_oneof![2 => Just(NO_GROUP), 3 => 0u32..3, 2 => 0u32..12]),
+                0..40,
+            ),
+            // Groups past the small-group scan (more than 16 members).
+            prop::collection::vec(
+                (row(), prop_oneof![1 => Just(NO_GROUP), 5 => Just(0u32), 1 => 1u32..3]),
+                17..60,
+            ),
+        ],
         failure in prop::collection::vec(0..PATHS, 0..4),
         budget in prop_oneof![0u64..80, Just(u64::MAX)],
     ) {
