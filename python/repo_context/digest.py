@@ -37,6 +37,14 @@ is ``"repo-context result v2"`` (``"repo-context input v2"``) and each item (can
 followed by ``O(source_sha256) O(source_id)``. Without provenance the v1 form is unchanged, so
 earlier digests and keys stay valid; with it, a change of an item's provenance changes the
 digest.
+
+Groups (a compatible extension of the key): when some candidate of the input has a ``group``,
+the key's form ends with ``S("groups") U(n)`` and, per candidate in input order, ``U(g)``: ``0``
+for no group, else ``1 +`` the group's dense id (groups numbered in order of first appearance,
+equal ids by ``==`` and ``hash`` as in a ``dict``). That is the partition of the candidates into
+groups, which is what a group decides (its id's value plays no part). Without groups the form is
+unchanged. The digest does not change: a group decides which items are selected, not what they
+are.
 """
 
 from __future__ import annotations
@@ -121,6 +129,10 @@ def result_digest(result: Any) -> str:
         form.update(_window(item.path, item.start, item.end, item.content, item.reason))
         if v2:
             form.update(_o(sha) + _o(source))
+    if any(g >= 0 for g in groups):
+        form.update(_s("groups") + _u(len(groups)))
+        for g in groups:
+            form.update(_u(g + 1))
     return form.hexdigest()
 
 
@@ -130,10 +142,12 @@ def input_key(
     budget: int,
     failure_files: Sequence[str],
     cost: Any,
+    groups: Sequence[int] = (),
 ) -> str:
     """The cache key of a validated input: ``count`` rows ``(canonical path, start, end,
     content, reason text, float score)`` or ``(..., float score, source_sha256, source_id)`` in
-    input order, the budget in the cost's unit, the canonical failing files and the cost model
+    input order, the budget in the cost's unit, the canonical failing files, the cost model and
+    ``groups``, each candidate's dense group id (``-1``: none; empty: no candidate has a group)
     (64 lower-case hex digits)."""
     full = [(*row, None, None) if len(row) == 6 else tuple(row) for row in rows]
     v2 = any(row[6] is not None or row[7] is not None for row in full)
@@ -144,4 +158,8 @@ def input_key(
         form.update(struct.pack(">d", score + 0.0))
         if v2:
             form.update(_o(sha) + _o(source))
+    if any(g >= 0 for g in groups):
+        form.update(_s("groups") + _u(len(groups)))
+        for g in groups:
+            form.update(_u(g + 1))
     return form.hexdigest()

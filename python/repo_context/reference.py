@@ -391,6 +391,7 @@ class RepoContextBuilder(BuilderBase):
             budget,
             failure_files,
             cost,
+            [row.group_id for row in rows],
         )
 
     def build(

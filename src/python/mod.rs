@@ -2379,6 +2379,18 @@ fn cache_key<'py>(
             )?;
         }
     }
+    // The partition into groups (`repo_context.digest`): each candidate's dense group id + 1.
+    if reader.n_groups() > 0 {
+        form.text(b"groups");
+        form.number(reader.rows.len() as u64);
+        for row in &reader.rows {
+            form.number(if row.group == engine::NO_GROUP {
+                0
+            } else {
+                u64::from(row.group) + 1
+            });
+        }
+    }
     Ok(form.hex())
 }
 
