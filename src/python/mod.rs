@@ -236,7 +236,8 @@ impl Candidate {
     }
 
     /// The JSON form: a dict with the six fields, and `group`, `source_sha256`, `source_id`
-    /// each when it is not `None`.
+    /// each when it is not `None`. A group that is not a JSON scalar (a `str`, `int`, `bool`
+    /// or finite `float` exactly) is written as its `repr`, so the form always serialises.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item(intern!(py, "path"), &self.path)?;
@@ -245,8 +246,19 @@ impl Candidate {
         d.set_item(intern!(py, "content"), &self.content)?;
         d.set_item(intern!(py, "reason"), &self.reason)?;
         d.set_item(intern!(py, "score"), &self.score)?;
-        if !self.group.is_none(py) {
-            d.set_item(intern!(py, "group"), &self.group)?;
+        let group = self.group.bind(py);
+        if !group.is_none() {
+            let scalar = group.is_exact_instance_of::<PyString>()
+                || group.is_exact_instance_of::<PyInt>()
+                || group.is_exact_instance_of::<PyBool>()
+                || group
+                    .cast_exact::<PyFloat>()
+                    .is_ok_and(|f| f.value().is_finite());
+            if scalar {
+                d.set_item(intern!(py, "group"), group)?;
+            } else {
+                d.set_item(intern!(py, "group"), group.repr()?)?;
+            }
         }
         if !self.source_sha256.is_none(py) {
             d.set_item(intern!(py, "source_sha256"), &self.source_sha256)?;
