@@ -378,3 +378,40 @@ def test_provenance_uses_the_v2_form_and_without_it_v1_is_unchanged(module: Any)
         assert module.cache_key(changed) != V2_KEY
     # The fixed input without provenance keeps its pinned v1 values.
     assert module.build(FIXED_INPUT).digest == FIXED_DIGEST
+
+
+@pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
+def test_the_key_covers_the_partition_into_groups(module: Any) -> None:
+    def cand(path: str, group: Any = None) -> dict[str, Any]:
+        c = {"path": path, "start": 1, "end": 2, "content": "xx", "reason": "search", "score": 1.0}
+        return c if group is None else {**c, "group": group}
+
+    def key(*cands: dict[str, Any]) -> str:
+        return str(module.cache_key({"candidates": list(cands), "max_chars": 3}))
+
+    grouped, apart = key(cand("a.py", "g"), cand("b.py", "g")), key(cand("a.py"), cand("b.py"))
+    # Different results (the pair does not fit; alone, the first does), so different keys.
+    together = module.build({"candidates": [cand("a.py", "g"), cand("b.py", "g")], "max_chars": 3})
+    assert together.selected == ()
+    assert module.build({"candidates": [cand("a.py"), cand("b.py")], "max_chars": 3}).selected == (0,)
+    assert grouped != apart
+    # The partition is what counts, not the ids' values: same partition, same key.
+    assert key(cand("a.py", 7), cand("b.py", 7)) == grouped
+    assert key(cand("a.py", "g"), cand("b.py", "h")) != grouped
+    assert key(cand("a.py", "g"), cand("b.py")) not in (grouped, apart)
+    # Without groups the key is the v1 form, unchanged: restated from the documented bytes.
+    assert apart == repo_context.digest.input_key(
+        [("a.py", 1, 2, "xx", "search", 1.0), ("b.py", 1, 2, "xx", "search", 1.0)],
+        2,
+        3,
+        [],
+        repo_context.Cost(),
+    )
+    assert grouped == repo_context.digest.input_key(
+        [("a.py", 1, 2, "xx", "search", 1.0), ("b.py", 1, 2, "xx", "search", 1.0)],
+        2,
+        3,
+        [],
+        repo_context.Cost(),
+        [0, 0],
+    )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import pickle
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -191,3 +194,27 @@ def test_invalid_groups_raise_equal_errors(inp: dict[str, Any], bad: Any, at: in
         return None
 
     assert sig(repo_context.build) == sig(reference.build) is not None
+
+
+def test_a_group_that_is_not_a_json_value_is_written_as_its_repr() -> None:
+    # The JSON form always serialises: a non-finite float or a non-scalar group as its repr.
+    make = repo_context.Candidate
+    assert make("a.py", 1, 1, "x", "failure", 1, group=float("nan")).to_dict()["group"] == "nan"
+    assert make("a.py", 1, 1, "x", "failure", 1, group=float("-inf")).to_dict()["group"] == "-inf"
+    assert make("a.py", 1, 1, "x", "failure", 1, group=("t", 1)).to_dict()["group"] == "('t', 1)"
+    assert make("a.py", 1, 1, "x", "failure", 1, group=2.5).to_dict()["group"] == 2.5
+    assert make("a.py", 1, 1, "x", "failure", 1, group=True).to_dict()["group"] is True
+    line = (
+        '{"candidates":[{"path":"a.py","start":1,"end":1,"content":"x","reason":"failure",'
+        '"score":1,"group":NaN}],"max_chars":5}'
+    )
+    for engine in ("native", "reference"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "repo_context.cli", "build", "-", "--engine", engine],
+            input=line.encode(),
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["items"][0]["group"] == "nan"

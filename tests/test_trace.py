@@ -44,7 +44,7 @@ def test_a_trace_line_records_key_digest_input_and_every_decision(module: Any) -
         "content": "i" * 10,
         "reason": "reference",
         "score": 5.0,
-        "group": "pair",
+        "group": 0,  # the dense id of "pair", the first group to appear
     }
     assert (record["input"]["budget"], record["input"]["failure_files"]) == (15, ["util.py"])
     # Rank: util.py (failing file) 0 then 3; the pair at api.py's rank; impl.py last.
@@ -161,3 +161,89 @@ def test_context_trace_and_replay_across_two_turns_of_a_real_failing_run(
     assert added
     for path, start, end in added:
         assert f"  added   {path}:{start}-{end} (" in out
+
+
+class Id:
+    """A group id equal by value whose ``repr`` holds its address."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Id) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+@pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
+@pytest.mark.parametrize(
+    "groups",
+    [
+        [("t", 1), "('t', 1)"],  # two groups whose ids have one repr
+        [Id(1), Id(1)],  # one group of two objects with different reprs
+        [float("nan"), float("inf")],  # not JSON values
+    ],
+    ids=["repr-collision", "equal-objects", "non-finite"],
+)
+def test_groups_are_traced_as_their_partition_and_replayed_exactly(
+    tmp_path: Path, module: Any, groups: list[Any]
+) -> None:
+    cands = [
+        Candidate("a.py", 1, 1, "aa", "reference", 2.0, group=groups[0]),
+        Candidate("b.py", 1, 1, "bb", "reference", 1.0, group=groups[1]),
+        Candidate("c.py", 1, 1, "c", "search", 0.0),
+    ]
+    data = {"candidates": cands, "max_chars": 3}
+    trace = tmp_path / "t.jsonl"
+    result = module.build(data, trace=str(trace))
+    record = read_trace(trace)[0]
+    ids = [c.get("group") for c in record["input"]["candidates"]]
+    shared = groups[0] == groups[1]
+    assert ids == ([0, 0, None] if shared else [0, 1, None])
+    turns = list(replay(trace, module.build))
+    assert [(t.recorded, t.rebuilt) for t in turns] == [(result.digest, result.digest)]
+    # Only the one-group case leaves both out (2 + 2 > 3); apart, "aa" fits and "bb" does not.
+    assert [i.path for i in result.items] == (["c.py"] if shared else ["a.py", "c.py"])
+
+
+@pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
+def test_a_verified_trace_replays_and_reports_what_turned_stale(tmp_path: Path, module: Any) -> None:
+    files = {"a.py": b"one\ntwo\n", "b.py": b"bee\n"}
+    cands = [
+        {"path": "a.py", "start": 1, "end": 1, "content": "one\n", "reason": "reference", "score": 2.0},
+        {"path": "b.py", "start": 1, "end": 1, "content": "bee\n", "reason": "search", "score": 1.0},
+    ]
+    trace = tmp_path / "t.jsonl"
+    first = module.build({"candidates": cands, "max_chars": 100}, verify=files.get, trace=str(trace))
+    assert [i.path for i in first.items] == ["a.py", "b.py"]
+    files["a.py"] = b"ONE\ntwo\n"  # edited: the window over line 1 is stale now
+    second = module.build({"candidates": cands, "max_chars": 100}, verify=files.get, trace=str(trace))
+    assert [(o.index, o.reason) for o in second.omitted] == [(0, "stale")]
+    turns = list(replay(trace, module.build))
+    assert [(t.recorded, t.rebuilt) for t in turns] == [
+        (first.digest, first.digest),
+        (second.digest, second.digest),
+    ]
+    assert turns[1].changes == (
+        Change("moved", "b.py", 1, 1, 1, 0, "search, selected #0"),
+        Change("dropped", "a.py", 1, 1, 0, None, "stale"),
+    )
+
+
+def test_replay_of_a_malformed_trace_exits_2_naming_the_problem(tmp_path: Path, capsys: Any) -> None:
+    cases = {
+        "deep.jsonl": ("[" * 100_000 + "]" * 100_000, "trace line 1: not JSON (nested too deeply)"),
+        "version.jsonl": ('{"trace": true}', "trace line 1: not a version 1 trace record"),
+        "input.jsonl": ('{"trace": 1, "input": []}', "trace line 1: field 'input' must be an object"),
+        "cands.jsonl": (
+            '{"trace": 1, "digest": "x", "input": {"candidates": 5}}',
+            "trace line 1: field 'input.candidates' must be a list of objects",
+        ),
+    }
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_text(text + "\n")
+        assert main(["replay", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.strip().endswith(message), (name, err)

@@ -129,10 +129,6 @@ def result_digest(result: Any) -> str:
         form.update(_window(item.path, item.start, item.end, item.content, item.reason))
         if v2:
             form.update(_o(sha) + _o(source))
-    if any(g >= 0 for g in groups):
-        form.update(_s("groups") + _u(len(groups)))
-        for g in groups:
-            form.update(_u(g + 1))
     return form.hexdigest()
 
 

@@ -10,11 +10,15 @@ session and see what changed between two turns:
 "budget" | "group" | "stale", "overlaps": j, "member": j, "cost": c}, ...]}``
 
 ``input`` is the build's own input, validated and snapshotted (canonical paths and the budget in
-the cost's unit), enough to rebuild it; a candidate's ``group`` is written as itself when it is a
-JSON scalar, else as its ``repr``; ``source_sha256`` and ``source_id`` are written when present.
-A build with a ``verify`` reader writes ``"verified": true`` in ``input``; the replay rebuilds
-without the reader (the files may have changed since), so it reproduces the digest only when
-no candidate was stale. ``decisions`` has one entry per candidate in rank order:
+the cost's unit), enough to rebuild it; a candidate's ``group`` is written as its group's dense
+id (groups numbered from 0 in order of first appearance, equal ids by ``==`` and ``hash`` as in
+a ``dict``): the partition into groups is what decides the result, and any hashable id (a
+tuple, ``NaN``, an object whose ``repr`` holds its address) is written faithfully that way.
+``source_sha256`` and ``source_id`` are written when present. A build with a ``verify`` reader
+writes ``"verified": true`` in ``input``; the replay cannot read the files as they were, so it
+rebuilds without the candidates the build found stale (they took no budget and blocked nothing,
+so the selection and its digest are the same) and reports a selected item that turned stale as
+dropped, ``stale``. ``decisions`` has one entry per candidate in rank order:
 ``cost`` is what it costs in the budget's unit (its content, or its rendered block with a
 template). :func:`replay` rebuilds each line and compares.
 """
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -91,9 +95,6 @@ def _plain(fields: dict[str, Any]) -> dict[str, Any]:
         "reason": str.__str__(fields["reason"]),
         "score": fields["score"] if type(fields["score"]) in (int, float) else float(fields["score"]),
     }
-    group = fields.get("group")
-    if group is not None:
-        out["group"] = group if type(group) in (str, int, float, bool) else repr(group)
     for name in ("source_sha256", "source_id"):
         if fields.get(name) is not None:
             out[name] = str.__str__(fields[name])
@@ -102,7 +103,12 @@ def _plain(fields: dict[str, Any]) -> dict[str, Any]:
 
 def _record(builder: Any, snapshot: BuildInput, result: BuildResult, engine: str) -> dict[str, Any]:
     cost: Cost = snapshot.cost  # type: ignore[assignment]
-    cands = [_plain(_fields(c)) for c in snapshot.candidates]
+    fields = [_fields(c) for c in snapshot.candidates]
+    cands = [_plain(f) for f in fields]
+    groups: dict[Any, int] = {}  # group -> dense id, as the engines number them
+    for f, out in zip(fields, cands, strict=True):
+        if f.get("group") is not None:
+            out["group"] = groups.setdefault(f["group"], len(groups))
     failing = list(snapshot.failure_files or ())
     costs = _costs(builder, cands, failing, cost)
     selected_ranks = _ranks_of_selected(cands, failing, result)
@@ -227,15 +233,43 @@ def read_trace(path: str | os.PathLike[str], *, limits: Limits | None = None) ->
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"trace line {number}: not JSON ({exc.msg})") from None
-        if not isinstance(record, dict) or record.get("trace") != TRACE_VERSION:
+        except RecursionError:
+            raise ValueError(f"trace line {number}: not JSON (nested too deeply)") from None
+        version = record.get("trace") if isinstance(record, dict) else None
+        if type(version) is not int or version != TRACE_VERSION:
             raise ValueError(f"trace line {number}: not a version {TRACE_VERSION} trace record")
+        _check_record(record, number)
         records.append(record)
     return records
 
 
-def _rebuild(record: dict[str, Any], build: Any) -> BuildResult:
+def _check_record(record: dict[str, Any], number: int) -> None:
+    """Raise ``ValueError`` naming the field when a record's parts have the wrong shape."""
+    data = record.get("input")
+    if not isinstance(data, dict):
+        raise ValueError(f"trace line {number}: field 'input' must be an object")
+    cands = data.get("candidates")
+    if not isinstance(cands, list) or not all(isinstance(c, dict) for c in cands):
+        raise ValueError(f"trace line {number}: field 'input.candidates' must be a list of objects")
+    decisions = record.get("decisions", [])
+    if not isinstance(decisions, list) or not all(isinstance(d, dict) for d in decisions):
+        raise ValueError(f"trace line {number}: field 'decisions' must be a list of objects")
+    if not isinstance(record.get("digest"), str):
+        raise ValueError(f"trace line {number}: field 'digest' must be a string")
+
+
+def _rebuild(
+    record: dict[str, Any], build: Any
+) -> tuple[BuildResult, list[Candidate], set[tuple[str, int, int]]]:
+    """Rebuild a record: the result, the candidates it was built from (the recorded ones,
+    without those a verified build found stale) and the windows of the stale ones."""
     data = record["input"]
-    cands = [
+    stale = (
+        {d.get("index") for d in record.get("decisions", []) if d.get("reason") == "stale"}
+        if data.get("verified") is True
+        else set()
+    )
+    every = [
         Candidate(
             c["path"],
             c["start"],
@@ -249,6 +283,8 @@ def _rebuild(record: dict[str, Any], build: Any) -> BuildResult:
         )
         for c in data["candidates"]
     ]
+    cands = [c for i, c in enumerate(every) if i not in stale]
+    gone = {(c.path, c.start, c.end) for i, c in enumerate(every) if i in stale}
     result: BuildResult = build(
         {
             "candidates": cands,
@@ -257,15 +293,21 @@ def _rebuild(record: dict[str, Any], build: Any) -> BuildResult:
             "cost": data["cost"],
         }
     )
-    return result
+    return result, cands, gone
 
 
 def _where(c: Any) -> str:
     return f"{c.path}:{c.start}-{c.end}"
 
 
-def diff(before: BuildResult, after: BuildResult, after_candidates: Sequence[Any]) -> tuple[Change, ...]:
-    """What changed from ``before`` to ``after`` (whose input candidates are given)."""
+def diff(
+    before: BuildResult,
+    after: BuildResult,
+    after_candidates: Sequence[Any],
+    stale: Collection[tuple[str, int, int]] = (),
+) -> tuple[Change, ...]:
+    """What changed from ``before`` to ``after`` (whose input candidates are given; ``stale``:
+    windows ``(path, start, end)`` a verified ``after`` build found stale)."""
     old = {(c.path, c.start, c.end): n for n, c in enumerate(before.items)}
     new = {(c.path, c.start, c.end): n for n, c in enumerate(after.items)}
     where = {(c.path, c.start, c.end): i for i, c in enumerate(after_candidates)}
@@ -281,7 +323,9 @@ def diff(before: BuildResult, after: BuildResult, after_candidates: Sequence[Any
         if key in new:
             continue
         index = where.get(key)
-        if index is None:
+        if key in stale:
+            reason = "stale"
+        elif index is None:
             reason = "no longer proposed"
         else:
             o = why[index]
@@ -301,11 +345,7 @@ def replay(path: str | os.PathLike[str], build: Any, *, limits: Limits | None = 
     from the previous one."""
     previous: BuildResult | None = None
     for number, record in enumerate(read_trace(path, limits=limits), 1):
-        result = _rebuild(record, build)
-        cands = [
-            Candidate(c["path"], c["start"], c["end"], c["content"], c["reason"], c["score"])
-            for c in record["input"]["candidates"]
-        ]
-        changes = () if previous is None else diff(previous, result, cands)
+        result, cands, stale = _rebuild(record, build)
+        changes = () if previous is None else diff(previous, result, cands, stale)
         yield Turn(number, record["digest"], result.digest, changes)
         previous = result
