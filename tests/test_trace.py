@@ -247,3 +247,21 @@ def test_replay_of_a_malformed_trace_exits_2_naming_the_problem(tmp_path: Path, 
         assert main(["replay", str(path)]) == 2
         err = capsys.readouterr().err
         assert err.strip().endswith(message), (name, err)
+
+
+@pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
+@pytest.mark.parametrize("target", [5, io.BytesIO(), object()], ids=["int", "binary", "object"])
+def test_a_trace_that_is_not_a_path_or_text_stream_is_invalid_input(module: Any, target: Any) -> None:
+    with pytest.raises(repo_context.InvalidInputError) as info:
+        module.build(INPUT, trace=target)
+    assert (info.value.field, info.value.index) == ("trace", None)
+    assert info.value.problem == f"must be a path or a text stream, not {type(target).__name__}"
+
+
+def test_a_trace_that_cannot_be_written_fails_the_command_with_status_1(tmp_path: Path, capsys: Any) -> None:
+    data = tmp_path / "in.json"
+    data.write_text(json.dumps({"candidates": [c.to_dict() for c in CANDS], "max_chars": 15}))
+    target = tmp_path / "missing" / "t.jsonl"
+    assert main(["build", str(data), "--trace", str(target)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"repo-context build: cannot write the trace {target}: No such file or directory\n"

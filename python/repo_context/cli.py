@@ -283,7 +283,7 @@ def _build_with(
     try:
         return builder.build(data, trace=trace, verify=verify)
     except OSError as exc:
-        raise _UsageError(f"cannot write the trace {header_path(trace)}: {exc.strerror or exc}") from exc
+        raise OutputError(f"cannot write the trace {header_path(trace)}: {exc.strerror or exc}") from exc
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -606,7 +606,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
     except OSError as exc:
         if args.trace is not None and exc.filename == args.trace:
             where = header_path(args.trace)
-            raise _UsageError(f"cannot write the trace {where}: {exc.strerror or exc}") from exc
+            raise OutputError(f"cannot write the trace {where}: {exc.strerror or exc}") from exc
         where = header_path(str(exc.filename or args.repo))
         raise _UsageError(f"cannot read {where}: {exc.strerror or exc}") from exc
     except (LogFormatError, UnknownTestError) as exc:

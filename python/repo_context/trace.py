@@ -25,6 +25,7 @@ template). :func:`replay` rebuilds each line and compares.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -38,6 +39,7 @@ from ._io import read_capped
 from .composer import render_block
 from .cost import Cost
 from .digest import POLICY_VERSION
+from .errors import InvalidInputError
 from .limits import Limits
 
 __all__ = ["TRACE_VERSION", "Change", "TraceTarget", "Turn", "diff", "read_trace", "replay", "traced_build"]
@@ -50,12 +52,22 @@ TRACE_VERSION = 1
 _GROUP_RANK = {"reference": 1, "failure": 2, "search": 3}
 
 
+def check_trace(trace: object) -> None:
+    """Raise ``InvalidInputError`` (field ``trace``) unless ``trace`` is a path or a text stream
+    (an object with a ``write`` method that is not a binary stream)."""
+    if isinstance(trace, (str, os.PathLike)):
+        return
+    if isinstance(trace, (io.RawIOBase, io.BufferedIOBase)) or not callable(getattr(trace, "write", None)):
+        raise InvalidInputError("trace", f"must be a path or a text stream, not {type(trace).__name__}")
+
+
 def traced_build(
     builder: Any, input: object, trace: TraceTarget, engine: str, verify: Any = None
 ) -> BuildResult:
     """Build ``input`` with ``builder`` and append the trace line to ``trace`` (a path, opened
     for appending, or a text stream). Errors are those of ``builder.build``; nothing is written
     for an invalid input."""
+    check_trace(trace)
     candidates, budget, failure_files, cost = normalize_input(input, builder.max_candidates, builder.cost)
     snapshot = BuildInput(candidates, failure_files=failure_files, budget=budget, cost=cost)
     result: BuildResult = builder.build(snapshot, verify=verify)
