@@ -38,7 +38,7 @@ def test_candidate_with_a_group() -> None:
     c = Candidate("a.py", 1, 2, "x", "search", 1.0, group=("impl", 3))
     assert c.group == ("impl", 3)
     assert repr(c).endswith("score=1.0, group=('impl', 3))")
-    assert c.to_dict()["group"] == ("impl", 3)
+    assert c.to_dict()["group"] == "('impl', 3)"  # the JSON form: a non-scalar group as its repr
     assert pickle.loads(pickle.dumps(c)) == c
     assert c != Candidate("a.py", 1, 2, "x", "search", 1.0)
     assert c != Candidate("a.py", 1, 2, "x", "search", 1.0, group="other")

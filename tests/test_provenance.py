@@ -530,6 +530,10 @@ def test_cli_build_verify_root(engine: str, tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert missing.stdout == ""
     assert "--verify-root" in missing.stderr and "is not a folder" in missing.stderr
+    # Nor is an empty name (it would mean the current folder).
+    empty = run_cli("build", "--verify-root", "", stdin=json.dumps(data))
+    assert (empty.returncode, empty.stdout) == (2, "")
+    assert empty.stderr == "repo-context build: --verify-root:  is not a folder\n"
 
 
 def test_folder_reader_stays_inside_its_folder(tmp_path: Path) -> None:

@@ -543,7 +543,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     if args.threads is not None:
         raise _UsageError("--threads is only for --jsonl")
     data = _with_options(_read_json(args.file, args.limits), args)
-    if args.verify_root is not None and not Path(args.verify_root).is_dir():
+    if args.verify_root is not None and (args.verify_root == "" or not Path(args.verify_root).is_dir()):
         raise _UsageError(f"--verify-root: {header_path(args.verify_root)} is not a folder")
     result = _build_with(args.engine, data, args.trace, args.limits, args.verify_root)
     if args.format == "json":

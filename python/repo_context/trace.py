@@ -85,7 +85,10 @@ def traced_build(
 
 def _fields(candidate: Any) -> dict[str, Any]:
     if isinstance(candidate, Candidate):
-        return candidate.to_dict()
+        fields = candidate.to_dict()
+        if candidate.group is not None:  # the object itself: the JSON form writes some as repr
+            fields["group"] = candidate.group
+        return fields
     if isinstance(candidate, Mapping):
         return dict(candidate)
     names = ("path", "start", "end", "content", "reason", "score")
