@@ -260,6 +260,7 @@ mod tests {
             .collect();
         assert_eq!(cache.count_batch(&texts), expected);
         assert_eq!(cache.len(), 3);
+        assert!(!cache.is_empty());
         assert_eq!(cache.count_batch(&texts), expected);
         assert_eq!(cache.len(), 3);
         assert_eq!(
