@@ -50,46 +50,12 @@ fn hit(rows: &[Row], windows: &[u32], r: &Row) -> Option<u32> {
         .copied()
 }
 
-fn oracle(rows: &[Row], failure: &[u32], budget: u64) -> Selection {
-    let order = ranked(rows, failure);
-    let mut out = Selection::default();
-    for (rank, &i) in order.iter().enumerate() {
-        let r = &rows[i as usize];
-        let blocker = out
-            .selected
-            .iter()
-            .filter(|&&j| {
-                let w = &rows[j as usize];
-                w.path == r.path && w.start <= r.end && r.start <= w.end
-            })
-            .min_by_key(|&&j| rows[j as usize].start)
-            .copied();
-        let why = match blocker {
-            Some(j) => Omitted::Overlap(j),
-            None if u128::from(out.used) + u128::from(r.cost) > u128::from(budget) => {
-                Omitted::Budget
-            }
-            None => {
-                out.used += r.cost;
-                out.selected.push(i);
-                out.ranks.push(rank as u32);
-                continue;
-            }
-        };
-        out.omitted.push(Omission {
-            index: i,
-            rank: rank as u32,
-            why,
-        });
-    }
-    out
-}
-
-/// Groups by the lesson's words: a group is decided whole at its best-ranked member; members
+/// The selection rule restated: candidates in no group are selected in rank order unless they
+/// hit a selected window or do not fit. Groups by the lesson's words: a group is decided whole at its best-ranked member; members
 /// that hit a selected window or an earlier member cost nothing and are omitted as overlaps;
 /// if the rest fit they are all selected, else every member is omitted naming the member at
 /// which the running cost went past what was left.
-fn group_oracle(rows: &[Row], failure: &[u32], budget: u64) -> Selection {
+fn oracle(rows: &[Row], failure: &[u32], budget: u64) -> Selection {
     let order = ranked(rows, failure);
     let mut out = Selection::default();
     let mut decided: Vec<u32> = Vec::new();
@@ -262,7 +228,7 @@ proptest! {
             .collect();
         prop_assert_eq!(
             build_groups(&rows, &failure, budget, PATHS as usize, ids.len()),
-            group_oracle(&rows, &failure, budget)
+            oracle(&rows, &failure, budget)
         );
     }
 }
