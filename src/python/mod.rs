@@ -1817,16 +1817,9 @@ pub(crate) const MAX_SOURCE_ID: usize = 256;
 /// its text and snapshotted as the exact `str`).
 fn source_sha256<'py>(value: Bound<'py, PyAny>, index: usize) -> PyResult<Bound<'py, PyAny>> {
     let py = value.py();
-    if value.is_none() {
-        return Ok(value);
-    }
-    if value.cast::<PyString>().is_err() {
-        let problem = format!("must be a str, not {}", type_name(&value));
-        return Err(invalid(py, "source_sha256", problem, index));
-    }
-    let text = exact_str(&value)?;
-    // SAFETY: an exact str.
-    let length = unsafe { ffi::PyUnicode_GetLength(text.as_ptr()) } as usize;
+    let Some((text, length)) = optional_text(value, "source_sha256", index)? else {
+        return Ok(py.None().into_bound(py));
+    };
     const WANT: &str = "must be 64 lower-case hex digits (a SHA-256)";
     if length != 64 {
         let problem = format!("{WANT}, got {length} characters");
@@ -1843,19 +1836,32 @@ fn source_sha256<'py>(value: Bound<'py, PyAny>, index: usize) -> PyResult<Bound<
     Ok(text)
 }
 
-/// `source_id`: `None`, or a non-empty `str` of at most [`MAX_SOURCE_ID`] characters.
-fn source_id<'py>(value: Bound<'py, PyAny>, index: usize) -> PyResult<Bound<'py, PyAny>> {
-    let py = value.py();
+/// An optional text field: `None`, or the exact `str` it holds (a subclass snapshotted) and its
+/// length in code points; anything else is an invalid `field`.
+fn optional_text<'py>(
+    value: Bound<'py, PyAny>,
+    field: &str,
+    index: usize,
+) -> PyResult<Option<(Bound<'py, PyAny>, usize)>> {
     if value.is_none() {
-        return Ok(value);
+        return Ok(None);
     }
     if value.cast::<PyString>().is_err() {
         let problem = format!("must be a str, not {}", type_name(&value));
-        return Err(invalid(py, "source_id", problem, index));
+        return Err(invalid(value.py(), field, problem, index));
     }
     let text = exact_str(&value)?;
     // SAFETY: an exact str.
     let length = unsafe { ffi::PyUnicode_GetLength(text.as_ptr()) } as usize;
+    Ok(Some((text, length)))
+}
+
+/// `source_id`: `None`, or a non-empty `str` of at most [`MAX_SOURCE_ID`] characters.
+fn source_id<'py>(value: Bound<'py, PyAny>, index: usize) -> PyResult<Bound<'py, PyAny>> {
+    let py = value.py();
+    let Some((text, length)) = optional_text(value, "source_id", index)? else {
+        return Ok(py.None().into_bound(py));
+    };
     if length == 0 {
         return Err(invalid(
             py,
