@@ -56,13 +56,13 @@ impl Reason {
         }
     }
 
-    /// Rank group: `reference` (1) before `failure` (2) before `search` (3); the failure file's
-    /// candidates take group 0 whatever their reason.
-    pub fn group(self) -> u8 {
+    /// Place among the reasons: `reference` (0) before `failure` (1) before `search` (2). The
+    /// failing files' candidates rank above all three, whatever their reason.
+    pub fn order(self) -> u8 {
         match self {
-            Self::Reference => 1,
-            Self::Failure => 2,
-            Self::Search => 3,
+            Self::Reference => 0,
+            Self::Failure => 1,
+            Self::Search => 2,
         }
     }
 }
@@ -200,7 +200,7 @@ fn score_bits(score: f64) -> u64 {
 /// input index (32).
 fn rank_key(row: &Row, index: u32, groups: &[u32], failing: u32) -> u128 {
     let group = match groups[row.path as usize] {
-        u32::MAX => failing + u32::from(row.reason.group()) - 1,
+        u32::MAX => failing + u32::from(row.reason.order()),
         position => position,
     };
     (u128::from(group) << 96) | (u128::from(!score_bits(row.score)) << 32) | u128::from(index)
@@ -590,9 +590,9 @@ mod tests {
         assert_eq!(Reason::Failure.name(), "failure");
         assert_eq!(Reason::Reference.name(), "reference");
         assert_eq!(Reason::Search.name(), "search");
-        assert_eq!(Reason::Reference.group(), 1);
-        assert_eq!(Reason::Failure.group(), 2);
-        assert_eq!(Reason::Search.group(), 3);
+        assert_eq!(Reason::Reference.order(), 0);
+        assert_eq!(Reason::Failure.order(), 1);
+        assert_eq!(Reason::Search.order(), 2);
     }
 
     #[test]

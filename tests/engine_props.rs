@@ -25,7 +25,15 @@ fn ranked(rows: &[Row], failure: &[u32]) -> Vec<u32> {
     }
     let group = |r: &Row| match failing.iter().position(|&f| f == r.path) {
         Some(place) => place as u32,
-        None => failing.len() as u32 + u32::from(r.reason.group()) - 1,
+        // The contract's reason order, restated here rather than read from the engine.
+        None => {
+            failing.len() as u32
+                + match r.reason {
+                    Reason::Reference => 0,
+                    Reason::Failure => 1,
+                    Reason::Search => 2,
+                }
+        }
     };
     let mut order: Vec<u32> = (0..rows.len() as u32).collect();
     order.sort_by(|&a, &b| {
