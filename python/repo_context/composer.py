@@ -399,10 +399,15 @@ def parse_xml_section(text: str) -> list[dict[str, Any]]:
     ``start`` and ``end`` (int), ``reason``, ``label`` and ``content`` (the body: with line
     numbers if it was rendered with them), base64 decoded where the block says so.
 
-    Raises ``ValueError`` (``xml.etree.ElementTree.ParseError`` is one) if ``text`` is not a
-    sequence of snippet elements.
+    Raises ``ValueError`` if ``text`` is not a sequence of snippet elements: text that is not
+    well-formed XML (the parser's ``ParseError`` is re-raised as ``ValueError`` with its
+    message), an element other than ``<snippet>``, text between elements, a snippet missing an
+    attribute, a ``start`` or ``end`` that is not an integer, or base64 that does not decode.
     """
-    root = ET.fromstring(f"<section>{text}</section>")
+    try:
+        root = ET.fromstring(f"<section>{text}</section>")
+    except ET.ParseError as exc:
+        raise ValueError(f"not well-formed XML: {exc}") from None
     if (root.text or "").strip():
         raise ValueError("text outside a <snippet> element")
     snippets = []
@@ -410,7 +415,11 @@ def parse_xml_section(text: str) -> list[dict[str, Any]]:
         if el.tag != "snippet" or (el.tail or "").strip() or len(el):
             raise ValueError(f"unexpected <{el.tag}> or text in a section")
         attrs = el.attrib
-        path = _unb64(attrs["path-base64"]) if "path-base64" in attrs else attrs["path"]
+        where = "path-base64" if "path-base64" in attrs else "path"
+        missing = [name for name in (where, "start", "end", "reason", "label") if name not in attrs]
+        if missing:
+            raise ValueError(f"a <snippet> without the attribute {missing[0]!r}")
+        path = _unb64(attrs["path-base64"]) if where == "path-base64" else attrs["path"]
         content = el.text or ""
         if attrs.get("encoding") == "base64":
             content = _unb64(content)
@@ -510,9 +519,14 @@ def _candidate_cost(result: BuildResult, cand: CandidateLike) -> str:
         return f"{len(cand.content)} characters of content"
     text, what = cand.content, "of content"
     if cost.template is not None:
-        failing = cand.path in set(getattr(result, "failure_files", ()))
+        from ._input import canonical_path
+
+        # As the build costed it: the block of the canonical path (the failing files are
+        # canonical too), not of the path as the caller wrote it.
+        path = canonical_path(cand.path)
+        failing = path in set(getattr(result, "failure_files", ()))
         text = render_block(
-            cand.path,
+            path,
             cand.start,
             cand.end,
             cand.content,
