@@ -475,7 +475,7 @@ CASES: list[Case] = [
         used_chars=6,
     ),
     Case(
-        "'日本語テス' fits a budget of 5 (code points)",
+        "five CJK characters fit a budget of 5 (code points)",
         [C("j.py", 1, 1, "日本語テス", "search", 1.0)],
         5,
         selected=[0],
@@ -483,7 +483,7 @@ CASES: list[Case] = [
         used_chars=5,
     ),
     Case(
-        "'日本語テスト' does not fit a budget of 5",
+        "six CJK characters do not fit a budget of 5",
         [C("j.py", 1, 1, "日本語テスト", "search", 1.0)],
         5,
         selected=[],
