@@ -749,6 +749,8 @@ def test_plan_file_order_sorts_by_start_end_and_rank_within_a_path() -> None:
         ("a/.bashrc", ""),
         (".py", ""),
         ("x/.py", ""),
+        ("a/b/.py", ""),  # the last segment's dot, not one after the first "/"
+        ("a/b.d/.rs", ""),
         ("x.", ""),
         ("Makefile", ""),
         ("dir.d/file", ""),

@@ -515,9 +515,9 @@ def _candidate_cost(result: BuildResult, cand: CandidateLike) -> str:
     (no cost model, or characters of the content), its rendered block's characters, or the
     tokens of its content or block in the cost's encoding."""
     cost = getattr(result, "cost", None)
-    if cost is None or (cost.unit == "chars" and cost.template is None):
-        return f"{len(cand.content)} characters of content"
     text, what = cand.content, "of content"
+    if cost is None:
+        return f"{len(text)} characters {what}"
     if cost.template is not None:
         from ._input import canonical_path
 
