@@ -647,6 +647,27 @@ def test_build_cost_options_change_only_the_fields_they_name() -> None:
     assert json.loads(proc.stdout)["cost"]["encoding"] is None
 
 
+def test_build_markdown_without_a_template_is_printed_in_the_costs_order() -> None:
+    # --order file is honoured by the plain Markdown section too, not only by a template's.
+    data = {
+        "candidates": [
+            cand("a.py", 1, 2, "a\n", "search", 9),
+            cand("b.py", 5, 5, "b\n", "search", 8),
+            cand("a.py", 10, 12, "c\n", "search", 7),
+        ],
+        "budget": 100,
+    }
+    headers = {}
+    for order in ("rank", "file"):
+        proc = cli("build", "--order", order, "--format", "markdown", stdin=json.dumps(data))
+        assert proc.returncode == 0, proc.stderr
+        headers[order] = [line for line in proc.stdout.decode().splitlines() if line.startswith("### ")]
+    assert headers == {
+        "rank": ["### a.py:1-2 (search hit)", "### b.py:5-5 (search hit)", "### a.py:10-12 (search hit)"],
+        "file": ["### a.py:1-2 (search hit)", "### a.py:10-12 (search hit)", "### b.py:5-5 (search hit)"],
+    }
+
+
 def test_markdown_header_paths_cannot_break_the_line() -> None:
     data = {"candidates": [cand("src/we\nird.py", 1, 1, "x", "search", 1)], "max_chars": 99}
     out = cli("build", "--format", "markdown", stdin=json.dumps(data)).stdout.decode()

@@ -645,7 +645,7 @@ def test_render_markdown_with_nothing_selected() -> None:
     assert render_markdown(none_fit) == "## Code context\n\n(no code selected)\n"
 
 
-def test_render_markdown_is_markdown_in_rank_order_whatever_the_cost() -> None:
+def test_render_markdown_is_markdown_in_the_order_asked_whatever_the_cost() -> None:
     result = ordered_result(Cost(template="xml", line_numbers=True, order="file"))
     assert render_markdown(result) == (
         "## Code context\n"
@@ -654,6 +654,15 @@ def test_render_markdown_is_markdown_in_rank_order_whatever_the_cost() -> None:
         "### a.py:1-1 (search hit)\n```python\na1\n```\n\n"
         "### b.py:1-1 (search hit)\n```python\nb1\n```\n"
     )
+    assert render_markdown(result, order="file") == (
+        "## Code context\n"
+        "\n"
+        "### b.py:1-1 (search hit)\n```python\nb1\n```\n\n"
+        "### b.py:3-3 (search hit)\n```python\nb3\n```\n\n"
+        "### a.py:1-1 (search hit)\n```python\na1\n```\n"
+    )
+    with pytest.raises(ValueError, match=exactly("order must be 'rank' or 'file', got 'path'")):
+        render_markdown(result, order="path")
 
 
 def test_render_takes_each_option_left_none_from_the_results_cost() -> None:

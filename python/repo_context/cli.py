@@ -181,10 +181,10 @@ def _one_line(text: str) -> str:
 
 def _markdown_section(result: BuildResult) -> str:
     """The Markdown output of ``result``: the section exactly as costed when the cost model
-    renders one (it has a template), else the legacy Markdown section."""
+    renders one (it has a template), else the legacy Markdown section in the cost's order."""
     if result.cost.template is not None:
         return render(result)
-    return render_markdown(result)
+    return render_markdown(result, order=result.cost.order)
 
 
 def result_json(result: BuildResult) -> str:

@@ -456,13 +456,13 @@ def _score(score: float) -> str:
     return f"{score:.4g}" if isinstance(score, float) else str(score)
 
 
-def render_markdown(result: BuildResult) -> str:
+def render_markdown(result: BuildResult, order: str = "rank") -> str:
     """The selected items of ``result`` as the command line's Markdown section: a
-    ``## Code context`` heading, then :func:`render` in the Markdown template, selection order,
-    no line numbers (the block format the budget counts), or ``(no code selected)``. Ends with
-    one newline.
+    ``## Code context`` heading, then :func:`render` in the Markdown template, in ``order``
+    (``"rank"``: selection order, or ``"file"``, see :func:`plan`), no line numbers, or
+    ``(no code selected)``. Ends with one newline. Raises ``ValueError`` for another order.
     """
-    section = render(result, template="markdown", line_numbers=False, order="rank")
+    section = render(result, template="markdown", line_numbers=False, order=order)
     return "## Code context\n\n" + (section.rstrip("\n") + "\n" if section else "(no code selected)\n")
 
 

@@ -137,7 +137,11 @@ def create_server(*, cache_dir: str | os.PathLike[str] | None = None, cache: boo
         if engine not in engines:
             raise ToolError(f"engine must be 'native' or 'reference', got {engine!r}")
         result = await _input_errors(lambda: engines[engine](input))
-        section = render(result) if result.cost.template is not None else render_markdown(result)
+        section = (
+            render(result)
+            if result.cost.template is not None
+            else render_markdown(result, order=result.cost.order)
+        )
         data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
         return CallToolResult(
             content=[TextContent(type="text", text=section)],
