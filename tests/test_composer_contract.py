@@ -234,16 +234,89 @@ def test_parse_xml_section_raises_value_error_for_xml_that_is_not_well_formed(se
 def test_parse_xml_section_reads_whitespace_between_snippets_empty_and_base64_bodies() -> None:
     section = (
         f' \n<snippet path="a" {SNIPPET_ATTRS}></snippet>\n\t'
-        f'<snippet path-base64="YQFiLnB5" start="2" end="3" reason="failure" label="L" '
-        'encoding="base64">7aCA</snippet> '
-        '<snippet path="c" start="4" end="5" reason="x" label="y" encoding="hex">7aCA</snippet>\n'
+        '<snippet path-base64="YQFiLnB5" start="2" end="3" reason="failure" '
+        'label="failure evidence in the failing file" encoding="base64">7aCA</snippet> '
+        '<!-- a comment --><snippet path="c" start="-4" end="05" reason="reference" '
+        'label="referenced definition">x</snippet>\r\n'
     )
     assert parse_xml_section(section) == [
         {"path": "a", "start": 1, "end": 1, "reason": "search", "label": "search hit", "content": ""},
-        {"path": "a\x01b.py", "start": 2, "end": 3, "reason": "failure", "label": "L", "content": "\ud800"},
-        {"path": "c", "start": 4, "end": 5, "reason": "x", "label": "y", "content": "7aCA"},
+        {
+            "path": "a\x01b.py",
+            "start": 2,
+            "end": 3,
+            "reason": "failure",
+            "label": "failure evidence in the failing file",
+            "content": "\ud800",
+        },
+        {
+            "path": "c",
+            "start": -4,
+            "end": 5,
+            "reason": "reference",
+            "label": "referenced definition",
+            "content": "x",
+        },
     ]
     assert parse_xml_section("") == []
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        (f'<snippet path="a" {SNIPPET_ATTRS} x="1"/>', "a <snippet> with the unknown attribute 'x'"),
+        (
+            f'<snippet path="a" path-base64="YQ==" {SNIPPET_ATTRS}/>',
+            "a <snippet> with both 'path' and 'path-base64'",
+        ),
+        (
+            f'<snippet path="a" {SNIPPET_ATTRS} encoding="hex">61</snippet>',
+            "a <snippet> whose encoding is 'hex', not 'base64'",
+        ),
+        (
+            '<snippet path="a" start=" 1" end="1" reason="search" label="search hit"/>',
+            "a <snippet> whose start is not a decimal integer: ' 1'",
+        ),
+        (
+            '<snippet path="a" start="1" end="1_0" reason="search" label="search hit"/>',
+            "a <snippet> whose end is not a decimal integer: '1_0'",
+        ),
+        (
+            '<snippet path="a" start="\u0663" end="3" reason="search" label="search hit"/>',
+            "a <snippet> whose start is not a decimal integer: '\u0663'",
+        ),
+        (
+            '<snippet path="a" start="1" end="1" reason="x" label="search hit"/>',
+            "reason must be 'failure', 'reference' or 'search', got 'x'",
+        ),
+        (
+            '<snippet path="a" start="1" end="1" reason="search" label="L"/>',
+            "a <snippet> whose label 'L' is not one of reason 'search'",
+        ),
+        (
+            '<snippet path="a" start="1" end="1" reason="search" label="failure evidence"/>',
+            "a <snippet> whose label 'failure evidence' is not one of reason 'search'",
+        ),
+        (f'\u00a0<snippet path="a" {SNIPPET_ATTRS}/>', "text outside a <snippet> element"),
+        (f'<snippet path="a" {SNIPPET_ATTRS}/>\u00a0', UNEXPECTED_SNIPPET),
+        (
+            f'<snippet path="a" {SNIPPET_ATTRS} encoding="base64">/w==</snippet>',
+            "base64 of bytes that are not UTF-8",
+        ),
+        (f'<snippet path-base64="/w==" {SNIPPET_ATTRS}/>', "base64 of bytes that are not UTF-8"),
+        (f'<snippet path="a" {SNIPPET_ATTRS}>\ud800</snippet>', "a lone surrogate, which XML cannot carry"),
+    ],
+)
+def test_parse_xml_section_reads_only_what_render_block_writes(section: str, message: str) -> None:
+    with pytest.raises(ValueError, match=exactly(message)) as caught:
+        parse_xml_section(section)
+    assert type(caught.value) is ValueError and caught.value.__cause__ is None
+
+
+@pytest.mark.parametrize(("text", "name"), [(b"<snippet/>", "bytes"), (None, "NoneType"), (5, "int")])
+def test_parse_xml_section_takes_only_a_str(text: Any, name: str) -> None:
+    with pytest.raises(TypeError, match=exactly(f"text must be a str, not {name}")):
+        parse_xml_section(text)
 
 
 # --- 2. render_omitted, _used and _candidate_cost ------------------------------------------------

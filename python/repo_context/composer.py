@@ -391,7 +391,25 @@ def _unb64(value: str) -> str:
         raw = base64.b64decode(value, validate=True)
     except binascii.Error as exc:
         raise ValueError(f"invalid base64: {exc}") from None
-    return raw.decode("utf-8", "surrogatepass")
+    try:
+        return raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        raise ValueError("base64 of bytes that are not UTF-8") from None
+
+
+# What a snippet element carries: its path as one of two attributes, the rest always, except
+# the optional encoding. Whitespace is XML's (not every Unicode space); lines are plain ASCII
+# decimal integers, as render_block writes them.
+_SNIPPET_ATTRS = frozenset({"path", "path-base64", "start", "end", "reason", "label", "encoding"})
+_XML_SPACE = " \t\r\n"
+_DECIMAL = re.compile(r"-?[0-9]+")
+
+
+def _snippet_line(attrs: dict[str, str], name: str) -> int:
+    value = attrs[name]
+    if not _DECIMAL.fullmatch(value):
+        raise ValueError(f"a <snippet> whose {name} is not a decimal integer: {value!r}")
+    return int(value)
 
 
 def parse_xml_section(text: str) -> list[dict[str, Any]]:
@@ -399,36 +417,58 @@ def parse_xml_section(text: str) -> list[dict[str, Any]]:
     ``start`` and ``end`` (int), ``reason``, ``label`` and ``content`` (the body: with line
     numbers if it was rendered with them), base64 decoded where the block says so.
 
-    Raises ``ValueError`` if ``text`` is not a sequence of snippet elements: text that is not
-    well-formed XML (the parser's ``ParseError`` is re-raised as ``ValueError`` with its
-    message), an element other than ``<snippet>``, text between elements, a snippet missing an
-    attribute, a ``start`` or ``end`` that is not an integer, or base64 that does not decode.
+    It reads what :func:`render_block` writes, and nothing looser. Raises ``TypeError`` if
+    ``text`` is not a ``str``, and ``ValueError`` if it is not a sequence of snippet elements:
+    text that is not well-formed XML (the parser's ``ParseError`` is re-raised as
+    ``ValueError`` with its message) or holds a lone surrogate; an element other than
+    ``<snippet>`` or one inside a snippet; text other than XML whitespace (space, tab, CR, LF)
+    between elements; a snippet missing an attribute, with both ``path`` and ``path-base64``,
+    with an attribute of another name or an ``encoding`` other than ``base64``; a ``start`` or
+    ``end`` that is not a decimal integer; a ``reason`` that is not ``failure``, ``reference``
+    or ``search``, or a ``label`` that is not that reason's (:func:`label`); base64 that does
+    not decode to UTF-8. Comments and processing instructions are skipped.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
     try:
         root = ET.fromstring(f"<section>{text}</section>")
     except ET.ParseError as exc:
         raise ValueError(f"not well-formed XML: {exc}") from None
-    if (root.text or "").strip():
+    except UnicodeEncodeError:
+        raise ValueError("a lone surrogate, which XML cannot carry") from None
+    if (root.text or "").strip(_XML_SPACE):
         raise ValueError("text outside a <snippet> element")
     snippets = []
     for el in root:
-        if el.tag != "snippet" or (el.tail or "").strip() or len(el):
+        if el.tag != "snippet" or (el.tail or "").strip(_XML_SPACE) or len(el):
             raise ValueError(f"unexpected <{el.tag}> or text in a section")
         attrs = el.attrib
+        unknown = sorted(set(attrs) - _SNIPPET_ATTRS)
+        if unknown:
+            raise ValueError(f"a <snippet> with the unknown attribute {unknown[0]!r}")
+        if "path" in attrs and "path-base64" in attrs:
+            raise ValueError("a <snippet> with both 'path' and 'path-base64'")
         where = "path-base64" if "path-base64" in attrs else "path"
         missing = [name for name in (where, "start", "end", "reason", "label") if name not in attrs]
         if missing:
             raise ValueError(f"a <snippet> without the attribute {missing[0]!r}")
+        encoding = attrs.get("encoding", "base64")
+        if encoding != "base64":
+            raise ValueError(f"a <snippet> whose encoding is {encoding!r}, not 'base64'")
+        start, end = _snippet_line(attrs, "start"), _snippet_line(attrs, "end")
+        reason = _reason_name(attrs["reason"])
+        if attrs["label"] not in (label(reason, False), label(reason, True)):
+            raise ValueError(f"a <snippet> whose label {attrs['label']!r} is not one of reason {reason!r}")
         path = _unb64(attrs["path-base64"]) if where == "path-base64" else attrs["path"]
         content = el.text or ""
-        if attrs.get("encoding") == "base64":
+        if "encoding" in attrs:
             content = _unb64(content)
         snippets.append(
             {
                 "path": path,
-                "start": int(attrs["start"]),
-                "end": int(attrs["end"]),
-                "reason": attrs["reason"],
+                "start": start,
+                "end": end,
+                "reason": reason,
                 "label": attrs["label"],
                 "content": content,
             }
