@@ -78,6 +78,25 @@ def check_error(
     return err
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("content", b"abc", "must be a str, not bytes"),
+        ("content", None, "must be a str, not NoneType"),
+        ("content", ["abc"], "must be a str, not list"),
+    ],
+)
+def test_a_wrong_type_is_named_in_the_problem(
+    engine: Any, rc: Any, field: str, value: Any, problem: str
+) -> None:
+    bad = good()
+    bad[field] = value
+    err = check_error(
+        engine, {"candidates": [good(path="x.py"), bad], "max_chars": 100}, rc.InvalidCandidateError, 1, field
+    )
+    assert (err.problem, str(err)) == (problem, f"candidate 1: field {field!r}: {problem}")  # type: ignore[attr-defined]
+
+
 # ---------------------------------------------------------------------------
 # Exception hierarchy
 # ---------------------------------------------------------------------------
