@@ -612,6 +612,15 @@ mod tests {
             md("a.py", 1, "a\rb\r\nc", true),
             "### a.py:1-2 (search hit)\n```python\n1 | a\rb\r\n2 | c\n```\n\n"
         );
+        // The width is the digits of the last number: three from 100 on, five from 10000 on.
+        assert_eq!(
+            md("a.py", 99, "a\nb\nc\n", true),
+            "### a.py:99-100 (search hit)\n```python\n 99 | a\n100 | b\n101 | c\n```\n\n"
+        );
+        assert_eq!(
+            md("a.py", 9999, "a\nb", true),
+            "### a.py:9999-10000 (search hit)\n```python\n 9999 | a\n10000 | b\n```\n\n"
+        );
         // Near the top of the line range the numbers go past u32.
         let top = u32::MAX;
         let out = block(
@@ -681,6 +690,10 @@ mod tests {
         assert!(!xml_invalid(
             "\t\n\r \u{7f}\u{85}\u{fffd}\u{fdd0}\u{10ffff}\u{efbf}"
         ));
+        // U+FFFD (EF BF BD) is valid wherever it stands, first or after others.
+        assert!(!xml_invalid("\u{fffd}"));
+        assert!(!xml_invalid("ab\u{fffd}"));
+        assert!(xml_invalid("\u{fffd}\u{fffe}"));
         assert_eq!(
             xml("a.py", "\u{1b}[31m", false),
             "<snippet path=\"a.py\" start=\"3\" end=\"4\" reason=\"reference\" \
