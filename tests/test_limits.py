@@ -129,6 +129,24 @@ def test_parse_assignments() -> None:
     assert info.value.field == "bogus"
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("\u0663", "'\u0663'"),  # ARABIC-INDIC DIGIT THREE: int() takes it, a limit does not
+        ("1__0", "'1__0'"),
+        ("_10", "'_10'"),
+        ("1.5", "'1.5'"),
+        ("", "''"),
+        ("9" * 5000, repr("9" * 40 + "...")),  # past int()'s digit limit, and shown cut short
+    ],
+)
+def test_parse_takes_ascii_digits_only_and_shows_a_long_value_cut_short(value: str, shown: str) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        Limits.parse([f"max_depth={value}"])
+    assert (info.value.field, info.value.problem) == ("max_depth", f"must be an int, got {shown}")
+    assert Limits.parse(["max_depth=+7"]).max_depth == 7
+
+
 # --- build-level limits: both engines, the same error -----------------------------------------
 
 

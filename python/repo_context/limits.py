@@ -36,6 +36,7 @@ sources; the line-number bound ``MAX_LINE`` is part of the build contract's vali
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -139,7 +140,8 @@ class Limits:
     @classmethod
     def parse(cls, assignments: Iterable[str], base: Limits | None = None) -> Limits:
         """``base`` (default :data:`DEFAULT_LIMITS`) with each ``NAME=N`` of ``assignments``
-        applied (the ``--limit`` option; ``N`` may use ``_`` between digits).
+        applied (the ``--limit`` option; ``N`` is ASCII digits, with an optional sign and ``_``
+        between digits).
 
         Raises:
             InvalidInputError: ``field`` ``"limit"`` for text not of the form ``NAME=N``, the
@@ -153,10 +155,13 @@ class Limits:
                 raise InvalidInputError("limit", f"must be NAME=N, got {text!r}")
             if name not in _NAMES:
                 raise InvalidInputError(name, f"is not a resource limit (one of {', '.join(_NAMES)})")
-            try:
-                changes[name] = int(number.strip())
-            except ValueError:
-                raise InvalidInputError(name, f"must be an int, got {number.strip()!r}") from None
+            value = number.strip()
+            # ASCII digits (int() would also take other scripts' digits); a long value is shown
+            # cut short, and one past int()'s digit limit is refused like any other.
+            if not _NUMBER.fullmatch(value) or len(value) > _MAX_DIGITS:
+                shown = value if len(value) <= 40 else value[:40] + "..."
+                raise InvalidInputError(name, f"must be an int, got {shown!r}")
+            changes[name] = int(value)
         return resolve(base).replace(**changes)
 
     def to_dict(self) -> dict[str, int]:
@@ -165,6 +170,8 @@ class Limits:
 
 
 _NAMES = tuple(setting.name for setting in dataclasses.fields(Limits))
+_NUMBER = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*")
+_MAX_DIGITS = 4000
 _FIELDS: Mapping[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fields(Limits)}
 
 #: The defaults, read at call time by every function given no ``limits=``.
