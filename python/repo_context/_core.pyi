@@ -238,7 +238,11 @@ def render_block(
 ) -> str:
     """One item as a block of a prompt section, rendered in Rust: the same text as
     ``repo_context.composer.render_block`` (which it calls for a path or content with lone
-    surrogates)."""
+    surrogates) for the arguments a build passes: lines in 1..2**31-1, ``bool`` flags. Its
+    argument checks are PyO3's: lines are unsigned 32-bit (``OverflowError`` outside
+    0..2**32-1; ``True``/``False`` are read as 1/0) and the flags must be ``bool``
+    (``TypeError``), where the Python renderer takes any ``int`` line but no ``bool``, and any
+    truthy flag."""
 
 SECRET_KINDS: list[str]
 
