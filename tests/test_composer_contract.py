@@ -738,6 +738,15 @@ def test_render_markdown_is_markdown_in_the_order_asked_whatever_the_cost() -> N
         render_markdown(result, order="path")
 
 
+def test_the_json_form_of_a_result_is_refused_by_name() -> None:
+    result = rc.build({"candidates": [cand("a.py", 1, 1, "x\n", "search", 1)], "max_chars": 10})
+    for call in (render, plan, render_markdown):
+        with pytest.raises(
+            TypeError, match=exactly("result must be a BuildResult (or have its attributes), not dict")
+        ):
+            call(result.to_dict())  # type: ignore[operator]
+
+
 def test_render_takes_each_option_left_none_from_the_results_cost() -> None:
     result = ordered_result(Cost(template="xml", line_numbers=True, order="file"))
     assert render(result) == (

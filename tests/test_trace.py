@@ -240,10 +240,16 @@ def test_replay_of_a_malformed_trace_exits_2_naming_the_problem(tmp_path: Path, 
             '{"trace": 1, "digest": "x", "input": {"candidates": 5}}',
             "trace line 1: field 'input.candidates' must be a list of objects",
         ),
+        "empty.jsonl": ("", "no trace records (an empty trace has nothing to replay)"),
+        "blank.jsonl": ("\n \n", "no trace records (an empty trace has nothing to replay)"),
+        "latin1.jsonl": (
+            "\udce9",
+            "'utf-8' codec can't decode byte 0xe9 in position 0: invalid continuation byte",
+        ),
     }
     for name, (text, message) in cases.items():
         path = tmp_path / name
-        path.write_text(text + "\n")
+        path.write_bytes((text + "\n").encode("utf-8", "surrogateescape"))
         assert main(["replay", str(path)]) == 2
         err = capsys.readouterr().err
         assert err.strip().endswith(message), (name, err)

@@ -307,6 +307,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         raise _UsageError(f"cannot read {header_path(args.trace)}: {exc.strerror or exc}") from exc
     except (ValueError, KeyError, TypeError) as exc:
         raise _UsageError(f"{header_path(args.trace)}: {exc}") from exc
+    if not lines:
+        raise _UsageError(
+            f"{header_path(args.trace)}: no trace records (an empty trace has nothing to replay)"
+        )
     _write(sys.stdout, "".join(line + "\n" for line in lines))
     return 0 if all_reproduced else EXIT_NOT_REPRODUCED
 
@@ -461,8 +465,11 @@ def _jsonl_lines(file: str, limits: Limits) -> Iterator[tuple[int, bytes | Resou
             if len(raw) > maximum and not raw.endswith(b"\n"):
                 while (rest := stream.readline(1 << 20)) and not rest.endswith(b"\n"):
                     pass
-                yield number, limit_error(
-                    "input", "max_input_bytes", f"line {number}", maximum + 1, maximum, exact=False
+                yield (
+                    number,
+                    limit_error(
+                        "input", "max_input_bytes", f"line {number}", maximum + 1, maximum, exact=False
+                    ),
                 )
             elif raw.strip():
                 yield number, raw

@@ -39,7 +39,7 @@ import operator
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -309,12 +309,16 @@ def plan(
     items by path: groups in the selection rank of their first item, the items of a group by
     ``(start, end, rank)``. An item is from the failure file when its path equals
     one of ``result.failure_files`` (none if the result has no such attribute). Raises
-    ``ValueError`` for an unknown ``template`` or ``order``.
+    ``ValueError`` for an unknown ``template`` or ``order``, ``TypeError`` for a mapping (such
+    as the result's JSON form) in place of a result.
     """
     if template not in TEMPLATES:
         raise ValueError(f"template must be 'markdown' or 'xml', got {template!r}")
     if order not in ORDERS:
         raise ValueError(f"order must be 'rank' or 'file', got {order!r}")
+    if isinstance(result, Mapping):
+        # The JSON form (result.to_dict()) is not a result: its "items" would be dict.items.
+        raise TypeError(f"result must be a BuildResult (or have its attributes), not {type(result).__name__}")
     items = result.items
     failing_files = set(getattr(result, "failure_files", ()))
     ranks: list[int] = list(range(len(items)))
@@ -371,7 +375,8 @@ def render(
     Raises:
         ValueError: ``template`` is not ``"markdown"`` or ``"xml"``, or ``order`` is not
             ``"rank"`` or ``"file"``.
-        TypeError: ``line_numbers`` is not a ``bool`` (or ``None``).
+        TypeError: ``line_numbers`` is not a ``bool`` (or ``None``), or ``result`` is a
+            mapping (such as its JSON form, ``result.to_dict()``).
     """
     if line_numbers is not None and not isinstance(line_numbers, bool):
         raise TypeError(f"line_numbers must be a bool, not {type(line_numbers).__name__}")
