@@ -127,3 +127,32 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
             assert invalid.is_error and "candidate 0: field 'start'" in _text(invalid)
 
     anyio.run(session)
+
+
+def test_the_servers_limits_bound_every_tool_call(repo: Path, tmp_path: Path) -> None:
+    # create_server(limits=...) (repo-context mcp --limit NAME=N): a call over a limit is a
+    # tool error naming the limit, in the build tool and in the context tool.
+    server = create_server(cache=False, limits=repo_context.Limits(max_candidates=1, max_log_bytes=100))
+    log_file = tmp_path / "failing.log"
+    log_file.write_text(_log(), encoding="utf-8")
+    two = {
+        "candidates": [
+            {"path": f"{name}.py", "start": 1, "end": 1, "content": "x\n", "reason": "search", "score": 1}
+            for name in "ab"
+        ],
+        "max_chars": 100,
+    }
+
+    async def session() -> None:
+        async with Client(server) as client:
+            for engine in ("native", "reference"):
+                over = await client.call_tool("build", {"input": two, "engine": engine})
+                assert over.is_error and "max_candidates" in _text(over), _text(over)
+                one = await client.call_tool("build", {"input": {**two, "candidates": two["candidates"][:1]}})
+                assert not one.is_error, _text(one)
+            log = await client.call_tool(
+                "context_for_failure", {"repository": str(repo), "log_file": str(log_file)}
+            )
+            assert log.is_error and "max_log_bytes" in _text(log), _text(log)
+
+    anyio.run(session)

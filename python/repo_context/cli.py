@@ -48,7 +48,7 @@
     ``{"test", "name", "status", "phase", "exception", "message", "selected"}``; and
     ``"policy_redacted"``.
 
-``repo-context mcp [--cache-dir DIR | --no-cache]``
+``repo-context mcp [--cache-dir DIR | --no-cache] [--limit NAME=N]``
     Serve the ``context_for_failure`` and ``build`` tools over the Model Context Protocol
     (standard I/O); needs the ``mcp`` extra (:mod:`repo_context.mcp_server`).
 
@@ -807,6 +807,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     mcp.add_argument("--cache-dir", metavar="DIR", default=None, help="folder of the index cache")
     mcp.add_argument("--no-cache", action="store_true", help="keep the derived index in memory only")
+    add_limit_option(mcp)
     mcp.set_defaults(run=_cmd_mcp)
 
     replayer = commands.add_parser(
@@ -832,7 +833,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         from .mcp_server import run
     except ImportError as exc:
         raise _UsageError(f"the MCP server needs the mcp extra (repo-context[mcp]): {exc}") from exc
-    run(cache_dir=args.cache_dir, cache=not args.no_cache)
+    run(cache_dir=args.cache_dir, cache=not args.no_cache, limits=args.limits)
     return 0
 
 

@@ -34,12 +34,12 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
+from . import builder as native
 from . import reference
 from ._io import read_capped
-from .builder import build as native_build
 from .composer import render, render_markdown
 from .errors import InvalidInputError
-from .limits import Limits
+from .limits import Limits, resolve
 from .workspace import ContextResult, Workspace
 
 __all__ = ["create_server", "run"]
@@ -52,9 +52,15 @@ _INSTRUCTIONS = (
 )
 
 
-def create_server(*, cache_dir: str | os.PathLike[str] | None = None, cache: bool = True) -> MCPServer:
+def create_server(
+    *, cache_dir: str | os.PathLike[str] | None = None, cache: bool = True, limits: Limits | None = None
+) -> MCPServer:
     """The MCP server with the ``context_for_failure`` and ``build`` tools; ``cache_dir`` and
-    ``cache`` configure the workspaces' on-disk cache (:class:`repo_context.Workspace`)."""
+    ``cache`` configure the workspaces' on-disk cache (:class:`repo_context.Workspace`);
+    ``limits`` (default :data:`repo_context.limits.DEFAULT_LIMITS`, read when the server is
+    made) bound every tool call: the test output read, the repository walked, the build. A
+    call over a limit is a tool error naming it."""
+    limits = resolve(limits)
     server: MCPServer = MCPServer("repo-context", instructions=_INSTRUCTIONS)
     workspaces: dict[Path, Workspace] = {}
     lock = threading.Lock()
@@ -63,7 +69,7 @@ def create_server(*, cache_dir: str | os.PathLike[str] | None = None, cache: boo
         root = Path(repository).expanduser().resolve()
         with lock:
             if root not in workspaces:
-                workspaces[root] = Workspace(root, cache_dir=cache_dir, cache=cache)
+                workspaces[root] = Workspace(root, cache_dir=cache_dir, cache=cache, limits=limits)
             return workspaces[root]
 
     @server.tool()
@@ -106,10 +112,10 @@ def create_server(*, cache_dir: str | os.PathLike[str] | None = None, cache: boo
         def run() -> ContextResult:
             text = test_log
             if text is None and log_file is not None:
-                data = read_capped(Path(log_file), "max_log_bytes", field="pytest_log")
+                data = read_capped(Path(log_file), "max_log_bytes", field="pytest_log", limits=limits)
                 text = data.decode("utf-8", errors="replace")
             if text is None:
-                text = _run_test(workspace(repository).root, str(test), python)
+                text = _run_test(workspace(repository).root, str(test), python, limits=limits)
             return workspace(repository).context(
                 text, junit_xml=junit_xml, test=test, query=query, budget=budget, cost=cost
             )
@@ -133,7 +139,10 @@ def create_server(*, cache_dir: str | os.PathLike[str] | None = None, cache: boo
 
         Returns the section (text: the cost's template, else the Markdown section) and the
         build result's JSON form (structured)."""
-        engines = {"native": native_build, "reference": reference.build}
+        engines = {
+            "native": native.RepoContextBuilder(limits=limits).build,
+            "reference": reference.RepoContextBuilder(limits=limits).build,
+        }
         if engine not in engines:
             raise ToolError(f"engine must be 'native' or 'reference', got {engine!r}")
         result = await _input_errors(lambda: engines[engine](input))
@@ -206,6 +215,9 @@ async def _input_errors(job: Callable[[], _T]) -> _T:
         raise ToolError(str(exc)) from exc
 
 
-def run(*, cache_dir: str | os.PathLike[str] | None = None, cache: bool = True) -> None:
-    """Serve over standard input and output until the client closes them."""
-    create_server(cache_dir=cache_dir, cache=cache).run()
+def run(
+    *, cache_dir: str | os.PathLike[str] | None = None, cache: bool = True, limits: Limits | None = None
+) -> None:
+    """Serve over standard input and output until the client closes them (arguments as for
+    :func:`create_server`)."""
+    create_server(cache_dir=cache_dir, cache=cache, limits=limits).run()
