@@ -662,6 +662,25 @@ mod tests {
     }
 
     #[test]
+    fn a_stale_row_is_omitted_without_any_group() {
+        // No groups at all: the stale row still goes the stale way, not the plain packing's.
+        let mut stale = row(0, 1, 10, 4, Reason::Reference, 9.0);
+        stale.stale = true;
+        let rows = [stale, row(0, 5, 12, 4, Reason::Search, 1.0)];
+        let s = build_groups(&rows, &[], 5, 1, 0);
+        assert_eq!(s.selected, vec![1]);
+        assert_eq!(s.used, 4);
+        assert_eq!(
+            s.omitted,
+            vec![Omission {
+                index: 0,
+                rank: 0,
+                why: Omitted::Stale
+            }]
+        );
+    }
+
+    #[test]
     fn a_stale_row_is_omitted_at_its_rank_and_takes_no_budget_nor_blocks() {
         let mut stale = row(0, 1, 10, 4, Reason::Reference, 9.0);
         stale.stale = true;
