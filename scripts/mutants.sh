@@ -44,7 +44,7 @@ fi
 
 if [ "${1:-}" = "--reference" ]; then
     shift
-    [ -x .venv/bin/mutmut ] || { echo "mutmut missing: .venv/bin/pip install -e '.[mutants]'" >&2; exit 2; }
+    [ -x .venv/bin/mutmut ] || { echo "mutmut missing: .venv/bin/pip install 'mutmut>=3.8,<4' (the mutants extra)" >&2; exit 2; }
     core=$("$python" -c 'import pathlib, repo_context._core as c; print(pathlib.Path(c.__file__))')
     # mutmut imports the mutated package from src/: stage the layout it expects.
     stage=$(mktemp -d)
