@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,9 @@ def _text(result: Any) -> str:
 
 
 def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
-    server = create_server(cache_dir=tmp_path / "cache")
+    server = create_server(
+        cache_dir=tmp_path / "cache", roots=[tmp_path], allow_run=True, python=sys.executable
+    )
     log_file = tmp_path / "failing.log"
     log_file.write_text(_log(), encoding="utf-8")
     expected = repo_context.Workspace(repo, cache=False).context(_log(), budget=700)
@@ -106,7 +109,11 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
             option = await client.call_tool(
                 "context_for_failure", {"repository": str(repo), "test": "--version"}
             )
-            assert option.is_error and "not a test node id" in _text(option)
+            assert option.is_error
+            assert _text(option) == (
+                "Error executing tool context_for_failure: test: not a test node id: --version "
+                "(it may not start with '-' or '@')"
+            )
 
             built = await client.call_tool("build", {"input": build_input})
             assert not built.is_error, built
@@ -132,7 +139,9 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
 def test_the_servers_limits_bound_every_tool_call(repo: Path, tmp_path: Path) -> None:
     # create_server(limits=...) (repo-context mcp --limit NAME=N): a call over a limit is a
     # tool error naming the limit, in the build tool and in the context tool.
-    server = create_server(cache=False, limits=repo_context.Limits(max_candidates=1, max_log_bytes=100))
+    server = create_server(
+        cache=False, limits=repo_context.Limits(max_candidates=1, max_log_bytes=100), roots=[tmp_path]
+    )
     log_file = tmp_path / "failing.log"
     log_file.write_text(_log(), encoding="utf-8")
     two = {
