@@ -165,3 +165,510 @@ def test_the_servers_limits_bound_every_tool_call(repo: Path, tmp_path: Path) ->
             assert log.is_error and "max_log_bytes" in _text(log), _text(log)
 
     anyio.run(session)
+
+
+# --- confinement: roots, regular files, test runs, secrets, time ------------------------------
+
+ERROR = "Error executing tool context_for_failure: "
+OUTSIDE = "the path is outside the server's roots"
+# A GitHub token, assembled here so that the file itself holds none.
+TOKEN = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
+REDACTED = "[REDACTED: github-token]"
+
+
+def _calls(server: Any, *calls: tuple[str, dict[str, Any]], **client: Any) -> list[Any]:
+    """The results of ``calls`` (tool name, arguments), in order, over one in-process client
+    (``client``: the client's options, such as ``list_roots_callback``)."""
+
+    async def session() -> list[Any]:
+        async with Client(server, **client) as connected:
+            return [await connected.call_tool(name, arguments) for name, arguments in calls]
+
+    results: list[Any] = anyio.run(session)
+    return results
+
+
+def _error(result: Any) -> str:
+    assert result.is_error, result
+    return _text(result)
+
+
+def _context(repo: Path, **arguments: Any) -> tuple[str, dict[str, Any]]:
+    return "context_for_failure", {"repository": str(repo), **arguments}
+
+
+def test_a_path_outside_the_roots_is_refused_without_saying_whether_it_exists(
+    repo: Path, tmp_path: Path
+) -> None:
+    server = create_server(cache=False, roots=[repo])
+    outside = tmp_path / "outside.log"
+    outside.write_text(_log(), encoding="utf-8")
+    (repo / "failing.log").write_text(_log(), encoding="utf-8")
+    candidates = [
+        str(outside),  # exists
+        str(tmp_path / "missing.log"),  # does not
+        str(repo / ".." / "outside.log"),  # exists, through ..
+        str(repo / ".." / "missing.log"),
+        str(repo / "nowhere" / ".." / ".." / "outside.log"),
+        "/etc/passwd",
+        "/no/such/folder/x.log",
+        "../outside.log",  # relative: to the server's working folder
+        "bad\x00path",
+    ]
+    results = _calls(
+        server,
+        *(_context(repo, log_file=path) for path in candidates),
+        *(_context(repo, test_log=_log(), junit_file=path) for path in candidates),
+        *(_context(Path(path), test_log=_log()) for path in (tmp_path, tmp_path / "nowhere", "/")),
+        _context(repo, log_file=str(repo / "failing.log")),
+        _context(repo, log_file=str(repo / "missing.log")),
+    )
+    texts = [_error(result) for result in results[:-2]]
+    n = len(candidates)
+    assert (
+        texts
+        == [ERROR + f"log_file: {OUTSIDE}"] * n
+        + [ERROR + f"junit_file: {OUTSIDE}"] * n
+        + [ERROR + f"repository: {OUTSIDE}"] * 3
+    )
+    # Inside the roots, the file is read; a missing one may say so.
+    assert not results[-2].is_error, results[-2]
+    assert results[-2].structured_content["result"]["failure"]["failure_file"] == "lib/ratios.py"
+    assert _error(results[-1]) == (
+        ERROR + f"log_file: cannot read {repo / 'missing.log'}: No such file or directory"
+    )
+
+
+def test_a_sibling_folder_with_the_roots_name_as_prefix_is_outside(repo: Path, tmp_path: Path) -> None:
+    evil = tmp_path / "repo-evil"
+    (evil / "lib").mkdir(parents=True)
+    (evil / "lib" / "ratios.py").write_text(repo_context_lib(), encoding="utf-8")
+    (evil / "failing.log").write_text(_log(), encoding="utf-8")
+    # The root given with a trailing separator is the same root.
+    server = create_server(cache=False, roots=[str(repo) + "/"])
+    results = _calls(
+        server,
+        _context(repo, log_file=str(evil / "failing.log")),
+        _context(evil, test_log=_log()),
+        _context(repo, test_log=_log(), junit_file=str(evil / "failing.log")),
+    )
+    assert [_error(r) for r in results] == [
+        ERROR + f"log_file: {OUTSIDE}",
+        ERROR + f"repository: {OUTSIDE}",
+        ERROR + f"junit_file: {OUTSIDE}",
+    ]
+
+
+def repo_context_lib() -> str:
+    from test_workspace import LIB as lib
+
+    return lib
+
+
+def test_a_link_inside_a_root_pointing_out_is_refused(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "lib").mkdir(parents=True)
+    (outside / "secret.log").write_text(_log(), encoding="utf-8")
+    (repo / "escape.log").symlink_to(outside / "secret.log")
+    (repo / "escape_dir").symlink_to(outside)
+    (repo / "loop.log").symlink_to(repo / "loop.log")
+    (repo / "failing.log").write_text(_log(), encoding="utf-8")
+    (repo / "inside.log").symlink_to(repo / "failing.log")  # a link that stays inside is followed
+    linked_root = tmp_path / "linked-root"
+    linked_root.symlink_to(repo)
+    server = create_server(cache=False, roots=[linked_root])  # a root is resolved too
+    results = _calls(
+        server,
+        _context(repo, log_file=str(repo / "escape.log")),
+        _context(repo, log_file=str(repo / "escape_dir" / "secret.log")),
+        _context(repo / "escape_dir", test_log=_log()),
+        _context(repo, test_log=_log(), junit_file=str(repo / "escape.log")),
+        _context(repo, log_file=str(repo / "loop.log")),
+        _context(repo, log_file=str(repo / "inside.log")),
+        _context(linked_root, log_file=str(linked_root / "inside.log")),
+    )
+    assert [_error(r) for r in results[:4]] == [
+        ERROR + f"log_file: {OUTSIDE}",
+        ERROR + f"log_file: {OUTSIDE}",
+        ERROR + f"repository: {OUTSIDE}",
+        ERROR + f"junit_file: {OUTSIDE}",
+    ]
+    assert _error(results[4]) == (
+        ERROR + f"log_file: cannot read {repo / 'loop.log'}: Too many levels of symbolic links"
+    )
+    for result in results[5:]:
+        assert not result.is_error, result
+        assert result.structured_content["result"]["failure"]["failure_file"] == "lib/ratios.py"
+
+
+def test_only_regular_files_are_read_and_a_pipe_never_blocks(repo: Path, tmp_path: Path) -> None:
+    import os
+    import time
+
+    pipe = repo / "pipe.log"
+    os.mkfifo(pipe)  # no writer: opening it for reading would wait forever
+    server = create_server(cache=False, roots=[repo, "/dev"])
+    started = time.monotonic()
+    results = _calls(
+        server,
+        *(_context(repo, log_file=str(pipe)) for _ in range(50)),
+        _context(repo, test_log=_log(), junit_file=str(pipe)),
+        _context(repo, log_file=str(repo / "lib")),
+        _context(repo, test_log=_log(), junit_file=str(repo)),
+        _context(repo, log_file="/dev/zero"),
+        _context(repo, log_file="/dev/null"),
+        _context(repo, test_log=_log(), junit_file="/dev/urandom"),
+    )
+    assert time.monotonic() - started < 30
+    assert [_error(r) for r in results] == [
+        *[ERROR + f"log_file: {pipe} is a named pipe, not a regular file"] * 50,
+        ERROR + f"junit_file: {pipe} is a named pipe, not a regular file",
+        ERROR + f"log_file: {repo / 'lib'} is a folder, not a regular file",
+        ERROR + f"junit_file: {repo} is a folder, not a regular file",
+        ERROR + "log_file: /dev/zero is a device, not a regular file",
+        ERROR + "log_file: /dev/null is a device, not a regular file",
+        ERROR + "junit_file: /dev/urandom is a device, not a regular file",
+    ]
+    # The server still answers.
+    (ok,) = _calls(server, _context(repo, test_log=_log()))
+    assert not ok.is_error, ok
+
+
+def test_an_oversized_log_or_report_is_refused_before_it_is_read(repo: Path) -> None:
+    log = repo / "failing.log"
+    log.write_text(_log(), encoding="utf-8")
+    size = log.stat().st_size
+    server = create_server(
+        cache=False, roots=[repo], limits=repo_context.Limits(max_log_bytes=100, max_junit_bytes=10)
+    )
+    results = _calls(
+        server,
+        _context(repo, log_file=str(log)),
+        _context(repo, test_log="x", junit_file=str(log)),
+    )
+    assert [_error(r) for r in results] == [
+        ERROR + f"input field 'pytest_log': {log} is {size} bytes, over the limit max_log_bytes = 100 bytes",
+        ERROR + f"input field 'junit_xml': {log} is {size} bytes, over the limit max_junit_bytes = 10 bytes",
+    ]
+
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="0" tests="1">
+<testcase classname="tests.test_ratios" name="test_other" file="tests/test_ratios.py" line="8">
+<failure message="assert 4 == 5">def test_other():
+&gt;       assert unrelated(2) == 5
+E       assert 4 == 5
+
+tests/test_ratios.py:9: AssertionError</failure></testcase></testsuite></testsuites>
+"""
+
+
+def test_a_junit_report_file_inside_the_roots_is_read(repo: Path) -> None:
+    report = repo / "junit.xml"
+    report.write_text(JUNIT, encoding="utf-8")
+    expected = repo_context.Workspace(repo, cache=False).context(_log(), junit_xml=JUNIT, budget=800)
+    server = create_server(cache=False, roots=[repo])
+    from_file, from_text = _calls(
+        server,
+        _context(repo, test_log=_log(), junit_file=str(report), budget=800),
+        _context(repo, test_log=_log(), junit_xml=JUNIT, budget=800),
+    )
+    assert not from_file.is_error, from_file
+    for key in ("section", "result", "report", "redacted"):
+        assert from_file.structured_content[key] == from_text.structured_content[key], key
+    assert from_file.structured_content["result"] == json.loads(json.dumps(expected.to_dict()))
+    assert _text(from_file) == expected.section
+
+
+def test_tests_run_only_when_the_server_allows_it(repo: Path) -> None:
+    closed = create_server(cache=False, roots=[repo])
+    (refused,) = _calls(closed, _context(repo, test="tests/test_ratios.py::test_other"))
+    assert _error(refused) == ERROR + (
+        "test: running tests is disabled: the server was started without --allow-run "
+        "(running a repository's tests runs its code); give test_log or log_file"
+    )
+    opened = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+
+    async def descriptions(server: Any) -> dict[str, Any]:
+        async with Client(server) as client:
+            return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    closed_tools = anyio.run(descriptions, closed)
+    opened_tools = anyio.run(descriptions, opened)
+    closed_words = closed_tools["context_for_failure"].description
+    opened_words = opened_tools["context_for_failure"].description
+    assert (
+        "Running tests is disabled on this server (it was started without --allow-run, because "
+        "running a repository's tests runs that repository's code): give the test output."
+    ) in closed_words
+    assert (
+        "With a node id and no test output, the test is run first: running a repository's tests "
+        "runs that repository's code."
+    ) in opened_words
+    assert "at most 600 seconds" in opened_words
+    # The interpreter is never a tool argument.
+    for tools in (closed_tools, opened_tools):
+        assert "python" not in tools["context_for_failure"].input_schema["properties"]
+        assert "client_roots" not in tools["context_for_failure"].input_schema["properties"]
+
+
+def test_the_interpreter_is_the_configured_one_or_the_repositorys_own(repo: Path, tmp_path: Path) -> None:
+    import os
+
+    server = create_server(cache=False, roots=[repo], allow_run=True)
+    run = _context(repo, test="tests/test_ratios.py::test_other", budget=600)
+    (none,) = _calls(server, run)
+    assert _error(none) == ERROR + (
+        "test: no interpreter to run the test with: the repository has no .venv/bin/python or "
+        "venv/bin/python, and the server was started without --python"
+    )
+    # The repository's own environment: a script that notes it ran, then runs pytest.
+    mark = tmp_path / "used"
+    for env in ("venv", ".venv"):
+        python = repo / env / "bin" / "python"
+        python.parent.mkdir(parents=True)
+        python.write_text(f'#!/bin/sh\necho {env} >> "{mark}"\nexec "{sys.executable}" "$@"\n')
+        python.chmod(0o755)
+        (ran,) = _calls(server, run)
+        assert not ran.is_error, ran
+        assert ran.structured_content["result"]["failure"]["test_id"] == "tests/test_ratios.py::test_other"
+    assert mark.read_text() == "venv\n.venv\n"  # .venv first when both are there
+    # --python wins over the repository's environment.
+    configured = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    (ran,) = _calls(configured, run)
+    assert not ran.is_error, ran
+    assert mark.read_text() == "venv\n.venv\n"
+    with pytest.raises(repo_context.InvalidInputError) as info:
+        create_server(roots=[repo], python=tmp_path / "no-python")
+    assert str(info.value) == f"input field 'python': not an executable file: {tmp_path / 'no-python'}"
+    with pytest.raises(repo_context.InvalidInputError) as info:
+        create_server(roots=[repo], python=tmp_path)
+    assert str(info.value) == f"input field 'python': not an executable file: {tmp_path}"
+    os.chmod(mark, 0o644)
+    with pytest.raises(repo_context.InvalidInputError) as info:
+        create_server(roots=[repo], python=mark)  # not executable
+    assert str(info.value) == f"input field 'python': not an executable file: {mark}"
+
+
+def test_a_test_id_never_becomes_an_option_or_an_argument_file(repo: Path, tmp_path: Path) -> None:
+    report = tmp_path / "written-by-pytest.xml"
+    (repo / "args.txt").write_text(f"--junitxml={report}\ntests/test_ratios.py\n", encoding="utf-8")
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    ids = ["--version", "-p", f"--junitxml={report}", "@args.txt", f"@{repo / 'args.txt'}", "-"]
+    results = _calls(server, *(_context(repo, test=node) for node in ids), _context(repo, test=""))
+    assert [_error(r) for r in results] == [
+        *(ERROR + f"test: not a test node id: {node} (it may not start with '-' or '@')" for node in ids),
+        ERROR + "test: the node id is empty",
+    ]
+    assert not report.exists()
+
+
+def test_a_test_id_must_name_a_test_path_inside_the_repository(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "test_x.py").write_text("def test_x():\n    assert False\n", encoding="utf-8")
+    (repo / "tests" / "test_link.py").symlink_to(outside / "test_x.py")
+    # The server's roots hold the outside folder too: the test must still be in the repository.
+    server = create_server(cache=False, roots=[tmp_path], allow_run=True, python=sys.executable)
+    escaping = [
+        "../outside/test_x.py::test_x",  # exists
+        "../outside/test_y.py::test_y",  # does not
+        f"{outside / 'test_x.py'}::test_x",
+        "tests/test_link.py::test_x",
+        "tests/../../outside/test_x.py",
+    ]
+    results = _calls(
+        server,
+        *(_context(repo, test=node) for node in escaping),
+        _context(repo, test="tests/test_none.py::test_none"),
+        _context(repo, test="test_other"),
+    )
+    assert [_error(r) for r in results] == [
+        *(ERROR + f"test: the test's path is outside the repository: {node}" for node in escaping),
+        ERROR + "test: no such test file or folder in the repository: tests/test_none.py",
+        ERROR + "test: no such test file or folder in the repository: test_other",
+    ]
+
+
+def test_every_result_and_error_passes_the_secret_screen(repo: Path) -> None:
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    build_input = {
+        "candidates": [
+            {
+                "path": "settings.py",
+                "start": 1,
+                "end": 2,
+                "content": f"GITHUB = '{TOKEN}'\nDEBUG = True\n",
+                "reason": "search",
+                "score": 1.0,
+            }
+        ],
+        "max_chars": 200,
+    }
+    built, node, log_path, validation = _calls(
+        server,
+        ("build", {"input": build_input}),
+        _context(repo, test=f"@{TOKEN}"),
+        _context(repo, log_file=str(repo / f"{TOKEN}.log")),
+        _context(repo, test_log=_log(), budget=TOKEN),
+    )
+    result = repo_context.build(build_input)
+    section = repo_context.composer.render_markdown(result)
+    assert TOKEN in section  # the engine itself keeps the content ...
+    expected, records = repo_context.secrets.redact_json(
+        {"section": section, "result": json.loads(json.dumps(result.to_dict()))}
+    )
+    assert not built.is_error, built
+    # ... the server's result does not.
+    assert _text(built) == section.replace(TOKEN, REDACTED)
+    assert built.structured_content == {**expected, "redacted": records}
+    assert [(r["where"], r["kind"]) for r in records] == [
+        ("$.section", "github-token"),
+        ("$.result.items[0].content", "github-token"),
+    ]
+    assert TOKEN not in json.dumps(built.structured_content)
+    assert _error(node) == ERROR + f"test: not a test node id: @{REDACTED} (it may not start with '-' or '@')"
+    assert (
+        _error(log_path) == ERROR + f"log_file: cannot read {repo}/{REDACTED}.log: No such file or directory"
+    )
+    # The SDK's own argument check echoes the value given: screened too.
+    text = _error(validation)
+    assert TOKEN not in text and REDACTED in text and text.startswith(ERROR)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+SLOW_TEST = """\
+import pathlib, subprocess, sys, time
+
+
+def test_slow():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    here = pathlib.Path(__file__).parent
+    (here / "pids.txt").write_text(f"{child.pid}")
+    time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        (
+            {"test_run_seconds": 4},
+            "test: the test run took more than 4 seconds, over the limit test_run_seconds = 4 seconds: "
+            "tests/test_slow.py::test_slow",
+        ),
+        (
+            {"mcp_call_seconds": 4},
+            "the call took more than 4 seconds, over the limit mcp_call_seconds = 4 seconds",
+        ),
+    ],
+)
+def test_a_call_never_holds_a_worker_past_its_time_limit(
+    repo: Path, limits: dict[str, int], message: str
+) -> None:
+    import time
+
+    (repo / "tests" / "test_slow.py").write_text(SLOW_TEST, encoding="utf-8")
+    server = create_server(
+        cache=False, roots=[repo], allow_run=True, python=sys.executable, limits=repo_context.Limits(**limits)
+    )
+    started = time.monotonic()
+    slow, quick = _calls(
+        server,
+        _context(repo, test="tests/test_slow.py::test_slow"),
+        ("build", {"input": {"candidates": [], "max_chars": 10}}),
+    )
+    assert time.monotonic() - started < 15
+    assert _error(slow) == ERROR + message
+    assert not quick.is_error, quick
+    # The run's whole process group is killed: the test's own child too.
+    child = int((repo / "tests" / "pids.txt").read_text())
+    for _ in range(100):
+        if not _alive(child):
+            break
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def test_the_clients_roots_narrow_the_servers_roots(repo: Path, tmp_path: Path) -> None:
+    import mcp_types
+
+    outer = tmp_path / "failing.log"
+    outer.write_text(_log(), encoding="utf-8")
+    inner = repo / "failing.log"
+    inner.write_text(_log(), encoding="utf-8")
+    spaced = repo / "my logs"
+    spaced.mkdir()
+    (spaced / "failing.log").write_text(_log(), encoding="utf-8")
+
+    def client_roots(*folders: Path | str) -> Any:
+        async def callback(context: Any) -> mcp_types.ListRootsResult:
+            roots = [
+                mcp_types.Root(uri=folder.as_uri() if isinstance(folder, Path) else folder)
+                for folder in folders
+            ]
+            return mcp_types.ListRootsResult(roots=roots)
+
+        return callback
+
+    server = create_server(cache=False, roots=[tmp_path])
+    calls = (
+        _context(repo, log_file=str(outer)),
+        _context(repo, log_file=str(inner)),
+        _context(repo, log_file=str(spaced / "failing.log")),
+    )
+    # Without the roots capability, the server's roots alone.
+    assert [r.is_error for r in _calls(server, *calls)] == [False, False, False]
+    narrowed = _calls(server, *calls, list_roots_callback=client_roots(repo))
+    assert _error(narrowed[0]) == ERROR + f"log_file: {OUTSIDE}"
+    assert [r.is_error for r in narrowed[1:]] == [False, False]
+    # A root URI with an escaped character (a space) names its folder.
+    escaped = _calls(server, *calls, list_roots_callback=client_roots(spaced))
+    assert [_error(r) for r in escaped[:2]] == [ERROR + f"repository: {OUTSIDE}"] * 2
+    assert _error(escaped[2]) == ERROR + f"repository: {OUTSIDE}"
+    # The client cannot widen the server's roots.
+    confined = create_server(cache=False, roots=[repo])
+    widened = _calls(confined, *calls, list_roots_callback=client_roots(Path("/"), tmp_path))
+    assert _error(widened[0]) == ERROR + f"log_file: {OUTSIDE}"
+    assert not widened[1].is_error, widened[1]
+    # A client that declares roots but lists none (or no local file:// root) reaches nothing.
+    for roots in ((), (f"file://elsewhere.example{repo}",)):
+        nothing = _calls(server, *calls, list_roots_callback=client_roots(*roots))
+        assert [_error(r) for r in nothing] == [ERROR + f"repository: {OUTSIDE}"] * 3
+
+
+def test_the_scope_compares_whole_path_components() -> None:
+    from repo_context.mcp_server import _Scope
+
+    scope = _Scope((Path("/srv/repo"),), None)
+    assert [
+        scope.contains(Path(p)) for p in ("/srv/repo", "/srv/repo/a.log", "/srv/repo-evil/a.log", "/srv", "/")
+    ] == [True, True, False, False, False]
+    both = _Scope((Path("/srv"),), (Path("/srv/repo"), Path("/home")))
+    assert [both.contains(Path(p)) for p in ("/srv/repo/x", "/srv/other", "/home/x")] == [True, False, False]
+    assert _Scope((Path("/srv"),), ()).contains(Path("/srv/x")) is False
+
+
+def test_the_command_line_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from repo_context.cli import _parser, main
+
+    args = _parser().parse_args(["mcp", "--root", "a", "--root", "b", "--allow-run", "--python", "py"])
+    assert (args.root, args.allow_run, args.python) == (["a", "b"], True, "py")
+    args = _parser().parse_args(["mcp"])
+    assert (args.root, args.allow_run, args.python) == (None, False, None)
+    assert main(["mcp", "--root", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err == (
+        f"repo-context mcp: input field 'root': not a folder: {tmp_path / 'nowhere'}\n"
+    )
+    assert main(["mcp", "--root", str(tmp_path), "--python", str(tmp_path / "py")]) == 2
+    assert capsys.readouterr().err == (
+        f"repo-context mcp: input field 'python': not an executable file: {tmp_path / 'py'}\n"
+    )

@@ -285,7 +285,9 @@ def _check_test_id(root: Path, node_id: str) -> None:
     argument file (a leading ``-`` or ``@``), its file part (before the first ``::``) a file
     or folder inside the repository ``root`` (resolved)."""
     shown = header_path(node_id)
-    if not node_id or node_id[0] in "-@":
+    if not node_id:
+        raise ToolError("test: the node id is empty")
+    if node_id[0] in "-@":
         raise ToolError(f"test: not a test node id: {shown} (it may not start with '-' or '@')")
     part = node_id.split("::", 1)[0]
     try:
@@ -491,9 +493,7 @@ def create_server(
                 workspaces[root] = Workspace(root, cache_dir=cache_dir, cache=cache, limits=limits)
             return workspaces[root]
 
-    run_words = (
-        _RUN_ENABLED.format(seconds=limits.test_run_seconds) if allow_run else _RUN_DISABLED
-    )
+    run_words = _RUN_ENABLED.format(seconds=limits.test_run_seconds) if allow_run else _RUN_DISABLED
 
     @server.tool(description=_CONTEXT_DESCRIPTION.format(run=run_words))
     async def context_for_failure(
