@@ -16,6 +16,7 @@ import repo_context
 from mcp import Client
 from mcp_types import TextContent
 from repo_context.mcp_server import create_server
+from repo_context.secrets import SECRET_REDACTED
 from test_workspace import LIB, OTHER, TEST, _log
 
 
@@ -672,3 +673,49 @@ def test_the_command_line_options(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert capsys.readouterr().err == (
         f"repo-context mcp: input field 'python': not an executable file: {tmp_path / 'py'}\n"
     )
+
+
+def test_the_screen_covers_every_tool_and_protocol_errors(repo: Path) -> None:
+    # The screen sits where every call passes (MCPServer.call_tool), not in each tool: a tool
+    # added later is screened too, its result, its errors and a protocol error it raises.
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.shared.exceptions import MCPError
+
+    server = create_server(cache=False, roots=[repo])
+
+    @server.tool()
+    async def echo(text: str, fail: str = "") -> str:
+        if fail == "tool":
+            raise ToolError(f"cannot echo {text}")
+        if fail == "protocol":
+            raise MCPError(-32602, f"bad {text}", {"text": text})
+        if fail == "crash":
+            raise RuntimeError(f"crashed on {text}")
+        return text
+
+    results = _calls(
+        server,
+        ("echo", {"text": f"say {TOKEN}"}),
+        ("echo", {"text": TOKEN, "fail": "tool"}),
+        ("echo", {"text": TOKEN, "fail": "crash"}),
+    )
+    assert _text(results[0]) == f"say {REDACTED}"
+    assert results[0].structured_content == {
+        "result": f"say {REDACTED}",
+        "redacted": [
+            {"where": "$.result", "kind": "github-token", "reason": "policy", "why": SECRET_REDACTED}
+        ],
+    }
+    assert _error(results[1]) == f"Error executing tool echo: cannot echo {REDACTED}"
+    assert _error(results[2]) == "Error executing tool echo"
+    # In process, the protocol error reaches the client's task group as it was raised.
+    with pytest.raises(Exception) as info:
+        _calls(server, ("echo", {"text": TOKEN, "fail": "protocol"}))
+    (error,) = [leaf for leaf in _leaves(info.value) if isinstance(leaf, MCPError)]
+    assert (error.code, error.message, error.data) == (-32602, f"bad {REDACTED}", {"text": REDACTED})
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside ``error``, exception groups opened."""
+    inner = getattr(error, "exceptions", None)
+    return [error] if inner is None else [leaf for each in inner for leaf in _leaves(each)]

@@ -70,6 +70,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resolve import ListRoots, Resolve
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, InputRequiredResult, ListRootsResult, TextContent
 
 from . import builder as native
@@ -412,7 +413,8 @@ def _screened(result: CallToolResult) -> CallToolResult:
 
 
 class _ScreenedServer(MCPServer[Any]):
-    """``MCPServer`` whose every tool result and tool error passes the secret screen."""
+    """``MCPServer`` whose every tool result and tool error (the SDK's own argument errors,
+    and protocol errors raised during a call, included) passes the secret screen."""
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -423,6 +425,9 @@ class _ScreenedServer(MCPServer[Any]):
             raise UnexpectedToolError(redact_text(str(exc))) from exc.__cause__
         except ToolError as exc:
             raise ToolError(redact_text(str(exc))) from exc.__cause__
+        except MCPError as exc:  # a protocol error (the client failed to list its roots)
+            data = None if exc.data is None else redact_json(exc.data)[0]
+            raise MCPError(exc.code, redact_text(exc.message), data) from exc
         return _screened(result) if isinstance(result, CallToolResult) else result
 
 
