@@ -719,3 +719,50 @@ def _leaves(error: BaseException) -> list[BaseException]:
     """The exceptions inside ``error``, exception groups opened."""
     inner = getattr(error, "exceptions", None)
     return [error] if inner is None else [leaf for each in inner for leaf in _leaves(each)]
+
+
+LINGERING_TEST = """\
+import pathlib, subprocess, sys
+
+
+def test_leaves_a_child():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    (pathlib.Path(__file__).parent / "pids.txt").write_text(f"{child.pid}")
+    assert False
+"""
+
+
+def test_a_child_left_behind_by_the_test_run_is_killed(repo: Path) -> None:
+    import time
+
+    (repo / "tests" / "test_lingering.py").write_text(LINGERING_TEST, encoding="utf-8")
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    started = time.monotonic()
+    (ran,) = _calls(server, _context(repo, test="tests/test_lingering.py::test_leaves_a_child"))
+    # The child holds the run's output open: the server does not wait for it.
+    assert time.monotonic() - started < 60
+    assert not ran.is_error, ran
+    assert ran.structured_content["result"]["failure"]["test"] == "test_leaves_a_child"
+    child = int((repo / "tests" / "pids.txt").read_text())
+    for _ in range(100):
+        if not _alive(child):
+            break
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def test_a_file_replaced_by_a_link_after_the_check_is_refused(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The opened file's own path (/proc/self/fd) is checked again: here it is made to say the
+    # file opened lies outside, as if a link had been swapped in between the check and the open.
+    from repo_context import mcp_server
+
+    log = repo / "failing.log"
+    log.write_text(_log(), encoding="utf-8")
+    with open(log, "rb") as handle:  # on Linux, the path of an open file
+        assert mcp_server._opened_path(handle.fileno()) == log.resolve()
+    monkeypatch.setattr(mcp_server, "_opened_path", lambda fd: tmp_path / "elsewhere.log")
+    server = create_server(cache=False, roots=[repo])
+    (swapped,) = _calls(server, _context(repo, log_file=str(log)))
+    assert _error(swapped) == ERROR + f"log_file: {OUTSIDE}"
