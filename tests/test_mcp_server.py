@@ -766,3 +766,25 @@ def test_a_file_replaced_by_a_link_after_the_check_is_refused(
     server = create_server(cache=False, roots=[repo])
     (swapped,) = _calls(server, _context(repo, log_file=str(log)))
     assert _error(swapped) == ERROR + f"log_file: {OUTSIDE}"
+
+
+def test_a_call_made_in_process_without_a_client_has_the_servers_roots(repo: Path, tmp_path: Path) -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    (repo / "failing.log").write_text(_log(), encoding="utf-8")
+    (tmp_path / "outside.log").write_text(_log(), encoding="utf-8")
+    server = create_server(cache=False, roots=[repo])
+
+    async def direct() -> Any:
+        with pytest.raises(ToolError) as info:
+            await server.call_tool(
+                "context_for_failure", {"repository": str(repo), "log_file": str(tmp_path / "outside.log")}
+            )
+        assert str(info.value) == ERROR + f"log_file: {OUTSIDE}"
+        return await server.call_tool(
+            "context_for_failure", {"repository": str(repo), "log_file": str(repo / "failing.log")}
+        )
+
+    result = anyio.run(direct)
+    assert not result.is_error, result
+    assert result.structured_content["result"]["failure"]["failure_file"] == "lib/ratios.py"

@@ -44,6 +44,11 @@ gives it no more than its configuration allows (the threat model: ``docs/mcp.md`
   every error text passes through :func:`repo_context.secrets.redact`; the structured result
   lists what was replaced under ``"redacted"``.
 
+A tool argument that names a path (now or in a later tool: a coverage report, a source map)
+goes through ``_Scope.confine`` (a folder) or ``_read_regular`` (a file), and one that reaches
+another program's command line is passed after ``--`` and refused if it starts with ``-`` or
+``@`` (``_check_test_id``).
+
 Nothing else in the package imports this module: it needs the ``mcp`` extra
 (``pip install 'repo-context[mcp]'``).
 """
@@ -193,7 +198,10 @@ def _file_root(uri: str) -> Path | None:
 def _client_roots(ctx: Context[Any, Any]) -> ListRoots | ListRootsResult | None:
     """The client's roots (``roots/list``) when it declared the ``roots`` capability, else
     ``None`` (the resolver of the tools' hidden ``client_roots`` parameter)."""
-    capabilities = ctx.client_capabilities
+    try:
+        capabilities = ctx.client_capabilities
+    except ValueError:  # called outside a request (MCPServer.call_tool directly): no client
+        return None
     if capabilities is None or capabilities.roots is None:
         return None
     return ListRoots()
