@@ -419,10 +419,11 @@ def test_the_interpreter_is_the_configured_one_or_the_repositorys_own(repo: Path
     server = create_server(cache=False, roots=[repo], allow_run=True)
     run = _context(repo, test="tests/test_ratios.py::test_other", budget=600)
     (none,) = _calls(server, run)
-    assert _error(none) == ERROR + (
-        "test: no interpreter to run the test with: the repository has no .venv/bin/python or "
-        "venv/bin/python, and the server was started without --python"
+    no_interpreter = ERROR + (
+        "test: no interpreter to run the test with: the repository has no virtual environment "
+        "(.venv or venv, with pyvenv.cfg and bin/python), and the server was started without --python"
     )
+    assert _error(none) == no_interpreter
     # The repository's own environment: a script that notes it ran, then runs pytest.
     mark = tmp_path / "used"
     for env in ("venv", ".venv"):
@@ -430,15 +431,35 @@ def test_the_interpreter_is_the_configured_one_or_the_repositorys_own(repo: Path
         python.parent.mkdir(parents=True)
         python.write_text(f'#!/bin/sh\necho {env} >> "{mark}"\nexec "{sys.executable}" "$@"\n')
         python.chmod(0o755)
+        # Not a virtual environment without its pyvenv.cfg (for .venv: venv is used).
+        (without,) = _calls(server, run)
+        if env == "venv":
+            assert _error(without) == no_interpreter
+        (repo / env / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
         (ran,) = _calls(server, run)
-        assert not ran.is_error, ran
-        assert ran.structured_content["result"]["failure"]["test_id"] == "tests/test_ratios.py::test_other"
-    assert mark.read_text() == "venv\n.venv\n"  # .venv first when both are there
+        for result in (ran, without) if env == ".venv" else (ran,):
+            assert not result.is_error, result
+            assert (
+                result.structured_content["result"]["failure"]["test_id"]
+                == "tests/test_ratios.py::test_other"
+            )
+    assert mark.read_text() == "venv\nvenv\n.venv\n"  # .venv first when both are there
     # --python wins over the repository's environment.
     configured = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
     (ran,) = _calls(configured, run)
     assert not ran.is_error, ran
-    assert mark.read_text() == "venv\n.venv\n"
+    assert mark.read_text() == "venv\nvenv\n.venv\n"
+    # An environment that is a link out of the repository is not the repository's own.
+    elsewhere = tmp_path / "elsewhere"
+    (repo / ".venv").rename(elsewhere)
+    (repo / "venv").rename(tmp_path / "elsewhere2")
+    (repo / ".venv").symlink_to(elsewhere)
+    (refused,) = _calls(server, run)
+    assert _error(refused) == no_interpreter
+    (repo / ".venv").unlink()
+    (repo / ".venv").symlink_to(repo / "lib")  # a link inside, but no environment
+    (refused,) = _calls(server, run)
+    assert _error(refused) == no_interpreter
     with pytest.raises(repo_context.InvalidInputError) as info:
         create_server(roots=[repo], python=tmp_path / "no-python")
     assert str(info.value) == f"input field 'python': not an executable file: {tmp_path / 'no-python'}"

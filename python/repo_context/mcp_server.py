@@ -31,11 +31,12 @@ gives it no more than its configuration allows (the threat model: ``docs/mcp.md`
   ``Limits.max_log_bytes`` / ``max_junit_bytes`` bytes, within the call's time limit.
 * **Test runs.** Running a test runs the repository's code: only with ``allow_run=True``
   (``--allow-run``). The interpreter is the server's ``python=`` (``--python PATH``), else
-  the repository's own ``.venv/bin/python`` or ``venv/bin/python``, else the call is a tool
-  error; never the server's own interpreter, never a tool argument. The test id is passed
-  after ``--``, may not start with ``-`` or ``@``, and its file part must name a file or
-  folder inside the repository. The run is killed (its whole process group) after
-  ``Limits.test_run_seconds`` or when the call's time limit passes.
+  the ``bin/python`` of the repository's own ``.venv`` or ``venv`` (a virtual environment
+  inside the repository), else the call is a tool error; never the server's own
+  interpreter, never a tool argument. The test id is passed after ``--``, may not start
+  with ``-`` or ``@``, and its file part must name a file or folder inside the repository.
+  The run is killed (its whole process group) after ``Limits.test_run_seconds`` or when the
+  call's time limit passes.
 * **Time.** The blocking work of a call runs in a worker thread; after
   ``Limits.mcp_call_seconds`` the call returns a tool error and the worker is abandoned (a
   test run or a file read stops at the same deadline; the repository walk and the build,
@@ -275,17 +276,24 @@ def _read_regular(
 
 def _interpreter(root: Path, configured: Path | None) -> Path:
     """The interpreter that runs a test of the repository ``root``: ``configured`` (the
-    server's ``python=``), else the repository's ``.venv/bin/python`` or ``venv/bin/python``;
-    a tool error if there is none."""
+    server's ``python=``), else the ``bin/python`` of the repository's ``.venv`` or ``venv``,
+    a virtual environment (``pyvenv.cfg``) inside the repository (resolved); a tool error if
+    there is none."""
     if configured is not None:
         return configured
     for env in (".venv", "venv"):
-        candidate = root / env / "bin" / "python"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
+        folder = Path(os.path.realpath(root / env))
+        candidate = folder / "bin" / "python"
+        if (
+            folder.is_relative_to(root)  # the repository's own, not a link to another place
+            and (folder / "pyvenv.cfg").is_file()  # a virtual environment
+            and candidate.is_file()
+            and os.access(candidate, os.X_OK)
+        ):
             return candidate
     raise ToolError(
-        "test: no interpreter to run the test with: the repository has no .venv/bin/python or "
-        "venv/bin/python, and the server was started without --python"
+        "test: no interpreter to run the test with: the repository has no virtual environment "
+        "(.venv or venv, with pyvenv.cfg and bin/python), and the server was started without --python"
     )
 
 
