@@ -330,8 +330,25 @@ def test_only_regular_files_are_read_and_a_pipe_never_blocks(repo: Path, tmp_pat
         ERROR + "log_file: /dev/null is a device, not a regular file",
         ERROR + "junit_file: /dev/urandom is a device, not a regular file",
     ]
-    # The server still answers.
-    (ok,) = _calls(server, _context(repo, test_log=_log()))
+
+    # The server still answers, also after 60 such calls at once.
+    async def at_once() -> list[Any]:
+        found: list[Any] = []
+        async with Client(server) as client:
+
+            async def one() -> None:
+                found.append(await client.call_tool(*_context(repo, log_file=str(pipe))))
+
+            async with anyio.create_task_group() as group:
+                for _ in range(60):
+                    group.start_soon(one)
+            found.append(await client.call_tool(*_context(repo, test_log=_log())))
+        return found
+
+    *piped, ok = anyio.run(at_once)
+    assert [_error(r) for r in piped] == [
+        ERROR + f"log_file: {pipe} is a named pipe, not a regular file"
+    ] * 60
     assert not ok.is_error, ok
 
 
@@ -745,9 +762,17 @@ def _leaves(error: BaseException) -> list[BaseException]:
 LINGERING_TEST = """\
 import pathlib, subprocess, sys
 
+# Holds the run's output open for two minutes (and, with WRITES set, writes to it).
+CHILD = '''
+import os, time
+for _ in range(12000):
+    print(os.environ.get("WRITES", ""), end="", flush=True)
+    time.sleep(0.01)
+'''
+
 
 def test_leaves_a_child():
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    child = subprocess.Popen([sys.executable, "-c", CHILD])
     (pathlib.Path(__file__).parent / "pids.txt").write_text(f"{child.pid}")
     assert False
 """
@@ -761,7 +786,7 @@ def test_a_child_left_behind_by_the_test_run_is_killed(repo: Path) -> None:
     started = time.monotonic()
     (ran,) = _calls(server, _context(repo, test="tests/test_lingering.py::test_leaves_a_child"))
     # The child holds the run's output open: the server does not wait for it.
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < 30
     assert not ran.is_error, ran
     assert ran.structured_content["result"]["failure"]["test"] == "test_leaves_a_child"
     child = int((repo / "tests" / "pids.txt").read_text())
@@ -809,3 +834,24 @@ def test_a_call_made_in_process_without_a_client_has_the_servers_roots(repo: Pat
     result = anyio.run(direct)
     assert not result.is_error, result
     assert result.structured_content["result"]["failure"]["failure_file"] == "lib/ratios.py"
+
+
+def test_a_child_that_keeps_writing_after_the_run_does_not_hold_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from repo_context.mcp_server import _run_test
+
+    (repo / "tests" / "test_lingering.py").write_text(LINGERING_TEST, encoding="utf-8")
+    monkeypatch.setenv("WRITES", "x")
+    started = time.monotonic()
+    output = _run_test(repo, "tests/test_lingering.py::test_leaves_a_child", sys.executable)
+    assert time.monotonic() - started < 30
+    assert "test_leaves_a_child" in output
+    child = int((repo / "tests" / "pids.txt").read_text())
+    for _ in range(100):
+        if not _alive(child):
+            break
+        time.sleep(0.05)
+    assert not _alive(child)

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import json
 import os
-import select
+import selectors
 import signal
 import stat
 import subprocess
@@ -363,28 +363,33 @@ def _run_test(
     fd = process.stdout.fileno()
     chunks: list[bytes] = []
     total = 0
+    ended = False
     try:
-        while True:
-            left = stop - time.monotonic()
-            if left <= 0:
-                if deadline is not None and deadline < own:
-                    raise _Expired
-                words = over("test_run_seconds", 0, limits.test_run_seconds, exact=False)
-                raise ToolError(f"test: the test run took {words}: {header_path(node_id)}")
-            ready, _, _ = select.select([fd], [], [], min(left, 0.5))
-            if not ready:
-                if process.poll() is not None:
-                    _kill_group(process)  # the run is over; a child still holds the output
-                continue
-            chunk = os.read(fd, min(_CHUNK, maximum + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > maximum:
-                raise limit_error(
-                    "pytest_log", "max_log_bytes", "the test output", total, maximum, exact=False
-                )
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                if not ended and process.poll() is not None:
+                    # The run is over: what it wrote stays in the pipe; a child it left
+                    # behind (which may hold the pipe open) is killed.
+                    ended = True
+                    _kill_group(process)
+                left = stop - time.monotonic()
+                if left <= 0:
+                    if deadline is not None and deadline < own:
+                        raise _Expired
+                    words = over("test_run_seconds", 0, limits.test_run_seconds, exact=False)
+                    raise ToolError(f"test: the test run took {words}: {header_path(node_id)}")
+                if not selector.select(min(left, 0.5)):
+                    continue
+                chunk = os.read(fd, min(_CHUNK, maximum + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > maximum:
+                    raise limit_error(
+                        "pytest_log", "max_log_bytes", "the test output", total, maximum, exact=False
+                    )
     finally:
         _kill_group(process)
         process.stdout.close()
