@@ -855,3 +855,53 @@ def test_a_child_that_keeps_writing_after_the_run_does_not_hold_it(
             break
         time.sleep(0.05)
     assert not _alive(child)
+
+
+def test_calls_past_their_time_limit_leave_the_server_its_workers(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # More slow calls at once than the worker pool has threads (anyio's default: 40): each
+    # returns at its time limit, and the server answers the next call at once.
+    import threading
+    import time
+
+    from repo_context import workspace as workspace_module
+
+    release = threading.Event()
+    real_context = workspace_module.Workspace.context
+
+    def slow(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not release.is_set():
+            release.wait(30)  # work that outlives the call (a long walk of a repository)
+        return real_context(self, *args, **kwargs)
+
+    monkeypatch.setattr(workspace_module.Workspace, "context", slow)
+    server = create_server(cache=False, roots=[repo], limits=repo_context.Limits(mcp_call_seconds=2))
+
+    async def session() -> tuple[list[Any], Any, float, float]:
+        found: list[Any] = []
+        async with Client(server) as client:
+
+            async def one() -> None:
+                found.append(await client.call_tool(*_context(repo, test_log=_log())))
+
+            started = time.monotonic()
+            async with anyio.create_task_group() as group:
+                for _ in range(50):
+                    group.start_soon(one)
+            slow_done = time.monotonic() - started
+            release.set()
+            started = time.monotonic()
+            after = await client.call_tool(*_context(repo, test_log=_log()))
+            return found, after, slow_done, time.monotonic() - started
+
+    try:
+        slow_results, after, slow_seconds, after_seconds = anyio.run(session)
+    finally:
+        release.set()
+    assert [_error(r) for r in slow_results] == [
+        ERROR + "the call took more than 2 seconds, over the limit mcp_call_seconds = 2 seconds"
+    ] * 50
+    assert slow_seconds < 10
+    assert not after.is_error, after
+    assert after_seconds < 10
