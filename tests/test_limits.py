@@ -83,6 +83,8 @@ def test_defaults_and_units() -> None:
         "max_gitignore_bytes": 1 << 20,
         "max_gitignore_patterns": 10_000,
         "max_gitignore_pattern_chars": 4_096,
+        "mcp_call_seconds": 900,
+        "test_run_seconds": 600,
     }
     # The old names are the defaults, set in one place.
     assert repo_context.DEFAULT_MAX_CANDIDATES == DEFAULT_LIMITS.max_candidates
@@ -97,7 +99,8 @@ def test_every_setting_is_documented_with_its_unit_and_behaviour() -> None:
     class_doc = Limits.__doc__ or ""
     for setting in dataclasses.fields(Limits):
         name = setting.name
-        assert limits.unit(name) in {"bytes", "characters", "candidates", "entries", "folders", "lines"}
+        units = {"bytes", "characters", "candidates", "entries", "folders", "lines", "seconds"}
+        assert limits.unit(name) in units
         assert f"{name}:" in class_doc
         section = errors if limits.behaviour(name) == "error" else skips
         assert f"``{name}``" in section, name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import repo_context
 from mcp import Client
 from mcp_types import TextContent
 from repo_context.mcp_server import create_server
+from repo_context.secrets import SECRET_REDACTED
 from test_workspace import LIB, OTHER, TEST, _log
 
 
@@ -36,7 +38,9 @@ def _text(result: Any) -> str:
 
 
 def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
-    server = create_server(cache_dir=tmp_path / "cache")
+    server = create_server(
+        cache_dir=tmp_path / "cache", roots=[tmp_path], allow_run=True, python=sys.executable
+    )
     log_file = tmp_path / "failing.log"
     log_file.write_text(_log(), encoding="utf-8")
     expected = repo_context.Workspace(repo, cache=False).context(_log(), budget=700)
@@ -106,7 +110,11 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
             option = await client.call_tool(
                 "context_for_failure", {"repository": str(repo), "test": "--version"}
             )
-            assert option.is_error and "not a test node id" in _text(option)
+            assert option.is_error
+            assert _text(option) == (
+                "Error executing tool context_for_failure: test: not a test node id: --version "
+                "(it may not start with '-' or '@')"
+            )
 
             built = await client.call_tool("build", {"input": build_input})
             assert not built.is_error, built
@@ -132,7 +140,9 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
 def test_the_servers_limits_bound_every_tool_call(repo: Path, tmp_path: Path) -> None:
     # create_server(limits=...) (repo-context mcp --limit NAME=N): a call over a limit is a
     # tool error naming the limit, in the build tool and in the context tool.
-    server = create_server(cache=False, limits=repo_context.Limits(max_candidates=1, max_log_bytes=100))
+    server = create_server(
+        cache=False, limits=repo_context.Limits(max_candidates=1, max_log_bytes=100), roots=[tmp_path]
+    )
     log_file = tmp_path / "failing.log"
     log_file.write_text(_log(), encoding="utf-8")
     two = {
@@ -156,3 +166,742 @@ def test_the_servers_limits_bound_every_tool_call(repo: Path, tmp_path: Path) ->
             assert log.is_error and "max_log_bytes" in _text(log), _text(log)
 
     anyio.run(session)
+
+
+# --- confinement: roots, regular files, test runs, secrets, time ------------------------------
+
+ERROR = "Error executing tool context_for_failure: "
+OUTSIDE = "the path is outside the server's roots"
+# A GitHub token, assembled here so that the file itself holds none.
+TOKEN = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
+REDACTED = "[REDACTED: github-token]"
+
+
+def _calls(server: Any, *calls: tuple[str, dict[str, Any]], **client: Any) -> list[Any]:
+    """The results of ``calls`` (tool name, arguments), in order, over one in-process client
+    (``client``: the client's options, such as ``list_roots_callback``)."""
+
+    async def session() -> list[Any]:
+        async with Client(server, **client) as connected:
+            return [await connected.call_tool(name, arguments) for name, arguments in calls]
+
+    results: list[Any] = anyio.run(session)
+    return results
+
+
+def _error(result: Any) -> str:
+    assert result.is_error, result
+    return _text(result)
+
+
+def _context(repo: Path, **arguments: Any) -> tuple[str, dict[str, Any]]:
+    return "context_for_failure", {"repository": str(repo), **arguments}
+
+
+def test_a_path_outside_the_roots_is_refused_without_saying_whether_it_exists(
+    repo: Path, tmp_path: Path
+) -> None:
+    server = create_server(cache=False, roots=[repo])
+    outside = tmp_path / "outside.log"
+    outside.write_text(_log(), encoding="utf-8")
+    (repo / "failing.log").write_text(_log(), encoding="utf-8")
+    candidates = [
+        str(outside),  # exists
+        str(tmp_path / "missing.log"),  # does not
+        str(repo / ".." / "outside.log"),  # exists, through ..
+        str(repo / ".." / "missing.log"),
+        str(repo / "nowhere" / ".." / ".." / "outside.log"),
+        "/etc/passwd",
+        "/no/such/folder/x.log",
+        "../outside.log",  # relative: to the server's working folder
+        "bad\x00path",
+    ]
+    results = _calls(
+        server,
+        *(_context(repo, log_file=path) for path in candidates),
+        *(_context(repo, test_log=_log(), junit_file=path) for path in candidates),
+        *(_context(Path(path), test_log=_log()) for path in (tmp_path, tmp_path / "nowhere", "/")),
+        _context(repo, log_file=str(repo / "failing.log")),
+        _context(repo, log_file=str(repo / "missing.log")),
+    )
+    texts = [_error(result) for result in results[:-2]]
+    n = len(candidates)
+    assert (
+        texts
+        == [ERROR + f"log_file: {OUTSIDE}"] * n
+        + [ERROR + f"junit_file: {OUTSIDE}"] * n
+        + [ERROR + f"repository: {OUTSIDE}"] * 3
+    )
+    # Inside the roots, the file is read; a missing one may say so.
+    assert not results[-2].is_error, results[-2]
+    assert results[-2].structured_content["result"]["failure"]["failure_file"] == "lib/ratios.py"
+    assert _error(results[-1]) == (
+        ERROR + f"log_file: cannot read {repo / 'missing.log'}: No such file or directory"
+    )
+
+
+def test_a_sibling_folder_with_the_roots_name_as_prefix_is_outside(repo: Path, tmp_path: Path) -> None:
+    evil = tmp_path / "repo-evil"
+    (evil / "lib").mkdir(parents=True)
+    (evil / "lib" / "ratios.py").write_text(repo_context_lib(), encoding="utf-8")
+    (evil / "failing.log").write_text(_log(), encoding="utf-8")
+    # The root given with a trailing separator is the same root.
+    server = create_server(cache=False, roots=[str(repo) + "/"])
+    results = _calls(
+        server,
+        _context(repo, log_file=str(evil / "failing.log")),
+        _context(evil, test_log=_log()),
+        _context(repo, test_log=_log(), junit_file=str(evil / "failing.log")),
+    )
+    assert [_error(r) for r in results] == [
+        ERROR + f"log_file: {OUTSIDE}",
+        ERROR + f"repository: {OUTSIDE}",
+        ERROR + f"junit_file: {OUTSIDE}",
+    ]
+
+
+def repo_context_lib() -> str:
+    from test_workspace import LIB as lib
+
+    return lib
+
+
+def test_a_link_inside_a_root_pointing_out_is_refused(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "lib").mkdir(parents=True)
+    (outside / "secret.log").write_text(_log(), encoding="utf-8")
+    (repo / "escape.log").symlink_to(outside / "secret.log")
+    (repo / "escape_dir").symlink_to(outside)
+    (repo / "loop.log").symlink_to(repo / "loop.log")
+    (repo / "failing.log").write_text(_log(), encoding="utf-8")
+    (repo / "inside.log").symlink_to(repo / "failing.log")  # a link that stays inside is followed
+    linked_root = tmp_path / "linked-root"
+    linked_root.symlink_to(repo)
+    server = create_server(cache=False, roots=[linked_root])  # a root is resolved too
+    results = _calls(
+        server,
+        _context(repo, log_file=str(repo / "escape.log")),
+        _context(repo, log_file=str(repo / "escape_dir" / "secret.log")),
+        _context(repo / "escape_dir", test_log=_log()),
+        _context(repo, test_log=_log(), junit_file=str(repo / "escape.log")),
+        _context(repo, log_file=str(repo / "loop.log")),
+        _context(repo, log_file=str(repo / "inside.log")),
+        _context(linked_root, log_file=str(linked_root / "inside.log")),
+    )
+    assert [_error(r) for r in results[:4]] == [
+        ERROR + f"log_file: {OUTSIDE}",
+        ERROR + f"log_file: {OUTSIDE}",
+        ERROR + f"repository: {OUTSIDE}",
+        ERROR + f"junit_file: {OUTSIDE}",
+    ]
+    assert _error(results[4]) == (
+        ERROR + f"log_file: cannot read {repo / 'loop.log'}: Too many levels of symbolic links"
+    )
+    for result in results[5:]:
+        assert not result.is_error, result
+        assert result.structured_content["result"]["failure"]["failure_file"] == "lib/ratios.py"
+
+
+def test_only_regular_files_are_read_and_a_pipe_never_blocks(repo: Path, tmp_path: Path) -> None:
+    import os
+    import time
+
+    pipe = repo / "pipe.log"
+    os.mkfifo(pipe)  # no writer: opening it for reading would wait forever
+    server = create_server(cache=False, roots=[repo, "/dev"])
+    started = time.monotonic()
+    results = _calls(
+        server,
+        *(_context(repo, log_file=str(pipe)) for _ in range(50)),
+        _context(repo, test_log=_log(), junit_file=str(pipe)),
+        _context(repo, log_file=str(repo / "lib")),
+        _context(repo, test_log=_log(), junit_file=str(repo)),
+        _context(repo, log_file="/dev/zero"),
+        _context(repo, log_file="/dev/null"),
+        _context(repo, test_log=_log(), junit_file="/dev/urandom"),
+    )
+    assert time.monotonic() - started < 30
+    assert [_error(r) for r in results] == [
+        *[ERROR + f"log_file: {pipe} is a named pipe, not a regular file"] * 50,
+        ERROR + f"junit_file: {pipe} is a named pipe, not a regular file",
+        ERROR + f"log_file: {repo / 'lib'} is a folder, not a regular file",
+        ERROR + f"junit_file: {repo} is a folder, not a regular file",
+        ERROR + "log_file: /dev/zero is a device, not a regular file",
+        ERROR + "log_file: /dev/null is a device, not a regular file",
+        ERROR + "junit_file: /dev/urandom is a device, not a regular file",
+    ]
+
+    # The server still answers, also after 60 such calls at once.
+    async def at_once() -> list[Any]:
+        found: list[Any] = []
+        async with Client(server) as client:
+
+            async def one() -> None:
+                found.append(await client.call_tool(*_context(repo, log_file=str(pipe))))
+
+            async with anyio.create_task_group() as group:
+                for _ in range(60):
+                    group.start_soon(one)
+            found.append(await client.call_tool(*_context(repo, test_log=_log())))
+        return found
+
+    *piped, ok = anyio.run(at_once)
+    assert [_error(r) for r in piped] == [
+        ERROR + f"log_file: {pipe} is a named pipe, not a regular file"
+    ] * 60
+    assert not ok.is_error, ok
+
+
+def test_an_oversized_log_or_report_is_refused_before_it_is_read(repo: Path) -> None:
+    log = repo / "failing.log"
+    log.write_text(_log(), encoding="utf-8")
+    size = log.stat().st_size
+    server = create_server(
+        cache=False, roots=[repo], limits=repo_context.Limits(max_log_bytes=100, max_junit_bytes=10)
+    )
+    results = _calls(
+        server,
+        _context(repo, log_file=str(log)),
+        _context(repo, test_log="x", junit_file=str(log)),
+    )
+    assert [_error(r) for r in results] == [
+        ERROR + f"input field 'pytest_log': {log} is {size} bytes, over the limit max_log_bytes = 100 bytes",
+        ERROR + f"input field 'junit_xml': {log} is {size} bytes, over the limit max_junit_bytes = 10 bytes",
+    ]
+
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="0" tests="1">
+<testcase classname="tests.test_ratios" name="test_other" file="tests/test_ratios.py" line="8">
+<failure message="assert 4 == 5">def test_other():
+&gt;       assert unrelated(2) == 5
+E       assert 4 == 5
+
+tests/test_ratios.py:9: AssertionError</failure></testcase></testsuite></testsuites>
+"""
+
+
+def test_a_junit_report_file_inside_the_roots_is_read(repo: Path) -> None:
+    report = repo / "junit.xml"
+    report.write_text(JUNIT, encoding="utf-8")
+    expected = repo_context.Workspace(repo, cache=False).context(_log(), junit_xml=JUNIT, budget=800)
+    server = create_server(cache=False, roots=[repo])
+    from_file, from_text = _calls(
+        server,
+        _context(repo, test_log=_log(), junit_file=str(report), budget=800),
+        _context(repo, test_log=_log(), junit_xml=JUNIT, budget=800),
+    )
+    assert not from_file.is_error, from_file
+    for key in ("section", "result", "report", "redacted"):
+        assert from_file.structured_content[key] == from_text.structured_content[key], key
+    assert from_file.structured_content["result"] == json.loads(json.dumps(expected.to_dict()))
+    assert _text(from_file) == expected.section
+
+
+def test_tests_run_only_when_the_server_allows_it(repo: Path) -> None:
+    closed = create_server(cache=False, roots=[repo])
+    (refused,) = _calls(closed, _context(repo, test="tests/test_ratios.py::test_other"))
+    assert _error(refused) == ERROR + (
+        "test: running tests is disabled: the server was started without --allow-run "
+        "(running a repository's tests runs its code); give test_log or log_file"
+    )
+    opened = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+
+    async def descriptions(server: Any) -> dict[str, Any]:
+        async with Client(server) as client:
+            return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    closed_tools = anyio.run(descriptions, closed)
+    opened_tools = anyio.run(descriptions, opened)
+    closed_words = closed_tools["context_for_failure"].description
+    opened_words = opened_tools["context_for_failure"].description
+    assert (
+        "Running tests is disabled on this server (it was started without --allow-run, because "
+        "running a repository's tests runs that repository's code): give the test output."
+    ) in closed_words
+    assert (
+        "With a node id and no test output, the test is run first: running a repository's tests "
+        "runs that repository's code."
+    ) in opened_words
+    assert "at most 600 seconds" in opened_words
+    # The interpreter is never a tool argument.
+    for tools in (closed_tools, opened_tools):
+        assert "python" not in tools["context_for_failure"].input_schema["properties"]
+        assert "client_roots" not in tools["context_for_failure"].input_schema["properties"]
+
+
+def test_the_interpreter_is_the_configured_one_or_the_repositorys_own(repo: Path, tmp_path: Path) -> None:
+    import os
+
+    server = create_server(cache=False, roots=[repo], allow_run=True)
+    run = _context(repo, test="tests/test_ratios.py::test_other", budget=600)
+    (none,) = _calls(server, run)
+    no_interpreter = ERROR + (
+        "test: no interpreter to run the test with: the repository has no virtual environment "
+        "(.venv or venv, with pyvenv.cfg and bin/python), and the server was started without --python"
+    )
+    assert _error(none) == no_interpreter
+    # The repository's own environment: a script that notes it ran, then runs pytest.
+    mark = tmp_path / "used"
+    for env in ("venv", ".venv"):
+        python = repo / env / "bin" / "python"
+        python.parent.mkdir(parents=True)
+        python.write_text(f'#!/bin/sh\necho {env} >> "{mark}"\nexec "{sys.executable}" "$@"\n')
+        python.chmod(0o755)
+        # Not a virtual environment without its pyvenv.cfg (for .venv: venv is used).
+        (without,) = _calls(server, run)
+        if env == "venv":
+            assert _error(without) == no_interpreter
+        (repo / env / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
+        (ran,) = _calls(server, run)
+        for result in (ran, without) if env == ".venv" else (ran,):
+            assert not result.is_error, result
+            assert (
+                result.structured_content["result"]["failure"]["test_id"]
+                == "tests/test_ratios.py::test_other"
+            )
+    assert mark.read_text() == "venv\nvenv\n.venv\n"  # .venv first when both are there
+    # --python wins over the repository's environment.
+    configured = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    (ran,) = _calls(configured, run)
+    assert not ran.is_error, ran
+    assert mark.read_text() == "venv\nvenv\n.venv\n"
+    # An environment that is a link out of the repository is not the repository's own.
+    elsewhere = tmp_path / "elsewhere"
+    (repo / ".venv").rename(elsewhere)
+    (repo / "venv").rename(tmp_path / "elsewhere2")
+    (repo / ".venv").symlink_to(elsewhere)
+    (refused,) = _calls(server, run)
+    assert _error(refused) == no_interpreter
+    (repo / ".venv").unlink()
+    (repo / ".venv").symlink_to(repo / "lib")  # a link inside, but no environment
+    (refused,) = _calls(server, run)
+    assert _error(refused) == no_interpreter
+    with pytest.raises(repo_context.InvalidInputError) as info:
+        create_server(roots=[repo], python=tmp_path / "no-python")
+    assert str(info.value) == f"input field 'python': not an executable file: {tmp_path / 'no-python'}"
+    with pytest.raises(repo_context.InvalidInputError) as info:
+        create_server(roots=[repo], python=tmp_path)
+    assert str(info.value) == f"input field 'python': not an executable file: {tmp_path}"
+    os.chmod(mark, 0o644)
+    with pytest.raises(repo_context.InvalidInputError) as info:
+        create_server(roots=[repo], python=mark)  # not executable
+    assert str(info.value) == f"input field 'python': not an executable file: {mark}"
+
+
+def test_a_test_id_never_becomes_an_option_or_an_argument_file(repo: Path, tmp_path: Path) -> None:
+    report = tmp_path / "written-by-pytest.xml"
+    (repo / "args.txt").write_text(f"--junitxml={report}\ntests/test_ratios.py\n", encoding="utf-8")
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    ids = ["--version", "-p", f"--junitxml={report}", "@args.txt", f"@{repo / 'args.txt'}", "-"]
+    results = _calls(server, *(_context(repo, test=node) for node in ids), _context(repo, test=""))
+    assert [_error(r) for r in results] == [
+        *(ERROR + f"test: not a test node id: {node} (it may not start with '-' or '@')" for node in ids),
+        ERROR + "test: the node id is empty",
+    ]
+    assert not report.exists()
+
+
+def test_a_test_id_must_name_a_test_path_inside_the_repository(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "test_x.py").write_text("def test_x():\n    assert False\n", encoding="utf-8")
+    (repo / "tests" / "test_link.py").symlink_to(outside / "test_x.py")
+    # The server's roots hold the outside folder too: the test must still be in the repository.
+    server = create_server(cache=False, roots=[tmp_path], allow_run=True, python=sys.executable)
+    escaping = [
+        "../outside/test_x.py::test_x",  # exists
+        "../outside/test_y.py::test_y",  # does not
+        f"{outside / 'test_x.py'}::test_x",
+        "tests/test_link.py::test_x",
+        "tests/../../outside/test_x.py",
+    ]
+    results = _calls(
+        server,
+        *(_context(repo, test=node) for node in escaping),
+        _context(repo, test="tests/test_none.py::test_none"),
+        _context(repo, test="test_other"),
+    )
+    assert [_error(r) for r in results] == [
+        *(ERROR + f"test: the test's path is outside the repository: {node}" for node in escaping),
+        ERROR + "test: no such test file or folder in the repository: tests/test_none.py",
+        ERROR + "test: no such test file or folder in the repository: test_other",
+    ]
+
+
+def test_every_result_and_error_passes_the_secret_screen(repo: Path) -> None:
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    build_input = {
+        "candidates": [
+            {
+                "path": "settings.py",
+                "start": 1,
+                "end": 2,
+                "content": f"GITHUB = '{TOKEN}'\nDEBUG = True\n",
+                "reason": "search",
+                "score": 1.0,
+            }
+        ],
+        "max_chars": 200,
+    }
+    built, node, log_path, validation = _calls(
+        server,
+        ("build", {"input": build_input}),
+        _context(repo, test=f"@{TOKEN}"),
+        _context(repo, log_file=str(repo / f"{TOKEN}.log")),
+        _context(repo, test_log=_log(), budget=TOKEN),
+    )
+    result = repo_context.build(build_input)
+    section = repo_context.composer.render_markdown(result)
+    assert TOKEN in section  # the engine itself keeps the content ...
+    expected, records = repo_context.secrets.redact_json(
+        {"section": section, "result": json.loads(json.dumps(result.to_dict()))}
+    )
+    assert not built.is_error, built
+    # ... the server's result does not.
+    assert _text(built) == section.replace(TOKEN, REDACTED)
+    assert built.structured_content == {**expected, "redacted": records}
+    assert [(r["where"], r["kind"]) for r in records] == [
+        ("$.section", "github-token"),
+        ("$.result.items[0].content", "github-token"),
+    ]
+    assert TOKEN not in json.dumps(built.structured_content)
+    assert _error(node) == ERROR + f"test: not a test node id: @{REDACTED} (it may not start with '-' or '@')"
+    assert (
+        _error(log_path) == ERROR + f"log_file: cannot read {repo}/{REDACTED}.log: No such file or directory"
+    )
+    # The SDK's own argument check echoes the value given: screened too.
+    text = _error(validation)
+    assert TOKEN not in text and REDACTED in text and text.startswith(ERROR)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+SLOW_TEST = """\
+import pathlib, subprocess, sys, time
+
+
+def test_slow():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    here = pathlib.Path(__file__).parent
+    (here / "pids.txt").write_text(f"{child.pid}")
+    time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        (
+            {"test_run_seconds": 4},
+            "test: the test run took more than 4 seconds, over the limit test_run_seconds = 4 seconds: "
+            "tests/test_slow.py::test_slow",
+        ),
+        (
+            {"mcp_call_seconds": 4},
+            "the call took more than 4 seconds, over the limit mcp_call_seconds = 4 seconds",
+        ),
+    ],
+)
+def test_a_call_never_holds_a_worker_past_its_time_limit(
+    repo: Path, limits: dict[str, int], message: str
+) -> None:
+    import time
+
+    (repo / "tests" / "test_slow.py").write_text(SLOW_TEST, encoding="utf-8")
+    server = create_server(
+        cache=False, roots=[repo], allow_run=True, python=sys.executable, limits=repo_context.Limits(**limits)
+    )
+    started = time.monotonic()
+    slow, quick = _calls(
+        server,
+        _context(repo, test="tests/test_slow.py::test_slow"),
+        ("build", {"input": {"candidates": [], "max_chars": 10}}),
+    )
+    assert time.monotonic() - started < 15
+    assert _error(slow) == ERROR + message
+    assert not quick.is_error, quick
+    # The run's whole process group is killed: the test's own child too.
+    child = int((repo / "tests" / "pids.txt").read_text())
+    for _ in range(100):
+        if not _alive(child):
+            break
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def test_the_clients_roots_narrow_the_servers_roots(repo: Path, tmp_path: Path) -> None:
+    import mcp_types
+
+    outer = tmp_path / "failing.log"
+    outer.write_text(_log(), encoding="utf-8")
+    inner = repo / "failing.log"
+    inner.write_text(_log(), encoding="utf-8")
+    spaced = repo / "my logs"
+    spaced.mkdir()
+    (spaced / "failing.log").write_text(_log(), encoding="utf-8")
+
+    def client_roots(*folders: Path | str) -> Any:
+        async def callback(context: Any) -> mcp_types.ListRootsResult:
+            roots = [
+                mcp_types.Root(uri=folder.as_uri() if isinstance(folder, Path) else folder)
+                for folder in folders
+            ]
+            return mcp_types.ListRootsResult(roots=roots)
+
+        return callback
+
+    server = create_server(cache=False, roots=[tmp_path])
+    calls = (
+        _context(repo, log_file=str(outer)),
+        _context(repo, log_file=str(inner)),
+        _context(repo, log_file=str(spaced / "failing.log")),
+    )
+    # Without the roots capability, the server's roots alone.
+    assert [r.is_error for r in _calls(server, *calls)] == [False, False, False]
+    narrowed = _calls(server, *calls, list_roots_callback=client_roots(repo))
+    assert _error(narrowed[0]) == ERROR + f"log_file: {OUTSIDE}"
+    assert [r.is_error for r in narrowed[1:]] == [False, False]
+    # A root URI with an escaped character (a space) names its folder.
+    escaped = _calls(server, *calls, list_roots_callback=client_roots(spaced))
+    assert [_error(r) for r in escaped[:2]] == [ERROR + f"repository: {OUTSIDE}"] * 2
+    assert _error(escaped[2]) == ERROR + f"repository: {OUTSIDE}"
+    # The client cannot widen the server's roots.
+    confined = create_server(cache=False, roots=[repo])
+    widened = _calls(confined, *calls, list_roots_callback=client_roots(Path("/"), tmp_path))
+    assert _error(widened[0]) == ERROR + f"log_file: {OUTSIDE}"
+    assert not widened[1].is_error, widened[1]
+    # A client that declares roots but lists none (or no local file:// root) reaches nothing.
+    for roots in ((), (f"file://elsewhere.example{repo}",)):
+        nothing = _calls(server, *calls, list_roots_callback=client_roots(*roots))
+        assert [_error(r) for r in nothing] == [ERROR + f"repository: {OUTSIDE}"] * 3
+
+
+def test_the_scope_compares_whole_path_components() -> None:
+    from repo_context.mcp_server import _Scope
+
+    scope = _Scope((Path("/srv/repo"),), None)
+    assert [
+        scope.contains(Path(p)) for p in ("/srv/repo", "/srv/repo/a.log", "/srv/repo-evil/a.log", "/srv", "/")
+    ] == [True, True, False, False, False]
+    both = _Scope((Path("/srv"),), (Path("/srv/repo"), Path("/home")))
+    assert [both.contains(Path(p)) for p in ("/srv/repo/x", "/srv/other", "/home/x")] == [True, False, False]
+    assert _Scope((Path("/srv"),), ()).contains(Path("/srv/x")) is False
+
+
+def test_the_command_line_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from repo_context.cli import _parser, main
+
+    args = _parser().parse_args(["mcp", "--root", "a", "--root", "b", "--allow-run", "--python", "py"])
+    assert (args.root, args.allow_run, args.python) == (["a", "b"], True, "py")
+    args = _parser().parse_args(["mcp"])
+    assert (args.root, args.allow_run, args.python) == (None, False, None)
+    assert main(["mcp", "--root", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err == (
+        f"repo-context mcp: input field 'root': not a folder: {tmp_path / 'nowhere'}\n"
+    )
+    assert main(["mcp", "--root", str(tmp_path), "--python", str(tmp_path / "py")]) == 2
+    assert capsys.readouterr().err == (
+        f"repo-context mcp: input field 'python': not an executable file: {tmp_path / 'py'}\n"
+    )
+
+
+def test_the_screen_covers_every_tool_and_protocol_errors(repo: Path) -> None:
+    # The screen sits where every call passes (MCPServer.call_tool), not in each tool: a tool
+    # added later is screened too, its result, its errors and a protocol error it raises.
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.shared.exceptions import MCPError
+
+    server = create_server(cache=False, roots=[repo])
+
+    @server.tool()
+    async def echo(text: str, fail: str = "") -> str:
+        if fail == "tool":
+            raise ToolError(f"cannot echo {text}")
+        if fail == "protocol":
+            raise MCPError(-32602, f"bad {text}", {"text": text})
+        if fail == "crash":
+            raise RuntimeError(f"crashed on {text}")
+        return text
+
+    results = _calls(
+        server,
+        ("echo", {"text": f"say {TOKEN}"}),
+        ("echo", {"text": TOKEN, "fail": "tool"}),
+        ("echo", {"text": TOKEN, "fail": "crash"}),
+    )
+    assert _text(results[0]) == f"say {REDACTED}"
+    assert results[0].structured_content == {
+        "result": f"say {REDACTED}",
+        "redacted": [
+            {"where": "$.result", "kind": "github-token", "reason": "policy", "why": SECRET_REDACTED}
+        ],
+    }
+    assert _error(results[1]) == f"Error executing tool echo: cannot echo {REDACTED}"
+    assert _error(results[2]) == "Error executing tool echo"
+    # In process, the protocol error reaches the client's task group as it was raised.
+    with pytest.raises(Exception) as info:
+        _calls(server, ("echo", {"text": TOKEN, "fail": "protocol"}))
+    (error,) = [leaf for leaf in _leaves(info.value) if isinstance(leaf, MCPError)]
+    assert (error.code, error.message, error.data) == (-32602, f"bad {REDACTED}", {"text": REDACTED})
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside ``error``, exception groups opened."""
+    inner = getattr(error, "exceptions", None)
+    return [error] if inner is None else [leaf for each in inner for leaf in _leaves(each)]
+
+
+LINGERING_TEST = """\
+import pathlib, subprocess, sys
+
+# Holds the run's output open for two minutes (and, with WRITES set, writes to it).
+CHILD = '''
+import os, time
+for _ in range(12000):
+    print(os.environ.get("WRITES", ""), end="", flush=True)
+    time.sleep(0.01)
+'''
+
+
+def test_leaves_a_child():
+    child = subprocess.Popen([sys.executable, "-c", CHILD])
+    (pathlib.Path(__file__).parent / "pids.txt").write_text(f"{child.pid}")
+    assert False
+"""
+
+
+def test_a_child_left_behind_by_the_test_run_is_killed(repo: Path) -> None:
+    import time
+
+    (repo / "tests" / "test_lingering.py").write_text(LINGERING_TEST, encoding="utf-8")
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    started = time.monotonic()
+    (ran,) = _calls(server, _context(repo, test="tests/test_lingering.py::test_leaves_a_child"))
+    # The child holds the run's output open: the server does not wait for it.
+    assert time.monotonic() - started < 30
+    assert not ran.is_error, ran
+    assert ran.structured_content["result"]["failure"]["test"] == "test_leaves_a_child"
+    child = int((repo / "tests" / "pids.txt").read_text())
+    for _ in range(100):
+        if not _alive(child):
+            break
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def test_a_file_replaced_by_a_link_after_the_check_is_refused(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The opened file's own path (/proc/self/fd) is checked again: here it is made to say the
+    # file opened lies outside, as if a link had been swapped in between the check and the open.
+    from repo_context import mcp_server
+
+    log = repo / "failing.log"
+    log.write_text(_log(), encoding="utf-8")
+    with open(log, "rb") as handle:  # on Linux, the path of an open file
+        assert mcp_server._opened_path(handle.fileno()) == log.resolve()
+    monkeypatch.setattr(mcp_server, "_opened_path", lambda fd: tmp_path / "elsewhere.log")
+    server = create_server(cache=False, roots=[repo])
+    (swapped,) = _calls(server, _context(repo, log_file=str(log)))
+    assert _error(swapped) == ERROR + f"log_file: {OUTSIDE}"
+
+
+def test_a_call_made_in_process_without_a_client_has_the_servers_roots(repo: Path, tmp_path: Path) -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    (repo / "failing.log").write_text(_log(), encoding="utf-8")
+    (tmp_path / "outside.log").write_text(_log(), encoding="utf-8")
+    server = create_server(cache=False, roots=[repo])
+
+    async def direct() -> Any:
+        with pytest.raises(ToolError) as info:
+            await server.call_tool(
+                "context_for_failure", {"repository": str(repo), "log_file": str(tmp_path / "outside.log")}
+            )
+        assert str(info.value) == ERROR + f"log_file: {OUTSIDE}"
+        return await server.call_tool(
+            "context_for_failure", {"repository": str(repo), "log_file": str(repo / "failing.log")}
+        )
+
+    result = anyio.run(direct)
+    assert not result.is_error, result
+    assert result.structured_content["result"]["failure"]["failure_file"] == "lib/ratios.py"
+
+
+def test_a_child_that_keeps_writing_after_the_run_does_not_hold_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from repo_context.mcp_server import _run_test
+
+    (repo / "tests" / "test_lingering.py").write_text(LINGERING_TEST, encoding="utf-8")
+    monkeypatch.setenv("WRITES", "x")
+    started = time.monotonic()
+    output = _run_test(repo, "tests/test_lingering.py::test_leaves_a_child", sys.executable)
+    assert time.monotonic() - started < 30
+    assert "test_leaves_a_child" in output
+    child = int((repo / "tests" / "pids.txt").read_text())
+    for _ in range(100):
+        if not _alive(child):
+            break
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def test_calls_past_their_time_limit_leave_the_server_its_workers(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # More slow calls at once than the worker pool has threads (anyio's default: 40): each
+    # returns at its time limit, and the server answers the next call at once.
+    import threading
+    import time
+
+    from repo_context import workspace as workspace_module
+
+    release = threading.Event()
+    real_context = workspace_module.Workspace.context
+
+    def slow(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not release.is_set():
+            release.wait(30)  # work that outlives the call (a long walk of a repository)
+        return real_context(self, *args, **kwargs)
+
+    monkeypatch.setattr(workspace_module.Workspace, "context", slow)
+    server = create_server(cache=False, roots=[repo], limits=repo_context.Limits(mcp_call_seconds=2))
+
+    async def session() -> tuple[list[Any], Any, float, float]:
+        found: list[Any] = []
+        async with Client(server) as client:
+
+            async def one() -> None:
+                found.append(await client.call_tool(*_context(repo, test_log=_log())))
+
+            started = time.monotonic()
+            async with anyio.create_task_group() as group:
+                for _ in range(50):
+                    group.start_soon(one)
+            slow_done = time.monotonic() - started
+            release.set()
+            started = time.monotonic()
+            after = await client.call_tool(*_context(repo, test_log=_log()))
+            return found, after, slow_done, time.monotonic() - started
+
+    try:
+        slow_results, after, slow_seconds, after_seconds = anyio.run(session)
+    finally:
+        release.set()
+    assert [_error(r) for r in slow_results] == [
+        ERROR + "the call took more than 2 seconds, over the limit mcp_call_seconds = 2 seconds"
+    ] * 50
+    assert slow_seconds < 10
+    assert not after.is_error, after
+    assert after_seconds < 10

@@ -48,9 +48,12 @@
     ``{"test", "name", "status", "phase", "exception", "message", "selected"}``; and
     ``"policy_redacted"``.
 
-``repo-context mcp [--cache-dir DIR | --no-cache] [--limit NAME=N]``
+``repo-context mcp [--root DIR]... [--allow-run] [--python PATH] [--cache-dir DIR] [--limit NAME=N]``
     Serve the ``context_for_failure`` and ``build`` tools over the Model Context Protocol
-    (standard I/O); needs the ``mcp`` extra (:mod:`repo_context.mcp_server`).
+    (standard I/O); needs the ``mcp`` extra (:mod:`repo_context.mcp_server`). Every path a
+    call names must lie inside a ``--root`` (repeatable; default the current folder); tests
+    are run only with ``--allow-run``, with ``--python`` or the repository's own virtual
+    environment.
 
 Secrets never leave the program: every text printed (the Markdown context and report, the
 failure's test name and message, every string of the JSON output, warnings and error
@@ -807,6 +810,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     mcp.add_argument("--cache-dir", metavar="DIR", default=None, help="folder of the index cache")
     mcp.add_argument("--no-cache", action="store_true", help="keep the derived index in memory only")
+    mcp.add_argument(
+        "--root",
+        metavar="DIR",
+        action="append",
+        default=None,
+        help="a folder every path of a tool call must lie in (repeatable; default: the current folder)",
+    )
+    mcp.add_argument(
+        "--allow-run",
+        action="store_true",
+        help="let context_for_failure run a test (running a repository's tests runs its code)",
+    )
+    mcp.add_argument(
+        "--python",
+        metavar="PATH",
+        default=None,
+        help="the interpreter of those test runs (default: the repository's .venv or venv)",
+    )
     add_limit_option(mcp)
     mcp.set_defaults(run=_cmd_mcp)
 
@@ -833,7 +854,14 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         from .mcp_server import run
     except ImportError as exc:
         raise _UsageError(f"the MCP server needs the mcp extra (repo-context[mcp]): {exc}") from exc
-    run(cache_dir=args.cache_dir, cache=not args.no_cache, limits=args.limits)
+    run(
+        cache_dir=args.cache_dir,
+        cache=not args.no_cache,
+        limits=args.limits,
+        roots=args.root,
+        allow_run=args.allow_run,
+        python=args.python,
+    )
     return 0
 
 

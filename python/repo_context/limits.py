@@ -20,7 +20,8 @@ one of two things, fixed per setting (:func:`behaviour` tells which):
   status 2 and one line. These are the caller's own inputs: ``max_input_bytes``,
   ``max_log_bytes``, ``max_junit_bytes``, ``max_issue_bytes``, ``max_query_chars``,
   ``max_candidates``, ``max_total_chars``, and ``max_files`` (a repository walk that never
-  ends is most likely the wrong folder).
+  ends is most likely the wrong folder). The MCP server's time limits are errors too (a tool
+  error naming the setting): ``mcp_call_seconds`` and ``test_run_seconds``.
 * **skipped, not an error**: inside a repository a single oversized file, a folder nested too
   deep, or an unusable ``.gitignore`` is a property of that repository, not of the request, so
   the rest of the repository is still used. The skipped file or folder is recorded in
@@ -101,6 +102,11 @@ class Limits:
         max_gitignore_pattern_chars: characters of one ``.gitignore`` pattern; a longer
             pattern is left out (as one that cannot be compiled): skipped, not an error.
             Default 4,096 (``PATH_MAX`` on Linux).
+        mcp_call_seconds: seconds one MCP tool call may take (:mod:`repo_context.mcp_server`);
+            past it the call returns a tool error and its worker is abandoned. Error.
+            Default 900.
+        test_run_seconds: seconds a test run started by the MCP server may take; its process
+            group is then killed. Error. Default 600.
 
     Raises:
         InvalidInputError: a value that is not an ``int >= 0`` (``field`` names the setting).
@@ -119,6 +125,8 @@ class Limits:
     max_gitignore_bytes: int = _setting(1 << 20, "bytes", "skip", "one .gitignore file")
     max_gitignore_patterns: int = _setting(10_000, "lines", "skip", "lines of one .gitignore file")
     max_gitignore_pattern_chars: int = _setting(4_096, "characters", "skip", "one .gitignore pattern")
+    mcp_call_seconds: int = _setting(900, "seconds", "error", "one MCP tool call")
+    test_run_seconds: int = _setting(600, "seconds", "error", "a test run of the MCP server")
 
     def __post_init__(self) -> None:
         for setting in dataclasses.fields(self):
