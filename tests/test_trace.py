@@ -270,4 +270,4 @@ def test_a_trace_that_cannot_be_written_fails_the_command_with_status_1(tmp_path
     target = tmp_path / "missing" / "t.jsonl"
     assert main(["build", str(data), "--trace", str(target)]) == 1
     err = capsys.readouterr().err
-    assert err == f"repo-context build: cannot write the trace {target}: No such file or directory\n"
+    assert err == f"repo-context build: cannot write {target}: the folder {target.parent} does not exist\n"

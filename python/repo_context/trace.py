@@ -36,6 +36,7 @@ from typing import IO, Any
 from ._core import BuildInput, BuildResult, Candidate
 from ._input import canonical_path, normalize_input
 from ._io import read_capped
+from ._writer import append_file, check_output
 from .composer import render_block
 from .cost import Cost
 from .digest import POLICY_VERSION
@@ -64,10 +65,14 @@ def check_trace(trace: object) -> None:
 def traced_build(
     builder: Any, input: object, trace: TraceTarget, engine: str, verify: Any = None
 ) -> BuildResult:
-    """Build ``input`` with ``builder`` and append the trace line to ``trace`` (a path, opened
-    for appending, or a text stream). Errors are those of ``builder.build``; nothing is written
-    for an invalid input."""
+    """Build ``input`` with ``builder`` and append the trace line to ``trace`` (a path, appended
+    to by :func:`repo_context._writer.append_file`, or a text stream). Errors are those of
+    ``builder.build``, and :class:`~repo_context._io.OutputError` (``cannot write PATH:
+    reason``) when the trace cannot be written (a folder, a read-only file or a missing folder
+    is refused before the build); nothing is written for an invalid input."""
     check_trace(trace)
+    if isinstance(trace, (str, os.PathLike)):
+        check_output(trace)
     candidates, budget, failure_files, cost = normalize_input(input, builder.max_candidates, builder.cost)
     snapshot = BuildInput(candidates, failure_files=failure_files, budget=budget, cost=cost)
     result: BuildResult = builder.build(snapshot, verify=verify)
@@ -76,8 +81,7 @@ def traced_build(
         record["input"]["verified"] = True
     line = json.dumps(record, ensure_ascii=True, allow_nan=False) + "\n"
     if isinstance(trace, (str, os.PathLike)):
-        with open(trace, "a", encoding="ascii") as out:
-            out.write(line)
+        append_file(trace, line)
     else:
         trace.write(line)
     return result
