@@ -122,7 +122,8 @@ def _target(path: PathArg) -> _Target:
     if info is None:
         folder = os.path.dirname(real)
         if not os.path.isdir(folder):
-            raise OutputError(f"cannot write {shown}: the folder {header_path(folder)} does not exist")
+            given = os.path.dirname(os.fspath(path)) or folder
+            raise OutputError(f"cannot write {shown}: the folder {header_path(given)} does not exist")
         return _Target(shown, real, None)
     mode = info.st_mode
     if stat.S_ISDIR(mode):
