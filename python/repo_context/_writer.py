@@ -203,7 +203,7 @@ def _restore() -> None:
 
 def _arm(undo: Callable[[], None]) -> int:
     with _LOCK:
-        if not _UNDO:
+        if not _SAVED:
             _install()
         key = next(_next_id)
         _UNDO[key] = undo
