@@ -585,3 +585,64 @@ def test_cleanup_runs_in_the_folder_written_to(tmp_path: Path, parquet_in: Path)
     stale.write_bytes(b"PAR1 half")
     assert main(rerank(parquet_in, "--out", str(tmp_path / "sub" / "out.parquet"))) == 0
     assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["out.parquet"]
+
+
+# --- traces through the commands and the API ---------------------------------------------------
+
+
+def test_a_trace_on_a_full_disk_is_a_write_failure_of_every_command(
+    project: dict[str, Path], capsys: Any
+) -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    assert main(["build", str(project["input"]), "--trace", "/dev/full"]) == 1
+    assert capsys.readouterr().err == "repo-context build: cannot write /dev/full: No space left on device\n"
+    assert main(context(project, "--trace", "/dev/full")) == 1
+    err = capsys.readouterr().err
+    assert err.endswith("repo-context context: cannot write /dev/full: No space left on device\n")
+    assert "cannot read" not in err
+
+
+def test_a_trace_the_api_cannot_write_is_refused_before_the_build(tmp_path: Path) -> None:
+    import repo_context
+
+    data: dict[str, Any] = {
+        "candidates": [{"path": "a.py", "start": 1, "end": 1, "content": "x", "reason": "search", "score": 1}]
+    }
+    data["max_chars"] = 10
+    read_only = tmp_path / "ro.jsonl"
+    read_only.write_text("")
+    read_only.chmod(0o444)
+    for engine in (repo_context, repo_context.reference):
+        for target, why in (
+            (tmp_path, "is a folder"),
+            (read_only, "the file is read-only (it is not replaced)"),
+        ):
+            with pytest.raises(repo_context.OutputError) as caught:
+                engine.build(data, trace=target)
+            assert str(caught.value) == f"cannot write {target}: {why}"
+    assert read_only.read_text() == ""
+    good = tmp_path / "t.jsonl"
+    repo_context.build(data, trace=good)
+    repo_context.reference.build(data, trace=good)
+    assert [json.loads(line)["engine"] for line in good.read_text().splitlines()] == ["native", "reference"]
+
+
+def test_build_trace_equal_to_the_input_read_from_standard_input(project: dict[str, Path]) -> None:
+    data = project["input"]
+    before = data.read_text()
+    with data.open("rb") as stdin:
+        proc = subprocess.run(
+            [sys.executable, "-m", "repo_context.cli", "build", "-", "--trace", str(data)],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        f"repo-context build: --trace {data} is the same file as the input standard input "
+        "(refusing to overwrite an input)\n"
+    )
+    assert data.read_text() == before
