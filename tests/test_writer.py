@@ -646,3 +646,63 @@ def test_build_trace_equal_to_the_input_read_from_standard_input(project: dict[s
         "(refusing to overwrite an input)\n"
     )
     assert data.read_text() == before
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give a file away")
+def test_root_replacing_a_users_file_keeps_its_owner(tmp_path: Path) -> None:
+    target = tmp_path / "out.md"
+    target.write_text("old")
+    os.chown(target, 4321, 4322)
+    _writer.write_file(target, "new")
+    info = target.stat()
+    assert (info.st_uid, info.st_gid, target.read_text()) == (4321, 4322, "new")
+
+
+def test_rerank_on_a_full_disk_keeps_the_old_output(
+    parquet_in: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = parquet_in.parent / "out.parquet"
+    out.write_bytes(b"old")
+
+    def full(self: Any, data: Any) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(_writer._Sink, "write", full)
+    assert main(rerank(parquet_in, "--out", str(out))) == 1
+    err = capsys.readouterr().err
+    assert err == f"repo-context rerank: cannot write {out}: No space left on device\n"
+    assert out.read_bytes() == b"old" and temps(parquet_in.parent) == []
+
+
+APPENDER = textwrap.dedent(
+    """
+    import os, sys, time
+    from repo_context import _writer
+
+    real_fsync = os.fsync
+    def slow_fsync(fd):  # the line is written: stopped now, the append must be undone
+        print("appended", flush=True)
+        time.sleep(60)
+    os.fsync = slow_fsync
+    _writer.append_file(sys.argv[1], '{"second": 2}\\n')
+    """
+)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_an_append_stopped_by_a_signal_is_undone(tmp_path: Path, signum: int) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"first": 1}\n')
+    proc = subprocess.Popen(
+        [sys.executable, "-c", APPENDER, str(trace)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "appended\n"
+    assert trace.read_text() == '{"first": 1}\n{"second": 2}\n'  # written, not yet flushed
+    proc.send_signal(signum)
+    proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == -signum
+    assert trace.read_text() == '{"first": 1}\n'

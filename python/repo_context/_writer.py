@@ -217,6 +217,11 @@ def _disarm(key: int) -> None:
             _restore()
 
 
+def _euid() -> int:
+    geteuid = getattr(os, "geteuid", None)
+    return -1 if geteuid is None else int(geteuid())
+
+
 def _alive(pid: int) -> bool:
     """Whether a process ``pid`` exists (one of another user counts)."""
     if pid <= 0:
@@ -241,7 +246,7 @@ def _clean_stale(folder: str) -> None:
             return
         _CLEANED.add(folder)
         live = set(_LIVE_TEMPS)
-    me, uid = os.getpid(), os.geteuid()
+    me, uid = os.getpid(), _euid()
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -353,7 +358,7 @@ class AtomicFile:
 
     @staticmethod
     def _keep_owner_and_mode(fd: int, info: os.stat_result) -> None:
-        if os.geteuid() == 0 and (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+        if _euid() == 0 and (info.st_uid, info.st_gid) != (0, os.getegid()):
             try:
                 os.fchown(fd, info.st_uid, info.st_gid)
             except OSError:
@@ -478,7 +483,10 @@ def append_file(path: PathArg, data: str | bytes) -> None:
 
 
 def _append(target: _Target, raw: bytes) -> None:
-    import fcntl
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not a POSIX system: no lock
+        fcntl = None  # type: ignore[assignment]
 
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(target.real, flags, 0o666)
@@ -486,7 +494,8 @@ def _append(target: _Target, raw: bytes) -> None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced since it was checked
             raise OSError(errno.EINVAL, "not a regular file")
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # one append at a time; released when fd closes
         size = os.fstat(fd).st_size
         key = _arm(lambda: os.ftruncate(fd, size))
         try:
