@@ -317,7 +317,8 @@ def _fsync_folder(folder: str) -> None:
 class AtomicFile:
     """An output being written: ``file`` is a binary file object (a temporary file beside the
     target, or the device or pipe itself); :meth:`commit` puts it in place, :meth:`abort`
-    removes what was written. Made by :func:`atomic_output` or :meth:`open`."""
+    removes what was written. Made by :func:`atomic_output` (or directly, for outputs that
+    are put in place together, as ``rerank`` does)."""
 
     def __init__(self, path: PathArg) -> None:
         self._target = _target(path)
