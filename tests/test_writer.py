@@ -706,3 +706,41 @@ def test_an_append_stopped_by_a_signal_is_undone(tmp_path: Path, signum: int) ->
     proc.communicate(timeout=TIMEOUT)
     assert proc.returncode == -signum
     assert trace.read_text() == '{"first": 1}\n'
+
+
+def test_however_a_run_ends_its_output_is_absent_old_or_whole(tmp_path: Path) -> None:
+    """The property, on ``rerank`` stopped at many moments (before, during and after the
+    work): the output is the old file or the whole new one, never a part, and no temporary
+    file is left."""
+    from repo_context import build_table
+
+    source = tmp_path / "in.parquet"
+    data = table(100_000, 10_000)
+    pq.write_table(data, source, row_group_size=5_000)
+    expected = build_table(data, budget=40, group_by="task").decisions
+    out = tmp_path / "out.parquet"
+    out.write_bytes(b"old")
+    seen = set()
+    for n, delay in enumerate([0.0, 0.3, 0.6, 0.9, 1.2, 1.5, 2.0, 3.0]):
+        signum = signal.SIGTERM if n % 2 else signal.SIGINT
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "repo_context.cli",
+                *rerank(source, "--out", str(out), "--batch-rows", "500"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(delay)
+        proc.send_signal(signum)
+        proc.wait(TIMEOUT)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet", "out.parquet"]
+        if out.read_bytes() == b"old":
+            seen.add("old")
+        else:
+            assert pq.read_table(out).equals(expected)
+            seen.add("whole")
+            out.write_bytes(b"old")
+    assert "old" in seen  # some runs were stopped before they finished
