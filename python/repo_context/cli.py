@@ -62,9 +62,12 @@ were redacted; ``context``'s JSON lists them under ``"policy_redacted"``, each
 
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
 an unreadable file or folder, a bad option or command line, an input over a resource limit:
-``repo_context.limits.Limits``, set with ``--limit NAME=N``), with one
-line on standard error and nothing on standard output; 1 if the output cannot be written (a
-full disk, a closed pipe, a closed standard output), with one line on standard error. A
+``repo_context.limits.Limits``, set with ``--limit NAME=N``; an output file, ``--report`` or
+``--trace``, that is the same file as an input or as the other output, refused before any
+work), with one line on standard error and nothing on standard output; 1 if the output cannot
+be written (a full disk, a closed pipe, a closed standard output; an output file that is a
+folder or read-only, or whose folder does not exist: ``cannot write PATH: reason``), with one
+line on standard error. Output files are written by :mod:`repo_context._writer`. A
 closed pipe is such a failure like any other (``SIGPIPE`` stays ignored, as Python sets it,
 and the write fails with ``EPIPE``): the command never reports success for output that was
 cut short; 3 (``build --jsonl`` only) if some lines could not be built: every line still
