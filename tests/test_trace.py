@@ -348,15 +348,34 @@ FIELDS: list[tuple[tuple[str, ...], Any, str]] = [
     (("decisions", 1, "overlaps"), "0", "field 'decisions[1].overlaps': expected an integer, got a string"),
     (("decisions", 2, "member"), [], "field 'decisions[2].member': expected an integer, got an array"),
     # Fields of the right type that the build itself refuses.
+    (("input", "candidates", 0, "start"), 0, f"field '{_C0}.start': must be >= 1, got 0"),
+    (("input", "candidates", 0, "path"), "", f"field '{_C0}.path': must not be empty"),
+    (("input", "candidates", 0, "path"), "../x", f"field '{_C0}.path': must not contain a '..' segment"),
     (
-        ("input", "candidates", 0, "start"),
-        0,
-        "field 'input': candidate 0: field 'start': must be >= 1, got 0",
+        ("input", "candidates", 0, "end"),
+        2**64,
+        f"field '{_C0}.end': must be <= 2147483647, got 18446744073709551616",
+    ),
+    (
+        ("input", "candidates", 0, "score"),
+        2**1100,
+        f"field '{_C0}.score': is too large to convert to a float",
+    ),
+    (
+        ("input", "candidates", 0, "source_sha256"),
+        "zz",
+        f"field '{_C0}.source_sha256': must be 64 lower-case hex digits (a SHA-256), got 2 characters",
+    ),
+    (("input", "budget"), -1, "field 'input.budget': must be >= 0, got -1"),
+    (
+        ("input", "failure_files"),
+        ["../a"],
+        "field 'input.failure_files': item 0: must not contain a '..' segment",
     ),
     (
         ("input", "cost", "unit"),
         "bogus",
-        "field 'input': input field 'cost.unit': must be one of 'chars', 'tokens', got 'bogus'",
+        "field 'input.cost.unit': must be one of 'chars', 'tokens', got 'bogus'",
     ),
 ]
 
@@ -374,14 +393,15 @@ def _set(record: dict[str, Any], where: tuple[str | int, ...], value: Any) -> No
 @pytest.mark.parametrize(
     ("where", "value", "problem"), FIELDS, ids=[f"{'.'.join(map(str, w))}={v!r}"[:60] for w, v, _ in FIELDS]
 )
+@pytest.mark.parametrize("engine", ["native", "reference"])
 def test_replay_names_the_line_and_the_field_of_a_malformed_record(
-    tmp_path: Path, capsys: Any, where: tuple[str | int, ...], value: Any, problem: str
+    tmp_path: Path, capsys: Any, where: tuple[str | int, ...], value: Any, problem: str, engine: str
 ) -> None:
     record = _valid_record()
     _set(record, where, value)
     path = tmp_path / "t.jsonl"
     path.write_text(json.dumps(_valid_record()) + "\n\n" + json.dumps(record) + "\n")
-    assert main(["replay", str(path)]) == 2
+    assert main(["replay", str(path), "--engine", engine]) == 2
     assert capsys.readouterr().err == f"repo-context replay: {path}: trace line 3: {problem}\n"
     assert capsys.readouterr().out == ""
 

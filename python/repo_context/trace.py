@@ -497,18 +497,26 @@ def diff(
     return tuple(changes)
 
 
+def _refused(exc: Exception) -> str:
+    """``field 'input.candidates[i].F': problem`` for an input the build refused."""
+    if isinstance(exc, InvalidInputError) and exc.field:
+        where = f"input.{exc.field}" if exc.index is None else f"input.candidates[{exc.index}].{exc.field}"
+        return f"field '{where}': {' '.join(str(exc.problem).split())}"
+    return f"field 'input': {' '.join(str(exc).split())}"
+
+
 def replay(path: str | os.PathLike[str], build: Any, *, limits: Limits | None = None) -> Iterator[Turn]:
     """Rebuild every line of the trace at ``path`` (read as :func:`read_trace` reads it, with
     ``limits``) with ``build`` (either engine's) and yield each :class:`Turn` with its changes
     from the previous one. Raises ``ValueError`` as :func:`read_trace` does, and for an input
-    the build refuses (``trace line 2: field 'input': candidate 0: field 'start': must be >= 1,
-    got 0``)."""
+    the build refuses (``trace line 2: field 'input.candidates[0].start': must be >= 1, got
+    0``)."""
     previous: BuildResult | None = None
     for number, (line, record) in enumerate(_read_lines(path, limits), 1):
         try:
             result, cands, stale = _rebuild(record, build)
         except (InvalidInputError, TypeError, OverflowError) as exc:  # a field the build refuses
-            raise ValueError(f"trace line {line}: field 'input': {' '.join(str(exc).split())}") from None
+            raise ValueError(f"trace line {line}: {_refused(exc)}") from None
         changes = () if previous is None else diff(previous, result, cands, stale)
         yield Turn(number, record["digest"], result.digest, changes)
         previous = result
