@@ -10,7 +10,8 @@ path as given:
   the file keeps its permission bits (and, for root, its owner). A file the user may not write
   (``os.access``), or one with no write permission bit at all (so that even root does not
   replace a read-only file), is refused. A **new file** gets the usual mode (``0o666`` less the
-  umask);
+  umask). A file with other hard links is replaced under the name written to only (its other
+  names keep the old content);
 * a **symbolic link** is followed: its target is replaced as above, and the link stays;
 * a **character device** (``/dev/null``, a terminal) or a **named pipe** is written in place;
   a pipe no process reads is refused at once rather than waited on;
