@@ -744,3 +744,29 @@ def test_however_a_run_ends_its_output_is_absent_old_or_whole(tmp_path: Path) ->
             seen.add("whole")
             out.write_bytes(b"old")
     assert "old" in seen  # some runs were stopped before they finished
+
+
+def test_a_signal_whose_own_handler_goes_on_leaves_the_output_to_finish(tmp_path: Path) -> None:
+    """A program's own SIGTERM handler that does not stop it: the write goes on and ends whole."""
+    child = textwrap.dedent(
+        """
+        import os, signal, sys
+        from repo_context._writer import atomic_output
+        signal.signal(signal.SIGTERM, lambda signum, frame: print("handled", flush=True))
+        with atomic_output(sys.argv[1]) as out:
+            out.file.write(b"first ")
+            os.kill(os.getpid(), signal.SIGTERM)
+            out.file.write(b"second")
+        print(signal.getsignal(signal.SIGTERM).__name__, flush=True)  # its own handler again
+        """
+    )
+    target = tmp_path / "out.md"
+    proc = subprocess.run(
+        [sys.executable, "-c", child, str(target)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout) == (0, "handled\n<lambda>\n"), proc.stderr
+    assert target.read_text() == "first second" and temps(tmp_path) == []

@@ -158,21 +158,33 @@ _next_id = iter(range(1 << 62))
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """Undo every output being written when the signal stops the process: after the previous
+    handler raised (``KeyboardInterrupt``), or before the signal's default action ends the
+    process. A previous handler that returns lets the process, and its outputs, go on."""
+    with _LOCK:
+        previous = _SAVED.get(signum, signal.SIG_DFL)
+    if callable(previous):
+        try:
+            previous(signum, frame)
+        except BaseException:
+            _undo_all()
+            raise
+        return
+    _undo_all()
+    signal.signal(signum, signal.SIG_DFL)  # end as the signal ends a process
+    os.kill(os.getpid(), signum)
+
+
+def _undo_all() -> None:
     with _LOCK:
         undo = list(_UNDO.values())
         _UNDO.clear()
-        previous = _SAVED.get(signum, signal.SIG_DFL)
         _restore()
     for action in undo:
         try:
             action()
         except Exception:  # best effort: the process is being stopped
             pass
-    if callable(previous):
-        previous(signum, frame)  # KeyboardInterrupt for SIGINT, as Python sets it
-    else:  # SIG_DFL: end as the signal ends a process
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
 
 
 def _install() -> None:
