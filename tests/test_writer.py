@@ -770,3 +770,19 @@ def test_a_signal_whose_own_handler_goes_on_leaves_the_output_to_finish(tmp_path
     )
     assert (proc.returncode, proc.stdout) == (0, "handled\n<lambda>\n"), proc.stderr
     assert target.read_text() == "first second" and temps(tmp_path) == []
+
+
+def test_standard_output_by_name_is_written_in_place(parquet_in: Path) -> None:
+    """``--out /dev/stdout`` with standard output a pipe (its name resolves to no file)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "repo_context.cli", *rerank(parquet_in, "--out", "/dev/stdout")],
+        capture_output=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    from repo_context import build_table
+
+    expected = build_table(pq.read_table(parquet_in), budget=40, group_by="task").decisions
+    assert pq.read_table(pa.BufferReader(proc.stdout)).equals(expected)
+    assert temps(parquet_in.parent) == []

@@ -113,13 +113,22 @@ def _target(path: PathArg) -> _Target:
     shown = header_path(os.fspath(path))
     if os.fspath(path) == "":
         raise OutputError("cannot write an output with an empty name")
-    real = os.path.realpath(path)
     try:
-        info: os.stat_result | None = os.stat(real)
+        info: os.stat_result | None = os.stat(path)  # links followed (/dev/stdout's too)
     except FileNotFoundError:
         info = None
     except OSError as exc:
         raise OutputError(f"cannot write {shown}: {_why(exc)}") from exc
+    if info is not None and (stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode)):
+        return _Target(shown, os.fspath(path), info)  # a stream: opened as named (a pipe's fd link)
+    real = os.path.realpath(path)
+    if info is not None and stat.S_ISREG(info.st_mode):
+        try:
+            same = os.stat(real)
+        except OSError:
+            same = None
+        if same is None or (same.st_dev, same.st_ino) != (info.st_dev, info.st_ino):
+            raise OutputError(f"cannot write {shown}: its folder cannot be found (a deleted file)")
     if info is None:
         folder = os.path.dirname(real)
         if not os.path.isdir(folder):
@@ -132,8 +141,6 @@ def _target(path: PathArg) -> _Target:
     if stat.S_ISREG(mode):
         if not os.access(real, os.W_OK) or not mode & 0o222:
             raise OutputError(f"cannot write {shown}: the file is read-only (it is not replaced)")
-        return _Target(shown, real, info)
-    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return _Target(shown, real, info)
     raise OutputError(f"cannot write {shown}: not a regular file, character device or named pipe")
 
