@@ -786,3 +786,58 @@ def test_standard_output_by_name_is_written_in_place(parquet_in: Path) -> None:
     expected = build_table(pq.read_table(parquet_in), budget=40, group_by="task").decisions
     assert pq.read_table(pa.BufferReader(proc.stdout)).equals(expected)
     assert temps(parquet_in.parent) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root to become another user")
+def test_another_user_never_replaces_a_file_it_may_not_write() -> None:
+    """As an ordinary user (``nobody``): a file in a folder anyone may write, but the file
+    itself not theirs to write, is refused (a rename would have replaced it); a folder where
+    no temporary file can be made is a write failure, the file is not written in place."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="rc-writer-"))
+    try:
+        folder.chmod(0o777)
+        theirs = folder / "theirs.md"
+        theirs.write_text("root's")
+        theirs.chmod(0o644)
+        closed = folder / "closed"
+        closed.mkdir()
+        closed.chmod(0o755)
+        (closed / "open.md").write_text("root's")
+        (closed / "open.md").chmod(0o666)
+        targets = [theirs, closed / "open.md", closed / "new.md", folder / "mine.md"]
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: become nobody, try each target, report
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                got = []
+                for target in targets:
+                    try:
+                        _writer.write_file(target, "nobody's")
+                        got.append("written")
+                    except OutputError as exc:
+                        got.append(str(exc))
+                os.write(write_end, json.dumps(got).encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as pipe:
+            got = json.loads(pipe.read())
+        os.waitpid(pid, 0)
+        hint = f"(no temporary file can be made in its folder {closed}; the file is never written in place)"
+        assert got == [
+            f"cannot write {theirs}: the file is read-only (it is not replaced)",
+            f"cannot write {closed / 'open.md'}: Permission denied {hint}",
+            f"cannot write {closed / 'new.md'}: Permission denied {hint}",
+            "written",
+        ]
+        assert theirs.read_text() == "root's" and (closed / "open.md").read_text() == "root's"
+        assert (folder / "mine.md").stat().st_uid == 65534
+        assert sorted(p.name for p in folder.iterdir()) == ["closed", "mine.md", "theirs.md"]
+        assert sorted(p.name for p in closed.iterdir()) == ["open.md"]
+    finally:
+        shutil.rmtree(folder)

@@ -30,7 +30,8 @@ installed while a temporary file exists, in the main thread, unless the signal i
 then the signal's previous handling goes on: ``KeyboardInterrupt``, or death by the signal).
 The first write of a process into a folder removes the temporary files of this naming there
 whose process is gone (no process with that id exists), owned by the same user; a live run's
-are never touched. A process killed with SIGKILL leaves its temporary file, under that name,
+are never touched (process ids are this machine's: a run in another container that shares the
+folder is not seen). A process killed with SIGKILL leaves its temporary file, under that name,
 until the next run cleans it: never a file that looks complete but is not.
 
 A trace is appended (:func:`append_file`), not replaced: under an exclusive lock (``flock``),
@@ -365,7 +366,13 @@ class AtomicFile:
                     _LIVE_TEMPS.add(temp)
                 self._temp = temp
                 flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-                fd = os.open(temp, flags, 0o666)
+                try:
+                    fd = os.open(temp, flags, 0o666)
+                except OSError as exc:
+                    raise OutputError(
+                        f"cannot write {self.shown}: {_why(exc)} (no temporary file can be made in its "
+                        f"folder {header_path(folder)}; the file is never written in place)"
+                    ) from exc
                 if target.info is not None:
                     self._keep_owner_and_mode(fd, target.info)
         except BaseException as exc:
