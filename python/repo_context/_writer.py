@@ -11,7 +11,8 @@ path as given:
   (``os.access``), or one with no write permission bit at all (so that even root does not
   replace a read-only file), is refused. A **new file** gets the usual mode (``0o666`` less the
   umask). A file with other hard links is replaced under the name written to only (its other
-  names keep the old content);
+  names keep the old content). A file in a folder where no temporary file can be made is a
+  write failure: it is never written in place;
 * a **symbolic link** is followed: its target is replaced as above, and the link stays;
 * a **character device** (``/dev/null``, a terminal) or a **named pipe** is written in place;
   a pipe no process reads is refused at once rather than waited on;
@@ -27,7 +28,8 @@ path as given:
 A temporary file is named ``.NAME.PID.RANDOM.repo-context-tmp`` (``PID`` the writing process).
 It is removed when the write fails, on any exception, and on SIGINT or SIGTERM (a handler is
 installed while a temporary file exists, in the main thread, unless the signal is ignored;
-then the signal's previous handling goes on: ``KeyboardInterrupt``, or death by the signal).
+then the signal's previous handling goes on: ``KeyboardInterrupt``, or death by the signal; a
+program's own handler that returns lets the process, and the output, go on).
 The first write of a process into a folder removes the temporary files of this naming there
 whose process is gone (no process with that id exists), owned by the same user; a live run's
 are never touched (process ids are this machine's: a run in another container that shares the
