@@ -186,6 +186,16 @@ def test_a_folder_is_refused(tmp_path: Path, kind: str) -> None:
     assert list(folder.iterdir()) == [] and temps(tmp_path) == []
 
 
+def test_a_name_ending_in_a_separator_is_not_taken_for_a_file(tmp_path: Path) -> None:
+    with pytest.raises(OutputError) as caught:
+        _writer.write_file(f"{tmp_path}/out/", "x")
+    assert str(caught.value) == f"cannot write {tmp_path}/out/: a name ending in / names a folder, not a file"
+    with pytest.raises(OutputError) as caught:
+        _writer.write_file(f"{tmp_path}/", "x")
+    assert str(caught.value) == f"cannot write {tmp_path}/: is a folder"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_missing_folder_is_named(tmp_path: Path) -> None:
     target = tmp_path / "missing" / "out.md"
     with pytest.raises(OutputError) as caught:

@@ -116,6 +116,8 @@ def _target(path: PathArg) -> _Target:
     shown = header_path(os.fspath(path))
     if os.fspath(path) == "":
         raise OutputError("cannot write an output with an empty name")
+    if os.fspath(path).endswith((os.sep, os.altsep or os.sep)) and not os.path.isdir(path):
+        raise OutputError(f"cannot write {shown}: a name ending in {os.sep} names a folder, not a file")
     try:
         info: os.stat_result | None = os.stat(path)  # links followed (/dev/stdout's too)
     except FileNotFoundError:
