@@ -463,7 +463,9 @@ def main(argv: list[str] | None = None) -> int:
                 "native": repr(native),
                 "reference": repr(reference),
             }
-            path.write_text(json.dumps(record, indent=1) + "\n")
+            from repo_context._writer import write_file  # whole or not at all, as every output
+
+            write_file(path, json.dumps(record, indent=1) + "\n")
             print(f"case {case}: minimised to {len(data['candidates'])} candidates, written to {path}")
     return 1 if bad else 0
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import repo_context
-from repo_context import _io, cli, limits
+from repo_context import _io, _writer, cli, limits
 from repo_context.errors import ResourceLimitError
 from repo_context.limits import DEFAULT_LIMITS, Limits
 from repo_context.sources import Repository
@@ -220,7 +220,7 @@ def test_eval_report_file_that_cannot_be_written_exits_1(inputs: dict[str, Path]
     proc = run(*commands(inputs)["eval"], "--out", str(tmp_path))
     assert proc.returncode == 1
     assert proc.stderr.decode().endswith(
-        f"repo-context eval: cannot write {tmp_path}/eval.md: a directory; refusing to replace it\n"
+        f"repo-context eval: cannot write {tmp_path}/eval.md: is a folder\n"
     )
     assert (tmp_path / "eval.md").is_dir()
 
@@ -570,7 +570,7 @@ def test_write_file_regular_keeps_mode_and_leaves_no_temporary(tmp_path: Path) -
     target = tmp_path / "out.md"
     target.write_text("old")
     target.chmod(0o640)
-    _io.write_file(target, "new\n")
+    _writer.write_file(target, "new\n")
     assert target.read_text() == "new\n"
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.md"]
@@ -583,8 +583,8 @@ def test_write_file_follows_a_link_and_keeps_it(tmp_path: Path) -> None:
     link.symlink_to(real)
     dangling = tmp_path / "dangling.md"
     dangling.symlink_to(tmp_path / "made.md")
-    _io.write_file(link, "new")
-    _io.write_file(dangling, "made")
+    _writer.write_file(link, "new")
+    _writer.write_file(dangling, "made")
     assert link.is_symlink() and real.read_text() == "new"
     assert dangling.is_symlink() and (tmp_path / "made.md").read_text() == "made"
 
@@ -614,12 +614,12 @@ def test_write_file_writes_through_a_pipe_and_refuses_one_without_reader(tmp_pat
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     with pytest.raises(_io.OutputError) as caught:
-        _io.write_file(fifo, "x")
+        _writer.write_file(fifo, "x")
     assert str(caught.value) == f"cannot write {fifo}: no process reads the named pipe"
     link = tmp_path / "link"
     link.symlink_to(fifo)
     reader = _read_end(fifo)
-    _io.write_file(link, "through the pipe\n")
+    _writer.write_file(link, "through the pipe\n")
     assert _drain(reader) == b"through the pipe\n"
     assert stat.S_ISFIFO(fifo.stat().st_mode) and link.is_symlink()
 
@@ -627,8 +627,8 @@ def test_write_file_writes_through_a_pipe_and_refuses_one_without_reader(tmp_pat
 def test_write_file_to_a_character_device_writes_through(tmp_path: Path) -> None:
     link = tmp_path / "null"
     link.symlink_to(os.devnull)
-    _io.write_file(link, "discarded")
-    _io.write_file(os.devnull, "discarded")
+    _writer.write_file(link, "discarded")
+    _writer.write_file(os.devnull, "discarded")
     assert link.is_symlink()
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
 
@@ -637,8 +637,8 @@ def test_write_file_refuses_a_directory(tmp_path: Path) -> None:
     folder = tmp_path / "folder"
     folder.mkdir()
     with pytest.raises(_io.OutputError) as caught:
-        _io.write_file(folder, "x")
-    assert str(caught.value) == f"cannot write {folder}: a directory; refusing to replace it"
+        _writer.write_file(folder, "x")
+    assert str(caught.value) == f"cannot write {folder}: is a folder"
 
 
 pytest_plugins = ["pytester"]

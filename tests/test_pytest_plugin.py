@@ -8,6 +8,7 @@ runs do not depend on what else is installed.
 from __future__ import annotations
 
 import re
+import stat
 from pathlib import Path
 
 import pytest
@@ -335,3 +336,35 @@ def test_file_names() -> None:
     assert context_file_name("t.py::f", "setup") != context_file_name("t.py::f", "teardown")
     assert len(context_file_name("t.py::f[" + "x" * 1000 + "]")) < 128
     assert context_file_name("../..").startswith("test-")
+
+
+def test_directory_mode_applies_the_writer_rules_to_each_file(project: pytest.Pytester) -> None:
+    """A name taken by a folder is refused for that test alone; an existing file keeps its
+    mode; a read-only file is not replaced; no temporary file is left."""
+    folder = project.path / "contexts"
+    folder.mkdir()
+    label, ratio = "test_calc.py::test_label[a b [c]]", "test_calc.py::test_ratio"
+    (folder / context_file_name(label)).mkdir()
+    (folder / context_file_name(ratio)).write_text("old", encoding="utf-8")
+    (folder / context_file_name(ratio)).chmod(0o600)
+    result = run(project, "--repo-context=contexts")
+    assert summary_lines(result) == [
+        f"repo-context: cannot write the context of {label}: cannot write "
+        f"{folder / context_file_name(label)}: is a folder",
+        "repo-context: 1 context file (one per failing test) written to contexts",
+    ]
+    written = folder / context_file_name(ratio)
+    assert "- test: test_ratio" in written.read_text(encoding="utf-8")
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
+    assert sorted(p.name for p in folder.iterdir()) == sorted(context_file_name(n) for n in (label, ratio))
+
+    written.chmod(0o444)
+    result = run(project, "--repo-context=contexts")
+    assert summary_lines(result) == [
+        f"repo-context: cannot write the context of {ratio}: cannot write {written}: "
+        "the file is read-only (it is not replaced)",
+        f"repo-context: cannot write the context of {label}: cannot write "
+        f"{folder / context_file_name(label)}: is a folder",
+    ]
+    assert "- test: test_ratio" in written.read_text(encoding="utf-8")
+    assert sorted(p.name for p in folder.iterdir()) == sorted(context_file_name(n) for n in (label, ratio))

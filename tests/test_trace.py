@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import repo_context
 import repo_context.reference as reference
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from repo_context import Candidate, InvalidCandidateError
 from repo_context.cli import main
 from repo_context.trace import Change, read_trace, replay
@@ -231,28 +233,190 @@ def test_a_verified_trace_replays_and_reports_what_turned_stale(tmp_path: Path, 
     )
 
 
-def test_replay_of_a_malformed_trace_exits_2_naming_the_problem(tmp_path: Path, capsys: Any) -> None:
-    cases = {
-        "deep.jsonl": ("[" * 100_000 + "]" * 100_000, "trace line 1: not JSON (nested too deeply)"),
-        "version.jsonl": ('{"trace": true}', "trace line 1: not a version 1 trace record"),
-        "input.jsonl": ('{"trace": 1, "input": []}', "trace line 1: field 'input' must be an object"),
-        "cands.jsonl": (
-            '{"trace": 1, "digest": "x", "input": {"candidates": 5}}',
-            "trace line 1: field 'input.candidates' must be a list of objects",
-        ),
-        "empty.jsonl": ("", "no trace records (an empty trace has nothing to replay)"),
-        "blank.jsonl": ("\n \n", "no trace records (an empty trace has nothing to replay)"),
-        "latin1.jsonl": (
-            "\udce9",
-            "'utf-8' codec can't decode byte 0xe9 in position 0: invalid continuation byte",
-        ),
-    }
-    for name, (text, message) in cases.items():
+def test_replay_of_an_empty_trace_exits_2(tmp_path: Path, capsys: Any) -> None:
+    for name, text in {"empty.jsonl": "", "blank.jsonl": "\n \n"}.items():
         path = tmp_path / name
-        path.write_bytes((text + "\n").encode("utf-8", "surrogateescape"))
+        path.write_text(text)
         assert main(["replay", str(path)]) == 2
-        err = capsys.readouterr().err
-        assert err.strip().endswith(message), (name, err)
+        assert capsys.readouterr().err == (
+            f"repo-context replay: {path}: no trace records (an empty trace has nothing to replay)\n"
+        )
+
+
+def _valid_record() -> dict[str, Any]:
+    out = io.StringIO()
+    repo_context.build(INPUT, trace=out)
+    record: dict[str, Any] = json.loads(out.getvalue())
+    return record
+
+
+# Lines that are not JSON objects: (the line's bytes, the problem after "trace line 3: ").
+NOT_RECORDS = {
+    "not JSON": (b"not json", "not JSON (Expecting value at column 1)"),
+    "cut short": (b'{"trace": 1', "not JSON (Expecting ',' delimiter at column 12)"),
+    "nested too deeply": (b"[" * 100_000 + b"]" * 100_000, "not JSON (nested too deeply)"),
+    "NaN": (b'{"trace": NaN}', "not JSON (NaN is not a JSON value)"),
+    "Infinity": (b'{"score": -Infinity}', "not JSON (-Infinity is not a JSON value)"),
+    "a key twice": (b'{"trace": 1, "trace": 1}', 'not JSON (key "trace" given twice in one object)'),
+    "not UTF-8": (b'{"trace": "\xe9"}', "not UTF-8 (byte 0xe9 at column 12)"),
+    "an array": (b"[1]", "expected an object (a trace record), got an array"),
+    "a string": (b'"trace"', "expected an object (a trace record), got a string"),
+    "a number": (b"1.5", "expected an object (a trace record), got a number"),
+    "null": (b"null", "expected an object (a trace record), got null"),
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_RECORDS))
+def test_replay_names_the_line_of_a_line_that_is_not_a_record(tmp_path: Path, capsys: Any, case: str) -> None:
+    line, problem = NOT_RECORDS[case]
+    path = tmp_path / "t.jsonl"
+    # A good record on line 1 and a blank line 2: the bad line is line 3 of the file.
+    path.write_bytes(json.dumps(_valid_record()).encode() + b"\n\n" + line + b"\n")
+    assert main(["replay", str(path)]) == 2
+    assert capsys.readouterr().err == f"repo-context replay: {path}: trace line 3: {problem}\n"
+    with pytest.raises(ValueError) as caught:
+        read_trace(path)
+    assert str(caught.value) == f"trace line 3: {problem}"
+
+
+_C0 = "input.candidates[0]"
+_D0 = "decisions[0]"
+# (where, key, the value, or DELETE for a missing field) -> the problem after "trace line 3: ".
+DELETE = object()
+FIELDS: list[tuple[tuple[str, ...], Any, str]] = [
+    (("trace",), DELETE, "field 'trace': missing"),
+    (("trace",), "1", "field 'trace': expected an integer, got a string"),
+    (("trace",), True, "field 'trace': expected an integer, got a boolean"),
+    (("trace",), 2, "field 'trace': version 2 is not read here (this version reads 1)"),
+    (("policy",), DELETE, "field 'policy': missing"),
+    (("policy",), 1, "field 'policy': expected a string, got an integer"),
+    (("engine",), "gpu", "field 'engine': unknown kind \"gpu\" (expected one of 'native', 'reference')"),
+    (("engine",), None, "field 'engine': expected a string, got null"),
+    (("cache_key",), [], "field 'cache_key': expected a string, got an array"),
+    (("digest",), DELETE, "field 'digest': missing"),
+    (("digest",), {}, "field 'digest': expected a string, got an object"),
+    (("input",), DELETE, "field 'input': missing"),
+    (("input",), [], "field 'input': expected an object, got an array"),
+    (("input", "candidates"), DELETE, "field 'input.candidates': missing"),
+    (("input", "candidates"), "x", "field 'input.candidates': expected an array, got a string"),
+    (("input", "candidates", 0), 5, f"field '{_C0}': expected an object, got an integer"),
+    (("input", "candidates", 0, "path"), DELETE, f"field '{_C0}.path': missing"),
+    (("input", "candidates", 0, "path"), 1, f"field '{_C0}.path': expected a string, got an integer"),
+    (("input", "candidates", 0, "start"), "1", f"field '{_C0}.start': expected an integer, got a string"),
+    (("input", "candidates", 0, "start"), True, f"field '{_C0}.start': expected an integer, got a boolean"),
+    (("input", "candidates", 0, "end"), 1.5, f"field '{_C0}.end': expected an integer, got a number"),
+    (("input", "candidates", 0, "content"), None, f"field '{_C0}.content': expected a string, got null"),
+    (
+        ("input", "candidates", 0, "reason"),
+        "magic",
+        f"field '{_C0}.reason': unknown kind \"magic\" (expected one of 'failure', 'reference', 'search')",
+    ),
+    (("input", "candidates", 0, "score"), "1", f"field '{_C0}.score': expected a number, got a string"),
+    (("input", "candidates", 0, "score"), False, f"field '{_C0}.score': expected a number, got a boolean"),
+    (("input", "candidates", 0, "group"), "g", f"field '{_C0}.group': expected an integer, got a string"),
+    (
+        ("input", "candidates", 0, "source_sha256"),
+        5,
+        f"field '{_C0}.source_sha256': expected a string, got an integer",
+    ),
+    (
+        ("input", "candidates", 0, "source_id"),
+        [],
+        f"field '{_C0}.source_id': expected a string, got an array",
+    ),
+    (("input", "budget"), DELETE, "field 'input.budget': missing"),
+    (("input", "budget"), "10", "field 'input.budget': expected an integer, got a string"),
+    (("input", "failure_files"), "util.py", "field 'input.failure_files': expected an array, got a string"),
+    (("input", "failure_files", 0), 1, "field 'input.failure_files[0]': expected a string, got an integer"),
+    (("input", "cost"), "chars", "field 'input.cost': expected an object, got a string"),
+    (("input", "verified"), "yes", "field 'input.verified': expected a boolean, got a string"),
+    (("used",), DELETE, "field 'used': missing"),
+    (("used",), 1.0, "field 'used': expected an integer, got a number"),
+    (("decisions",), DELETE, "field 'decisions': missing"),
+    (("decisions",), {}, "field 'decisions': expected an array, got an object"),
+    (("decisions", 0), [], f"field '{_D0}': expected an object, got an array"),
+    (("decisions", 0, "index"), DELETE, f"field '{_D0}.index': missing"),
+    (("decisions", 0, "index"), "0", f"field '{_D0}.index': expected an integer, got a string"),
+    (("decisions", 0, "index"), 4, f"field '{_D0}.index': 4 is not a candidate's index (4 candidates)"),
+    (("decisions", 0, "index"), -1, f"field '{_D0}.index': -1 is not a candidate's index (4 candidates)"),
+    (("decisions", 0, "rank"), None, f"field '{_D0}.rank': expected an integer, got null"),
+    (
+        ("decisions", 0, "reason"),
+        "odd",
+        f"field '{_D0}.reason': unknown kind \"odd\" "
+        "(expected one of 'selected', 'overlap', 'budget', 'group', 'stale')",
+    ),
+    (("decisions", 0, "cost"), 1.5, f"field '{_D0}.cost': expected an integer, got a number"),
+    (("decisions", 1, "overlaps"), "0", "field 'decisions[1].overlaps': expected an integer, got a string"),
+    (("decisions", 2, "member"), [], "field 'decisions[2].member': expected an integer, got an array"),
+    # Fields of the right type that the build itself refuses.
+    (("input", "candidates", 0, "start"), 0, f"field '{_C0}.start': must be >= 1, got 0"),
+    (("input", "candidates", 0, "path"), "", f"field '{_C0}.path': must not be empty"),
+    (("input", "candidates", 0, "path"), "../x", f"field '{_C0}.path': must not contain a '..' segment"),
+    (
+        ("input", "candidates", 0, "end"),
+        2**64,
+        f"field '{_C0}.end': must be <= 2147483647, got 18446744073709551616",
+    ),
+    (
+        ("input", "candidates", 0, "score"),
+        2**1100,
+        f"field '{_C0}.score': is too large to convert to a float",
+    ),
+    (
+        ("input", "candidates", 0, "source_sha256"),
+        "zz",
+        f"field '{_C0}.source_sha256': must be 64 lower-case hex digits (a SHA-256), got 2 characters",
+    ),
+    (("input", "budget"), -1, "field 'input.budget': must be >= 0, got -1"),
+    (
+        ("input", "failure_files"),
+        ["../a"],
+        "field 'input.failure_files': item 0: must not contain a '..' segment",
+    ),
+    (
+        ("input", "cost", "unit"),
+        "bogus",
+        "field 'input.cost.unit': must be one of 'chars', 'tokens', got 'bogus'",
+    ),
+]
+
+
+def _set(record: dict[str, Any], where: tuple[str | int, ...], value: Any) -> None:
+    obj: Any = record
+    for key in where[:-1]:
+        obj = obj[key]
+    if value is DELETE:
+        del obj[where[-1]]
+    else:
+        obj[where[-1]] = value
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "problem"), FIELDS, ids=[f"{'.'.join(map(str, w))}={v!r}"[:60] for w, v, _ in FIELDS]
+)
+@pytest.mark.parametrize("engine", ["native", "reference"])
+def test_replay_names_the_line_and_the_field_of_a_malformed_record(
+    tmp_path: Path, capsys: Any, where: tuple[str | int, ...], value: Any, problem: str, engine: str
+) -> None:
+    record = _valid_record()
+    _set(record, where, value)
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(_valid_record()) + "\n\n" + json.dumps(record) + "\n")
+    assert main(["replay", str(path), "--engine", engine]) == 2
+    assert capsys.readouterr().err == f"repo-context replay: {path}: trace line 3: {problem}\n"
+    assert capsys.readouterr().out == ""
+
+
+def test_optional_fields_may_be_absent_or_null(tmp_path: Path, capsys: Any) -> None:
+    record = _valid_record()
+    record["input"]["candidates"][0]["source_sha256"] = None
+    record["input"]["verified"] = None
+    del record["decisions"][1]["overlaps"]
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(record) + "\r\n")  # a CRLF line ending is whitespace
+    assert main(["replay", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("turn 1: digest ")
 
 
 @pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
@@ -270,4 +434,42 @@ def test_a_trace_that_cannot_be_written_fails_the_command_with_status_1(tmp_path
     target = tmp_path / "missing" / "t.jsonl"
     assert main(["build", str(data), "--trace", str(target)]) == 1
     err = capsys.readouterr().err
-    assert err == f"repo-context build: cannot write the trace {target}: No such file or directory\n"
+    assert err == f"repo-context build: cannot write {target}: the folder {target.parent} does not exist\n"
+
+
+def _paths(obj: Any, prefix: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """Every place in a parsed JSON value (keys and indices), the value itself included."""
+    out: list[tuple[str | int, ...]] = [prefix]
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else []
+    for key, value in items:
+        out += _paths(value, (*prefix, key))
+    return out
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_value_anywhere_in_a_record_is_replayed_or_named(tmp_path: Path, data: Any) -> None:
+    """A record (after a good one: the replay compares the two) with any one value replaced or
+    removed replays, or fails with a ``ValueError`` that names line 2 and the field: never
+    another exception."""
+    record = _valid_record()
+    where = data.draw(st.sampled_from(_paths(record)[1:]))
+    value = data.draw(st.just(DELETE) | _JSON)
+    _set(record, where, value)
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(_valid_record()) + "\n" + json.dumps(record) + "\n")
+    try:
+        list(replay(path, repo_context.build))
+    except ValueError as exc:
+        assert re.match(r"trace line 2: field '[^']+': \S", str(exc)), str(exc)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import reference
 from ._input import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_TOTAL_CHARS
+from ._io import OutputError
 from .builder import RepoContextBuilder, build, build_many, cache_key
 from .composer import render
 from .digest import POLICY_VERSION
@@ -64,6 +65,7 @@ __all__ = [
     "Limits",
     "MissingEvidence",
     "Omission",
+    "OutputError",
     "Reason",
     "RepoContextBuilder",
     "ResourceLimitError",

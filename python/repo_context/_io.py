@@ -10,8 +10,8 @@ ends) into memory. The repository reader has its own limit per file
 
 Writing: :func:`write_stream` writes all of a text to a standard stream or raises
 :class:`OutputError` (a full disk, a closed pipe, a closed stream: never a partial write
-that passes for success); :func:`write_file` writes a file without ever replacing what
-the name points at by something else (see its docstring).
+that passes for success). Files are written by :mod:`repo_context._writer`, the one writer
+of every output file (atomic replacement, links kept, devices and pipes written in place).
 
 Names (paths, test ids) written into messages go through :func:`repo_context.composer.
 header_path`, the one escaping function of the package.
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 import sys
 from pathlib import Path
@@ -36,7 +35,6 @@ __all__ = [
     "MAX_LOG_BYTES",
     "OutputError",
     "read_capped",
-    "write_file",
     "write_stream",
 ]
 
@@ -199,72 +197,3 @@ def reserve_standard_fds() -> None:
             if opened != fd:
                 os.dup2(opened, fd)
                 os.close(opened)
-
-
-def write_file(path: str | Path, data: str | bytes) -> None:
-    """Write ``data`` (text as UTF-8, lone surrogates as backslash escapes; ``\\n`` line
-    endings as given) to the file ``path`` names, never replacing what the name points at:
-
-    * a symbolic link is followed: its target is written and the link stays;
-    * a regular file (or no file yet) is written through a temporary file in the same folder,
-      then renamed over it (so it is never left half written; an existing file keeps its
-      permission bits);
-    * a character device (``/dev/null``, a terminal) or a named pipe is written through, in
-      place (a pipe that no process reads is refused rather than waited on);
-    * anything else (a directory, a block device, a socket) is refused.
-
-    Raises :class:`OutputError` (one line, naming the path) if the target is refused or any
-    step fails.
-    """
-    shown = header_path(str(path))
-    raw = data if isinstance(data, bytes) else data.encode("utf-8", errors="backslashreplace")
-    real = os.path.realpath(path)
-    try:
-        try:
-            info: os.stat_result | None = os.stat(real)
-        except FileNotFoundError:
-            info = None
-        if info is None or stat.S_ISREG(info.st_mode):
-            _replace(real, raw, None if info is None else stat.S_IMODE(info.st_mode))
-        elif stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode):
-            _write_through(real, raw, fifo=stat.S_ISFIFO(info.st_mode))
-        else:
-            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file, device or pipe"
-            raise OutputError(f"cannot write {shown}: {kind}; refusing to replace it")
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:
-            raise OutputError(f"cannot write {shown}: no process reads the named pipe") from exc
-        raise OutputError(f"cannot write {shown}: {_why(exc)}") from exc
-
-
-def _replace(real: str, raw: bytes, mode: int | None) -> None:
-    folder, name = os.path.split(real)
-    temporary = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-    try:
-        try:
-            _write_all(fd, raw)
-            if mode is not None:
-                os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
-        os.replace(temporary, real)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
-
-
-def _write_through(real: str, raw: bytes, *, fifo: bool) -> None:
-    flags = os.O_WRONLY | getattr(os, "O_NOCTTY", 0)
-    if fifo:
-        flags |= os.O_NONBLOCK  # ENXIO at once when no process reads it
-    fd = os.open(real, flags)
-    try:
-        if fifo:
-            os.set_blocking(fd, True)
-        _write_all(fd, raw)
-    finally:
-        os.close(fd)

@@ -114,7 +114,9 @@ class RepoContextBuilder(BuilderBase):
 
         With ``trace`` (a path, appended to, or a text stream), one JSON line describing the
         build (cache key, digest, the validated input, every decision) is appended: see
-        :mod:`repo_context.trace`.
+        :mod:`repo_context.trace`. A path that cannot be written raises
+        :class:`repo_context.OutputError` (``cannot write PATH: reason``; a folder, a read-only
+        file or a missing folder before the build), the file as it was.
 
         An exception raised by the caller's own code while a candidate is read (a property,
         ``__index__``, ``__getitem__``) propagates unchanged; only a missing key or attribute

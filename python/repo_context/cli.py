@@ -65,9 +65,12 @@ were redacted; ``context``'s JSON lists them under ``"policy_redacted"``, each
 
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
 an unreadable file or folder, a bad option or command line, an input over a resource limit:
-``repo_context.limits.Limits``, set with ``--limit NAME=N``), with one
-line on standard error and nothing on standard output; 1 if the output cannot be written (a
-full disk, a closed pipe, a closed standard output), with one line on standard error. A
+``repo_context.limits.Limits``, set with ``--limit NAME=N``; an output file, ``--report`` or
+``--trace``, that is the same file as an input or as the other output, refused before any
+work), with one line on standard error and nothing on standard output; 1 if the output cannot
+be written (a full disk, a closed pipe, a closed standard output; an output file that is a
+folder or read-only, or whose folder does not exist: ``cannot write PATH: reason``), with one
+line on standard error. Output files are written by :mod:`repo_context._writer`. A
 closed pipe is such a failure like any other (``SIGPIPE`` stays ignored, as Python sets it,
 and the write fails with ``EPIPE``): the command never reports success for output that was
 cut short; 3 (``build --jsonl`` only) if some lines could not be built: every line still
@@ -98,9 +101,9 @@ from ._io import (
     read_capped,
     reserve_standard_fds,
     warn,
-    write_file,
     write_stream,
 )
+from ._writer import OutputConflictError, check_output, refuse_same_files, write_file
 from .composer import header_path, render, render_markdown
 from .cost import Cost
 from .evaluation.command import add_eval_parser
@@ -283,10 +286,7 @@ def _build_with(
     builder = _builder(engine, limits)
     if trace is None:
         return builder.build(data, verify=verify)
-    try:
-        return builder.build(data, trace=trace, verify=verify)
-    except OSError as exc:
-        raise OutputError(f"cannot write the trace {header_path(trace)}: {exc.strerror or exc}") from exc
+    return builder.build(data, trace=trace, verify=verify)  # OutputError if it cannot be written
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -552,6 +552,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         return _cmd_build_jsonl(args)
     if args.threads is not None:
         raise _UsageError("--threads is only for --jsonl")
+    _check_outputs([("--trace", args.trace)], [("the input", args.file)])
     data = _with_options(_read_json(args.file, args.limits), args)
     if args.verify_root is not None and (args.verify_root == "" or not Path(args.verify_root).is_dir()):
         raise _UsageError(f"--verify-root: {header_path(args.verify_root)} is not a folder")
@@ -575,9 +576,22 @@ def _warn(command: str, message: str) -> None:
     warn(f"repo-context {command}: warning: {_one_line(message)}")
 
 
+def _check_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str, str | None]]) -> None:
+    """Before any work: refuse an output that is an input or another output (exit 2), and one
+    that cannot be written (a folder, a read-only file, a missing folder: exit 1)."""
+    refuse_same_files(outputs, inputs)
+    for _, path in outputs:
+        if path is not None:
+            check_output(path)
+
+
 def _cmd_context(args: argparse.Namespace) -> int:
     if not Path(args.repo).is_dir():
         raise _UsageError(f"not a directory: {header_path(args.repo)}")
+    _check_outputs(
+        [("--report", args.report), ("--trace", args.trace)],
+        [("--pytest-log", args.pytest_log), ("--junit-xml", args.junit_xml), ("--issue", args.issue)],
+    )
     limits: Limits = args.limits
     log_text = _read_log(args.pytest_log, limits)
     junit_xml: bytes | None = None
@@ -613,10 +627,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
             issue=issue,
             trace=args.trace,
         )
-    except OSError as exc:
-        if args.trace is not None and exc.filename == args.trace:
-            where = header_path(args.trace)
-            raise OutputError(f"cannot write the trace {where}: {exc.strerror or exc}") from exc
+    except OSError as exc:  # (a trace that cannot be written is OutputError, not OSError)
         where = header_path(str(exc.filename or args.repo))
         raise _UsageError(f"cannot read {where}: {exc.strerror or exc}") from exc
     except (LogFormatError, UnknownTestError) as exc:
@@ -887,7 +898,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args.limits = Limits.parse(getattr(args, "limit", None) or ())
         return run(args)
-    except (_UsageError, InvalidInputError) as exc:
+    except (_UsageError, InvalidInputError, OutputConflictError) as exc:
         warn(f"repo-context {args.command}: {_one_line(str(exc))}")
         return 2
     except OutputError as exc:

@@ -24,14 +24,14 @@ Secrets never reach the files or the terminal: the context is the Markdown of
 ``repo-context context`` (every secret replaced by ``[REDACTED: kind]`` and the redaction
 reported), and every terminal line passes through ``repo_context.secrets.redact``.
 
-When no test failed, nothing is written and nothing is removed. A terminal summary line
-says where the context went. ``PATH`` (and each file in directory mode) is written with
-:func:`repo_context._io.write_file`: a regular file through a temporary file renamed over it,
-a symbolic link's target rather than the link, a character device (a terminal,
-``/dev/null``) or a named pipe in place; a directory, block device or socket is refused
-with a terminal line. The report text of one failure is used up to ``Limits.max_log_bytes`` (of
-``repo_context.limits.DEFAULT_LIMITS``); a longer one gets no context, with a terminal line
-naming the limit.
+When no test failed, nothing is written and nothing is removed. A terminal summary line says
+where the context went. ``PATH`` (and each file in directory mode) is written by
+:func:`repo_context._writer.write_file`, under its rules: a regular file through a temporary
+file renamed over it (its mode kept; a read-only file is refused), a symbolic link's target
+rather than the link, a character device (a terminal, ``/dev/null``) or a named pipe in place;
+a folder, block device or socket is refused with a terminal line. The report text of one
+failure is used up to ``Limits.max_log_bytes`` (of ``repo_context.limits.DEFAULT_LIMITS``); a
+longer one gets no context, with a terminal line naming the limit.
 Node ids and paths in the terminal lines have their control characters escaped as in the
 context (:func:`repo_context.composer.header_path`).
 
@@ -58,7 +58,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ._io import OutputError, warn, write_file
+from ._io import OutputError, warn
+from ._writer import write_file
 from .composer import header_path
 from .limits import check_text
 
@@ -392,7 +393,7 @@ def _describe(exc: BaseException) -> str:
 
 def _write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` (UTF-8; lone surrogates as backslash escapes) with
-    :func:`repo_context._io.write_file`: a regular file is never left half written, a link
+    :func:`repo_context._writer.write_file`: a regular file is never left half written, a link
     or device is never replaced. Missing folders above ``path`` are created."""
     path.parent.mkdir(parents=True, exist_ok=True)
     write_file(path, text)

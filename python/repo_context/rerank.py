@@ -13,21 +13,22 @@ is one build (and is read whole).
 
 ``OUT.parquet`` gets the decisions (one row per input row, in file order: ``group``, ``index``,
 ``rank``, ``selected``, ``order``, ``omission``, ``overlaps``, ``cost``); ``--summary`` writes
-the per-group table, with ``first_row`` counted in the whole file. Both are written to a
-temporary file beside the target and renamed only when every group was built: on any error
-nothing is written. A progress bar (tqdm, if installed) goes to standard error when it is a
-terminal.
-"""
+the per-group table, with ``first_row`` counted in the whole file. Both are written by
+:mod:`repo_context._writer` (a temporary file beside the target, renamed only when every group
+was built: on any error or interruption nothing is written; a link is kept, a device or pipe
+written in place, a folder or a read-only file refused). ``--out`` or ``--summary`` naming the
+input, or both naming one file, is refused before any work (exit 2); an output that cannot be
+written exits 1 (``cannot write OUT: reason``). A progress bar (tqdm, if installed) goes to
+standard error when it is a terminal."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._io import warn
+from ._writer import AtomicFile, check_output, refuse_same_files
 from .errors import InvalidInputError
 from .limits import add_limit_option
 from .table import build_table
@@ -108,31 +109,66 @@ def _shifted(exc: InvalidInputError, offset: int) -> InvalidInputError:
 
 
 class _Writer:
-    """A Parquet file written under a temporary name, renamed into place on success."""
+    """A Parquet output written by :class:`repo_context._writer.AtomicFile` (a temporary file
+    beside the target, put in place only when every group was built; a device or pipe is
+    written in place). Every failure to write is ``OutputError`` naming the output."""
 
     def __init__(self, target: str) -> None:
-        self.target = Path(target)
-        self.temp = self.target.with_name(f".{self.target.name}.{os.getpid()}.tmp")
+        self.out = AtomicFile(target)
         self.writer: Any = None
 
     def write(self, table: pa.Table) -> None:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        if self.writer is None:
-            self.writer = pq.ParquetWriter(str(self.temp), table.schema)
-        self.writer.write_table(table)
+        try:
+            if self.writer is None:
+                self.writer = pq.ParquetWriter(self.out.file, table.schema)
+            self.writer.write_table(table)
+        except (OSError, pa.ArrowException) as exc:
+            raise self.out.error(exc) from exc
 
-    def close(self, empty_schema: pa.Schema | None, ok: bool) -> None:
+    def finish(self, empty_schema: pa.Schema | None) -> None:
+        """Close the Parquet writer (a file with ``empty_schema`` if nothing was written)."""
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        if ok and self.writer is None and empty_schema is not None:
-            self.writer = pq.ParquetWriter(str(self.temp), empty_schema)
+        try:
+            if self.writer is None and empty_schema is not None:
+                self.writer = pq.ParquetWriter(self.out.file, empty_schema)
+            if self.writer is not None:
+                writer, self.writer = self.writer, None
+                writer.close()
+        except (OSError, pa.ArrowException) as exc:
+            raise self.out.error(exc) from exc
+
+    def abort(self) -> None:
+        """Drop the output (never raises)."""
         if self.writer is not None:
-            self.writer.close()
-        if ok:
-            os.replace(self.temp, self.target)
-        else:
-            self.temp.unlink(missing_ok=True)
+            try:
+                self.writer.close()
+            except Exception:  # the output is dropped anyway
+                pass
+            self.writer = None
+        self.out.abort()
+
+
+def _finish(writers: list[_Writer], schemas: list[pa.Schema | None], ok: bool) -> None:
+    """Put every output in place when ``ok`` (after closing all of them), else drop them all;
+    when one cannot be finished, the others are dropped too."""
+    if not ok:
+        for writer in writers:
+            writer.abort()
+        return
+    try:
+        for writer, schema in zip(writers, schemas, strict=False):
+            writer.finish(schema)
+        for writer in writers:
+            writer.out.commit()
+    except BaseException:
+        for writer in writers:
+            writer.abort()
+        raise
 
 
 class _UsageError(Exception):
@@ -156,6 +192,11 @@ def _rerank(args: argparse.Namespace) -> int:
         raise _UsageError("rerank needs pyarrow (pip install 'repo-context[table]')") from None
     if args.batch_rows < 1:
         raise _UsageError(f"--batch-rows must be >= 1, got {args.batch_rows}")
+    # Before any work: no output over the input or the other output, none that cannot be written.
+    refuse_same_files([("--out", args.out), ("--summary", args.summary)], [("the input", args.file)])
+    check_output(args.out)
+    if args.summary:
+        check_output(args.summary)
     try:
         source = pq.ParquetFile(args.file)
     except (OSError, pa.ArrowException) as exc:
@@ -175,7 +216,12 @@ def _rerank(args: argparse.Namespace) -> int:
         raise InvalidInputError(args.group_by, "is not a column of the table")
 
     decisions_out = _Writer(args.out)
-    summary_out = _Writer(args.summary) if args.summary else None
+    try:
+        summary_out = _Writer(args.summary) if args.summary else None
+    except BaseException:
+        decisions_out.abort()
+        raise
+    writers = [decisions_out] if summary_out is None else [decisions_out, summary_out]
     bar = _progress(source.metadata.num_rows)
     ok = False
     seen: set[Any] = set()  # keys of the groups already built
@@ -228,9 +274,7 @@ def _rerank(args: argparse.Namespace) -> int:
         ok = True
     finally:
         bar.close()
-        decisions_out.close(schemas[0], ok)
-        if summary_out is not None:
-            summary_out.close(schemas[1], ok)
+        _finish(writers, schemas, ok)
     return 0
 
 

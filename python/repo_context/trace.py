@@ -36,6 +36,7 @@ from typing import IO, Any
 from ._core import BuildInput, BuildResult, Candidate
 from ._input import canonical_path, normalize_input
 from ._io import read_capped
+from ._writer import append_file, check_output
 from .composer import render_block
 from .cost import Cost
 from .digest import POLICY_VERSION
@@ -64,10 +65,14 @@ def check_trace(trace: object) -> None:
 def traced_build(
     builder: Any, input: object, trace: TraceTarget, engine: str, verify: Any = None
 ) -> BuildResult:
-    """Build ``input`` with ``builder`` and append the trace line to ``trace`` (a path, opened
-    for appending, or a text stream). Errors are those of ``builder.build``; nothing is written
-    for an invalid input."""
+    """Build ``input`` with ``builder`` and append the trace line to ``trace`` (a path, appended
+    to by :func:`repo_context._writer.append_file`, or a text stream). Errors are those of
+    ``builder.build``, and :class:`~repo_context._io.OutputError` (``cannot write PATH:
+    reason``) when the trace cannot be written (a folder, a read-only file or a missing folder
+    is refused before the build); nothing is written for an invalid input."""
     check_trace(trace)
+    if isinstance(trace, (str, os.PathLike)):
+        check_output(trace)
     candidates, budget, failure_files, cost = normalize_input(input, builder.max_candidates, builder.cost)
     snapshot = BuildInput(candidates, failure_files=failure_files, budget=budget, cost=cost)
     result: BuildResult = builder.build(snapshot, verify=verify)
@@ -76,8 +81,7 @@ def traced_build(
         record["input"]["verified"] = True
     line = json.dumps(record, ensure_ascii=True, allow_nan=False) + "\n"
     if isinstance(trace, (str, os.PathLike)):
-        with open(trace, "a", encoding="ascii") as out:
-            out.write(line)
+        append_file(trace, line)
     else:
         trace.write(line)
     return result
@@ -235,42 +239,181 @@ class Turn:
 
 
 def read_trace(path: str | os.PathLike[str], *, limits: Limits | None = None) -> list[dict[str, Any]]:
-    """The trace lines of ``path`` (one JSON object a line; blank lines skipped), a file of at
-    most ``limits.max_input_bytes`` (``limits`` default: ``DEFAULT_LIMITS``). Raises
-    ``ValueError`` naming the line for a line that is not a trace record,
-    ``ResourceLimitError`` (a ``ValueError``) for a larger file."""
+    """The trace lines of ``path`` (one JSON object a line, lines ending in ``\\n``; blank
+    lines skipped), a file of at most ``limits.max_input_bytes`` (``limits`` default:
+    ``DEFAULT_LIMITS``).
+
+    Raises ``ValueError`` naming the line number and the field for a line that is not a trace
+    record: not UTF-8, not JSON (``NaN``, a key given twice and nesting too deep included), not
+    an object, a missing field, a field of the wrong type, an unknown kind (``engine``, a
+    candidate's or a decision's ``reason``), another version (``trace line 3: field
+    'input.candidates': expected an array, got a string``); ``ResourceLimitError`` (a
+    ``ValueError``) for a larger file."""
+    return [record for _, record in _read_lines(path, limits)]
+
+
+def _read_lines(path: str | os.PathLike[str], limits: Limits | None) -> list[tuple[int, dict[str, Any]]]:
+    """The trace records of ``path`` with their line numbers (see :func:`read_trace`)."""
     records = []
     data = read_capped(Path(path), "max_input_bytes", field="trace", limits=limits)
-    for number, line in enumerate(data.decode("utf-8").splitlines(), 1):
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for number, raw in enumerate(lines, 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"trace line {number}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+            ) from None
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"trace line {number}: not JSON ({exc.msg})") from None
+            raise ValueError(f"trace line {number}: not JSON ({exc.msg} at column {exc.colno})") from None
         except RecursionError:
             raise ValueError(f"trace line {number}: not JSON (nested too deeply)") from None
-        version = record.get("trace") if isinstance(record, dict) else None
-        if type(version) is not int or version != TRACE_VERSION:
-            raise ValueError(f"trace line {number}: not a version {TRACE_VERSION} trace record")
+        except ValueError as exc:  # a repeated key, NaN or Infinity
+            raise ValueError(f"trace line {number}: not JSON ({exc})") from None
         _check_record(record, number)
-        records.append(record)
+        records.append((number, record))
     return records
 
 
-def _check_record(record: dict[str, Any], number: int) -> None:
-    """Raise ``ValueError`` naming the field when a record's parts have the wrong shape."""
-    data = record.get("input")
-    if not isinstance(data, dict):
-        raise ValueError(f"trace line {number}: field 'input' must be an object")
-    cands = data.get("candidates")
-    if not isinstance(cands, list) or not all(isinstance(c, dict) for c in cands):
-        raise ValueError(f"trace line {number}: field 'input.candidates' must be a list of objects")
-    decisions = record.get("decisions", [])
-    if not isinstance(decisions, list) or not all(isinstance(d, dict) for d in decisions):
-        raise ValueError(f"trace line {number}: field 'decisions' must be a list of objects")
-    if not isinstance(record.get("digest"), str):
-        raise ValueError(f"trace line {number}: field 'digest' must be a string")
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"key {json.dumps(key)[:80]} given twice in one object")
+            seen.add(key)
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _kind(value: object) -> str:
+    """The JSON type of ``value``, as messages name it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+_EXPECTED = {"object": dict, "array": list, "string": str, "boolean": bool}
+_ARTICLE = {"object": "an object", "array": "an array", "string": "a string", "boolean": "a boolean"}
+_ENGINES = ("native", "reference")
+_CANDIDATE_REASONS = ("failure", "reference", "search")
+_DECISION_REASONS = ("selected", "overlap", "budget", "group", "stale")
+
+
+class _Line:
+    """The checks of one trace line: each raises ``ValueError("trace line N: field 'F': ...")``."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+    def fail(self, name: str, problem: str) -> ValueError:
+        return ValueError(f"trace line {self.number}: field '{name}': {problem}")
+
+    def get(self, obj: dict[str, Any], key: str, name: str, *, optional: bool = False) -> Any:
+        if key not in obj:
+            if optional:
+                return None
+            raise self.fail(name, "missing")
+        return obj[key]
+
+    def typed(self, obj: dict[str, Any], key: str, name: str, kind: str, *, optional: bool = False) -> Any:
+        """``obj[key]`` checked to be of JSON ``kind`` (``object``, ``array``, ``string``,
+        ``boolean``, ``integer``, ``number``); an optional field may be absent or null."""
+        value = self.get(obj, key, name, optional=optional)
+        if value is None and optional:
+            return None
+        if kind == "integer":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            what = "an integer"
+        elif kind == "number":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            what = "a number"
+        else:
+            ok = isinstance(value, _EXPECTED[kind])
+            what = _ARTICLE[kind]
+        if not ok:
+            raise self.fail(name, f"expected {what}, got {_kind(value)}")
+        return value
+
+    def one_of(self, obj: dict[str, Any], key: str, name: str, choices: tuple[str, ...]) -> str:
+        value: str = self.typed(obj, key, name, "string")
+        if value not in choices:
+            shown = ", ".join(repr(c) for c in choices)
+            raise self.fail(name, f"unknown kind {json.dumps(value)[:80]} (expected one of {shown})")
+        return value
+
+    def objects(self, obj: dict[str, Any], key: str, name: str) -> list[dict[str, Any]]:
+        items: list[Any] = self.typed(obj, key, name, "array")
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise self.fail(f"{name}[{i}]", f"expected an object, got {_kind(item)}")
+        return items
+
+
+def _check_record(record: object, number: int) -> None:
+    """Raise ``ValueError`` naming the line and the field when ``record`` (one parsed line) is
+    not a trace record of this version."""
+    line = _Line(number)
+    if not isinstance(record, dict):
+        raise ValueError(f"trace line {number}: expected an object (a trace record), got {_kind(record)}")
+    version = line.typed(record, "trace", "trace", "integer")
+    if version != TRACE_VERSION:
+        raise line.fail("trace", f"version {version} is not read here (this version reads {TRACE_VERSION})")
+    line.typed(record, "policy", "policy", "string")
+    line.one_of(record, "engine", "engine", _ENGINES)
+    line.typed(record, "cache_key", "cache_key", "string")
+    line.typed(record, "digest", "digest", "string")
+    data = line.typed(record, "input", "input", "object")
+    cands = line.objects(data, "candidates", "input.candidates")
+    for i, c in enumerate(cands):
+        at = f"input.candidates[{i}]"
+        for key in ("path", "content"):
+            line.typed(c, key, f"{at}.{key}", "string")
+        for key in ("start", "end"):
+            line.typed(c, key, f"{at}.{key}", "integer")
+        line.one_of(c, "reason", f"{at}.reason", _CANDIDATE_REASONS)
+        line.typed(c, "score", f"{at}.score", "number")
+        line.typed(c, "group", f"{at}.group", "integer", optional=True)
+        for key in ("source_sha256", "source_id"):
+            line.typed(c, key, f"{at}.{key}", "string", optional=True)
+    line.typed(data, "budget", "input.budget", "integer")
+    failing = line.typed(data, "failure_files", "input.failure_files", "array")
+    for i, path in enumerate(failing):
+        if not isinstance(path, str):
+            raise line.fail(f"input.failure_files[{i}]", f"expected a string, got {_kind(path)}")
+    line.typed(data, "cost", "input.cost", "object")
+    line.typed(data, "verified", "input.verified", "boolean", optional=True)
+    line.typed(record, "used", "used", "integer")
+    for i, d in enumerate(line.objects(record, "decisions", "decisions")):
+        at = f"decisions[{i}]"
+        index = line.typed(d, "index", f"{at}.index", "integer")
+        if not 0 <= index < len(cands):
+            raise line.fail(f"{at}.index", f"{index} is not a candidate's index ({len(cands)} candidates)")
+        line.typed(d, "rank", f"{at}.rank", "integer")
+        line.one_of(d, "reason", f"{at}.reason", _DECISION_REASONS)
+        line.typed(d, "cost", f"{at}.cost", "integer")
+        for key in ("overlaps", "member"):
+            line.typed(d, key, f"{at}.{key}", "integer", optional=True)
 
 
 def _rebuild(
@@ -354,13 +497,26 @@ def diff(
     return tuple(changes)
 
 
+def _refused(exc: Exception) -> str:
+    """``field 'input.candidates[i].F': problem`` for an input the build refused."""
+    if isinstance(exc, InvalidInputError) and exc.field:
+        where = f"input.{exc.field}" if exc.index is None else f"input.candidates[{exc.index}].{exc.field}"
+        return f"field '{where}': {' '.join(str(exc.problem).split())}"
+    return f"field 'input': {' '.join(str(exc).split())}"
+
+
 def replay(path: str | os.PathLike[str], build: Any, *, limits: Limits | None = None) -> Iterator[Turn]:
     """Rebuild every line of the trace at ``path`` (read as :func:`read_trace` reads it, with
     ``limits``) with ``build`` (either engine's) and yield each :class:`Turn` with its changes
-    from the previous one."""
+    from the previous one. Raises ``ValueError`` as :func:`read_trace` does, and for an input
+    the build refuses (``trace line 2: field 'input.candidates[0].start': must be >= 1, got
+    0``)."""
     previous: BuildResult | None = None
-    for number, record in enumerate(read_trace(path, limits=limits), 1):
-        result, cands, stale = _rebuild(record, build)
+    for number, (line, record) in enumerate(_read_lines(path, limits), 1):
+        try:
+            result, cands, stale = _rebuild(record, build)
+        except (InvalidInputError, TypeError, OverflowError) as exc:  # a field the build refuses
+            raise ValueError(f"trace line {line}: {_refused(exc)}") from None
         changes = () if previous is None else diff(previous, result, cands, stale)
         yield Turn(number, record["digest"], result.digest, changes)
         previous = result

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._io import OutputError, warn, write_file, write_stream
+from .._io import OutputError, warn, write_stream
+from .._writer import OutputConflictError, check_output, refuse_same_files, write_file
 from ..composer import header_path
 from ..errors import ResourceLimitError
 from ..secrets import redact_text
@@ -65,11 +66,41 @@ def _error(message: str) -> None:
     warn(f"repo-context eval: {' '.join(message.splitlines())}")
 
 
+#: The files ``--out DIR`` writes in ``DIR`` (each by :func:`repo_context._writer.write_file`).
+_OUT_FILES = ("eval.md", "coverage.png", "recall.png")
+
+
+def _make_folder(out: Path) -> None:
+    """Make the folder ``--out`` names (and its parents); ``OutputError`` if it cannot be."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:
+        raise OutputError(f"cannot write {header_path(str(out))}: not a folder") from exc
+    except OSError as exc:
+        raise OutputError(f"cannot write {header_path(str(out))}: {exc.strerror or exc}") from exc
+
+
 def run_eval(args: argparse.Namespace) -> int:
     """Run ``repo-context eval`` with parsed arguments; returns the exit status: 0; 1 when a case
     could not be prepared (the others are still reported) or the report cannot be written; 2
     for a bad cases file or an unknown case."""
     files = list(args.cases or DEFAULT_CASE_FILES)
+    written = [] if args.out is None else [Path(args.out) / name for name in _OUT_FILES]
+    try:
+        refuse_same_files(
+            [("--out", path) for path in written], [("--cases", cases_file) for cases_file in files]
+        )
+    except OutputConflictError as exc:
+        _error(str(exc))
+        return 2
+    try:  # before any work: a folder that cannot be made, a file in it that cannot be written
+        if args.out is not None:
+            _make_folder(Path(args.out))
+        for path in written:
+            check_output(path)
+    except OutputError as exc:
+        _error(str(exc))
+        return 1
     every: list[dict[str, Any]] = []
     for cases_file in files:
         try:
@@ -122,10 +153,7 @@ def run_eval(args: argparse.Namespace) -> int:
         write_stream(sys.stdout, report)
         if args.out is not None:
             out = Path(args.out)
-            try:
-                out.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise OutputError(f"cannot write {header_path(str(out))}: {exc.strerror or exc}") from exc
+            _make_folder(out)
             write_file(out / "eval.md", report)
             for name, chart in (("coverage.png", coverage_chart), ("recall.png", recall_chart)):
                 image = io.BytesIO()

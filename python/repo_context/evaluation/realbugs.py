@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import read_capped
+from .._writer import atomic_output, write_file
 
 __all__ = [
     "GoldRange",
@@ -264,7 +265,7 @@ def prepare(
     source_root = repo / case["source_root"] if case["source_root"] else repo
     env = dict(os.environ, PYTHONPATH=str(source_root))
     env.pop("PYTHONHOME", None)
-    with open(out / "failing.log", "w", encoding="utf-8") as fh:
+    with atomic_output(out / "failing.log") as log_file:
         proc = subprocess.run(
             [
                 str(venv_python),
@@ -283,7 +284,7 @@ def prepare(
             ],
             cwd=repo,
             env=env,
-            stdout=fh,
+            stdout=log_file.file,
             stderr=subprocess.STDOUT,
             check=False,
         )
@@ -292,7 +293,7 @@ def prepare(
             f"the regression test should fail (pytest exit 1), got exit {proc.returncode}; "
             f"see failing.log of case {case['id']}"
         )
-    marker.write_text(json.dumps({"case": case["id"], "pytest_exit": 1}) + "\n", encoding="utf-8")
+    write_file(marker, json.dumps({"case": case["id"], "pytest_exit": 1}) + "\n")
     return _prepared(case, out)
 
 
@@ -311,7 +312,7 @@ def _pytest_config(repo: Path, out: Path) -> Path:
         if path.is_file() and section in path.read_text(encoding="utf-8", errors="replace"):
             return path
     empty = out / "pytest.ini"
-    empty.write_text("[pytest]\n", encoding="utf-8")
+    write_file(empty, "[pytest]\n")
     return empty
 
 

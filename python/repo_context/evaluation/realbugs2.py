@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._writer import atomic_output, write_file
 from .realbugs import PreparationError, PreparedCase
 
 __all__ = ["DEFAULT_CASES2", "find_case_python", "is_tree_case", "prepare_tree_case"]
@@ -131,7 +132,7 @@ def _venv(case: dict[str, Any], out: Path, log: Callable[[str], None]) -> Path:
         if proc.returncode != 0:
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-20:]
             raise PreparationError(f"command failed ({proc.returncode}): {command}\n" + "\n".join(tail))
-    stamp_file.write_text(stamp, encoding="utf-8")
+    write_file(stamp_file, stamp)
     return venv_python
 
 
@@ -179,7 +180,7 @@ def prepare_tree_case(
     env["PYTHONPATH"] = str(repo / pythonpath) if pythonpath else str(repo)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     log(f"running {' '.join(case['fail_to_pass'])}")
-    with open(out / "failing.log", "w", encoding="utf-8") as fh:
+    with atomic_output(out / "failing.log") as log_file:
         proc = subprocess.run(
             [
                 str(venv_python),
@@ -194,7 +195,7 @@ def prepare_tree_case(
             ],
             cwd=repo,
             env=env,
-            stdout=fh,
+            stdout=log_file.file,
             stderr=subprocess.STDOUT,
             check=False,
         )
@@ -204,7 +205,7 @@ def prepare_tree_case(
             f"the failing tests should exit {expected}, got exit {proc.returncode}; "
             f"see failing.log of case {case['id']}"
         )
-    marker.write_text(json.dumps({"case": case["id"], "pytest_exit": expected}) + "\n", encoding="utf-8")
+    write_file(marker, json.dumps({"case": case["id"], "pytest_exit": expected}) + "\n")
     return _prepared(case, out)
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from ..composer import header_path
 from .evaluate import STRATEGY_LABELS, Ablation, Evaluation, Run
@@ -423,6 +424,19 @@ def _runs_section(ev: Evaluation) -> list[str]:
     return lines
 
 
+def _save(fig: Any, path: str | Path | IO[bytes]) -> None:
+    """Save ``fig`` as PNG to a binary stream, or to a file through the package's writer
+    (:func:`repo_context._writer.write_file`: whole or not at all)."""
+    if isinstance(path, (str, Path)):
+        from .._writer import write_file
+
+        image = io.BytesIO()
+        fig.savefig(image, format="png")
+        write_file(path, image.getvalue())
+    else:
+        fig.savefig(path, format="png")
+
+
 def coverage_chart(evaluation: Evaluation, path: str | Path | IO[bytes]) -> None:
     """Write a PNG chart of mean gold coverage against budget, one line per strategy, to
     ``path`` (a file name or a binary stream)."""
@@ -472,7 +486,7 @@ def coverage_chart(evaluation: Evaluation, path: str | Path | IO[bytes]) -> None
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, format="png")
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -546,5 +560,5 @@ def recall_chart(evaluation: Evaluation, path: str | Path | IO[bytes]) -> None:
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, format="png")
+    _save(fig, path)
     plt.close(fig)
