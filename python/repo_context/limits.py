@@ -82,6 +82,8 @@ class Limits:
             Default 64 MiB.
         max_issue_bytes: bytes (UTF-8) of the issue text (``--issue``, ``issue=``). Error.
             Default 1 MiB (a GitHub issue body holds at most 65,536 characters).
+        max_coverage_bytes: bytes of a coverage report (``--coverage``, ``coverage=``, the MCP
+            server's ``coverage_file``). Error. Default 256 MiB.
         max_query_chars: characters (code points) of the extra search words (``--query``,
             ``query=``). Error. Default 65,536.
         max_candidates: candidates in one build (per group in ``build_table``). Error.
@@ -116,6 +118,7 @@ class Limits:
     max_log_bytes: int = _setting(64 << 20, "bytes", "error", "test log")
     max_junit_bytes: int = _setting(64 << 20, "bytes", "error", "JUnit XML report")
     max_issue_bytes: int = _setting(1 << 20, "bytes", "error", "issue text")
+    max_coverage_bytes: int = _setting(256 << 20, "bytes", "error", "coverage report")
     max_query_chars: int = _setting(65_536, "characters", "error", "extra search words")
     max_candidates: int = _setting(4_000_000, "candidates", "error", "candidates in one build")
     max_total_chars: int = _setting(1 << 30, "characters", "error", "content of one build")
