@@ -27,6 +27,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ..composer import header_path
 from ..errors import InvalidInputError
 from ..limits import Limits, limit_error, resolve
 from .execution import ExecutionRecord, TestRun, context_test_id
@@ -86,16 +87,17 @@ def read_coverage_file(
         OSError: the file cannot be opened or read.
     """
     maximum: int = resolve(limits).max_coverage_bytes
+    shown = header_path(os.fspath(path))
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise InvalidInputError(FIELD, f"not a regular file: {os.fspath(path)!r}")
+            raise InvalidInputError(FIELD, f"not a regular file: {shown}")
         if info.st_size > maximum:
-            raise limit_error(FIELD, "max_coverage_bytes", os.fspath(path), info.st_size, maximum)
+            raise limit_error(FIELD, "max_coverage_bytes", shown, info.st_size, maximum)
         data = handle.read(maximum + 1)
     if len(data) > maximum:
-        raise limit_error(FIELD, "max_coverage_bytes", os.fspath(path), len(data), maximum, exact=False)
+        raise limit_error(FIELD, "max_coverage_bytes", shown, len(data), maximum, exact=False)
     return read_coverage(data, repo, limits=limits)
 
 
