@@ -88,11 +88,16 @@ def read_coverage_file(
     """
     maximum: int = resolve(limits).max_coverage_bytes
     shown = header_path(os.fspath(path))
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    # Opened without blocking (a FIFO does not wait for a writer), checked before reading.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise InvalidInputError(FIELD, f"not a regular file: {shown}")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
         if info.st_size > maximum:
             raise limit_error(FIELD, "max_coverage_bytes", shown, info.st_size, maximum)
         data = handle.read(maximum + 1)
@@ -165,6 +170,13 @@ def _data_file(data: bytes) -> tuple[_Raw, bool, set[str]]:
         copy = Path(folder) / "data"
         copy.write_bytes(data)
         try:
+            # CoverageData gives an SQLite database without its schema one (an empty data
+            # file): a database that is not coverage.py's is refused first, read-only.
+            with sqlite3.connect(f"{copy.as_uri()}?mode=ro", uri=True) as db:
+                tables = {row[0] for row in db.execute("select name from sqlite_master where type = 'table'")}
+            db.close()
+            if not {"coverage_schema", "file"} <= tables:
+                raise _damaged("coverage.py data", "an SQLite database without coverage.py's tables")
             cov = CoverageData(basename=str(copy), suffix=None, no_disk=False)
             cov.read()
             files = sorted(cov.measured_files())
