@@ -19,9 +19,8 @@ one of two things, fixed per setting (:func:`behaviour` tells which):
   ``maximum`` the configured value; the message names all three. The command line exits with
   status 2 and one line. These are the caller's own inputs: ``max_input_bytes``,
   ``max_log_bytes``, ``max_junit_bytes``, ``max_issue_bytes``, ``max_coverage_bytes``,
-  ``max_query_chars``,
-  ``max_candidates``, ``max_total_chars``, and ``max_files`` (a repository walk that never
-  ends is most likely the wrong folder). The MCP server's time limits are errors too (a tool
+  ``max_query_chars``, ``max_candidates``, ``max_total_chars``, and ``max_files`` (a
+  repository walk that never ends is most likely the wrong folder). The MCP server's time limits are errors too (a tool
   error naming the setting): ``mcp_call_seconds`` and ``test_run_seconds``.
 * **skipped, not an error**: inside a repository a single oversized file, a folder nested too
   deep, or an unusable ``.gitignore`` is a property of that repository, not of the request, so

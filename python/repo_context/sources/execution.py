@@ -56,7 +56,7 @@ EXECUTED_SOURCE = "coverage: executed by the failing tests"
 #: The ``source`` of a reference window the failing tests never executed (moved down).
 NOT_EXECUTED_SOURCE = "reference: not executed by the failing tests"
 #: At most this many executed units become windows (the most suspicious).
-MAX_EXECUTED_UNITS = 400
+MAX_EXECUTED_UNITS = 600
 
 _UNIT = 2 * RADIUS + 1
 # Closeness to the failing frames, without a spectrum: a unit in a failing file, a unit the

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..limits import check_context_inputs
 from .coverage import CoverageInput, execution_record
-from .execution import demote_unexecuted, execution_windows
+from .execution import ExecutionRecord, demote_unexecuted, execution_windows
 from .failure import (
     ProjectFrame,
     called_code_windows,
@@ -71,7 +71,9 @@ class Gathered:
     ``failure_files`` are the failing files in error order (the failure file first, then
     the other files of the traceback from deep to shallow, each once). ``failing_tests``
     are every failing test of the log (:func:`~.pytest_log.failing_tests`, summary order);
-    ``failure`` is the ``failure`` of the chosen one.
+    ``failure`` is the ``failure`` of the chosen one. ``execution`` is the execution record the
+    ``coverage`` evidence was read into (``None`` without it): its ``unmapped`` paths are the
+    report's files that name no repository file.
     """
 
     candidates: tuple[Window, ...]
@@ -82,6 +84,7 @@ class Gathered:
     policy_omissions: tuple[PolicyOmission, ...] = ()
     failure_files: tuple[str, ...] = ()
     failing_tests: tuple[FailingTest, ...] = ()
+    execution: ExecutionRecord | None = None
 
     def build_input(self, max_chars: int) -> dict[str, object]:
         """The input of ``repo_context.build``: candidates, ``max_chars`` (a budget in
@@ -259,6 +262,7 @@ def gather(
         ]
     failure_found = [] if "failure" in exclude else failure_windows(repository, frames, base_score=tier + 2.0)
     executed: list[Window] = []
+    record: ExecutionRecord | None = None
     if coverage is not None:
         record = execution_record(coverage, repository, repository.resource_limits)
         executed = execution_windows(
@@ -299,4 +303,5 @@ def gather(
         policy_omissions=tuple(withheld),
         failure_files=tuple(failing),
         failing_tests=tuple(tests),
+        execution=record,
     )
