@@ -20,8 +20,9 @@ one of two things, fixed per setting (:func:`behaviour` tells which):
   status 2 and one line. These are the caller's own inputs: ``max_input_bytes``,
   ``max_log_bytes``, ``max_junit_bytes``, ``max_issue_bytes``, ``max_coverage_bytes``,
   ``max_query_chars``, ``max_candidates``, ``max_total_chars``, and ``max_files`` (a
-  repository walk that never ends is most likely the wrong folder). The MCP server's time limits are errors too (a tool
-  error naming the setting): ``mcp_call_seconds`` and ``test_run_seconds``.
+  repository walk that never ends is most likely the wrong folder). The MCP server's time
+  limits are errors too (a tool error naming the setting): ``mcp_call_seconds`` and
+  ``test_run_seconds``.
 * **skipped, not an error**: inside a repository a single oversized file, a folder nested too
   deep, or an unusable ``.gitignore`` is a property of that repository, not of the request, so
   the rest of the repository is still used. The skipped file or folder is recorded in
