@@ -196,10 +196,17 @@ def _header_lines(repo: Repository, path: str) -> frozenset[int]:
     if tree is None:
         return frozenset()
     out: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
-            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            out.update(range(first, node.body[0].lineno))
+    # Statements only (a definition is a statement): expressions are not walked.
+    blocks: list[list[ast.AST]] = [list(tree.body)]
+    while blocks:
+        for node in blocks.pop():
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                out.update(range(first, node.body[0].lineno))
+            for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                block = getattr(node, name, None)
+                if isinstance(block, list) and block:
+                    blocks.append(block)
     return frozenset(out)
 
 
@@ -227,26 +234,48 @@ def _units(repo: Repository, symbols: SymbolIndex, path: str, lines: Iterable[in
             continue
         inner = next(((a, b) for a, b in functions if a <= line <= b), None)
         if inner is not None:
-            span, is_function = inner, True
-        elif source.tree is not None:
-            span, is_function = failure_spans(source, line)[0], False
-        else:
-            span, is_function = source.clamp(line - RADIUS, line + RADIUS), False
-        unit = units.get(span)
-        if unit is None:
-            # A module-level run may overlap an earlier one: the line joins the run it is in.
-            unit = next(
-                (
-                    u
-                    for u in units.values()
-                    if not u.function and not is_function and u.start <= line <= u.end
-                ),
-                None,
-            )
+            unit = units.get(inner)
             if unit is None:
-                unit = units[span] = _Unit(path, span[0], span[1], is_function)
+                unit = units[inner] = _Unit(path, inner[0], inner[1], True)
+            unit.lines.add(line)
+            continue
+        # Module or class level: the line joins a run of statements it is already in.
+        unit = next(
+            (u for u in reversed(units.values()) if not u.function and u.start <= line <= u.end), None
+        )
+        if unit is None:
+            if source.tree is not None:
+                span = failure_spans(source, line)[0]
+            else:
+                span = source.clamp(line - RADIUS, line + RADIUS)
+            unit = units.get(span)
+            if unit is None:
+                unit = units[span] = _Unit(path, span[0], span[1], False)
         unit.lines.add(line)
     return list(units.values())
+
+
+_HEADER_WORDS = ("def ", "async def ", "class ", "@")
+
+
+def _runs_a_body(repo: Repository, symbols: SymbolIndex, path: str, lines: Iterable[int]) -> bool:
+    """Whether one of ``lines`` of ``path`` lies in a function's body (inside a tree-sitter
+    function definition, on a line that does not open a definition or hold a decorator):
+    without per-test data, a file whose executed lines are all at module or class level only
+    ran at import. A file without definitions to tell by (not parsed) counts as running one."""
+    source = repo.source(path)
+    parsed = symbols.parsed(path)
+    if source is None or parsed is None:
+        return True
+    spans = [(d.start, d.end) for d in parsed.definitions if d.kind == "function"]
+    for line in lines:
+        if not 1 <= line <= source.line_count:
+            continue
+        if source.lines[line - 1].lstrip().startswith(_HEADER_WORDS):
+            continue
+        if any(a <= line <= b for a, b in spans):
+            return True
+    return False
 
 
 def _overlaps(window: Window, unit: _Unit) -> bool:
@@ -296,6 +325,8 @@ def execution_windows(
         for run in passed_runs:
             for line in run.lines.get(path, ()):
                 passed_at[line] = passed_at.get(line, 0) + 1
+        if not record.per_test and not _runs_a_body(repo, symbols, path, failed_at):
+            continue  # one run of every test: a file whose only executed lines ran at import
         for unit in _units(repo, symbols, path, failed_at):
             best_line, best = min(unit.lines), -1.0
             for line in sorted(unit.lines):
