@@ -67,9 +67,19 @@ def unused():
     return 42
 """
 
+# Imported by the tests, never called: its lines ran at import only.
+EXTRA = """\
+LIMIT = 3
+
+
+def never():
+    return LIMIT
+"""
+
 TESTS = """\
 import os
 
+import extra
 from shop import legacy_total, total
 
 
@@ -104,6 +114,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     repo = tmp_path_factory.mktemp("cov") / "repo"
     (repo / "tests").mkdir(parents=True)
     (repo / "shop.py").write_text(SHOP, encoding="utf-8")
+    (repo / "extra.py").write_text(EXTRA, encoding="utf-8")
     (repo / "tests" / "test_shop.py").write_text(TESTS, encoding="utf-8")
     (repo / ".coveragerc").write_text(
         "[run]\nsource = .\ndynamic_context = test_function\n", encoding="utf-8"
@@ -223,6 +234,10 @@ def test_without_contexts_the_executed_code_is_still_proposed(made: dict[str, An
         spans = {(w.path, w.start, w.end) for w in _coverage_windows(found)}
         assert ("shop.py", *_span("discount")) in spans, kind
         assert ("shop.py", *_span("unused")) not in spans, kind
+        # A file whose executed lines all ran at import (a constant, a def line) gives none.
+        assert not any(path == "extra.py" for path, _, _ in spans), kind
+    record = read_coverage_file(made["reports"]["lcov"], Repository(made["repo"]))
+    assert set(record.executed("extra.py")) == {1, 4}
 
 
 def test_a_reference_the_failing_test_never_ran_scores_below_executed_code(made: dict[str, Any]) -> None:
