@@ -422,3 +422,58 @@ def test_the_mcp_tool_reads_a_confined_coverage_file(made: dict[str, Any], tmp_p
     small = create_server(cache=False, roots=[repo], limits=Limits(max_coverage_bytes=10))
     (over,) = _calls(small, _context(repo, test_log=made["log"], coverage_file=str(made["reports"]["lcov"])))
     assert "max_coverage_bytes" in _error(over)
+
+
+def test_pytest_cov_contexts_map_to_node_ids(made: dict[str, Any], tmp_path: Path) -> None:
+    # pytest-cov's --cov-context=test names contexts `node id|phase`: rewritten with coverage.py's
+    # own writer from the real run's data.
+    from coverage import CoverageData
+
+    original = CoverageData(basename=str(made["reports"]["coverage-data"]))
+    original.read()
+    renamed = {
+        "test_shop.test_big": FAILING + "|run",
+        "test_shop.test_small": "tests/test_shop.py::test_small|run",
+    }
+    copy = CoverageData(basename=str(tmp_path / "pytest-cov.coverage"))
+    for context in sorted(original.measured_contexts()):
+        original.set_query_contexts([context])
+        copy.set_context(renamed.get(context, context))
+        copy.add_lines({f: original.lines(f) or [] for f in original.measured_files()})
+    copy.write()
+    record = read_coverage_file(tmp_path / "pytest-cov.coverage", Repository(made["repo"]))
+    failing = gather(made["repo"], made["log"]).failing_tests
+    outcomes = dict(zip((r.test for r in record.runs), run_outcomes(record, failing), strict=True))
+    assert outcomes == {None: None, FAILING: True, "tests/test_shop.py::test_small": False}
+    found = gather(made["repo"], made["log"], coverage=tmp_path / "pytest-cov.coverage")
+    first = _coverage_windows(found)[0]
+    assert (first.path, first.start, first.end) == ("shop.py", *_span("discount"))
+
+
+def test_a_long_executed_function_is_cut_with_a_reference_to_its_whole(tmp_path: Path) -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(40))
+    (tmp_path / "long.py").write_text(f"def long():\n{body}    return x39\n", encoding="utf-8")
+    (tmp_path / "test_long.py").write_text(
+        "from long import long\n\n\ndef test_long():\n    assert long() == 0\n", encoding="utf-8"
+    )
+    log = (
+        "=================================== FAILURES ===================================\n"
+        "__________________________________ test_long ___________________________________\n\n"
+        "    def test_long():\n>       assert long() == 0\nE       assert 39 == 0\n\n"
+        "test_long.py:5: AssertionError\n"
+        "=========================== short test summary info ============================\n"
+        "FAILED test_long.py::test_long - assert 39 == 0\n"
+    )
+    record = ExecutionRecord(
+        "rerun",
+        (
+            TestRun("test_long.py::test_long", {"long.py": frozenset(range(2, 43))}, failed=True),
+            TestRun("test_other", {"long.py": frozenset(range(2, 30))}, failed=False),
+        ),
+        per_test=True,
+    )
+    windows = _coverage_windows(gather(tmp_path, log, coverage=record))
+    assert [(w.start, w.end) for w in windows][:1] == [(1, 42)]
+    parts = [w for w in windows if w.source == f"{EXECUTED_SOURCE} (part of lines 1-42)"]
+    assert len(parts) == 1 and 1 <= parts[0].start and parts[0].end <= 42
+    assert parts[0].end - parts[0].start + 1 <= 21 and parts[0].start <= 30 <= parts[0].end
