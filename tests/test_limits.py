@@ -73,6 +73,7 @@ def test_defaults_and_units() -> None:
         "max_input_bytes": 256 << 20,
         "max_log_bytes": 64 << 20,
         "max_junit_bytes": 64 << 20,
+        "max_coverage_bytes": 256 << 20,
         "max_issue_bytes": 1 << 20,
         "max_query_chars": 65_536,
         "max_candidates": 4_000_000,

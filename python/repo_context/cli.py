@@ -626,6 +626,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
             test=args.test,
             issue=issue,
             trace=args.trace,
+            coverage=Path(args.coverage) if args.coverage is not None else None,
         )
     except OSError as exc:  # (a trace that cannot be written is OutputError, not OSError)
         where = header_path(str(exc.filename or args.repo))
@@ -756,6 +757,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         default=None,
         help="the run's JUnit XML report (pytest --junitxml): fills in tracebacks the log lacks",
+    )
+    context.add_argument(
+        "--coverage",
+        metavar="FILE",
+        default=None,
+        help="a coverage report of the failing tests (coverage.py's .coverage data file, its JSON "
+        "report, LCOV or Cobertura XML, told apart by content): the code they executed is "
+        "failure evidence, ranked by suspiciousness",
     )
     context.add_argument(
         "--test",

@@ -18,10 +18,11 @@ one of two things, fixed per setting (:func:`behaviour` tells which):
   bound, when the work stopped at the limit: the message then says "more than") and
   ``maximum`` the configured value; the message names all three. The command line exits with
   status 2 and one line. These are the caller's own inputs: ``max_input_bytes``,
-  ``max_log_bytes``, ``max_junit_bytes``, ``max_issue_bytes``, ``max_query_chars``,
-  ``max_candidates``, ``max_total_chars``, and ``max_files`` (a repository walk that never
-  ends is most likely the wrong folder). The MCP server's time limits are errors too (a tool
-  error naming the setting): ``mcp_call_seconds`` and ``test_run_seconds``.
+  ``max_log_bytes``, ``max_junit_bytes``, ``max_issue_bytes``, ``max_coverage_bytes``,
+  ``max_query_chars``, ``max_candidates``, ``max_total_chars``, and ``max_files`` (a
+  repository walk that never ends is most likely the wrong folder). The MCP server's time
+  limits are errors too (a tool error naming the setting): ``mcp_call_seconds`` and
+  ``test_run_seconds``.
 * **skipped, not an error**: inside a repository a single oversized file, a folder nested too
   deep, or an unusable ``.gitignore`` is a property of that repository, not of the request, so
   the rest of the repository is still used. The skipped file or folder is recorded in
@@ -82,6 +83,8 @@ class Limits:
             Default 64 MiB.
         max_issue_bytes: bytes (UTF-8) of the issue text (``--issue``, ``issue=``). Error.
             Default 1 MiB (a GitHub issue body holds at most 65,536 characters).
+        max_coverage_bytes: bytes of a coverage report (``--coverage``, ``coverage=``, the MCP
+            server's ``coverage_file``). Error. Default 256 MiB.
         max_query_chars: characters (code points) of the extra search words (``--query``,
             ``query=``). Error. Default 65,536.
         max_candidates: candidates in one build (per group in ``build_table``). Error.
@@ -116,6 +119,7 @@ class Limits:
     max_log_bytes: int = _setting(64 << 20, "bytes", "error", "test log")
     max_junit_bytes: int = _setting(64 << 20, "bytes", "error", "JUnit XML report")
     max_issue_bytes: int = _setting(1 << 20, "bytes", "error", "issue text")
+    max_coverage_bytes: int = _setting(256 << 20, "bytes", "error", "coverage report")
     max_query_chars: int = _setting(65_536, "characters", "error", "extra search words")
     max_candidates: int = _setting(4_000_000, "candidates", "error", "candidates in one build")
     max_total_chars: int = _setting(1 << 30, "characters", "error", "content of one build")

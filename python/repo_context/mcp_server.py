@@ -119,15 +119,17 @@ _CONTEXT_DESCRIPTION = """Build the code context for a failing test.
 repository: the folder the tests ran in. test_log: the test output (pytest in any --tb style,
 unittest, a traceback, or a JUnit XML report); or log_file: a file holding it. test: the node
 id (or name) of the failing test to build for (default: the first failure). junit_xml: the
-run's JUnit XML report, if any; or junit_file: a file holding it. query: extra search words.
+run's JUnit XML report, if any; or junit_file: a file holding it. coverage_file: a coverage
+report of the failing tests (coverage.py's .coverage data file, its JSON report, LCOV or
+Cobertura XML): the code they executed is failure evidence. query: extra search words.
 budget: in the cost's unit (default 16000 characters or 4000 tokens). unit: "chars" or
 "tokens"; encoding: "o200k_base" (default) or "cl100k_base"; template: "markdown" or "xml"
 (the budget counts the rendered section); line_numbers: number the lines.
 
 {run}
 
-Every path (repository, log_file, junit_file) must be a path inside the server's roots
-(symbolic links resolved); log_file and junit_file must be regular files.
+Every path (repository, log_file, junit_file, coverage_file) must be a path inside the server's
+roots (symbolic links resolved); log_file, junit_file and coverage_file must be regular files.
 
 Returns the section (text) and, structured, the section, the result (ContextResult.to_dict():
 the build result's JSON form, the policy omissions and the failure), the report (Markdown),
@@ -530,6 +532,7 @@ def create_server(
         test: str | None = None,
         junit_xml: str | None = None,
         junit_file: str | None = None,
+        coverage_file: str | None = None,
         query: str | None = None,
         budget: int | None = None,
         unit: str = "chars",
@@ -564,13 +567,26 @@ def create_server(
                 report = _read_regular(
                     allowed, junit_file, "junit_file", "max_junit_bytes", "junit_xml", limits, deadline
                 )
+            coverage: bytes | None = None
+            if coverage_file is not None:
+                coverage = _read_regular(
+                    allowed,
+                    coverage_file,
+                    "coverage_file",
+                    "max_coverage_bytes",
+                    "coverage",
+                    limits,
+                    deadline,
+                )
             ws = workspace(root)
             if text is None:
                 node_id = str(test)
                 _check_test_id(ws.root, node_id)
                 python_path = _interpreter(ws.root, interpreter)
                 text = _run_test(ws.root, node_id, python_path, limits=limits, deadline=deadline)
-            return ws.context(text, junit_xml=report, test=test, query=query, budget=budget, cost=cost)
+            return ws.context(
+                text, junit_xml=report, test=test, query=query, budget=budget, cost=cost, coverage=coverage
+            )
 
         outcome = await _in_worker(job, limits)
         structured = {

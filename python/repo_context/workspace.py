@@ -37,6 +37,7 @@ from .composer import header_path, render, render_omitted
 from .cost import Cost
 from .limits import Limits, check_context_inputs, resolve
 from .secrets import redact, redact_json, redaction_note
+from .sources.coverage import CoverageInput
 from .sources.files import PolicyOmission, Repository, SourceFile, _parse
 from .sources.gather import Gathered, gather
 from .sources.pytest_log import TestFailure, parse_test_output
@@ -514,11 +515,20 @@ class Workspace:
         query: str | None = None,
         issue: str | None = None,
         exclude: Sequence[str] = (),
+        coverage: CoverageInput | None = None,
     ) -> Gathered:
         """The candidates for the failure in ``log_text`` (:func:`repo_context.sources.gather`,
         with the kept index; ``exclude`` leaves named sources out, for ablation); see
         :meth:`context`."""
-        found = self._run(log_text, junit_xml=junit_xml, test=test, query=query, issue=issue, exclude=exclude)
+        found = self._run(
+            log_text,
+            junit_xml=junit_xml,
+            test=test,
+            query=query,
+            issue=issue,
+            exclude=exclude,
+            coverage=coverage,
+        )
         return found[0]
 
     def context(
@@ -533,6 +543,7 @@ class Workspace:
         cost: object = None,
         engine: str = "native",
         trace: TraceTarget | None = None,
+        coverage: CoverageInput | None = None,
     ) -> ContextResult:
         """Build the context for a failing test of the repository.
 
@@ -548,11 +559,17 @@ class Workspace:
         (``{"template": "markdown"}``), so that :attr:`ContextResult.section` is within the
         budget. ``engine`` is ``"native"`` (the Rust engine) or ``"reference"``. With
         ``trace`` (a path, appended to, or a text stream), the build's JSON line is appended
-        (:mod:`repo_context.trace`).
+        (:mod:`repo_context.trace`). ``coverage`` is execution evidence: a coverage report
+        (coverage.py's ``.coverage`` data file, its JSON report, LCOV or Cobertura XML, told
+        apart by content) as ``bytes``, a ``str`` of its text or an ``os.PathLike`` path, or an
+        :class:`repo_context.sources.execution.ExecutionRecord`; the units the failing tests
+        executed become failure windows ranked by suspiciousness, and the reference windows
+        they never executed move below the search windows (:func:`repo_context.sources.gather`).
 
         Verified provenance: every candidate carries ``source_sha256`` (the SHA-256 of the
         bytes of its file as the reader's check read it) and ``source_id`` (the source that
-        proposed it: ``failure``, ``reference``, ``search``, ``issue`` or ``members``), and
+        proposed it: ``failure``, ``reference``, ``search``, ``issue`` or ``members``; with
+        ``coverage``, ``coverage: executed by the failing tests``), and
         the build verifies them through the workspace's reader: a window whose file was
         edited (or removed) after it was cut is omitted with reason ``stale``
         (:mod:`repo_context.provenance`).
@@ -561,7 +578,10 @@ class Workspace:
         ``limits.max_log_bytes`` (UTF-8 bytes), a ``junit_xml`` over ``max_junit_bytes``, an
         ``issue`` over ``max_issue_bytes``, a ``query`` over ``max_query_chars`` characters, a
         repository walk over ``max_files`` entries, a build over ``max_candidates`` or
-        ``max_total_chars``; ``InvalidInputError`` for an invalid budget or cost, ``LookupError`` if
+        ``max_total_chars``, a ``coverage`` report over ``max_coverage_bytes``;
+        ``InvalidInputError`` for an invalid budget or cost, a ``coverage`` report of an unknown
+        format or a damaged one, or a path that is not a regular file (field ``coverage``),
+        ``LookupError`` if
         ``test`` names no failure of the log, ``LogFormatError`` (a ``ValueError``) for
         unreadable JUnit XML, ``ValueError`` for an unknown engine, ``OSError`` if the
         repository folder cannot be listed, or the trace cannot be written.
@@ -573,7 +593,7 @@ class Workspace:
         if budget is None:
             budget = DEFAULT_MAX_TOKENS if model.unit == "tokens" else DEFAULT_MAX_CHARS
         gathered, failures, timings, reread, reader = self._run(
-            log_text, junit_xml=junit_xml, test=test, query=query, issue=issue
+            log_text, junit_xml=junit_xml, test=test, query=query, issue=issue, coverage=coverage
         )
         before = time.perf_counter()
         data = gathered.build_input(budget)
@@ -599,6 +619,7 @@ class Workspace:
         query: str | None,
         issue: str | None = None,
         exclude: Sequence[str] = (),
+        coverage: CoverageInput | None = None,
     ) -> tuple[Gathered, tuple[TestFailure, ...], dict[str, float], tuple[str, ...], _Reader]:
         check_context_inputs(self.limits, log_text, junit_xml, query, issue)
         with self._lock:
@@ -621,6 +642,7 @@ class Workspace:
                 index=index,
                 issue=issue,
                 exclude=exclude,
+                coverage=coverage,
             )
             self._reader = reader
             self._save_sources()
@@ -986,6 +1008,7 @@ def context(
     cache_dir: str | os.PathLike[str] | None = None,
     cache: bool = True,
     trace: TraceTarget | None = None,
+    coverage: CoverageInput | None = None,
 ) -> ContextResult:
     """The one-call form: ``Workspace(repo, cache_dir=cache_dir, cache=cache).context(...)``
     (see :meth:`Workspace.context`). With the cache (default), a later call, in this process
@@ -1000,4 +1023,5 @@ def context(
         cost=cost,
         engine=engine,
         trace=trace,
+        coverage=coverage,
     )

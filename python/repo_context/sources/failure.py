@@ -53,6 +53,7 @@ __all__ = [
     "failure_windows",
     "is_test_file",
     "locate_test",
+    "map_path",
     "merge_windows",
     "project_frames",
     "resolve_frames",
@@ -182,6 +183,38 @@ def _local_file(repo: Repository, path: str) -> Path | None:
         return None
 
 
+def map_path(
+    repo: Repository, path: str, names: dict[str, list[str]] | None = None
+) -> tuple[str | None, str | None, str | None]:
+    """The repository file a path printed by a tool names (a traceback frame, a coverage
+    report's file), as :func:`resolve_frames` maps frames: ``(rel, None, None)`` for the
+    repository-relative path of the file; else ``(None, where, why)``: a file here that the
+    reader will not read, or a file outside the repository or installed code (``why``
+    ``WINDOW_UNREADABLE``, or ``None`` for a file outside the repository: nothing to report),
+    or a path from another machine that matches several files or none (``FRAME_AMBIGUOUS``,
+    ``FRAME_UNMATCHED``) or is not one to map (``why`` ``None``); ``where`` is how to name the
+    path in an omission. ``names`` is a cache of the repository's files by file name, filled
+    on first use (pass the same ``dict`` for many paths)."""
+    rel = repo.relative(path)
+    if rel is not None:
+        return rel, None, None
+    textual = _under_root(repo, path)
+    if _local_file(repo, path) is not None:
+        # A file here: outside the repository (not a project file), installed code, or one
+        # the reader will not read.
+        return None, textual, WINDOW_UNREADABLE if textual is not None else None
+    if names is None:
+        names = {}
+    if not names:
+        for known in repo.files():
+            names.setdefault(known.rsplit("/", 1)[-1], []).append(known)
+    rel, why = _map_foreign(names, path)
+    if rel is not None:
+        return rel, None, None
+    printed = path.replace("\\", "/")
+    return None, textual if textual is not None and "\\" not in path else printed, why
+
+
 def resolve_frames(
     repo: Repository, failure: TestFailure, *, from_test_id: bool = True
 ) -> tuple[list[ProjectFrame], list[PolicyOmission]]:
@@ -216,25 +249,11 @@ def resolve_frames(
     for frame in failure.frames:
         if frame.path.startswith("<"):
             continue  # <frozen ...>, <string>: no file
-        rel = repo.relative(frame.path)
+        rel, where, why = map_path(repo, frame.path, names)
         if rel is None:
-            textual = _under_root(repo, frame.path)
-            if _local_file(repo, frame.path) is not None:
-                # A file here: outside the repository (not a project frame), installed code,
-                # or one the reader will not read.
-                if textual is not None:
-                    omit(textual, frame.line, WINDOW_UNREADABLE)
-                continue
-            if not names:
-                for known in repo.files():
-                    names.setdefault(known.rsplit("/", 1)[-1], []).append(known)
-            rel, why = _map_foreign(names, frame.path)
-            if rel is None:
-                if why is not None:
-                    printed = frame.path.replace("\\", "/")
-                    where = textual if textual is not None and "\\" not in frame.path else printed
-                    omit(where, frame.line, why)
-                continue
+            if where is not None and why is not None:
+                omit(where, frame.line, why)
+            continue
         source = repo.source(rel)
         if source is None:
             omit(rel, frame.line, WINDOW_UNREADABLE)

@@ -8,6 +8,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..limits import check_context_inputs
+from .coverage import CoverageInput, execution_record
+from .execution import ExecutionRecord, demote_unexecuted, execution_windows
 from .failure import (
     ProjectFrame,
     called_code_windows,
@@ -69,7 +71,9 @@ class Gathered:
     ``failure_files`` are the failing files in error order (the failure file first, then
     the other files of the traceback from deep to shallow, each once). ``failing_tests``
     are every failing test of the log (:func:`~.pytest_log.failing_tests`, summary order);
-    ``failure`` is the ``failure`` of the chosen one.
+    ``failure`` is the ``failure`` of the chosen one. ``execution`` is the execution record the
+    ``coverage`` evidence was read into (``None`` without it): its ``unmapped`` paths are the
+    report's files that name no repository file.
     """
 
     candidates: tuple[Window, ...]
@@ -80,6 +84,7 @@ class Gathered:
     policy_omissions: tuple[PolicyOmission, ...] = ()
     failure_files: tuple[str, ...] = ()
     failing_tests: tuple[FailingTest, ...] = ()
+    execution: ExecutionRecord | None = None
 
     def build_input(self, max_chars: int) -> dict[str, object]:
         """The input of ``repo_context.build``: candidates, ``max_chars`` (a budget in
@@ -107,6 +112,7 @@ def gather(
     index: SearchIndex | None = None,
     issue: str | None = None,
     exclude: Collection[str] = (),
+    coverage: CoverageInput | None = None,
 ) -> Gathered:
     """Gather failure, reference and search windows for one failing test of ``log_text``.
 
@@ -136,6 +142,12 @@ def gather(
     their score): the issue only fills what the log's evidence leaves of a budget, and never
     pushes any of it out. ``exclude`` names sources of :data:`SOURCES` to leave out
     (ablation).
+    ``coverage`` is execution evidence (:func:`~.coverage.execution_record`: a coverage
+    report's bytes or path, or an :class:`~.execution.ExecutionRecord`): each unit the failing
+    tests executed is a ``failure`` window scored by suspiciousness
+    (:func:`~.execution.execution_windows`, source ``coverage: ...``), and the reference
+    windows they never executed are moved below every search window
+    (:func:`~.execution.demote_unexecuted`).
 
     Scores. The builder orders the candidates of the failure file by score alone, whatever
     their reason, so the three sources share one scale there: search windows keep their
@@ -249,12 +261,30 @@ def gather(
             *issue_search,
         ]
     failure_found = [] if "failure" in exclude else failure_windows(repository, frames, base_score=tier + 2.0)
+    executed: list[Window] = []
+    record: ExecutionRecord | None = None
+    if coverage is not None:
+        record = execution_record(coverage, repository, repository.resource_limits)
+        executed = execution_windows(
+            repository, record, tests, frames, symbol_index, tier + 2.0, static=[*references, *search]
+        )
+        floor = 0.998 * min((w.score for w in search), default=1.0)
+        references, unexecuted = demote_unexecuted(repository, references, record, tests, floor)
+        leftover = [*leftover, *unexecuted]
+        # A unit that is a frame's own window stays that window, with the higher score.
+        best = {(w.path, w.start, w.end): w.score for w in executed}
+        failure_found = [
+            replace(w, score=max(w.score, best.get((w.path, w.start, w.end), w.score))) for w in failure_found
+        ]
+        framed = {(w.path, w.start, w.end) for w in failure_found}
+        executed = [w for w in executed if (w.path, w.start, w.end) not in framed]
     # Every window passes the reader's check last: secrets and stale windows are withheld.
     # Each window names its source (its provenance: the candidate's ``source_id``).
     named_windows = [
-        replace(w, source=source)
+        replace(w, source=w.source or source)
         for source, windows in (
             ("failure", failure_found),
+            ("coverage", executed),
             ("reference", references),
             ("search", search),
             ("issue", issue_search),
@@ -273,4 +303,5 @@ def gather(
         policy_omissions=tuple(withheld),
         failure_files=tuple(failing),
         failing_tests=tuple(tests),
+        execution=record,
     )
