@@ -335,7 +335,7 @@ def _verifier(reader: Repository) -> Callable[[str], bytes | None]:
             return None
         data = reader._read(path)
         if isinstance(reader, _Reader):
-            reader._workspace._checked(path, data)
+            reader._workspace._checked(path, hashlib.sha256(data).hexdigest() if data is not None else "")
         return data
 
     return read
@@ -364,7 +364,7 @@ class _Reader(Repository):
             data = self._read(rel)
             digest = hashlib.sha256(data).hexdigest() if data is not None else None
             if self._verify:
-                ws._checked(rel, data)
+                ws._checked(rel, digest or "")
         if digest is not None:
             kept = ws._kept_source(rel, digest)
             if kept is not None:
@@ -744,12 +744,11 @@ class Workspace:
             self._store.put_stats(self._key_prefix, changed, gone)
         return tuple(reread)
 
-    def _checked(self, rel: str, data: bytes | None) -> None:
-        """The reader's check or the build's ``verify`` read ``rel`` (``data``, ``None`` if it
-        could not): if that is not the content the table holds for it, forget the file's row
-        (here and in the cache), so that the next call reads it again and no wrong row
-        persists, whatever its stat says."""
-        digest = hashlib.sha256(data).hexdigest() if data is not None else ""
+    def _checked(self, rel: str, digest: str) -> None:
+        """The reader's check or the build's ``verify`` read ``rel``, whose bytes have the hex
+        SHA-256 ``digest`` (``""``: it could not be read): if that is not the content the table
+        holds for it, forget the file's row (here and in the cache), so that the next call
+        reads it again and no wrong row persists, whatever its stat says."""
         with self._lock:
             row = self._table.get(rel)
             if row is None or row[5] == digest:
