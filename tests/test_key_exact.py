@@ -274,3 +274,48 @@ def test_scores_by_value_in_the_input_key_function(tmp_path: Path) -> None:
     assert input_key(rows, 1, 10, [], repo_context.Cost()) != input_key(
         [("a.py", 1, 1, "x\n", "search", float(BIG))], 1, 10, [], repo_context.Cost()
     )
+
+
+_CONTEXT_SCRIPT = """
+import json, sys
+from repo_context import Workspace
+root, log = sys.argv[1], open(sys.argv[2], encoding="utf-8").read()
+print(json.dumps(Workspace(root, cache=False).context(log, budget=3000).to_dict(), sort_keys=True))
+"""
+
+
+def test_a_context_result_is_the_same_under_every_hash_seed(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/calc.py": "".join(f"def f{i}(x):\n    return g{i}(x) + {i}\n\n\n" for i in range(12))
+        + "".join(f"def g{i}(x):\n    return x / {i % 3}\n\n\n" for i in range(12)),
+        "pkg/use.py": "from pkg.calc import f1, f2, g1\n\n\ndef run():\n    return f1(1) + f2(2) + g1(3)\n",
+        "tests/test_calc.py": "from pkg.use import run\n\n\ndef test_run():\n    assert run() == 0\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    log = tmp_path / "log.txt"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "tests/test_calc.py", line 5, in test_run\n    assert run() == 0\n'
+        '  File "pkg/use.py", line 5, in run\n    return f1(1) + f2(2) + g1(3)\n'
+        '  File "pkg/calc.py", line 2, in f1\n    return g1(x) + 1\n'
+        '  File "pkg/calc.py", line 50, in g1\n    return x / 1\n'
+        "ZeroDivisionError: division by zero\n",
+        encoding="utf-8",
+    )
+    outputs = set()
+    for seed in ("0", "1", "2", "12345"):
+        done = subprocess.run(
+            [sys.executable, "-c", _CONTEXT_SCRIPT, str(root), str(log)],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=300,
+        )
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
+    assert json.loads(outputs.pop())["items"]
