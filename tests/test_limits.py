@@ -86,6 +86,7 @@ def test_defaults_and_units() -> None:
         "max_gitignore_pattern_chars": 4_096,
         "mcp_call_seconds": 900,
         "test_run_seconds": 600,
+        "max_cache_value_bytes": 256 << 20,
     }
     # The old names are the defaults, set in one place.
     assert repo_context.DEFAULT_MAX_CANDIDATES == DEFAULT_LIMITS.max_candidates
@@ -300,6 +301,28 @@ def test_max_input_bytes_jsonl_line(
         "index": None,
         "line": 2,
     }
+
+
+def test_an_over_limit_jsonl_line_is_never_held(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracemalloc
+
+    line = json.dumps({"candidates": [cand(0)], "max_chars": 10}).encode()
+    huge = 64 << 20
+    stream = io.BytesIO(line + b"\n" + b" " * huge + b"x\n" + line + b"\n")
+    monkeypatch.setattr(sys, "stdin", type("Stdin", (), {"buffer": stream})())
+    tracemalloc.start()
+    try:
+        status = cli.main(["build", "--jsonl", "-", "--limit", "max_input_bytes=1024"])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    out = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert status == 3
+    assert [x.get("error", {}).get("line") for x in out] == [None, 2, None]
+    # The 64 MiB line went by in pieces of at most 1 MiB (and the 1 KiB limit's piece).
+    assert peak < 8 << 20
 
 
 def test_max_log_bytes_workspace(repo: Path) -> None:

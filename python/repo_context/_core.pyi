@@ -224,6 +224,7 @@ def cache_key(
     failure_files: Sequence[str],
     max_total_chars: int,
     cost: Cost,
+    verify: Callable[[str], bytes | None] | None = None,
 ) -> str: ...
 def render_block(
     path: str,

@@ -28,7 +28,8 @@ one of two things, fixed per setting (:func:`behaviour` tells which):
   the rest of the repository is still used. The skipped file or folder is recorded in
   :attr:`repo_context.sources.Repository.skipped` with the setting's name and value:
   ``max_file_bytes``, ``max_depth``, ``max_gitignore_bytes``, ``max_gitignore_patterns``,
-  ``max_gitignore_pattern_chars``.
+  ``max_gitignore_pattern_chars``. A cache value over ``max_cache_value_bytes`` is a miss
+  (derived again), also not an error.
 
 Caps that shape the ranking's output rather than guard resources (``MAX_CALLERS`` windows per
 source, ``MAX_DEFINITIONS``, ``MAX_PER_FILE`` search hits, ...) are tuning and stay with their
@@ -110,6 +111,10 @@ class Limits:
             Default 900.
         test_run_seconds: seconds a test run started by the MCP server may take; its process
             group is then killed. Error. Default 600.
+        max_cache_value_bytes: bytes of one value of a workspace's on-disk cache once
+            decompressed (its ``marshal`` form): decompression stops one byte past it and the
+            value is taken as damaged (a miss: derived again from the files), and a larger
+            value is not stored: skipped, not an error. Default 256 MiB.
 
     Raises:
         InvalidInputError: a value that is not an ``int >= 0`` (``field`` names the setting).
@@ -131,6 +136,7 @@ class Limits:
     max_gitignore_pattern_chars: int = _setting(4_096, "characters", "skip", "one .gitignore pattern")
     mcp_call_seconds: int = _setting(900, "seconds", "error", "one MCP tool call")
     test_run_seconds: int = _setting(600, "seconds", "error", "a test run of the MCP server")
+    max_cache_value_bytes: int = _setting(256 << 20, "bytes", "skip", "one decompressed cache value")
 
     def __post_init__(self) -> None:
         for setting in dataclasses.fields(self):

@@ -237,7 +237,9 @@ impl Candidate {
 
     /// The JSON form: a dict with the six fields, and `group`, `source_sha256`, `source_id`
     /// each when it is not `None`. A group that is not a JSON scalar (a `str`, `int`, `bool`
-    /// or finite `float` exactly) is written as its `repr`, so the form always serialises.
+    /// or finite `float` exactly) is written as its `repr`, so the form always serialises, in a
+    /// canonical form that does not depend on the hash seed: the members of a `frozenset` or
+    /// `set` (inside tuples and named tuples too) in the order of their own canonical forms.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item(intern!(py, "path"), &self.path)?;
@@ -257,7 +259,7 @@ impl Candidate {
             if scalar {
                 d.set_item(intern!(py, "group"), group)?;
             } else {
-                d.set_item(intern!(py, "group"), group.repr()?)?;
+                d.set_item(intern!(py, "group"), canonical_repr(group, 0)?)?;
             }
         }
         if !self.source_sha256.is_none(py) {
@@ -1257,6 +1259,94 @@ fn exact_int<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     // SAFETY: attached; for an int (or subclass) PyNumber_Index returns the value as an exact
     // int without calling `__index__` (CPython >= 3.10).
     unsafe { Bound::from_owned_ptr_or_err(value.py(), ffi::PyNumber_Index(value.as_ptr())) }
+}
+
+/// Nesting below which [`canonical_repr`] falls back to `repr` (which raises `RecursionError`
+/// past Python's own limit rather than overflowing this thread's stack).
+const MAX_REPR_DEPTH: usize = 64;
+
+/// The `repr` of a group with the members of every `frozenset` or `set` in it sorted by their
+/// own canonical form, so that it is the same under every `PYTHONHASHSEED`: a `tuple`, a named
+/// tuple (a tuple subclass with `_fields`) and a set are written as Python writes them, with
+/// their members in canonical form; anything else is its own `repr`.
+fn canonical_repr<'py>(value: &Bound<'py, PyAny>, depth: usize) -> PyResult<Bound<'py, PyString>> {
+    use pyo3::types::{PyFrozenSet, PyList, PySet, PyTuple};
+    let py = value.py();
+    if depth >= MAX_REPR_DEPTH {
+        return value.repr();
+    }
+    // The text of `parts` joined by `sep`: Python strings throughout, so that a `repr` holding
+    // a lone surrogate is kept as it is.
+    let join = |sep: &str, parts: &Bound<'py, PyList>| -> PyResult<Bound<'py, PyString>> {
+        Ok(PyString::new(py, sep)
+            .call_method1(intern!(py, "join"), (parts,))?
+            .cast_into::<PyString>()?)
+    };
+    let name = || -> PyResult<Bound<'py, PyString>> { value.get_type().name() };
+    if value.is_instance_of::<PyFrozenSet>() || value.is_instance_of::<PySet>() {
+        let members = PyList::empty(py);
+        for m in value.try_iter()? {
+            members.append(canonical_repr(&m?, depth + 1)?)?;
+        }
+        members.sort()?;
+        let inner = join(", ", &members)?;
+        let exact_set = value.is_exact_instance_of::<PySet>();
+        let head = if value.is_exact_instance_of::<PyFrozenSet>() {
+            PyString::new(py, "frozenset")
+        } else if exact_set {
+            PyString::new(py, "")
+        } else {
+            name()?
+        };
+        let parts = PyList::empty(py);
+        parts.append(&head)?;
+        match (members.is_empty(), exact_set) {
+            (true, true) => parts.append("set()")?,
+            (true, false) => parts.append("()")?,
+            (false, true) => {
+                parts.append("{")?;
+                parts.append(inner)?;
+                parts.append("}")?;
+            }
+            (false, false) => {
+                parts.append("({")?;
+                parts.append(inner)?;
+                parts.append("})")?;
+            }
+        }
+        return join("", &parts);
+    }
+    if let Ok(tuple) = value.cast::<PyTuple>() {
+        let members = PyList::empty(py);
+        for m in tuple.iter() {
+            members.append(canonical_repr(&m, depth + 1)?)?;
+        }
+        let parts = PyList::empty(py);
+        if value.is_exact_instance_of::<PyTuple>() {
+            parts.append("(")?;
+            parts.append(join(", ", &members)?)?;
+            parts.append(if members.len() == 1 { ",)" } else { ")" })?;
+            return join("", &parts);
+        }
+        let fields = value.get_type().getattr(intern!(py, "_fields")).ok();
+        if let Some(fields) = fields.and_then(|f| f.cast_into::<PyTuple>().ok())
+            && fields.len() == members.len()
+        {
+            let named = PyList::empty(py);
+            for (field, member) in fields.iter().zip(members.iter()) {
+                let pair = PyList::empty(py);
+                pair.append(field.str()?)?;
+                pair.append(member)?;
+                named.append(join("=", &pair)?)?;
+            }
+            parts.append(name()?)?;
+            parts.append("(")?;
+            parts.append(join(", ", &named)?)?;
+            parts.append(")")?;
+            return join("", &parts);
+        }
+    }
+    value.repr()
 }
 
 /// The interned exact `str` naming `reason`.
@@ -2325,8 +2415,14 @@ fn failure_windows(
 /// The cache key of an input (see `repo_context.digest`): the candidates are read and validated
 /// exactly as `build` reads them, then hashed in input order with the budget, the canonical
 /// failing files and the cost model.
+///
+/// With `verify` (a build's reader), the reader is called as `build` calls it (once per
+/// canonical path, in order of first appearance) and its state ends the form: `S("verified")
+/// U(p)` and, per path, `O(hex SHA-256 of the bytes)` (`0x00` for `None`). When some score is
+/// an `int` or `-0.0`, `S("scores") U(n)` and each candidate's exact score (`score_form`) come
+/// before it, after the groups.
 #[pyfunction]
-#[pyo3(signature = (candidates, budget, failure_files, max_total_chars, cost))]
+#[pyo3(signature = (candidates, budget, failure_files, max_total_chars, cost, verify=None))]
 fn cache_key<'py>(
     py: Python<'py>,
     candidates: &Bound<'py, PyAny>,
@@ -2334,6 +2430,7 @@ fn cache_key<'py>(
     failure_files: Vec<Bound<'py, PyString>>,
     max_total_chars: u64,
     cost: Bound<'py, PyAny>,
+    verify: Option<Bound<'py, PyAny>>,
 ) -> PyResult<String> {
     let n = candidates.len()?;
     let mut reader = Reader::new(n, max_total_chars);
@@ -2409,7 +2506,87 @@ fn cache_key<'py>(
             });
         }
     }
+    // Exact scores (`repo_context.digest`): the type and value the result carries.
+    let scores = candidates
+        .iter()
+        .map(|c| score_form(c.score.bind(py)))
+        .collect::<PyResult<Vec<_>>>()?;
+    if scores.iter().any(|s| !matches!(s, ScoreForm::Float)) {
+        form.text(b"scores");
+        form.number(scores.len() as u64);
+        for s in &scores {
+            match s {
+                ScoreForm::Float => form.raw(&[0]),
+                ScoreForm::NegativeZero => form.raw(&[1]),
+                ScoreForm::Int(digits) => {
+                    form.raw(&[2]);
+                    form.text(digits.as_bytes());
+                }
+            }
+        }
+    }
+    // The verify reader's state: each file's SHA-256 as the reader returned it.
+    if let Some(verify) = verify {
+        let mut seen = vec![false; reader.paths.ids.len()];
+        let mut hashes = Vec::new();
+        for (row, c) in reader.rows.iter().zip(&candidates) {
+            let slot = &mut seen[row.path as usize];
+            if *slot {
+                continue;
+            }
+            *slot = true;
+            let path = c.path.bind(py);
+            let got = verify.call1((path,))?;
+            if got.is_none() {
+                hashes.push(None);
+            } else if let Ok(bytes) = got.cast::<pyo3::types::PyBytes>() {
+                use sha2::{Digest, Sha256};
+                let hex: String = Sha256::digest(bytes.as_bytes())
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                hashes.push(Some(hex));
+            } else {
+                return Err(PyTypeError::new_err(format!(
+                    "verify: the reader must return bytes or None, not {} (for {})",
+                    type_name(&got),
+                    path.repr()?
+                )));
+            }
+        }
+        form.text(b"verified");
+        form.number(hashes.len() as u64);
+        for h in &hashes {
+            form.optional(h.as_ref().map(String::as_bytes));
+        }
+    }
     Ok(form.hex())
+}
+
+/// A candidate's score in the key's `"scores"` extension (see `repo_context.digest`).
+enum ScoreForm {
+    /// A float other than `-0.0`: its bits are already in the form.
+    Float,
+    /// `-0.0` (the form's `F` wrote `0.0`).
+    NegativeZero,
+    /// An `int`: its decimal digits, `-` first when negative.
+    Int(String),
+}
+
+/// The exact form of a validated score (an exact `int` or `float`, as the reader keeps it).
+fn score_form(score: &Bound<'_, PyAny>) -> PyResult<ScoreForm> {
+    if let Ok(f) = score.cast::<PyFloat>() {
+        let v = f.value();
+        return Ok(if v == 0.0 && v.is_sign_negative() {
+            ScoreForm::NegativeZero
+        } else {
+            ScoreForm::Float
+        });
+    }
+    // An int (`bool` is refused by validation): `int.__repr__`, which runs no Python code of
+    // a subclass (the reader keeps an exact copy of a subclass's value anyway).
+    let exact = exact_int(score)?;
+    Ok(ScoreForm::Int(exact.repr()?.to_str()?.to_owned()))
 }
 
 /// Validate, rank and pack. Called by `repo_context.RepoContextBuilder.build` after the top
