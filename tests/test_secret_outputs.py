@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from repo_context.cli import SECRET_REDACTED, main, redact_json, run_context
 from repo_context.sources import gather
-from repo_context.sources.files import SECRET_CONTENT, PolicyOmission, Repository
+from repo_context.sources.files import Repository
 
 pytest_plugins = ["pytester"]
 
@@ -199,9 +199,9 @@ def _settings_repo(root: Path, token: str | None) -> None:
     write(root, "tests/test_client.py", TEST_CLIENT)
 
 
-def test_a_secret_module_reports_the_reference_window_it_withholds(tmp_path: Path) -> None:
-    """Issue: with the token present, the reference window into the settings module
-    disappeared with no omission; without it, the window is selected."""
+def test_a_secret_module_keeps_its_reference_window_redacted(tmp_path: Path) -> None:
+    """Issue 17: a secret in a module's content no longer hides its windows: the reference
+    window into the settings module is taken with the token replaced, as it is without it."""
     clean, secret = tmp_path / "clean", tmp_path / "secret"
     _settings_repo(clean, None)
     _settings_repo(secret, HF)
@@ -212,15 +212,12 @@ def test_a_secret_module_reports_the_reference_window_it_withholds(tmp_path: Pat
     assert without.policy_omissions == ()
 
     with_token = gather(secret, LOG)
-    assert all(c.path != "pkg/settings.py" for c in with_token.candidates)
-    withheld = [(w.path, w.start, w.end, w.source) for w in with_token.policy_omissions]
-    assert withheld == taken
-    assert {w.why for w in with_token.policy_omissions} == {SECRET_CONTENT}
-    for w in with_token.policy_omissions:
-        assert isinstance(w, PolicyOmission) and w.reason == "policy"
+    assert [(c.path, c.start, c.end, c.reason) for c in with_token.candidates if c.path == "pkg/settings.py"] == taken
+    assert with_token.policy_omissions == ()
+    assert all(HF not in c.content for c in with_token.candidates)
 
 
-def test_search_hits_in_a_secret_file_are_reported_without_taking_a_place(tmp_path: Path) -> None:
+def test_search_hits_in_a_file_with_a_secret_are_kept_redacted(tmp_path: Path) -> None:
     from repo_context.sources.search import SearchIndex, tokenize
 
     write(tmp_path, "a.py", "def frobnicate_widget():\n    return 1\n")
@@ -230,23 +227,27 @@ def test_search_hits_in_a_secret_file_are_reported_without_taking_a_place(tmp_pa
     windows = index.windows(repo, tokenize("frobnicate widget twice"), top_k=1)
     assert [(w.path, w.start, w.end) for w in windows] == [("b.py", 4, 5), ("a.py", 1, 2)]
     kept, withheld = repo.screen(windows)
-    assert [(w.path, w.start, w.end) for w in kept] == [("a.py", 1, 2)]
-    assert [(w.path, w.start, w.end, w.source, w.why) for w in withheld] == [
-        ("b.py", 4, 5, "search", SECRET_CONTENT)
-    ]
+    assert [(w.path, w.start, w.end) for w in kept] == [("b.py", 4, 5), ("a.py", 1, 2)]
+    assert withheld == []
 
 
-def test_a_refused_file_keeps_its_lines_with_the_secrets_redacted(tmp_path: Path) -> None:
+def test_a_file_with_a_secret_keeps_its_lines_with_the_secrets_redacted(tmp_path: Path) -> None:
     write(tmp_path, "pkg/settings.py", f'API_TOKEN = "{HF}"\n\nMAX_RETRIES = 3\n')
     source = Repository(tmp_path).source("pkg/settings.py")
-    assert source is not None and source.refused == SECRET_CONTENT
+    assert source is not None and source.refused is None
     assert source.lines == ('API_TOKEN = "[REDACTED: huggingface-token]"\n', "\n", "MAX_RETRIES = 3\n")
+    assert source.redactions == ((1, 1, "huggingface-token"),)
+    # The digest is the file's own bytes'.
+    import hashlib
+
+    assert source.digest == hashlib.sha256((tmp_path / "pkg/settings.py").read_bytes()).hexdigest()
 
 
 def test_a_hugging_face_token_is_not_printed_for_a_query_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue: ``context --query HF_TOKEN`` printed an undetected ``hf_`` token twice."""
+    """Issue: ``context --query HF_TOKEN`` printed an undetected ``hf_`` token twice; issue 17:
+    the windows stay, the token replaced, and the redaction is reported."""
     root = tmp_path / "repo"
     write(root, "settings.py", f'HF_TOKEN = "{HF}"\n\n\ndef token():\n    return HF_TOKEN\n')
     write(root, "app.py", "def run():\n    raise ValueError('no model')\n")
@@ -262,13 +263,98 @@ def test_a_hugging_face_token_is_not_printed_for_a_query_naming_it(
     assert main(args) == 0
     captured = capsys.readouterr()  # the section on standard output, the report on standard error
     assert HF not in captured.out + captured.err
-    assert "settings.py" not in captured.out and captured.err.count("settings.py") == 2
-    assert "- `settings.py:1-1` search: policy: secret content\n" in captured.err
-    assert "- `settings.py:4-5` search: policy: secret content\n" in captured.err
+    assert 'HF_TOKEN = "[REDACTED: huggingface-token]"' in captured.out
+    assert "- `settings.py:1` huggingface-token: policy: secret in the file\n" in captured.err
     assert main([*args, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert HF not in json.dumps(data)
-    assert [(w["path"], w["start"], w["end"], w["source"]) for w in data["policy_omitted"]] == [
-        ("settings.py", 4, 5, "search"),
-        ("settings.py", 1, 1, "search"),
+    assert data["policy_omitted"] == []
+    paths = [item["path"] for item in data["items"]]
+    redacted = [r for r in data["policy_redacted"] if r.get("path") == "settings.py"]
+    assert redacted == [
+        {
+            "where": f"$.items[{paths.index('settings.py')}].content",
+            "path": "settings.py",
+            "lines": [1, 1],
+            "kind": "huggingface-token",
+            "reason": "policy",
+            "why": "policy: secret in the file",
+        }
     ]
+
+
+# --- issue 17: a placeholder is no secret; a withheld failing file is missing evidence -----
+
+VALIDATE = """class URL:
+    \"\"\"Validate a URL.
+
+    # e.g. 'ftp://foo:bar@ftp.example.org/'
+    \"\"\"
+
+    def __call__(self, value):
+        if not value.startswith(("http", "ftp")):
+            raise ValueError("bad url " + value)
+        return value
+"""
+
+TEST_VALIDATE = """from validate import URL
+
+
+def test_url():
+    URL()("ftp://host/x") and URL()("gopher://x")
+"""
+
+
+def _failing_repo(root: Path, module: str, text: str) -> Path:
+    write(root, f"{module}.py", text)
+    write(root, "test_validate.py", TEST_VALIDATE.replace("validate", module))
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "test_validate.py", line 5, in test_url\n'
+        '    URL()("ftp://host/x") and URL()("gopher://x")\n'
+        f'  File "{module}.py", line 9, in __call__\n'
+        '    raise ValueError("bad url " + value)\n'
+        "ValueError: bad url gopher://x\n"
+    )
+    return write(root.parent, f"{root.name}.log", log)
+
+
+def test_a_documentation_url_in_the_failing_file_hides_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 17 (marshmallow): ``# e.g. 'ftp://foo:bar@ftp.example.org/'`` withheld every
+    window of the failing file; now it is no secret and the windows are given as they are."""
+    root = tmp_path / "repo"
+    log = _failing_repo(root, "validate", VALIDATE)
+    args = ["context", "--repo", str(root), "--pytest-log", str(log), "--require-failure"]
+    assert main([*args, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["policy_omitted"] == [] and data["policy_redacted"] == [] and data["missing_critical"] == []
+    failing = [item for item in data["items"] if item["path"] == "validate.py"]
+    assert failing and any("raise ValueError" in item["content"] for item in failing)
+    assert any("ftp://foo:bar@ftp.example.org/" in item["content"] for item in failing)
+
+
+def test_a_withheld_failing_file_is_missing_evidence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A failing file that is a secret by name (``id_rsa*``) is withheld whole; its failure
+    windows are then missing evidence: in ``missing_critical``, said in the summary, and
+    ``--require-failure`` fails."""
+    from repo_context.cli import EXIT_MISSING_EVIDENCE
+
+    root = tmp_path / "repo"
+    log = _failing_repo(root, "id_rsa_tools", VALIDATE)
+    args = ["context", "--repo", str(root), "--pytest-log", str(log)]
+    assert main([*args, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    withheld = [w for w in data["policy_omitted"] if w["path"] == "id_rsa_tools.py"]
+    assert withheld and {w["why"] for w in withheld} == {"policy: secret name"}
+    missing = data["missing_critical"]
+    assert [m["path"] for m in missing] == ["id_rsa_tools.py"]
+    assert missing[0]["omitted"] == []
+    assert missing[0]["withheld"] == [w for w in withheld if w["source"] == "failure"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "- missing failure evidence: `id_rsa_tools.py`: all failure windows left out (lines" in err
+    assert "withheld (policy: secret name)" in err
+    assert main([*args, "--require-failure"]) == EXIT_MISSING_EVIDENCE
+    assert "warning: missing failure evidence: `id_rsa_tools.py`" in capsys.readouterr().err
