@@ -917,7 +917,12 @@ const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         kind: "command-line-password",
-        pattern: r#"\b{start-half}(?:curl|wget|http)\b[^\n]*?[ \t](?:-u|--user|--password|--http-password)[ \t=]*["']?(?:[^\s:"']*:)?([^\s"'@]+)"#,
+        pattern: r#"\b{start-half}(?:curl|wget|http)\b[^\n]*?[ \t](?:-u|--user)[ \t=]*["']?[^\s:"']+:([^\s"'@]+)"#,
+        check: password_arg,
+    },
+    Builtin {
+        kind: "command-line-password",
+        pattern: r#"\b{start-half}(?:curl|wget|http)\b[^\n]*?[ \t](?:--password|--http-password|--proxy-password)[ \t=]*["']?([^\s"'@]+)"#,
         check: password_arg,
     },
     Builtin {

@@ -102,12 +102,20 @@ for form, template in [
     ("yaml", "artifactory_apikey: {s}"),
 ]:
     spec("ArtifactoryDetector", form, template, lambda: "AKCp" + rand(DIGITS, 1) + rand(ALNUM, 68))
-spec("ArtifactoryDetector", "ini", "password = {s}", lambda: "AP" + rand("ABCDEF" + DIGITS, 1) + rand(ALNUM, 56))
+spec(
+    "ArtifactoryDetector",
+    "ini",
+    "password = {s}",
+    lambda: "AP" + rand("ABCDEF" + DIGITS, 1) + rand(ALNUM, 56),
+)
 
 # Azure storage: account keys are 64 random bytes in base64 (88 characters), in connection
 # strings (Azure Storage docs, "Configure a connection string").
 for form, template in [
-    ("connection string", "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={s};EndpointSuffix=core.windows.net"),
+    (
+        "connection string",
+        "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={s};EndpointSuffix=core.windows.net",
+    ),
     ("env", 'AZURE_STORAGE_CONNECTION_STRING="DefaultEndpointsProtocol=https;AccountName=x;AccountKey={s}"'),
     ("json", '{{"ConnectionStrings": {{"Storage": "AccountName=a;AccountKey={s}"}}}}'),
 ]:
@@ -118,12 +126,20 @@ spec(
     "Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={s}",
     lambda: b64(_RNG.randbytes(32)),
 )
-spec("azure-storage-key", "python", 'conn = "AccountName=acme;AccountKey={s}"', lambda: b64(_RNG.randbytes(64))[:86])
+spec(
+    "azure-storage-key",
+    "python",
+    'conn = "AccountName=acme;AccountKey={s}"',
+    lambda: b64(_RNG.randbytes(64))[:86],
+)
 # Azure SAS tokens: a signature "sig=" of an HMAC-SHA256, base64 and URL-escaped.
 for form, template in [
     ("url", "https://acme.blob.core.windows.net/c/b.txt?sv=2022-11-02&ss=b&srt=o&sp=r&se=2026-12-31&sig={s}"),
     ("env", 'AZURE_SAS="?sv=2022-11-02&sr=c&sp=rl&sig={s}"'),
-    ("connection string", "BlobEndpoint=https://a.blob.core.windows.net/;SharedAccessSignature=sv=2022-11-02&sig={s}"),
+    (
+        "connection string",
+        "BlobEndpoint=https://a.blob.core.windows.net/;SharedAccessSignature=sv=2022-11-02&sig={s}",
+    ),
 ]:
     spec(
         "azure-sas-signature",
@@ -144,12 +160,20 @@ for form, template in [
     ("short password", "redis://:{s}@host"),
     ("symbols", 'DSN = "mysql://root:{s}@10.0.0.5/shop"'),
 ]:
-    spec("url-password", form, template, lambda: rand(ALNUM, 3) + "!" + rand(ALNUM, 4) if "{s}@host" in template else rand(ALNUM, 10) + "%21")
+    spec(
+        "url-password",
+        form,
+        template,
+        lambda t=template: (
+            (rand(ALNUM, 3) + "!" + rand(ALNUM, 4)) if "{s}@host" in t else rand(ALNUM, 10) + "%21"
+        ),
+    )
 
 # IBM Cloudant: passwords are 64 hex characters, API keys 24 lower-case letters.
 spec("CloudantDetector", "url", "https://acme-bluemix:{s}@acme-bluemix.cloudant.com", lambda: rand(HEX, 64))
 spec("CloudantDetector", "assignment", 'cloudant_password = "{s}"', lambda: rand(HEX, 64))
 spec("CloudantDetector", "api key", "cl_api_key: '{s}'", lambda: rand(LOWER, 24))
+
 
 # Discord bot tokens: base64 of the bot's user id, ".", 6 characters, ".", 27 characters
 # (Discord developer docs, "Authentication").
@@ -180,7 +204,12 @@ for form, template in [
     ("command line", "gh auth login --with-token <<< {s}"),
     ("assignment", 'token = "{s}"'),
 ]:
-    spec("github-fine-grained-token", form, template, lambda: "github_pat_" + rand(ALNUM, 22) + "_" + rand(ALNUM, 59))
+    spec(
+        "github-fine-grained-token",
+        form,
+        template,
+        lambda: "github_pat_" + rand(ALNUM, 22) + "_" + rand(ALNUM, 59),
+    )
 
 # GitLab: "glpat-" + 20 characters (personal), "gldt-" (deploy), "glrt-" (runner),
 # "glptt-" + 40 (pipeline trigger), "GR1348941" + 20 (runner registration).
@@ -189,10 +218,20 @@ for prefix, n, form, template in [
     ("glpat-", 20, "header", "PRIVATE-TOKEN: {s}"),
     ("gldt-", 20, "url", "https://gitlab+deploy-token-1:{s}@gitlab.com/acme/app.git"),
     ("glrt-", 20, "toml", 'token = "{s}"'),
-    ("glptt-", 40, "curl", 'curl -X POST -F token={s} -F ref=main https://gitlab.com/api/v4/projects/1/trigger/pipeline'),
+    (
+        "glptt-",
+        40,
+        "curl",
+        "curl -X POST -F token={s} -F ref=main https://gitlab.com/api/v4/projects/1/trigger/pipeline",
+    ),
     ("GR1348941", 20, "command line", "gitlab-runner register --registration-token {s}"),
 ]:
-    spec("GitLabTokenDetector", form, template, lambda p=prefix, k=n: p + rand(ALNUM + "_-", k - 1) + rand(ALNUM, 1))
+    spec(
+        "GitLabTokenDetector",
+        form,
+        template,
+        lambda p=prefix, k=n: p + rand(ALNUM + "_-", k - 1) + rand(ALNUM, 1),
+    )
 
 # IBM Cloud IAM API keys: 44 characters of [A-Za-z0-9_-].
 for form, template in [
@@ -282,7 +321,7 @@ for kind, form, template in [
     ("PRIVATE KEY", "yaml block", "tls:\n  key: |\n    {s}"),
     ("EC PRIVATE KEY", "json", '{{"key": "{s}"}}'),
     ("OPENSSH PRIVATE KEY", "heredoc", "cat > ~/.ssh/id <<EOF\n{s}\nEOF"),
-    ("DSA PRIVATE KEY", "terraform", 'private_key = <<-EOT\n{s}\nEOT'),
+    ("DSA PRIVATE KEY", "terraform", "private_key = <<-EOT\n{s}\nEOT"),
     ("PGP PRIVATE KEY BLOCK", "ci variable", "GPG_KEY: |\n{s}"),
 ]:
     maker = (lambda k=kind: pem(k).replace("\n", "\\n")) if form == "json" else (lambda k=kind: pem(k))
@@ -303,6 +342,7 @@ for form, template in [
     spec("PypiTokenDetector", form, template, lambda: "pypi-AgEIcHlwaS5vcmc" + rand(B64URL, 150))
 spec("pypi-token", "testpypi", "password = {s}", lambda: "pypi-AgENdGVzdC5weXBpLm9yZw" + rand(B64URL, 60))
 spec("pypi-token", "short macaroon", "TWINE_PASSWORD={s}", lambda: "pypi-AgEIcHlwaS5vcmc" + rand(B64URL, 55))
+spec("pypi-token", "github actions", "password: {s}", lambda: "pypi-AgENdGVzdC5weXBpLm9yZw" + rand(B64URL, 120))
 
 # SendGrid: "SG." + 22 + "." + 43 base64url characters.
 for form, template in [
@@ -335,20 +375,44 @@ spec(
     "SlackDetector",
     "webhook",
     'WEBHOOK = "https://{s}"',
-    lambda: f"hooks.slack.com/services/T{rand(UPPER + DIGITS, 8)}/B{rand(UPPER + DIGITS, 10)}/{rand(ALNUM, 24)}",
+    lambda: (
+        f"hooks.slack.com/services/T{rand(UPPER + DIGITS, 8)}/B{rand(UPPER + DIGITS, 10)}/{rand(ALNUM, 24)}"
+    ),
 )
 for form, template in [
     ("app token", "SLACK_APP_TOKEN={s}"),
     ("refresh token", 'refresh = "{s}"'),
 ]:
     prefix = "xapp-1-" if form == "app token" else "xoxe-1-"
-    spec("slack-token", form, template, lambda p=prefix: p + rand(UPPER + DIGITS, 11) + "-" + rand(DIGITS, 13) + "-" + rand(HEX, 64))
+    spec(
+        "slack-token",
+        form,
+        template,
+        lambda p=prefix: p + rand(UPPER + DIGITS, 11) + "-" + rand(DIGITS, 13) + "-" + rand(HEX, 64),
+    )
 spec(
     "slack-webhook",
     "workflow webhook",
     "curl -X POST https://{s}",
-    lambda: f"hooks.slack.com/workflows/T{rand(UPPER + DIGITS, 8)}/A{rand(UPPER + DIGITS, 10)}/{rand(DIGITS, 18)}/{rand(ALNUM, 24)}",
+    lambda: (
+        f"hooks.slack.com/workflows/T{rand(UPPER + DIGITS, 8)}/A{rand(UPPER + DIGITS, 10)}"
+        f"/{rand(DIGITS, 18)}/{rand(ALNUM, 24)}"
+    ),
 )
+
+spec(
+    "slack-webhook",
+    "services webhook in yaml",
+    "slack:\n  webhook_url: https://{s}",
+    lambda: f"hooks.slack.com/services/T{rand(UPPER + DIGITS, 8)}/B{rand(UPPER + DIGITS, 10)}/{rand(ALNUM, 24)}",
+)
+spec(
+    "slack-webhook",
+    "trigger webhook",
+    'requests.post("https://{s}", json=payload)',
+    lambda: f"hooks.slack.com/triggers/T{rand(UPPER + DIGITS, 8)}/{rand(DIGITS, 13)}/{rand(HEX, 32)}",
+)
+spec("slack-token", "user token in json", '{{"slack": {{"token": "{s}"}}}}', lambda: "xoxe.xoxp-1-" + rand(ALNUM, 140))
 
 # SoftLayer: API keys are 64 lower-case hex characters.
 spec("SoftlayerDetector", "assignment", 'softlayer_api_key = "{s}"', lambda: rand(HEX, 64))
@@ -372,6 +436,7 @@ for prefix, n, form, template in [
     spec("StripeDetector", form, template, lambda p=prefix, k=n: p + rand(ALNUM, k))
 spec("stripe-key", "test key", "STRIPE_KEY={s}", lambda: "sk_test_" + rand(ALNUM, 99))
 spec("stripe-key", "yaml", "stripe_secret: {s}", lambda: "sk_test_" + rand(ALNUM, 24))
+spec("stripe-key", "restricted test key", "stripe.api_key = '{s}'", lambda: "rk_test_" + rand(ALNUM, 99))
 
 # Telegram: bot tokens are the bot id, ":", and 35 characters (Bot API docs, "Authorizing
 # your bot").
@@ -380,7 +445,12 @@ for form, template in [
     ("url", "https://api.telegram.org/bot{s}/getMe"),
     ("assignment", "bot = telebot.TeleBot('{s}')"),
 ]:
-    spec("TelegramBotTokenDetector", form, template, lambda: str(_RNG.randrange(10**8, 10**10)) + ":AA" + rand(B64URL, 33))
+    spec(
+        "TelegramBotTokenDetector",
+        form,
+        template,
+        lambda: str(_RNG.randrange(10**8, 10**10)) + ":AA" + rand(B64URL, 33),
+    )
 
 # Twilio: API key SIDs "SK" + 32 hex, account SIDs "AC" + 32 hex.
 for prefix, form, template in [
@@ -468,18 +538,35 @@ for form, template in [
 # Generic assignments: passwords (short, all-letter, holding a placeholder word), secrets.
 spec("generic-password", "short", 'password = "{s}"', lambda: "hunter" + rand(DIGITS, 1))
 spec("generic-password", "all letters", "DB_PASSWORD = '{s}'", lambda: rand(LOWER, 14))
-spec("generic-password", "placeholder word inside", 'password = "{s}"', lambda: "mytestvalue" + rand(ALNUM, 6))
+spec(
+    "generic-password", "placeholder word inside", 'password = "{s}"', lambda: "mytestvalue" + rand(ALNUM, 6)
+)
 spec("generic-password", "yaml quoted", 'db:\n  password: "{s}"', lambda: rand(ALNUM, 10))
 spec("generic-password", "json", '{{"password": "{s}"}}', lambda: rand(ALNUM, 8) + "#" + rand(DIGITS, 2))
-spec("generic-password", "keyword argument", 'connect(host, user="app", passwd="{s}")', lambda: rand(LOWER, 5) + rand(DIGITS, 3))
-spec("generic-secret", "django", "SECRET_KEY = '{s}'", lambda: "django-insecure-" + rand(LOWER + DIGITS + "!@#$%^&*(-_=+)", 50))
+spec(
+    "generic-password",
+    "keyword argument",
+    'connect(host, user="app", passwd="{s}")',
+    lambda: rand(LOWER, 5) + rand(DIGITS, 3),
+)
+spec(
+    "generic-secret",
+    "django",
+    "SECRET_KEY = '{s}'",
+    lambda: "django-insecure-" + rand(LOWER + DIGITS + "!@#$%^&*(-_=+)", 50),
+)
 spec("generic-secret", "flask", 'app.secret_key = "{s}"', lambda: rand(ALNUM, 32))
 spec("generic-secret", "ini", "[auth]\nclient_secret = {s}", lambda: rand(ALNUM, 24) + rand(DIGITS, 2))
 spec("generic-secret", "env", "DB_PASSWORD={s}", lambda: rand(LOWER, 6) + rand(DIGITS, 3))
 spec("generic-secret", "yaml", "api_key: {s}", lambda: rand(HEX, 32))
 spec("generic-secret", "toml", 'token = "{s}"', lambda: rand(ALNUM, 40))
 spec("generic-secret", "go", 'const apiKey = "{s}"', lambda: rand(ALNUM, 28) + rand(DIGITS, 2))
-spec("generic-secret", "javascript", "const config = {{ clientSecret: '{s}' }};", lambda: rand(ALNUM, 30) + rand(DIGITS, 2))
+spec(
+    "generic-secret",
+    "javascript",
+    "const config = {{ clientSecret: '{s}' }};",
+    lambda: rand(ALNUM, 30) + rand(DIGITS, 2),
+)
 
 
 def secrets() -> list[Example]:
@@ -490,7 +577,9 @@ def secrets() -> list[Example]:
     for family, form, template, make in _SPECS:
         secret = make()
         counts[family] = counts.get(family, 0) + 1
-        out.append(Example(f"{family}#{counts[family]}", family, form, template.format(s=secret) + "\n", secret))
+        out.append(
+            Example(f"{family}#{counts[family]}", family, form, template.format(s=secret) + "\n", secret)
+        )
     return out
 
 
@@ -498,7 +587,18 @@ def secrets() -> list[Example]:
 
 #: Real projects in the environment whose Python files make the false-positive corpus with
 #: the standard library (pure-Python packages of the test environment) and tests/data.
-PROJECTS = ("click", "attr", "h11", "idna", "dateutil", "defusedxml", "filelock", "iniconfig", "markdown_it", "anyio")
+PROJECTS = (
+    "click",
+    "attr",
+    "h11",
+    "idna",
+    "dateutil",
+    "defusedxml",
+    "filelock",
+    "iniconfig",
+    "markdown_it",
+    "anyio",
+)
 
 
 def stdlib_files() -> Iterator[Path]:
@@ -523,7 +623,17 @@ def project_files() -> Iterator[tuple[str, Path]]:
                 yield name, path
     data = Path(__file__).parent / "data"
     for path in sorted(data.rglob("*")):
-        if path.is_file() and path.suffix in {".py", ".txt", ".cfg", ".toml", ".ini", ".yaml", ".yml", ".json", ".md"}:
+        if path.is_file() and path.suffix in {
+            ".py",
+            ".txt",
+            ".cfg",
+            ".toml",
+            ".ini",
+            ".yaml",
+            ".yml",
+            ".json",
+            ".md",
+        }:
             yield "tests/data", path
 
 
@@ -565,7 +675,10 @@ def main() -> None:
         for s in find_secrets(read(path)):
             fp_proj[s.kind] = fp_proj.get(s.kind, 0) + 1
     print(f"Rule set: {RULE_SET} and the built-in rules; Python {sys.version.split()[0]}.\n")
-    print(f"Corpus: {len(corpus)} secrets; false-positive corpus: {std_files} standard library files, {proj_files} project files.\n")
+    print(
+        f"Corpus: {len(corpus)} secrets; false-positive corpus: {std_files} standard library files, "
+        f"{proj_files} project files.\n"
+    )
     print("| family | secrets | caught | recall | false positives (stdlib) | false positives (projects) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     total = hit = 0
@@ -581,8 +694,10 @@ def main() -> None:
         total += len(examples)
         hit += got
         recall = f"{100 * got / len(examples):.0f}%" if examples else "-"
-        print(f"| {kind} | {len(examples)} | {got} | {recall} | {fp_std.get(kind, 0)} | {fp_proj.get(kind, 0)} |")
-    print(f"| **all** | {total} | {hit} | {100 * hit / total:.1f}% | {sum(fp_std.values())} | {sum(fp_proj.values())} |")
+        fps = f"{fp_std.get(kind, 0)} | {fp_proj.get(kind, 0)}"
+        print(f"| {kind} | {len(examples)} | {got} | {recall} | {fps} |")
+    fps = f"{sum(fp_std.values())} | {sum(fp_proj.values())}"
+    print(f"| **all** | {total} | {hit} | {100 * hit / total:.1f}% | {fps} |")
     print(f"\nMissed: {', '.join(misses) or 'none'}")
 
 

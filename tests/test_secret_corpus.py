@@ -13,7 +13,14 @@ from repo_context.secrets import EXCLUDED_PLUGINS, KINDS, RULE_SET, find_secrets
 from tests.secret_corpus import caught, project_files, read, secrets, stdlib_files
 
 #: The corpus examples no rule catches (documented in docs/secrets.md).
-EXPECTED_MISSES: frozenset[str] = frozenset()
+EXPECTED_MISSES: frozenset[str] = frozenset(
+    {
+        # `cl_api_key`: detect-secrets' Cloudant rule names `cl_apikey`/`cl_key` but not this
+        # spelling, and an all-letter value assigned to another secret name is not judged a
+        # secret by the generic rules (class and message names are all letters too).
+        "CloudantDetector#3",
+    }
+)
 
 #: The findings in the real projects' code, by kind (documented in docs/secrets.md).
 EXPECTED_PROJECT_FINDINGS: dict[str, int] = {}
@@ -24,8 +31,7 @@ def test_the_corpus_covers_every_family_several_times() -> None:
     assert len(corpus) >= 150
     per_family = Counter(ex.family for ex in corpus)
     assert set(per_family) == set(KINDS)
-    assert min(per_family.values()) >= 2
-    assert sum(1 for n in per_family.values() if n >= 3) >= len(KINDS) - 8
+    assert min(per_family.values()) >= 3
     # Every example holds its secret once, and the corpus is the same on every call.
     assert all(ex.text.count(ex.secret) == 1 for ex in corpus)
     assert secrets() == corpus
@@ -77,7 +83,9 @@ def test_no_false_positive_on_the_standard_library() -> None:
     assert found == {}
 
 
-@pytest.mark.parametrize("placeholder", ["user:pass", "foo:bar", "username:password", "admin:${ADMIN_PASSWORD}"])
+@pytest.mark.parametrize(
+    "placeholder", ["user:pass", "foo:bar", "username:password", "admin:${ADMIN_PASSWORD}"]
+)
 def test_documentation_urls_are_not_secrets(placeholder: str) -> None:
     assert find_secrets(f"# e.g. 'ftp://{placeholder}@ftp.example.org/'\n") == []
     assert find_secrets(f"url = 'https://{placeholder}@db/x'\n") == []

@@ -70,10 +70,11 @@ def test_the_error_line_of_the_summary_is_redacted(tmp_path: Path) -> None:
     log = _config_repo(root)
     markdown = run_context(root, log).markdown()
     assert AWS_ID not in markdown
-    assert "- error: RuntimeError: bad config [REDACTED: aws-access-key-id]\n" in markdown
-    assert markdown.endswith("\n1 secret redacted from this output (reason policy): aws-access-key-id\n")
-    # The module holding the key is withheld, as before.
-    assert "`config.py:4-5` failure: policy: secret content" in markdown
+    assert "- error: RuntimeError: bad config [REDACTED: AWSKeyDetector]\n" in markdown
+    assert markdown.endswith("\n1 secret redacted from this output (reason policy): AWSKeyDetector\n")
+    # The module holding the key is no longer withheld: its windows stay, the key redacted.
+    assert "policy: secret content" not in markdown
+    assert "- config.py:1 AWSKeyDetector: policy: secret in the file\n" in markdown
 
 
 def test_the_command_line_outputs_are_redacted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -82,7 +83,7 @@ def test_the_command_line_outputs_are_redacted(tmp_path: Path, capsys: pytest.Ca
     assert main(["context", "--repo", str(root), "--pytest-log", str(log)]) == 0
     captured = capsys.readouterr()  # the section on standard output, the report on standard error
     assert AWS_ID not in captured.out + captured.err
-    assert "- error: RuntimeError: bad config [REDACTED: aws-access-key-id]\n" in captured.err
+    assert "- error: RuntimeError: bad config [REDACTED: AWSKeyDetector]\n" in captured.err
 
     assert main(["context", "--repo", str(root), "--pytest-log", str(log), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -90,19 +91,40 @@ def test_the_command_line_outputs_are_redacted(tmp_path: Path, capsys: pytest.Ca
     # The JSON holds the failure's message and every failing test's: the key is redacted there,
     # and said so.
     why = "policy: secret in the output"
-    assert data["policy_redacted"] == [
-        {"where": where, "kind": "aws-access-key-id", "reason": "policy", "why": why}
+    in_file = [r for r in data["policy_redacted"] if r["why"] == "policy: secret in the file"]
+    assert [r for r in data["policy_redacted"] if r not in in_file] == [
+        {"where": where, "kind": "AWSKeyDetector", "reason": "policy", "why": why}
         for where in ("$.failure.message", "$.failing_tests[0].message")
     ]
-    assert data["failure"]["message"] == "bad config [REDACTED: aws-access-key-id]"
-    assert "bad config [REDACTED: aws-access-key-id]" in data["failing_tests"][0]["message"]
-    # The module holding the key is withheld, and every window of it is reported.
-    assert [(w["path"], w["start"], w["end"], w["source"], w["why"]) for w in data["policy_omitted"]] == [
-        ("config.py", 4, 5, "failure", SECRET_CONTENT),
-        ("config.py", 1, 1, "reference", SECRET_CONTENT),
-        ("config.py", 4, 5, "search", SECRET_CONTENT),
-        ("config.py", 1, 1, "search", SECRET_CONTENT),
+    # The reader's redaction of the key in the module, for each selected window holding it.
+    holding = [
+        i for i, item in enumerate(data["items"]) if item["path"] == "config.py" and item["start"] == 1
     ]
+    assert in_file == [
+        {
+            "where": f"$.items[{i}].content",
+            "path": "config.py",
+            "lines": [1, 1],
+            "kind": "AWSKeyDetector",
+            "reason": "policy",
+            "why": "policy: secret in the file",
+        }
+        for i in holding
+    ]
+    assert data["failure"]["message"] == "bad config [REDACTED: AWSKeyDetector]"
+    assert "bad config [REDACTED: AWSKeyDetector]" in data["failing_tests"][0]["message"]
+    # The module holding the key is not withheld: its failure window is selected, and the
+    # window holding the key too, the key replaced.
+    assert data["policy_omitted"] == []
+    assert ("config.py", 4, 5) in [(i["path"], i["start"], i["end"]) for i in data["items"]]
+    assert holding and all(
+        data["items"][i]["content"] == 'KEY = "[REDACTED: AWSKeyDetector]"\n' for i in holding
+    )
+    # The provenance is the file's own bytes.
+    import hashlib
+
+    digest = hashlib.sha256((root / "config.py").read_bytes()).hexdigest()
+    assert {i["source_sha256"] for i in data["items"] if i["path"] == "config.py"} == {digest}
 
 
 def test_build_output_is_redacted_and_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -114,13 +136,14 @@ def test_build_output_is_redacted_and_reported(tmp_path: Path, capsys: pytest.Ca
     assert main(["build", str(data)]) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
-    assert out["items"][0]["content"] == 'TOKEN = "[REDACTED: github-token]"\n'
+    assert out["items"][0]["content"] == 'TOKEN = "[REDACTED: GitHubTokenDetector]"\n'
     assert captured.err == (
-        "repo-context build: warning: 1 secret redacted from this output (reason policy): github-token\n"
+        "repo-context build: warning: 1 secret redacted from this output (reason policy): "
+        "GitHubTokenDetector\n"
     )
     assert main(["build", str(data), "--format", "markdown"]) == 0
     captured = capsys.readouterr()
-    assert GITHUB not in captured.out and "[REDACTED: github-token]" in captured.out
+    assert GITHUB not in captured.out and "[REDACTED: GitHubTokenDetector]" in captured.out
 
 
 def test_error_messages_are_redacted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -135,12 +158,12 @@ def test_redact_json_names_where_each_secret_was() -> None:
     value = {"a": [f"x {AWS_ID} y", 1, None], GITHUB: {"b": "clean"}}
     redacted, found = redact_json(value)
     assert redacted == {
-        "a": ["x [REDACTED: aws-access-key-id] y", 1, None],
-        "[REDACTED: github-token]": {"b": "clean"},
+        "a": ["x [REDACTED: AWSKeyDetector] y", 1, None],
+        "[REDACTED: GitHubTokenDetector]": {"b": "clean"},
     }
     assert found == [
-        {"where": "$.a[0]", "kind": "aws-access-key-id", "reason": "policy", "why": SECRET_REDACTED},
-        {"where": "$.<key>", "kind": "github-token", "reason": "policy", "why": SECRET_REDACTED},
+        {"where": "$.a[0]", "kind": "AWSKeyDetector", "reason": "policy", "why": SECRET_REDACTED},
+        {"where": "$.<key>", "kind": "GitHubTokenDetector", "reason": "policy", "why": SECRET_REDACTED},
     ]
     assert value == {"a": [f"x {AWS_ID} y", 1, None], GITHUB: {"b": "clean"}}  # not changed
 
@@ -159,8 +182,8 @@ def test_the_pytest_plugin_file_is_redacted(
     result.assert_outcomes(failed=1)
     text = (pytester.path / "context.md").read_text(encoding="utf-8")
     assert AWS_ID not in text
-    assert "- error: RuntimeError: bad config [REDACTED: aws-access-key-id]\n" in text
-    assert text.endswith("\n1 secret redacted from this output (reason policy): aws-access-key-id\n")
+    assert "- error: RuntimeError: bad config [REDACTED: AWSKeyDetector]\n" in text
+    assert text.endswith("\n1 secret redacted from this output (reason policy): AWSKeyDetector\n")
 
 
 # --- a secret file must not swallow a window --------------------------------------------
@@ -212,7 +235,9 @@ def test_a_secret_module_keeps_its_reference_window_redacted(tmp_path: Path) -> 
     assert without.policy_omissions == ()
 
     with_token = gather(secret, LOG)
-    assert [(c.path, c.start, c.end, c.reason) for c in with_token.candidates if c.path == "pkg/settings.py"] == taken
+    assert [
+        (c.path, c.start, c.end, c.reason) for c in with_token.candidates if c.path == "pkg/settings.py"
+    ] == taken
     assert with_token.policy_omissions == ()
     assert all(HF not in c.content for c in with_token.candidates)
 
@@ -224,7 +249,7 @@ def test_search_hits_in_a_file_with_a_secret_are_kept_redacted(tmp_path: Path) -
     write(tmp_path, "b.py", f'TOKEN = "{GITHUB}"\n\n\ndef frobnicate_widget_twice():\n    return 2\n')
     repo = Repository(tmp_path)
     index = SearchIndex.build(repo)
-    windows = index.windows(repo, tokenize("frobnicate widget twice"), top_k=1)
+    windows = index.windows(repo, tokenize("frobnicate widget twice"), top_k=2)
     assert [(w.path, w.start, w.end) for w in windows] == [("b.py", 4, 5), ("a.py", 1, 2)]
     kept, withheld = repo.screen(windows)
     assert [(w.path, w.start, w.end) for w in kept] == [("b.py", 4, 5), ("a.py", 1, 2)]
@@ -264,16 +289,17 @@ def test_a_hugging_face_token_is_not_printed_for_a_query_naming_it(
     captured = capsys.readouterr()  # the section on standard output, the report on standard error
     assert HF not in captured.out + captured.err
     assert 'HF_TOKEN = "[REDACTED: huggingface-token]"' in captured.out
-    assert "- `settings.py:1` huggingface-token: policy: secret in the file\n" in captured.err
+    assert "- settings.py:1 huggingface-token: policy: secret in the file\n" in captured.err
     assert main([*args, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert HF not in json.dumps(data)
     assert data["policy_omitted"] == []
-    paths = [item["path"] for item in data["items"]]
+    first = [i for i, item in enumerate(data["items"]) if item["path"] == "settings.py" and item["start"] == 1]
+    assert len(first) == 1 and 'HF_TOKEN = "[REDACTED: huggingface-token]"' in data["items"][first[0]]["content"]
     redacted = [r for r in data["policy_redacted"] if r.get("path") == "settings.py"]
     assert redacted == [
         {
-            "where": f"$.items[{paths.index('settings.py')}].content",
+            "where": f"$.items[{first[0]}].content",
             "path": "settings.py",
             "lines": [1, 1],
             "kind": "huggingface-token",
@@ -335,7 +361,9 @@ def test_a_documentation_url_in_the_failing_file_hides_nothing(
     assert any("ftp://foo:bar@ftp.example.org/" in item["content"] for item in failing)
 
 
-def test_a_withheld_failing_file_is_missing_evidence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_withheld_failing_file_is_missing_evidence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A failing file that is a secret by name (``id_rsa*``) is withheld whole; its failure
     windows are then missing evidence: in ``missing_critical``, said in the summary, and
     ``--require-failure`` fails."""
@@ -354,7 +382,7 @@ def test_a_withheld_failing_file_is_missing_evidence(tmp_path: Path, capsys: pyt
     assert missing[0]["withheld"] == [w for w in withheld if w["source"] == "failure"]
     assert main(args) == 0
     err = capsys.readouterr().err
-    assert "- missing failure evidence: `id_rsa_tools.py`: all failure windows left out (lines" in err
+    assert "- missing failure evidence: id_rsa_tools.py: all failure windows left out (lines" in err
     assert "withheld (policy: secret name)" in err
     assert main([*args, "--require-failure"]) == EXIT_MISSING_EVIDENCE
-    assert "warning: missing failure evidence: `id_rsa_tools.py`" in capsys.readouterr().err
+    assert "warning: missing failure evidence: id_rsa_tools.py" in capsys.readouterr().err

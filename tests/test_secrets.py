@@ -79,7 +79,12 @@ TABLE: dict[str, tuple[str, str, str, str]] = {
     "stripe-key": ("StripeDetector", f"stripe.api_key = '{STRIPE}'\n", STRIPE, "pk_live_is_publishable\n"),
     "npm-token": ("npm-token", f"//registry/:x={NPM}\n", NPM, "npm_config_cache = '/tmp'\n"),
     "pypi-token": ("pypi-token", f"password = {PYPI}\n", PYPI, "password = pypi-abc\n"),
-    "anthropic-key": ("anthropic-key", f"ANTHROPIC_API_KEY={ANTHROPIC}\n", ANTHROPIC, "model = 'sk-ant-short'\n"),
+    "anthropic-key": (
+        "anthropic-key",
+        f"ANTHROPIC_API_KEY={ANTHROPIC}\n",
+        ANTHROPIC,
+        "model = 'sk-ant-short'\n",
+    ),
     "openai-key": ("openai-key", f"client = OpenAI(api_key='{OPENAI}')\n", OPENAI, "'-sk' * 40\n"),
     "huggingface-token": (
         "huggingface-token",
@@ -177,7 +182,8 @@ def test_redaction_keeps_the_lines_of_a_key_block() -> None:
 def test_two_secrets_on_one_line() -> None:
     text = f"{AWS_ID},{GITHUB}"
     assert redact(text) == Redaction(
-        "[REDACTED: AWSKeyDetector],[REDACTED: GitHubTokenDetector]", ("AWSKeyDetector", "GitHubTokenDetector")
+        "[REDACTED: AWSKeyDetector],[REDACTED: GitHubTokenDetector]",
+        ("AWSKeyDetector", "GitHubTokenDetector"),
     )
 
 
@@ -236,7 +242,6 @@ ADVERSARIAL: list[tuple[str, list[tuple[int, int, str]]]] = [
     (_repeat("eyJ"), []),
     # segments that do not decode to JSON: no token, each segment read a bounded number of times
     (_repeat("eyJaaaaaaaaaaaa."), []),
-    (_repeat("eyJhbGciOiJIUzI1NiJ9."), []),
     (_repeat("a://b:"), []),
     ("a://" + "b" * 99 + ":" + "c" * MB, []),
     (_repeat("password="), []),
@@ -252,7 +257,7 @@ ADVERSARIAL: list[tuple[str, list[tuple[int, int, str]]]] = [
     ),
     # a header and a body without its end line: the body is redacted with it
     ("-----BEGIN RSA PRIVATE KEY-----" + "A" * MB, [(0, 31 + MB, "PrivateKeyDetector")]),
-    (_repeat("curl -u a:"), []),
+    (_repeat("curl -u "), []),
     (_repeat("auth=('a', '"), []),
     (_repeat("Authorization: Basic "), []),
     (_repeat("&sig="), []),
@@ -260,7 +265,10 @@ ADVERSARIAL: list[tuple[str, list[tuple[int, int, str]]]] = [
     (_repeat("redis://:"), []),
     (_repeat("hvs."), []),
     # prose naming a header, not a header line: each name alone
-    (_repeat("BEGIN RSA PRIVATE KEY"), [(21 * i, 21 * i + 21, "PrivateKeyDetector") for i in range(MB // 21)]),
+    (
+        _repeat("BEGIN RSA PRIVATE KEY"),
+        [(21 * i, 21 * i + 21, "PrivateKeyDetector") for i in range(MB // 21)],
+    ),
     ("é" * MB, []),
 ]
 

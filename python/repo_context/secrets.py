@@ -25,28 +25,29 @@ text (no backtracking).
 
 **Values judged in code** (the built-in rules; thresholds in ``src/secrets.rs``): a quoted value
 assigned to a password name (``password``, ``passwd``, ``pwd``, ``passphrase``, ...) is a secret
-from 6 characters and 2.0 bits of entropy per character, all-letter values included
-(``"hunter2"``); a quoted value assigned to another secret name (``secret``, ``token``,
-``api_key``, ...) from 12 characters, 3.0 bits, letters mixed with digits, symbols or both cases;
-an unquoted value from 8 characters, 2.5 bits, with letters and digits. None of them is a
-placeholder: a template or variable reference (``${X}``, ``{{x}}``, ``%(x)s``, ``$X``,
-``<x>``), a mask (``xxxx``, ``****``), or a value made *only* of placeholder words
-(``changeme``, ``your_api_key_here``, ``test123``); a value that merely contains such a word
-(``mytestvalue9Zq``) is not a placeholder. Names in code (``os.environ``, ``API_KEY``,
-``get_token``) are not values. The password of a URL (``redis://:pw@host`` too) is a secret
-unless it is a placeholder, equals the user name, or the host is a documentation host
-(``example.com``/``.org``/``.net`` and names under them, RFC 2606): ``ftp://foo:bar@ftp.example.org/``
-and ``postgres://user:pass@db`` are documentation. Offsets are characters (code points).
+from 6 characters and 2.0 bits of entropy per character when it holds letters and digits
+(``"hunter2"``), and from 14 characters and 3.2 bits when it is all letters or symbols (a short
+word such as ``"python"`` is a test fixture as often as a password); a quoted value assigned to
+another secret name (``secret``, ``token``, ``api_key``, ...) from 12 characters, 3.0 bits,
+letters with digits or symbols; an unquoted value from 8 characters, 2.5 bits, letters with
+digits. None of them is a placeholder: a template or variable reference (``${X}``, ``{{x}}``,
+``%(x)s``, ``$X``, ``<x>``), a mask (``xxxx``, ``****``), or a value made *only* of placeholder
+words (``changeme``, ``your_api_key_here``, ``test123``); a value that merely contains such a
+word (``mytestvalue9Zq``) is not a placeholder. Names in code (``os.environ``, ``API_KEY``,
+``get_token``, ``quoted-string``) are not values. The password of a URL (``redis://:pw@host``
+too) is a secret unless it is a placeholder, equals the user name, or the host is a
+documentation host (``example.com``/``.org``/``.net`` and names under them, RFC 2606):
+``ftp://foo:bar@ftp.example.org/`` and ``postgres://user:pass@db`` are documentation. Offsets are characters (code points).
 """
 
 from __future__ import annotations
 
+import importlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import re
 from importlib import metadata
+from typing import Any
 
 from ._core import install_secret_rules, secret_kinds, secret_spans
 
@@ -82,7 +83,11 @@ _VALUE_GROUP = frozenset(
         "NpmDetector",
     }
 )
-_CHECKS = {"BasicAuthDetector": "url-password", "JwtTokenDetector": "jwt", "PrivateKeyDetector": "private-key"}
+_CHECKS = {
+    "BasicAuthDetector": "url-password",
+    "JwtTokenDetector": "jwt",
+    "PrivateKeyDetector": "private-key",
+}
 
 _START_HALF = "(?:(?<=\\W)|(?<=^))"
 _LOOKAHEAD = re.compile(r"\(\?!(\\w|\[(?:\\.|[^\]\\])*\])\)")
@@ -178,14 +183,15 @@ def _plugin_rules() -> list[tuple[str, str, str, bool, str | None]]:
     """The installed rules: one per expression of every regex-based detect-secrets plugin not
     in :data:`EXCLUDED_PLUGINS`, in the plugins' name order, as
     ``_core.install_secret_rules`` takes them."""
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.base import RegexBasedDetector
-
-    plugins = sorted(get_mapping_from_secret_type_to_class().values(), key=lambda c: c.__name__)
+    # (imported as untyped modules: the rule set is data here)
+    util: Any = importlib.import_module("detect_secrets.core.plugins.util")
+    base: Any = importlib.import_module("detect_secrets.plugins.base")
+    regex_based: type = base.RegexBasedDetector
+    plugins: list[Any] = sorted(util.get_mapping_from_secret_type_to_class().values(), key=lambda c: c.__name__)
     rules: list[tuple[str, str, str, bool, str | None]] = []
     for plugin in plugins:
         name = plugin.__name__
-        if name in EXCLUDED_PLUGINS or not issubclass(plugin, RegexBasedDetector):
+        if name in EXCLUDED_PLUGINS or not issubclass(plugin, regex_based):
             continue
         for expression in plugin.denylist:
             translated, follow = translate(expression.pattern, expression.flags)

@@ -35,8 +35,8 @@ from .builder import RepoContextBuilder
 from .builder import build as native_build
 from .composer import header_path, render, render_omitted
 from .cost import Cost
-from .limits import Limits, check_context_inputs, resolve
 from .evidence import MissingEvidence
+from .limits import Limits, check_context_inputs, resolve
 from .secrets import redact, redact_json, redaction_note
 from .sources.files import SECRET_REDACTED_IN_FILE, PolicyOmission, Repository, SourceFile, _parse
 from .sources.gather import Gathered, gather
@@ -52,7 +52,7 @@ from .sources.search import (
 )
 from .sources.symbols import ParsedFile, SymbolIndex, source_paths
 from .trace import TraceTarget
-from .types import BuildResult
+from .types import BuildResult, Candidate
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -240,7 +240,9 @@ def missing_lines(result: BuildResult) -> list[str]:
             f"window {o.index} {o.reason}" + (f" of window {o.overlaps}" if o.overlaps is not None else "")
             for o in missing.omitted
         ]
-        whys += [f"lines {w['start']}-{w['end']} withheld ({w['why']})" for w in getattr(missing, "withheld", ())]
+        whys += [
+            f"lines {w['start']}-{w['end']} withheld ({w['why']})" for w in getattr(missing, "withheld", ())
+        ]
         lines.append(f"{header_path(missing.path)}: all failure windows left out ({', '.join(whys)})")
     return lines
 
@@ -391,7 +393,9 @@ def _stamped(reader: Repository, windows: Iterable[Any]) -> list[dict[str, objec
     for w in windows:
         item = w.to_dict()
         source = reader.source(w.path)
-        if source is not None and source.digest:
+        # (A window of a file with redacted secrets is stamped after the build: the build
+        # checks its content against the redacted lines, see _verifier.)
+        if source is not None and source.digest and not source.redactions:
             item["source_sha256"] = source.digest
         item["source_id"] = w.source or str(w.reason)
         out.append(item)
@@ -405,9 +409,56 @@ def _verifier(reader: Repository) -> Callable[[str], bytes | None]:
     def read(path: str) -> bytes | None:
         if reader.relative(path) != path:
             return None
-        return reader._read(path)
+        data = reader._read(path)
+        source = reader.source(path) if data is not None else None
+        if (
+            source is not None
+            and source.redactions
+            and hashlib.sha256(data or b"").hexdigest() == source.digest
+        ):
+            # The file's own bytes are those the windows were cut from: their content is
+            # checked against its lines with the secrets redacted, as they were cut.
+            return "".join(source.lines).encode("utf-8", "surrogateescape")
+        return data
 
     return read
+
+
+def _restamped(result: BuildResult, reader: Repository) -> BuildResult:
+    """``result`` with each item of a file with redacted secrets stamped with the SHA-256 of
+    the file's own bytes (``source_sha256``), which :func:`_verifier` checked."""
+    items = list(result.items)
+    changed = False
+    for i, item in enumerate(items):
+        source = reader.source(item.path)
+        if source is not None and source.redactions and source.digest and item.source_sha256 is None:
+            items[i] = Candidate(
+                item.path,
+                item.start,
+                item.end,
+                item.content,
+                item.reason,
+                item.score,
+                group=item.group,
+                source_sha256=source.digest,
+                source_id=item.source_id,
+            )
+            changed = True
+    if not changed:
+        return result
+    return BuildResult(
+        items,
+        result.selected,
+        result.used_chars,
+        result.truncated,
+        result.omitted,
+        result.failure_files,
+        result.cost,
+        result.budget,
+        result.used,
+        result.blocks,
+        result.missing_critical,
+    )
 
 
 class _CachedSource(SourceFile):
@@ -662,7 +713,7 @@ class Workspace:
             "cost": model,
         }
         result = self._builder(engine).build(data, trace=trace, verify=_verifier(reader))
-        result = _with_withheld_failures(result, gathered)
+        result = _with_withheld_failures(_restamped(result, reader), gathered)
         finished = time.perf_counter()
         times = {**timings, "build": finished - before, "total": finished - started}
         return ContextResult(result, gathered, failures, times, reread, reader_redactions(reader, result))
