@@ -342,7 +342,9 @@ for form, template in [
     spec("PypiTokenDetector", form, template, lambda: "pypi-AgEIcHlwaS5vcmc" + rand(B64URL, 150))
 spec("pypi-token", "testpypi", "password = {s}", lambda: "pypi-AgENdGVzdC5weXBpLm9yZw" + rand(B64URL, 60))
 spec("pypi-token", "short macaroon", "TWINE_PASSWORD={s}", lambda: "pypi-AgEIcHlwaS5vcmc" + rand(B64URL, 55))
-spec("pypi-token", "github actions", "password: {s}", lambda: "pypi-AgENdGVzdC5weXBpLm9yZw" + rand(B64URL, 120))
+spec(
+    "pypi-token", "github actions", "password: {s}", lambda: "pypi-AgENdGVzdC5weXBpLm9yZw" + rand(B64URL, 120)
+)
 
 # SendGrid: "SG." + 22 + "." + 43 base64url characters.
 for form, template in [
@@ -404,7 +406,9 @@ spec(
     "slack-webhook",
     "services webhook in yaml",
     "slack:\n  webhook_url: https://{s}",
-    lambda: f"hooks.slack.com/services/T{rand(UPPER + DIGITS, 8)}/B{rand(UPPER + DIGITS, 10)}/{rand(ALNUM, 24)}",
+    lambda: (
+        f"hooks.slack.com/services/T{rand(UPPER + DIGITS, 8)}/B{rand(UPPER + DIGITS, 10)}/{rand(ALNUM, 24)}"
+    ),
 )
 spec(
     "slack-webhook",
@@ -412,7 +416,12 @@ spec(
     'requests.post("https://{s}", json=payload)',
     lambda: f"hooks.slack.com/triggers/T{rand(UPPER + DIGITS, 8)}/{rand(DIGITS, 13)}/{rand(HEX, 32)}",
 )
-spec("slack-token", "user token in json", '{{"slack": {{"token": "{s}"}}}}', lambda: "xoxe.xoxp-1-" + rand(ALNUM, 140))
+spec(
+    "slack-token",
+    "user token in json",
+    '{{"slack": {{"token": "{s}"}}}}',
+    lambda: "xoxe.xoxp-1-" + rand(ALNUM, 140),
+)
 
 # SoftLayer: API keys are 64 lower-case hex characters.
 spec("SoftlayerDetector", "assignment", 'softlayer_api_key = "{s}"', lambda: rand(HEX, 64))

@@ -294,8 +294,9 @@ def test_a_hugging_face_token_is_not_printed_for_a_query_naming_it(
     data = json.loads(capsys.readouterr().out)
     assert HF not in json.dumps(data)
     assert data["policy_omitted"] == []
-    first = [i for i, item in enumerate(data["items"]) if item["path"] == "settings.py" and item["start"] == 1]
-    assert len(first) == 1 and 'HF_TOKEN = "[REDACTED: huggingface-token]"' in data["items"][first[0]]["content"]
+    items = data["items"]
+    first = [i for i, item in enumerate(items) if item["path"] == "settings.py" and item["start"] == 1]
+    assert len(first) == 1 and 'HF_TOKEN = "[REDACTED: huggingface-token]"' in items[first[0]]["content"]
     redacted = [r for r in data["policy_redacted"] if r.get("path") == "settings.py"]
     assert redacted == [
         {

@@ -37,7 +37,8 @@ word (``mytestvalue9Zq``) is not a placeholder. Names in code (``os.environ``, `
 ``get_token``, ``quoted-string``) are not values. The password of a URL (``redis://:pw@host``
 too) is a secret unless it is a placeholder, equals the user name, or the host is a
 documentation host (``example.com``/``.org``/``.net`` and names under them, RFC 2606):
-``ftp://foo:bar@ftp.example.org/`` and ``postgres://user:pass@db`` are documentation. Offsets are characters (code points).
+``ftp://foo:bar@ftp.example.org/`` and ``postgres://user:pass@db`` are documentation.
+Offsets are characters (code points).
 """
 
 from __future__ import annotations
@@ -187,7 +188,8 @@ def _plugin_rules() -> list[tuple[str, str, str, bool, str | None]]:
     util: Any = importlib.import_module("detect_secrets.core.plugins.util")
     base: Any = importlib.import_module("detect_secrets.plugins.base")
     regex_based: type = base.RegexBasedDetector
-    plugins: list[Any] = sorted(util.get_mapping_from_secret_type_to_class().values(), key=lambda c: c.__name__)
+    mapping = util.get_mapping_from_secret_type_to_class()
+    plugins: list[Any] = sorted(mapping.values(), key=lambda c: c.__name__)
     rules: list[tuple[str, str, str, bool, str | None]] = []
     for plugin in plugins:
         name = plugin.__name__
