@@ -491,7 +491,7 @@ fn mixed(s: &[u8]) -> bool {
 /// A quoted value assigned to a password name: [`MIN_PASSWORD_LEN`] bytes or more, entropy
 /// at least [`MIN_PASSWORD_ENTROPY`], letters with digits (`"hunter2"`), or without digits
 /// [`MIN_LETTER_PASSWORD_LEN`] bytes and [`MIN_LETTER_PASSWORD_ENTROPY`] bits
-/// (`"correcthorsebattery"`); no placeholder.
+/// (`"qzvxkbnwmjhtplrf"`); no placeholder.
 fn quoted_password(hit: &Hit<'_>) -> Option<(usize, usize)> {
     let s = hit.secret();
     let letters = s.iter().any(u8::is_ascii_alphabetic);
@@ -654,13 +654,9 @@ fn sas_signature(hit: &Hit<'_>) -> Option<(usize, usize)> {
 /// The base64 credentials of an `Authorization: Basic` header: `user:password`, printable,
 /// a credential ([`credential`]).
 fn basic_header(hit: &Hit<'_>) -> Option<(usize, usize)> {
-    let Some(decoded) = base64_decode(hit.secret()) else {
-        return None;
-    };
+    let decoded = base64_decode(hit.secret())?;
     let printable = decoded.iter().all(|b| b.is_ascii_graphic() || *b == b' ');
-    let Some(colon) = decoded.iter().position(|&b| b == b':') else {
-        return None;
-    };
+    let colon = decoded.iter().position(|&b| b == b':')?;
     keep(
         hit,
         printable && credential(&decoded[..colon], &decoded[colon + 1..], b""),
@@ -1349,8 +1345,8 @@ mod tests {
             vec![("generic-password".to_owned(), "hunter2")]
         );
         assert_eq!(
-            kinds("PASSWORD = 'correcthorsebattery'\n"),
-            vec![("generic-password".to_owned(), "correcthorsebattery")]
+            kinds("PASSWORD = 'qzvxkbnwmjhtplrf'\n"),
+            vec![("generic-password".to_owned(), "qzvxkbnwmjhtplrf")]
         );
         assert_eq!(
             kinds("DB_PASSWORD=hunter22x\n"),
