@@ -28,7 +28,10 @@
 
 use std::sync::{Arc, LazyLock, RwLock};
 
-use regex::bytes::{Regex, RegexSet};
+use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
+
+/// The lazy DFA cache of the rule set, in bytes.
+const DFA_CACHE_BYTES: usize = 64 << 20;
 
 /// One secret found in a text: bytes `start..end` (half-open byte offsets) are a secret of
 /// the detector's kind number `kind` ([`Detector::kind`]).
@@ -1052,7 +1055,12 @@ impl Detector {
                 not_followed_by: None,
             });
         }
-        let set = RegexSet::new(&patterns)
+        // The lazy DFA of all the rules together needs a larger cache than the default, or it
+        // gives up on ordinary source and the search falls back to the slower Pike VM (still
+        // linear, several times slower).
+        let set = RegexSetBuilder::new(&patterns)
+            .dfa_size_limit(DFA_CACHE_BYTES)
+            .build()
             .map_err(|e| format!("the secret rules do not compile together: {e}"))?;
         Ok(Detector { kinds, set, rules })
     }
