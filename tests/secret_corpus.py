@@ -148,6 +148,13 @@ for form, template in [
         lambda: b64(_RNG.randbytes(32)).replace("+", "%2B").replace("/", "%2F").replace("=", "%3D"),
     )
 
+spec(
+    "azure-storage-key",
+    "event hubs",
+    "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey={s};EntityPath=hub",
+    lambda: b64(_RNG.randbytes(32)),
+)
+
 # URL credentials (RFC 3986 userinfo).
 for form, template in [
     ("database url", 'DATABASE_URL = "postgres://app:{s}@db.internal:5432/app"'),
