@@ -402,7 +402,8 @@ class Repository:
     limits (:class:`repo_context.limits.Limits`, default ``DEFAULT_LIMITS``; kept, with
     ``max_file_bytes`` in it, as :attr:`resource_limits`).
     ``refused`` maps the path of every file refused so far to the policy reason
-    (:data:`SECRET_NAME` or :data:`SECRET_CONTENT`); ``skipped`` maps files not read for
+    (:data:`SECRET_NAME`; :data:`SECRET_CONTENT` only for a file whose redaction would not
+    keep its lines); ``skipped`` maps files not read for
     another reason (binary, too large, not a regular file), folders not entered (deeper than
     ``max_depth``) and rules files not applied in full (over a ``.gitignore`` limit) to a short
     explanation.
