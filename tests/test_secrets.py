@@ -365,3 +365,38 @@ def test_redaction_keeps_every_line_and_leaves_no_secret(text: str) -> None:
     assert len(done.text.splitlines()) == len(text.splitlines())
     assert find_secrets(done.text) == []
     assert len(done.kinds) == len(find_secrets(text))
+
+
+# --- the rule set's translation and installation -----------------------------------------
+
+
+def test_translate_turns_lookarounds_into_half_boundaries_and_byte_checks() -> None:
+    from repo_context.secrets import RuleError, translate
+
+    start = "(?:(?<=\\W)|(?<=^))"
+    assert translate(start + "key=([a-f0-9]{48}(?![a-f0-9]))", 0) == (
+        r"(?m)\b{start-half}key=([a-f0-9]{48})",
+        "[a-f0-9]",
+    )
+    assert translate(r"glpat-[A-Za-z0-9_\-]{20,50}(?!\w)", re.IGNORECASE) == (
+        r"(?mi)glpat-[A-Za-z0-9_\-]{20,50}",
+        "[A-Za-z0-9_]",
+    )
+    # A `-` Python reads as a literal after a range is escaped for the regex crate.
+    assert translate("eyJ[A-Za-z0-9-_=]+", 0) == (r"(?m)eyJ[A-Za-z0-9\-_=]+", None)
+    for pattern in ["(?<![\\w.])x", "a(?=b)c", "(?!x)y"]:
+        with pytest.raises(RuleError):
+            translate(pattern, 0)
+
+
+def test_a_rule_that_does_not_compile_is_refused_and_the_rules_in_use_kept() -> None:
+    from repo_context import _core
+
+    before = _core.secret_kinds()
+    with pytest.raises(ValueError, match="unknown check"):
+        _core.install_secret_rules([("X", "abc", "nope", False, None)])
+    with pytest.raises(ValueError, match="the X rule"):
+        _core.install_secret_rules([("X", "(?=a)", "token", False, None)])
+    with pytest.raises(ValueError, match="no capture group"):
+        _core.install_secret_rules([("X", "abc", "token", True, None)])
+    assert _core.secret_kinds() == before == list(KINDS)
