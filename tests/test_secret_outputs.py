@@ -387,3 +387,20 @@ def test_a_withheld_failing_file_is_missing_evidence(
     assert "withheld (policy: secret name)" in err
     assert main([*args, "--require-failure"]) == EXIT_MISSING_EVIDENCE
     assert "warning: missing failure evidence: id_rsa_tools.py" in capsys.readouterr().err
+
+
+def test_the_build_verifies_a_redacted_window_against_the_files_own_bytes(tmp_path: Path) -> None:
+    """The verify reader gives a file with redacted secrets as its redacted lines while its
+    bytes are those the windows were cut from, and its own bytes once it changed (so the
+    window is stale)."""
+    from repo_context.workspace import Workspace, _verifier
+
+    root = tmp_path / "repo"
+    write(root, "keys.py", f'KEY = "{AWS_ID}"\n')
+    reader = Workspace(root, cache=False)._new_reader()
+    source = reader.source("keys.py")
+    assert source is not None and source.redactions == ((1, 1, "AWSKeyDetector"),)
+    verify = _verifier(reader)
+    assert verify("keys.py") == b'KEY = "[REDACTED: AWSKeyDetector]"\n'
+    write(root, "keys.py", f'KEY = "{AWS_ID}"  # edited\n')
+    assert verify("keys.py") == f'KEY = "{AWS_ID}"  # edited\n'.encode()
