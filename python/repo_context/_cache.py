@@ -52,7 +52,8 @@ def rules_version() -> str:
     ``sources`` modules, ``workspace`` and ``secrets`` (their text: any change to how files
     are read, refused, parsed, chunked or tokenized gives another version), the compiled
     extension (its size and time: it holds the secret detector), the Python version (``ast``
-    differs between versions) and the ``bm25s`` version."""
+    differs between versions), the ``bm25s`` version and the ``detect-secrets`` version (the
+    secret rule set)."""
     global _rules
     if _rules is None:
         digest = hashlib.sha256(f"{SCHEMA}|{sys.version_info[:2]}".encode())
@@ -70,6 +71,8 @@ def rules_version() -> str:
             from importlib.metadata import version
 
             digest.update(version("bm25s").encode())
+            # The secret rule set: another version finds other secrets in the same files.
+            digest.update(version("detect-secrets").encode())
         except Exception:  # not installed as a distribution: the modules still name the rules
             pass
         _rules = digest.hexdigest()[:20]

@@ -41,10 +41,10 @@
     error, or to ``--report FILE``. With ``--format json``, print one JSON document instead
     (``ContextResult.to_dict``): the build result's JSON form with more top-level keys,
     ``"policy_omitted"``: the windows the sources took and the safe reader withheld, whatever
-    their priority (a file that looks like a secret, even the failure file; a window that no
+    their priority (a file that is a secret by name, even the failure file; a window that no
     longer matches its file), each ``{"path", "start", "end", "source", "reason": "policy",
-    "why"}`` (``why`` such as ``"policy: secret name"`` or ``"policy: secret content"``; an
-    empty list when none); ``"failure"``; ``"failing_tests"``: every failing test found, each
+    "why"}`` (``why`` such as ``"policy: secret name"``; an empty list when none);
+    ``"failure"``; ``"failing_tests"``: every failing test found, each
     ``{"test", "name", "status", "phase", "exception", "message", "selected"}``; and
     ``"policy_redacted"``.
 
@@ -61,7 +61,9 @@ messages) passes through ``repo_context.secrets.redact``, which replaces each se
 ``[REDACTED: kind]``. The report then ends with a line saying how many secrets of which kinds
 were redacted; ``context``'s JSON lists them under ``"policy_redacted"``, each
 ``{"where": JSONPath, "kind", "reason": "policy", "why": "policy: secret in the output"}``
-(an empty list when none); ``build`` says so on standard error.
+(an empty list when none), after the secrets the reader replaced in the selected windows'
+file lines (``{"where", "path", "lines", "kind", "reason": "policy", "why": "policy: secret
+in the file"}``); ``build`` says so on standard error.
 
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
 an unreadable file or folder, a bad option or command line, an input over a resource limit:

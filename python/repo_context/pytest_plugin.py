@@ -325,7 +325,16 @@ class RepoContextWriter:
         return True
 
     def _context(self, failure: _Failure, repo: Repository, builder: RepoContextBuilder) -> str:
-        from .workspace import DEFAULT_MAX_CHARS, ContextResult, Workspace, _stamped, _verifier
+        from .workspace import (
+            DEFAULT_MAX_CHARS,
+            ContextResult,
+            Workspace,
+            _restamped,
+            _stamped,
+            _verifier,
+            _with_withheld_failures,
+            reader_redactions,
+        )
 
         text = failure.text
         check_text(text, "pytest_log", "max_log_bytes", None, "the report")
@@ -348,7 +357,12 @@ class RepoContextWriter:
         if reader is not None:
             data["candidates"] = _stamped(reader, gathered.candidates)
         result = builder.build(data, verify=None if reader is None else _verifier(reader))
-        return ContextResult(result, gathered).markdown()
+        if reader is None:
+            return ContextResult(result, gathered).markdown()
+        # As Workspace.context: provenance of redacted files, withheld failure windows, and
+        # the reader's redactions reported.
+        result = _with_withheld_failures(_restamped(result, reader), gathered)
+        return ContextResult(result, gathered, redactions=reader_redactions(reader, result)).markdown()
 
     # -- reporting ---------------------------------------------------------------------
 

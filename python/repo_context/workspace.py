@@ -36,10 +36,11 @@ from .builder import RepoContextBuilder
 from .builder import build as native_build
 from .composer import header_path, render, render_omitted
 from .cost import Cost
+from .evidence import MissingEvidence
 from .limits import Limits, check_context_inputs, resolve
 from .secrets import redact, redact_json, redaction_note
 from .sources.coverage import CoverageInput
-from .sources.files import PolicyOmission, Repository, SourceFile, _parse
+from .sources.files import SECRET_REDACTED_IN_FILE, PolicyOmission, Repository, SourceFile, _parse
 from .sources.gather import Gathered, gather
 from .sources.pytest_log import TestFailure, parse_test_output
 from .sources.search import (
@@ -53,7 +54,7 @@ from .sources.search import (
 )
 from .sources.symbols import ParsedFile, SymbolIndex, source_paths
 from .trace import TraceTarget
-from .types import BuildResult
+from .types import BuildResult, Candidate
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -112,7 +113,12 @@ class ContextResult:
     each stage in seconds (``refresh``: listing the files and reading the changed ones;
     ``derive``: deriving words, chunks and the search index; ``gather``: the three sources;
     ``build``: ranking and packing; ``total``); ``reread`` the repository-relative paths the
-    call read again because they were new or changed.
+    call read again because they were new or changed; ``redactions`` the secrets the reader
+    replaced by ``[REDACTED: kind]`` in the selected windows (:func:`reader_redactions`:
+    ``{"where", "path", "lines", "kind", "reason", "why"}`` each, in selection order).
+
+    A failing file whose failure windows the reader withheld all (a file that is a secret by
+    name, say) is in ``result.missing_critical`` too, with those windows under ``withheld``.
     """
 
     result: BuildResult
@@ -120,6 +126,7 @@ class ContextResult:
     failures: tuple[TestFailure, ...] = ()
     timings: Mapping[str, float] = field(default_factory=dict)
     reread: tuple[str, ...] = ()
+    redactions: tuple[dict[str, Any], ...] = ()
 
     @property
     def failure(self) -> TestFailure | None:
@@ -182,6 +189,7 @@ class ContextResult:
             "\n".join(about),
             render_omitted(self.result, self.gathered.candidates).rstrip("\n"),
             *_policy_summary(self.gathered),
+            *_redaction_summary(self.redactions),
         ]
         redacted = redact("\n\n".join(parts) + "\n")
         if not redacted.kinds:
@@ -224,21 +232,93 @@ class ContextResult:
         data["failing_tests"] = failing_tests_json(self.gathered)
         redacted_data, redacted = redact_json(data)
         shown: dict[str, Any] = redacted_data
-        shown["policy_redacted"] = redacted
+        shown["policy_redacted"] = [*(dict(r) for r in self.redactions), *redacted]
         return shown
 
 
 def missing_lines(result: BuildResult) -> list[str]:
     """One line per failing file whose failure windows were all left out: the file and why
-    each window was left out (``a.py: window 3 (lines 10-80) budget``)."""
+    each window was left out (``a.py: window 3 (lines 10-80) budget``; a window the reader
+    withheld: ``lines 10-80 withheld (policy: secret name)``)."""
     lines = []
     for missing in result.missing_critical:
-        whys = ", ".join(
+        whys = [
             f"window {o.index} {o.reason}" + (f" of window {o.overlaps}" if o.overlaps is not None else "")
             for o in missing.omitted
-        )
-        lines.append(f"{header_path(missing.path)}: all failure windows left out ({whys})")
+        ]
+        whys += [
+            f"lines {w['start']}-{w['end']} withheld ({w['why']})" for w in getattr(missing, "withheld", ())
+        ]
+        lines.append(f"{header_path(missing.path)}: all failure windows left out ({', '.join(whys)})")
     return lines
+
+
+def reader_redactions(reader: Repository, result: BuildResult) -> tuple[dict[str, Any], ...]:
+    """The secrets the reader replaced in the selected items of ``result``: for each item
+    (``where`` its JSONPath, ``$.items[i].content``) and each secret of its file that touches
+    its lines (:meth:`SourceFile.redactions_in`), ``{"where", "path", "lines": [first, last],
+    "kind", "reason": "policy", "why": "policy: secret in the file"}``."""
+    out: list[dict[str, Any]] = []
+    for i, item in enumerate(result.items):
+        source = reader.source(item.path)
+        if source is None:
+            continue
+        for first, last, kind in source.redactions_in(item.start, item.end):
+            out.append(
+                {
+                    "where": f"$.items[{i}].content",
+                    "path": item.path,
+                    "lines": [first, last],
+                    "kind": kind,
+                    "reason": "policy",
+                    "why": SECRET_REDACTED_IN_FILE,
+                }
+            )
+    return tuple(out)
+
+
+def _with_withheld_failures(result: BuildResult, gathered: Gathered) -> BuildResult:
+    """``result`` with each failing file none of whose failure windows reached the build,
+    because the reader withheld them all (:attr:`Gathered.policy_omissions` of source
+    ``failure``), added to ``missing_critical`` (after the files already there)."""
+    failing = list(gathered.failure_files) or ([gathered.failure_file] if gathered.failure_file else [])
+    known = {m.path for m in result.missing_critical}
+    offered = {c.path for c in gathered.candidates if str(c.reason) == "failure"}
+    added: list[MissingEvidence] = []
+    for path in failing:
+        if path in known or path in offered:
+            continue
+        withheld = [w for w in gathered.policy_omissions if w.path == path and w.source == "failure"]
+        if withheld:
+            added.append(MissingEvidence(path, (), tuple(w.to_dict() for w in withheld)))
+    if not added:
+        return result
+    return BuildResult(
+        result.items,
+        result.selected,
+        result.used_chars,
+        result.truncated,
+        result.omitted,
+        result.failure_files,
+        result.cost,
+        result.budget,
+        result.used,
+        result.blocks,
+        [*result.missing_critical, *added],
+    )
+
+
+def _redaction_summary(redactions: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The Markdown lines about the secrets the reader redacted in the selected windows."""
+    if not redactions:
+        return []
+    n = len(redactions)
+    lines = [f"{n} secret{'s' if n != 1 else ''} redacted in the selected windows (reason policy):", ""]
+    for r in redactions:
+        first, last = r["lines"]
+        where = f"{r['path']}:{first}" if first == last else f"{r['path']}:{first}-{last}"
+        lines.append(f"- {header_path(where)} {r['kind']}: {r['why']}")
+    return ["\n".join(lines)]
 
 
 def failing_tests_json(gathered: Gathered) -> list[dict[str, object]]:
@@ -319,7 +399,9 @@ def _stamped(reader: Repository, windows: Iterable[Any]) -> list[dict[str, objec
     for w in windows:
         item = w.to_dict()
         source = reader.source(w.path)
-        if source is not None and source.digest:
+        # (A window of a file with redacted secrets is stamped after the build: the build
+        # checks its content against the redacted lines, see _verifier.)
+        if source is not None and source.digest and not source.redactions:
             item["source_sha256"] = source.digest
         item["source_id"] = w.source or str(w.reason)
         out.append(item)
@@ -337,9 +419,55 @@ def _verifier(reader: Repository) -> Callable[[str], bytes | None]:
         data = reader._read(path)
         if isinstance(reader, _Reader):
             reader._workspace._checked(path, hashlib.sha256(data).hexdigest() if data is not None else "")
+        source = reader.source(path) if data is not None else None
+        if (
+            source is not None
+            and source.redactions
+            and hashlib.sha256(data or b"").hexdigest() == source.digest
+        ):
+            # The file's own bytes are those the windows were cut from: their content is
+            # checked against its lines with the secrets redacted, as they were cut.
+            return "".join(source.lines).encode("utf-8", "surrogateescape")
         return data
 
     return read
+
+
+def _restamped(result: BuildResult, reader: Repository) -> BuildResult:
+    """``result`` with each item of a file with redacted secrets stamped with the SHA-256 of
+    the file's own bytes (``source_sha256``), which :func:`_verifier` checked."""
+    items = list(result.items)
+    changed = False
+    for i, item in enumerate(items):
+        source = reader.source(item.path)
+        if source is not None and source.redactions and source.digest and item.source_sha256 is None:
+            items[i] = Candidate(
+                item.path,
+                item.start,
+                item.end,
+                item.content,
+                item.reason,
+                item.score,
+                group=item.group,
+                source_sha256=source.digest,
+                source_id=item.source_id,
+            )
+            changed = True
+    if not changed:
+        return result
+    return BuildResult(
+        items,
+        result.selected,
+        result.used_chars,
+        result.truncated,
+        result.omitted,
+        result.failure_files,
+        result.cost,
+        result.budget,
+        result.used,
+        result.blocks,
+        result.missing_critical,
+    )
 
 
 class _CachedSource(SourceFile):
@@ -626,9 +754,10 @@ class Workspace:
             "cost": model,
         }
         result = self._builder(engine).build(data, trace=trace, verify=_verifier(reader))
+        result = _with_withheld_failures(_restamped(result, reader), gathered)
         finished = time.perf_counter()
         times = {**timings, "build": finished - before, "total": finished - started}
-        return ContextResult(result, gathered, failures, times, reread)
+        return ContextResult(result, gathered, failures, times, reread, reader_redactions(reader, result))
 
     # -- one call --------------------------------------------------------------------------
 
@@ -712,7 +841,9 @@ class Workspace:
 
     def _keep_source(self, source: SourceFile) -> None:
         self._sources[(source.path, source.digest)] = source
-        if source.refused is None and self._store is not None and source.digest:
+        # A file with redacted secrets is not stored (its redactions are not in the stored
+        # form): it is read again by a new workspace, as a refused file is.
+        if source.refused is None and not source.redactions and self._store is not None and source.digest:
             self._unsaved[_store_key((source.path, source.digest))] = (source.lines, source.undecodable)
 
     def _save_sources(self) -> None:
