@@ -5,6 +5,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
+use super::guard::guard;
 use crate::secrets::{self, KINDS};
 
 /// The secrets in `text` (a `str`), as a list of `(start, end, kind)`: characters (code
@@ -18,21 +19,23 @@ fn secret_spans<'py>(
     py: Python<'py>,
     text: &Bound<'py, PyString>,
 ) -> PyResult<Vec<(usize, usize, &'static str)>> {
-    let encoded;
-    let bytes: &[u8] = match text.to_str() {
-        Ok(s) => s.as_bytes(),
-        Err(err) if err.is_instance_of::<PyUnicodeEncodeError>(py) => {
-            encoded = text
-                .call_method1(
-                    intern!(py, "encode"),
-                    (intern!(py, "utf-8"), intern!(py, "surrogatepass")),
-                )?
-                .cast_into::<PyBytes>()?;
-            encoded.as_bytes()
-        }
-        Err(err) => return Err(err),
-    };
-    Ok(py.detach(|| code_point_spans(bytes, &secrets::find(bytes))))
+    guard("secret_spans", || {
+        let encoded;
+        let bytes: &[u8] = match text.to_str() {
+            Ok(s) => s.as_bytes(),
+            Err(err) if err.is_instance_of::<PyUnicodeEncodeError>(py) => {
+                encoded = text
+                    .call_method1(
+                        intern!(py, "encode"),
+                        (intern!(py, "utf-8"), intern!(py, "surrogatepass")),
+                    )?
+                    .cast_into::<PyBytes>()?;
+                encoded.as_bytes()
+            }
+            Err(err) => return Err(err),
+        };
+        Ok(py.detach(|| code_point_spans(bytes, &secrets::find(bytes))))
+    })
 }
 
 /// The findings' byte ranges of `bytes` (UTF-8, surrogates included) as code point ranges:
