@@ -230,3 +230,38 @@ def test_a_panic_becomes_an_internal_error_not_a_base_exception() -> None:
         repo_context._core._panic("boom")
     assert isinstance(info.value, RuntimeError)
     assert str(info.value) == "repo_context: internal error in _panic: boom (a bug: please report it)"
+
+
+def entry_points(source: str) -> list[tuple[str, str]]:
+    """``(name, first body line that is not a comment)`` of every ``#[pyfunction]`` and every method of a
+    ``#[pymethods]`` block in ``source``."""
+    found = []
+    lines = source.splitlines()
+    in_methods = False
+    for i, line in enumerate(lines):
+        if line.startswith("#[pymethods]"):
+            in_methods = True
+        elif in_methods and line == "}":
+            in_methods = False
+        is_fn = line.startswith("fn ") or (in_methods and line.startswith("    fn "))
+        exposed = in_methods or any(lines[k].startswith("#[pyfunction]") for k in range(max(i - 4, 0), i))
+        if is_fn and exposed:
+            name = line.split("fn ", 1)[1].split("(", 1)[0].split("<", 1)[0]
+            j = i
+            while not lines[j].rstrip().endswith("{"):
+                j += 1
+            body = (text.strip() for text in lines[j + 1 :])
+            found.append((name, next(text for text in body if not text.startswith("//"))))
+    return found
+
+
+def test_every_entry_point_of_the_extension_runs_in_the_guard() -> None:
+    sources = sorted((Path(__file__).parent.parent / "src" / "python").glob("*.rs"))
+    if not sources:
+        pytest.skip("the Rust sources are not beside the tests")
+    # __traverse__ may not raise (the garbage collector calls it); __match_args__ is a constant.
+    exempt = {"__traverse__", "__match_args__"}
+    points = [(path.name, *point) for path in sources for point in entry_points(path.read_text())]
+    assert len(points) > 40
+    unguarded = [p for p in points if p[1] not in exempt and not p[2].startswith("guard(")]
+    assert unguarded == []
