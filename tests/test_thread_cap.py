@@ -25,7 +25,7 @@ TWO = Limits(max_threads=2)
 def table(n: int = 40) -> Any:
     return pa.table(
         {
-            "task": [f"t{i % 5}" for i in range(n)],
+            "task": [f"t{i * 5 // n}" for i in range(n)],
             "path": [f"m{i % 3}.py" for i in range(n)],
             "start": [1 + i for i in range(n)],
             "end": [3 + i for i in range(n)],
