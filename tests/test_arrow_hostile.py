@@ -165,10 +165,11 @@ def offsets_array(kind: str, offsets: list[int], data: bytes, n: int) -> Any:
 
 @pytest.mark.parametrize("kind", ["string", "large_string"])
 def test_offsets_outside_the_data_are_refused(kind: str) -> None:
-    # Row 1 spans 10..5 (decreasing): the bytes it would read are not its own.
-    path = offsets_array(kind, [0, 4, 10, 14], b"a.pyb.pyxxxxxx", 3)
+    # Row 1 ends past the last offset (the data's length), row 2 runs backwards.
+    path = offsets_array(kind, [0, 4, 20, 14], b"a.pyb.pyxxxxxx", 3)
     got = both(table(path=path), budget=50, group_by="task")
     assert got[2:5] == (1, "path", f"{OUT_OF_BOUNDS} (group 't2', row 0 of the group)")
+    # Row 1 runs backwards (4..2).
     path = offsets_array(kind, [0, 4, 2, 6], b"a.pyb.", 3)
     got = both(table(path=path), budget=50, group_by="task")
     assert got[2:5] == (1, "path", f"{OUT_OF_BOUNDS} (group 't2', row 0 of the group)")
