@@ -1485,7 +1485,7 @@ mod tests {
         let (field, row, _, problem) = arrow_error(with(&b, "content", content));
         assert_eq!(
             (field.as_str(), row, problem),
-            ("content".into(), Some(1), Problem::Text("is null".into()))
+            ("content", Some(1), Problem::Text("is null".into()))
         );
         // A view of 20 bytes at offset 10 of a 20-byte buffer.
         let mut inline = [0u8; 16];
