@@ -251,7 +251,7 @@ fn range_problem(values: &[u8], start: i64, end: i64, last: i64) -> Option<Bad> 
     if start < 0 || start > end || end > last || end as u64 > values.len() as u64 {
         return Some(Bad::Bounds);
     }
-    std::str::from_utf8(&values[start as usize..end as usize])
+    simdutf8::basic::from_utf8(&values[start as usize..end as usize])
         .err()
         .map(|_| Bad::Utf8)
 }
@@ -273,7 +273,7 @@ fn offsets_all_valid<O: Copy + Into<i64>>(offsets: &[O], values: &[u8]) -> bool 
     let (first, last) = (first as usize, last as usize);
     // Valid UTF-8 throughout, so every offset at a byte that is not a continuation byte (or at
     // the end) splits it into valid pieces.
-    std::str::from_utf8(&values[first..last]).is_ok()
+    simdutf8::basic::from_utf8(&values[first..last]).is_ok()
         && offsets.iter().all(|&o| {
             let o = o.into() as usize;
             o == last || (values[o] as i8) >= -0x40
@@ -286,7 +286,7 @@ fn view_problem(a: &StringViewArray, i: usize) -> Option<Bad> {
     let len = view as u32 as usize;
     if len <= 12 {
         let bytes = view.to_le_bytes();
-        return std::str::from_utf8(&bytes[4..4 + len])
+        return simdutf8::basic::from_utf8(&bytes[4..4 + len])
             .err()
             .map(|_| Bad::Utf8);
     }
@@ -298,7 +298,7 @@ fn view_problem(a: &StringViewArray, i: usize) -> Option<Bad> {
     let Some(bytes) = data.as_slice().get(offset..offset + len) else {
         return Some(Bad::Bounds);
     };
-    std::str::from_utf8(bytes).err().map(|_| Bad::Utf8)
+    simdutf8::basic::from_utf8(bytes).err().map(|_| Bad::Utf8)
 }
 
 impl Strs<'_> {

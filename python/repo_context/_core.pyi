@@ -16,6 +16,7 @@ __all__ = [
     "Candidate",
     "Omission",
     "TokenCounter",
+    "_panic",
     "build",
     "build_many",
     "build_table",
