@@ -137,6 +137,14 @@ def test_bytes_no_cell_reads_are_not_checked() -> None:
     assert both(base.set_column(6, "task", keyed), budget=50, group_by="task")[2:5] == (1, "task", "is null")
 
 
+def test_a_column_no_build_reads_is_not_checked() -> None:
+    plain = table().drop_columns(["failing"])
+    data = plain.append_column("notes", strings([b"\xff", b"ok", b"\xfe"], "string"))
+    got = both(data, budget=50, group_by="task")
+    assert got[0] == "ok"
+    assert got[1] == build_table(plain, budget=50, group_by="task")
+
+
 @ENGINES
 def test_dictionary_index_out_of_range_is_not_null(build: Any) -> None:
     reason = pa.DictionaryArray.from_arrays(

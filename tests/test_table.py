@@ -3,8 +3,9 @@ pyarrow, one ``reference.build`` per group), and against ``build`` group by grou
 
 Inputs come as pyarrow tables of several chunks, with every accepted column type (``utf8``,
 ``large_utf8``, ``string_view``, dictionary strings; any integer type; float32/float64 scores),
-and as Polars data frames. Invalid inputs must raise the same error type with the same index,
-field, problem and message.
+and as Polars data frames; invalid tables may hold a string cell that is not UTF-8 (as Parquet or
+a C data producer can hand over). Invalid inputs must raise the same error type with the same
+index, field, problem and message.
 """
 
 from __future__ import annotations

@@ -335,6 +335,13 @@ def _first_invalid(column: pa.ChunkedArray) -> tuple[int, str] | None:
     return None
 
 
+def _read_columns(args: _Args) -> list[str]:
+    """The columns a build reads, once each: the only ones handed to the engine (the others
+    are never imported, whatever their type)."""
+    names = [*CANDIDATE_COLUMNS, args.group_by, args.budget_column, args.failure_files]
+    return list(dict.fromkeys(name for name in names if name is not None))
+
+
 def _key_suffix(data: pa.Table, args: _Args, key_row: int | None, local: int | None) -> str:
     """`` (group 'a', row 3 of the group)``: where a row error sits, for a grouped table."""
     if args.group_by is None or key_row is None:
@@ -471,12 +478,17 @@ def build_table(
             it, ``index`` is ``None``).
         InvalidCandidateError: a bad row: ``index`` is its row in the whole table, ``field``
             its column, and the message ends with its group key and its row within the group.
-            Checked in this order, the first in table order reported: null group keys; the
-            budget and failing-files cells (each valid, and the same within a group); then the
-            candidates, exactly as :func:`repo_context.build` checks them.
-        ResourceLimitError: a group over ``limits.max_candidates`` (checked before any row is
-            read) or ``limits.max_total_chars`` (``limit``, ``value``, ``maximum`` as for
-            :func:`repo_context.build`).
+            Checked in this order, the first in table order reported: group keys that are null
+            or not valid Arrow data; the other string cells a build reads (path, content,
+            reason, failing files; first by row, then in that column order) that are not valid
+            Arrow data (``is not valid UTF-8``, offsets or views outside the column's data, a
+            dictionary index out of range: the C data interface and Parquet hand buffers over
+            unchecked, so every cell is checked before it is read; null cells are not read);
+            the budget and failing-files cells (each valid, and the same within a group); then
+            the candidates, exactly as :func:`repo_context.build` checks them.
+        ResourceLimitError: a group over ``limits.max_candidates`` (checked after the Arrow
+            data, before any other cell is read) or ``limits.max_total_chars`` (``limit``,
+            ``value``, ``maximum`` as for :func:`repo_context.build`).
 
     Validation is complete before any build: either everything is decided or nothing is. The
     GIL is released from the end of the import to the end of the builds; content is read in
@@ -494,7 +506,7 @@ def build_table(
 
     try:
         decisions, groups = _core.build_table(
-            data,
+            data.select(_read_columns(args)),
             group_by=args.group_by,
             budget=clamp_u64(args.budget),
             budget_column=args.budget_column,

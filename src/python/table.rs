@@ -79,10 +79,18 @@ fn build_table_body<'py>(
         threads,
     };
     // Import while attached (the exporter's stream may call into Python), then let go.
-    let batches = table
-        .into_reader()?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let batches = table.into_reader()?.collect::<Result<Vec<_>, _>>();
+    let batches = match batches {
+        Ok(batches) => batches,
+        Err(e) => {
+            let problem = format!("cannot be imported as Arrow data: {e}");
+            let made = py
+                .import("repo_context.errors")?
+                .getattr("InvalidInputError")?
+                .call1(("table", problem))?;
+            return Err(PyErr::from_value(made));
+        }
+    };
     let outcome = py.detach(|| columnar::build_table(&batches, &spec));
     drop(batches);
     match outcome {
