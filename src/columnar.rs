@@ -256,9 +256,13 @@ fn range_problem(values: &[u8], start: i64, end: i64, last: i64) -> Option<Bad> 
         .map(|_| Bad::Utf8)
 }
 
-/// Whether every range of `offsets` into `values` is in bounds and valid UTF-8, checked at
-/// once: offsets non-decreasing from >= 0 to within `values`, the bytes they span UTF-8, and
-/// every offset on a character boundary. False means: look cell by cell.
+/// Offsets per block of [`offsets_all_valid`]: a block's bytes (some hundred KiB for typical
+/// cells) are still in the cache when its offsets are checked, so the data is read once.
+const BLOCK_OFFSETS: usize = 4096;
+
+/// Whether every range of `offsets` into `values` is in bounds and valid UTF-8, checked a
+/// block of cells at a time: offsets non-decreasing from >= 0 to within `values`, the bytes
+/// they span UTF-8, and every offset on a character boundary. False means: look cell by cell.
 fn offsets_all_valid<O: Copy + Into<i64>>(offsets: &[O], values: &[u8]) -> bool {
     let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
         return true;
@@ -270,14 +274,27 @@ fn offsets_all_valid<O: Copy + Into<i64>>(offsets: &[O], values: &[u8]) -> bool 
     if !offsets.windows(2).all(|w| w[0].into() <= w[1].into()) {
         return false;
     }
-    let (first, last) = (first as usize, last as usize);
-    // Valid UTF-8 throughout, so every offset at a byte that is not a continuation byte (or at
-    // the end) splits it into valid pieces.
-    simdutf8::basic::from_utf8(&values[first..last]).is_ok()
-        && offsets.iter().all(|&o| {
+    let last = last as usize;
+    // Each block's bytes are valid UTF-8 (so they start on a character boundary), and every
+    // offset inside the block at a byte that is not a continuation byte (or at the end): then
+    // every range is valid UTF-8 on its own.
+    let mut start = 0;
+    while start + 1 < offsets.len() {
+        let end = (start + BLOCK_OFFSETS).min(offsets.len() - 1);
+        let (lo, hi) = (offsets[start].into() as usize, offsets[end].into() as usize);
+        if simdutf8::basic::from_utf8(&values[lo..hi]).is_err() {
+            return false;
+        }
+        let inner = offsets[start + 1..end].iter().all(|&o| {
             let o = o.into() as usize;
             o == last || (values[o] as i8) >= -0x40
-        })
+        });
+        if !inner {
+            return false;
+        }
+        start = end;
+    }
+    true
 }
 
 /// The problem of view `i` of a string view column.
@@ -1500,6 +1517,23 @@ mod tests {
         let (field, row, _, problem) = arrow_error(with(&b, "reason", Arc::new(reason)));
         assert_eq!((field.as_str(), row), ("reason", Some(1)));
         assert_ne!(problem, Problem::Text("is null".into()));
+    }
+
+    #[test]
+    fn blocks_of_offsets_check_every_boundary() {
+        // 10,000 cells of one two-byte character each, over several blocks.
+        let values = "é".repeat(10_000).into_bytes();
+        let mut offsets: Vec<i32> = (0..=10_000).map(|i| 2 * i).collect();
+        assert!(offsets_all_valid(&offsets, &values));
+        // An offset inside a character, at a block's edge and inside a block.
+        for at in [BLOCK_OFFSETS, BLOCK_OFFSETS + 7] {
+            offsets[at] += 1;
+            assert!(!offsets_all_valid(&offsets, &values), "{at}");
+            let array = unchecked(offsets.clone(), &values, None);
+            let strs = Strs::new(array.as_ref()).unwrap();
+            assert_eq!(strs.first_invalid(), Some((at - 1, Bad::Utf8)));
+            offsets[at] -= 1;
+        }
     }
 
     #[test]
