@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,6 +88,7 @@ def test_defaults_and_units() -> None:
         "mcp_call_seconds": 900,
         "test_run_seconds": 600,
         "max_cache_value_bytes": 256 << 20,
+        "max_threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
     }
     # The old names are the defaults, set in one place.
     assert repo_context.DEFAULT_MAX_CANDIDATES == DEFAULT_LIMITS.max_candidates
@@ -97,16 +99,19 @@ def test_defaults_and_units() -> None:
 
 def test_every_setting_is_documented_with_its_unit_and_behaviour() -> None:
     doc = limits.__doc__ or ""
-    errors, skips = doc.split("**skipped, not an error**")
+    errors, rest = doc.split("**skipped, not an error**")
+    skips, clamps = rest.split("**clamped, not an error**")
     class_doc = Limits.__doc__ or ""
     for setting in dataclasses.fields(Limits):
         name = setting.name
-        units = {"bytes", "characters", "candidates", "entries", "folders", "lines", "seconds"}
+        units = {"bytes", "characters", "candidates", "entries", "folders", "lines", "seconds", "threads"}
         assert limits.unit(name) in units
         assert f"{name}:" in class_doc
-        section = errors if limits.behaviour(name) == "error" else skips
+        section = {"error": errors, "skip": skips, "clamp": clamps}[limits.behaviour(name)]
         assert f"``{name}``" in section, name
-        word = "skipped, not an error" if limits.behaviour(name) == "skip" else "Error."
+        word = {"error": "Error.", "skip": "skipped, not an error", "clamp": "clamped, not an error"}[
+            limits.behaviour(name)
+        ]
         entry = class_doc.split(f"{name}:")[1].split("Default")[0]
         assert word in entry, name
 

@@ -16,6 +16,7 @@ __all__ = [
     "Candidate",
     "Omission",
     "TokenCounter",
+    "_panic",
     "build",
     "build_many",
     "build_table",
@@ -289,3 +290,6 @@ class TokenCounter:
         """The token count of one text, through the cache."""
     def clear_cache(self) -> None:
         """Forget every cached count."""
+def _panic(message: str) -> None:
+    """For the tests: panics with ``message`` inside the guard every entry point runs in, so
+    the panic is raised as ``repo_context.errors.InternalError``."""

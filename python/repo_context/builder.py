@@ -144,7 +144,9 @@ class RepoContextBuilder(BuilderBase):
         Args:
             inputs: an iterable of inputs, each as for :meth:`build` (read once, into a list).
             threads: the most threads ranking and packing at once; ``None`` (default) for every
-                core (``os.cpu_count()``). At most one per input is started.
+                core (:func:`repo_context.limits.cores`). At most one per input is started, and
+                at most ``limits.max_threads`` (a larger request is clamped, said once on
+                standard error).
             errors: ``"raise"`` (default): the first input, in input order, whose build raises
                 ends the call with that exception, as the list comprehension would (later
                 inputs are not read). ``"return"``: that input's exception object (an
@@ -162,7 +164,7 @@ class RepoContextBuilder(BuilderBase):
             InvalidCandidateError, InvalidInputError, ResourceLimitError: with
                 ``errors="raise"``, the first failing input's error, as :meth:`build` raises it.
         """
-        count, return_errors = batch_options(threads, errors)
+        count, return_errors = batch_options(threads, errors, self.limits)
         batch = list(inputs)
         built = _core.build_many(batch, self._arguments, min(count, max(len(batch), 1)), return_errors)
         out: list[BuildResult | Exception] = []

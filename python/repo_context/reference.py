@@ -338,7 +338,7 @@ class RepoContextBuilder(BuilderBase):
         """:meth:`build` for each input in turn; same contract as
         :meth:`repo_context.RepoContextBuilder.build_many` (``threads`` is validated, then
         unused: this loop is the specification of the parallel one)."""
-        _, return_errors = batch_options(threads, errors)
+        _, return_errors = batch_options(threads, errors, self.limits)
         out: list[BuildResult | Exception] = []
         for input in list(inputs):
             try:

@@ -278,14 +278,30 @@ def _rerank(args: argparse.Namespace) -> int:
     return 0
 
 
+def _comparable_keys(keys: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A key column of any type :func:`~repo_context.build_table` accepts (integers; ``utf8``,
+    ``large_utf8``, ``string_view`` or dictionary-encoded strings) as one that pyarrow's
+    ``equal``, ``not_equal`` and ``take`` compare: a dictionary decoded to its values, a
+    ``string_view`` cast to ``large_utf8`` (byte for byte; neither validates UTF-8).
+
+    Raises:
+        pyarrow.ArrowException: a dictionary index out of range."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(keys.type):
+        keys = pc.cast(keys, keys.type.value_type)
+    if pa.types.is_string_view(keys.type):
+        keys = pc.cast(keys, pa.large_string())
+    return keys
+
+
 def _run_keys(table: pa.Table, group_by: str) -> list[Any]:
     """The key of every run of equal keys, in order."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    keys = table.column(group_by)
-    if pa.types.is_dictionary(keys.type):
-        keys = pc.cast(keys, keys.type.value_type)
+    keys = _comparable_keys(table.column(group_by))
     if len(keys) == 0:
         return []
     keys = keys.combine_chunks()
@@ -301,10 +317,13 @@ def _last_group_start(table: pa.Table, group_by: str | None) -> int:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    keys = table.column(group_by)
-    if pa.types.is_dictionary(keys.type):
-        keys = pc.cast(keys, keys.type.value_type)
     rows: int = table.num_rows
+    try:
+        keys = _comparable_keys(table.column(group_by))
+    except pa.ArrowException:
+        # Keys pyarrow cannot decode (a dictionary index out of range): build what was read,
+        # which reports the first bad row.
+        return rows
     last = keys[rows - 1]
     if not last.is_valid:
         return rows - 1  # a null key: reported by the build

@@ -6,6 +6,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
+use super::guard::guard;
 use crate::secrets::{self, Check, ExternalRule, Finding};
 
 /// The secrets in `text` (a `str`), as a list of `(start, end, kind)`: characters (code
@@ -19,29 +20,31 @@ fn secret_spans<'py>(
     py: Python<'py>,
     text: &Bound<'py, PyString>,
 ) -> PyResult<Vec<(usize, usize, String)>> {
-    let encoded;
-    let bytes: &[u8] = match text.to_str() {
-        Ok(s) => s.as_bytes(),
-        Err(err) if err.is_instance_of::<PyUnicodeEncodeError>(py) => {
-            encoded = text
-                .call_method1(
-                    intern!(py, "encode"),
-                    (intern!(py, "utf-8"), intern!(py, "surrogatepass")),
-                )?
-                .cast_into::<PyBytes>()?;
-            encoded.as_bytes()
-        }
-        Err(err) => return Err(err),
-    };
-    let detector = secrets::detector();
-    Ok(py.detach(|| {
-        let found = detector.find(bytes);
-        code_point_spans(bytes, &found)
-            .into_iter()
-            .zip(&found)
-            .map(|((start, end), f)| (start, end, detector.kind(f.kind).to_owned()))
-            .collect()
-    }))
+    guard("secret_spans", || {
+        let encoded;
+        let bytes: &[u8] = match text.to_str() {
+            Ok(s) => s.as_bytes(),
+            Err(err) if err.is_instance_of::<PyUnicodeEncodeError>(py) => {
+                encoded = text
+                    .call_method1(
+                        intern!(py, "encode"),
+                        (intern!(py, "utf-8"), intern!(py, "surrogatepass")),
+                    )?
+                    .cast_into::<PyBytes>()?;
+                encoded.as_bytes()
+            }
+            Err(err) => return Err(err),
+        };
+        let detector = secrets::detector();
+        Ok(py.detach(|| {
+            let found = detector.find(bytes);
+            code_point_spans(bytes, &found)
+                .into_iter()
+                .zip(&found)
+                .map(|((start, end), f)| (start, end, detector.kind(f.kind).to_owned()))
+                .collect()
+        }))
+    })
 }
 
 /// Compile `rules` (with the built-in ones) and use them for every later `secret_spans` call.
@@ -55,28 +58,31 @@ fn secret_spans<'py>(
 fn install_secret_rules(
     rules: Vec<(String, String, String, bool, Option<String>)>,
 ) -> PyResult<()> {
-    let mut compiled = Vec::with_capacity(rules.len());
-    for (index, (kind, pattern, check, group, not_followed_by)) in rules.into_iter().enumerate() {
-        let Some(check) = Check::named(&check) else {
-            return Err(PyValueError::new_err(format!(
-                "secret rule {index} ({kind}): unknown check {check:?}"
-            )));
-        };
-        compiled.push(ExternalRule {
-            kind,
-            pattern,
-            check,
-            group,
-            not_followed_by,
-        });
-    }
-    secrets::install(&compiled).map_err(PyValueError::new_err)
+    guard("install_secret_rules", || {
+        let mut compiled = Vec::with_capacity(rules.len());
+        for (index, (kind, pattern, check, group, not_followed_by)) in rules.into_iter().enumerate()
+        {
+            let Some(check) = Check::named(&check) else {
+                return Err(PyValueError::new_err(format!(
+                    "secret rule {index} ({kind}): unknown check {check:?}"
+                )));
+            };
+            compiled.push(ExternalRule {
+                kind,
+                pattern,
+                check,
+                group,
+                not_followed_by,
+            });
+        }
+        secrets::install(&compiled).map_err(PyValueError::new_err)
+    })
 }
 
 /// The kinds of the rules in use, installed ones first, in rule order.
 #[pyfunction]
-fn secret_kinds() -> Vec<String> {
-    secrets::detector().kinds().to_vec()
+fn secret_kinds() -> PyResult<Vec<String>> {
+    guard("secret_kinds", || Ok(secrets::detector().kinds().to_vec()))
 }
 
 /// The findings' byte ranges of `bytes` (UTF-8, surrogates included) as code point ranges:
