@@ -35,6 +35,7 @@ __all__ = [
     "MAX_LOG_BYTES",
     "OutputError",
     "read_capped",
+    "redact_names",
     "write_stream",
 ]
 
@@ -168,15 +169,56 @@ def _discard(stream: TextIO) -> None:
         os.close(devnull)
 
 
+#: Longest piece of a name between two ``_`` that :func:`redact_names` checks on its own.
+_MAX_PIECE = 512
+
+
+def redact_names(text: str) -> str:
+    """``text`` (a message, a path, a file name) with its secrets replaced, also those that
+    are glued to a name by ``_`` (``nope_ghp_...`` or ``..._AKIA..._x.md``: the detector
+    wants a token to stand alone, and ``_`` is a word character to it). Every run of ``_``
+    separated pieces (at most ``_MAX_PIECE`` characters) is checked as a text of its own and a
+    secret found in it replaced (:func:`repo_context.secrets.redact`). Meant for short texts
+    (messages and names): the number of checks grows with the square of the ``_`` in a word."""
+    from .secrets import find_secrets, redact_text, redaction
+
+    text = redact_text(text)
+    if "_" not in text:
+        return text
+    found: list[tuple[int, int, str]] = []
+    cuts = [-1, *(i for i, char in enumerate(text) if char == "_"), len(text)]
+    for a, start in enumerate(cuts):
+        for end in cuts[a + 1 :]:
+            if end - start - 1 > _MAX_PIECE:
+                break
+            piece = text[start + 1 : end]
+            if not piece or not piece[0].isalnum():
+                continue
+            for secret in find_secrets(piece):
+                found.append((start + 1 + secret.start, start + 1 + secret.end, secret.kind))
+    if not found:
+        return text
+    found.sort()
+    parts: list[str] = []
+    at = 0
+    for begin, finish, kind in found:
+        if begin < at:  # overlaps one replaced already
+            if finish > at:
+                at = finish
+            continue
+        parts += [text[at:begin], redaction(kind)]
+        at = finish
+    parts.append(text[at:])
+    return redact_text("".join(parts))
+
+
 def warn(line: str) -> None:
     """Write ``line`` and a newline to standard error, its secrets redacted
-    (:func:`repo_context.secrets.redact_text`: every message leaves through here); a standard
-    error that cannot be written (closed, a broken pipe) is ignored: there is nowhere left to
-    report."""
-    from .secrets import redact_text  # the detector lives in the extension, loaded on first use
-
+    (:func:`redact_names`: every message leaves through here, and the names in it are screened
+    piece by piece); a standard error that cannot be written (closed, a broken pipe) is
+    ignored: there is nowhere left to report."""
     try:
-        write_stream(sys.stderr, redact_text(line) + "\n", name="standard error", closed="it is closed")
+        write_stream(sys.stderr, redact_names(line) + "\n", name="standard error", closed="it is closed")
     except OutputError:
         pass
 

@@ -67,6 +67,7 @@ __all__ = [
     "append_file",
     "atomic_output",
     "check_output",
+    "commit_all",
     "refuse_same_files",
     "write_file",
 ]
@@ -350,6 +351,7 @@ class AtomicFile:
         self.shown = self._target.shown
         self._temp: str | None = None
         self._key: int | None = None
+        self._dirfd: int | None = None  # the target's folder, opened once (names are taken in it)
         self.file: BinaryIO
         target = self._target
         fd = -1
@@ -363,15 +365,20 @@ class AtomicFile:
                     os.set_blocking(fd, True)
             else:
                 folder = os.path.dirname(target.real)
+                self._dirfd = _open_folder(folder, self.shown)
                 _clean_stale(folder)
                 temp = _temp_name(target.real)
-                self._key = _arm(lambda: _unlink(temp))
+                dirfd = self._dirfd
+                self._key = _arm(lambda: _unlink(temp, dirfd))
                 with _LOCK:
                     _LIVE_TEMPS.add(temp)
                 self._temp = temp
                 flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                 try:
-                    fd = os.open(temp, flags, 0o666)
+                    if self._dirfd is None:  # pragma: no cover - not a POSIX system
+                        fd = os.open(temp, flags, 0o666)
+                    else:
+                        fd = os.open(os.path.basename(temp), flags, 0o666, dir_fd=self._dirfd)
                 except OSError as exc:
                     raise OutputError(
                         f"cannot write {self.shown}: {_why(exc)} (no temporary file can be made in its "
@@ -414,14 +421,42 @@ class AtomicFile:
         """Flush what was written and put it in place (rename the temporary file over the
         target, then flush the folder). Raises ``OutputError``; the temporary file is then
         removed."""
+        self.prepare()
+        self.put()
+
+    def prepare(self) -> None:
+        """Flush what was written to disk (``fsync``) and close it, without putting it in
+        place yet (:meth:`put`). Raises ``OutputError``; the output is then aborted."""
         try:
             self.file.flush()
             if self._temp is not None:
                 os.fsync(self.file.fileno())
             self.file.close()
-            if self._temp is not None:
+        except BaseException as exc:
+            self.abort()
+            if isinstance(exc, (OSError, ValueError)):
+                raise self.error(exc) from exc
+            raise
+
+    def put(self) -> None:
+        """Put a prepared output in place: rename its temporary file over the target (by
+        name inside the folder opened when the output was made, so a folder swapped for a
+        link meanwhile does not redirect it) and flush the folder. Raises ``OutputError``."""
+        try:
+            if self._temp is not None and self._dirfd is None:  # pragma: no cover - not POSIX
                 os.replace(self._temp, self._target.real)
-                _fsync_folder(os.path.dirname(self._target.real))
+            elif self._temp is not None:
+                # (POSIX rename replaces its target, as os.replace does)
+                os.rename(
+                    os.path.basename(self._temp),
+                    os.path.basename(self._target.real),
+                    src_dir_fd=self._dirfd,
+                    dst_dir_fd=self._dirfd,
+                )
+                try:
+                    os.fsync(self._dirfd)
+                except OSError:
+                    pass  # some file systems cannot sync a folder; the rename is done
         except BaseException as exc:
             self.abort()
             if isinstance(exc, (OSError, ValueError)):
@@ -440,7 +475,7 @@ class AtomicFile:
 
     def _drop(self) -> None:
         if self._temp is not None:
-            _unlink(self._temp)
+            _unlink(self._temp, self._dirfd)
         self._forget()
 
     def _forget(self) -> None:
@@ -451,11 +486,57 @@ class AtomicFile:
             _disarm(self._key)
         self._key = None
         self._temp = None
+        if self._dirfd is not None:
+            try:
+                os.close(self._dirfd)
+            except OSError:
+                pass
+            self._dirfd = None
 
 
-def _unlink(path: str) -> None:
+def commit_all(outputs: Sequence[AtomicFile]) -> None:
+    """Put several outputs of one run in place together: every output is first flushed to
+    disk and closed (:meth:`AtomicFile.prepare`); only when all are, their temporary files are
+    renamed over their targets, in order (a rename needs no space, so a full disk fails the
+    run before any output is replaced). If one cannot be prepared, every output is aborted
+    and ``OutputError`` raised: no target changes. A device or pipe among them was written as
+    the run went. What remains: a process killed (SIGKILL, a power cut) between two renames
+    leaves the first outputs new and the later ones old."""
     try:
-        os.unlink(path)
+        for out in outputs:
+            out.prepare()
+    except BaseException:
+        for out in outputs:
+            out.abort()
+        raise
+    try:
+        for out in outputs:
+            out.put()
+    except BaseException:
+        for out in outputs:
+            out.abort()
+        raise
+
+
+def _open_folder(folder: str, shown: str) -> int | None:
+    """A descriptor of ``folder`` (resolved), opened once so that the temporary file is made
+    and renamed inside this folder even if its path is changed meanwhile; ``None`` where
+    ``dir_fd`` is not supported."""
+    if os.open not in os.supports_dir_fd or os.rename not in os.supports_dir_fd:
+        return None  # pragma: no cover - not a POSIX system
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        return os.open(folder, flags)
+    except OSError as exc:
+        raise OutputError(f"cannot write {shown}: {_why(exc)} (its folder cannot be opened)") from exc
+
+
+def _unlink(path: str, dirfd: int | None = None) -> None:
+    try:
+        if dirfd is not None:
+            os.unlink(os.path.basename(path), dir_fd=dirfd)
+        else:
+            os.unlink(path)
     except OSError:
         pass
 
@@ -520,7 +601,7 @@ def _append(target: _Target, raw: bytes) -> None:
     except ImportError:  # pragma: no cover - not a POSIX system: no lock
         fcntl = None  # type: ignore[assignment]
 
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)  # read: its last line
     fd = os.open(target.real, flags, 0o666)
     key: int | None = None
     try:
@@ -528,7 +609,7 @@ def _append(target: _Target, raw: bytes) -> None:
             raise OSError(errno.EINVAL, "not a regular file")
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)  # one append at a time; released when fd closes
-        size = os.fstat(fd).st_size
+        size = _whole_lines(fd)
         key = _arm(lambda: os.ftruncate(fd, size))
         try:
             view = memoryview(raw)
@@ -550,6 +631,26 @@ def _append(target: _Target, raw: bytes) -> None:
         os.close(fd)
 
 
+def _whole_lines(fd: int) -> int:
+    """The size of the file ``fd`` after cutting off a last line without its line break (the
+    part of a record an append killed with SIGKILL left: garbage that would fuse with the next
+    record); the file is cut back to its last ``\n`` (to nothing when it holds none)."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return size
+    end = size
+    while end > 0:
+        start = max(0, end - (1 << 16))
+        chunk = os.pread(fd, end - start, start)
+        at = chunk.rfind(b"\n")
+        if at >= 0:
+            end = start + at + 1
+            break
+        end = start
+    os.ftruncate(fd, end)
+    return end
+
+
 # ---------------------------------------------------------------------------
 # Outputs that are inputs
 # ---------------------------------------------------------------------------
@@ -567,7 +668,7 @@ def _identity(path: PathArg | None, *, stdin: bool) -> tuple[str | None, tuple[i
             real = None
         else:
             real = os.path.realpath(text)
-            info = os.stat(real)
+            info = os.stat(text)  # links followed, /dev/stdout's (a pipe's) too
     except OSError:
         return (None if stdin and text == "-" else os.path.realpath(text)), None
     if stat.S_ISCHR(info.st_mode):
@@ -575,15 +676,33 @@ def _identity(path: PathArg | None, *, stdin: bool) -> tuple[str | None, tuple[i
     return real, (info.st_dev, info.st_ino)
 
 
+def _stream_identity(fd: int) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the standard stream ``fd`` when it is a regular file or a pipe
+    (``None`` for a terminal or another character device, or a closed stream)."""
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        return None
+    if stat.S_ISCHR(info.st_mode):
+        return None
+    return info.st_dev, info.st_ino
+
+
 def refuse_same_files(
-    outputs: Sequence[tuple[str, PathArg | None]], inputs: Sequence[tuple[str, PathArg | None]] = ()
+    outputs: Sequence[tuple[str, PathArg | None]],
+    inputs: Sequence[tuple[str, PathArg | None]] = (),
+    *,
+    streams: Sequence[int] = (1, 2),
 ) -> None:
     """Raise :class:`OutputConflictError` if an output is the same file as an input (equal
     ``st_dev`` and ``st_ino``, links followed; an input ``-`` is standard input, compared by
     its descriptor) or two outputs name one file (equal resolved paths, or equal device and
-    inode). Each entry is ``(label, path)``, the label as the message names it (``"--out"``,
-    ``"the input"``); a ``None`` path is left out. Character devices (``/dev/null``, a
-    terminal) are streams and never conflict. Call it before any work."""
+    inode), or an output is the file or pipe standard output or standard error is
+    (``/dev/stdout`` while standard output goes to a file or a pipe), for the standard
+    streams the command writes itself (``streams``: file descriptors, default both; a
+    command that writes nothing on standard output passes ``(2,)``). Each entry is ``(label,
+    path)``, the label as the message names it (``"--out"``, ``"the input"``); a ``None`` path is left out.
+    Character devices (``/dev/null``, a terminal) are streams and never conflict. Call it before any work."""
     seen: list[tuple[str, PathArg, str | None, tuple[int, int] | None]] = []
     for label, path in outputs:
         if path is None:
@@ -600,6 +719,16 @@ def refuse_same_files(
                     f"{header_path(os.fspath(path))} are the same file"
                 )
         seen.append((label, path, real, ident))
+    for label, fd in (("standard output", 1), ("standard error", 2)):
+        ident = _stream_identity(fd) if fd in streams else None
+        if ident is None:
+            continue
+        for out_label, out, _, out_ident in seen:
+            if ident == out_ident:
+                raise OutputConflictError(
+                    f"{out_label} {header_path(os.fspath(out))} is the same file as {label} "
+                    "(its output would be lost or mixed with the other)"
+                )
     for label, path in inputs:
         if path is None:
             continue

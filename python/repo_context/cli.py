@@ -86,6 +86,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -99,6 +100,7 @@ from . import builder as native
 from ._io import (
     OutputError,
     read_capped,
+    redact_names,
     reserve_standard_fds,
     warn,
     write_stream,
@@ -110,7 +112,7 @@ from .evaluation.command import add_eval_parser
 from .limits import Limits, add_limit_option, limit_error
 from .provenance import folder_reader
 from .rerank import add_rerank_parser
-from .secrets import SECRET_REDACTED, redact, redact_json, redact_text
+from .secrets import SECRET_REDACTED, redact, redact_json
 from .secrets import redaction_note as _redaction_note
 from .sources.pytest_log import LogFormatError, UnknownTestError
 from .trace import replay
@@ -137,6 +139,8 @@ __all__ = [
 #: Exit status of ``build``/``context --require-failure`` when a failing file's failure evidence
 #: was all left out (``missing_critical``).
 EXIT_MISSING_EVIDENCE = 5
+#: Exit status of a command stopped by SIGINT (Ctrl-C), as a shell reports it: 128 + 2.
+EXIT_INTERRUPTED = 130
 #: Exit status of ``replay`` when a rebuild does not reproduce its recorded digest.
 EXIT_NOT_REPRODUCED = 4
 
@@ -169,7 +173,7 @@ class _ArgumentParser(argparse.ArgumentParser):
     whose help is written like any other output (a failure raises ``OutputError``)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, redact_text(f"repo-context: {_one_line(message)} (see --help)\n"))
+        self.exit(2, redact_names(f"repo-context: {_one_line(message)} (see --help)\n"))
 
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if not message:
@@ -314,7 +318,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         raise _UsageError(
             f"{header_path(args.trace)}: no trace records (an empty trace has nothing to replay)"
         )
-    _write(sys.stdout, "".join(line + "\n" for line in lines))
+    # The trace holds the builds' inputs as they were: what is printed of them is screened.
+    _write(sys.stdout, "".join(redact_names(line) + "\n" for line in lines))
     return 0 if all_reproduced else EXIT_NOT_REPRODUCED
 
 
@@ -585,13 +590,37 @@ def _check_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str
             check_output(path)
 
 
+def _refuse_repository_files(repo: str, outputs: list[tuple[str, str | None]]) -> None:
+    """Refuse (``OutputConflictError``, exit 2) an output that is an existing file of the
+    repository ``repo`` the reader would read (inside it, links resolved, not in a skipped
+    folder, not ignored by a ``.gitignore`` rule): the run reads the repository's files, the
+    failing file first, and an output must never replace or grow one of them."""
+    from .sources import Repository
+
+    repository = Repository(Path(repo))
+    for label, path in outputs:
+        if path is None:
+            continue
+        try:
+            real = os.path.realpath(path)
+            if not os.path.isfile(real):
+                continue
+        except (OSError, ValueError):
+            continue
+        if repository.relative(real) is not None:
+            raise OutputConflictError(
+                f"{label} {header_path(path)} is a file of the repository {header_path(repo)} "
+                "(refusing to overwrite an input)"
+            )
+
+
 def _cmd_context(args: argparse.Namespace) -> int:
     if not Path(args.repo).is_dir():
         raise _UsageError(f"not a directory: {header_path(args.repo)}")
-    _check_outputs(
-        [("--report", args.report), ("--trace", args.trace)],
-        [("--pytest-log", args.pytest_log), ("--junit-xml", args.junit_xml), ("--issue", args.issue)],
-    )
+    outputs = [("--report", args.report), ("--trace", args.trace)]
+    inputs = [("--pytest-log", args.pytest_log), ("--junit-xml", args.junit_xml), ("--issue", args.issue)]
+    _check_outputs(outputs, [*inputs, ("--coverage", args.coverage)])
+    _refuse_repository_files(args.repo, outputs)
     limits: Limits = args.limits
     log_text = _read_log(args.pytest_log, limits)
     junit_xml: bytes | None = None
@@ -907,6 +936,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args.limits = Limits.parse(getattr(args, "limit", None) or ())
         return run(args)
+    except KeyboardInterrupt:  # Ctrl-C: outputs being written were already removed
+        warn(f"repo-context {args.command}: interrupted")
+        return EXIT_INTERRUPTED
     except (_UsageError, InvalidInputError, OutputConflictError) as exc:
         warn(f"repo-context {args.command}: {_one_line(str(exc))}")
         return 2
