@@ -443,18 +443,19 @@ class AtomicFile:
         name inside the folder opened when the output was made, so a folder swapped for a
         link meanwhile does not redirect it) and flush the folder. Raises ``OutputError``."""
         try:
-            if self._temp is not None and self._dirfd is None:  # pragma: no cover - not POSIX
+            dirfd = self._dirfd
+            if self._temp is not None and dirfd is None:  # pragma: no cover - not POSIX
                 os.replace(self._temp, self._target.real)
-            elif self._temp is not None:
+            elif self._temp is not None and dirfd is not None:
                 # (POSIX rename replaces its target, as os.replace does)
                 os.rename(
                     os.path.basename(self._temp),
                     os.path.basename(self._target.real),
-                    src_dir_fd=self._dirfd,
-                    dst_dir_fd=self._dirfd,
+                    src_dir_fd=dirfd,
+                    dst_dir_fd=dirfd,
                 )
                 try:
-                    os.fsync(self._dirfd)
+                    os.fsync(dirfd)
                 except OSError:
                     pass  # some file systems cannot sync a folder; the rename is done
         except BaseException as exc:
