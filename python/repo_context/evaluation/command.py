@@ -290,5 +290,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="repo-context")
     add_eval_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["eval", *(sys.argv[1:] if argv is None else argv)])
-    status: int = args.run(args)
+    try:
+        status: int = args.run(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for it
+        warn("repo-context eval: interrupted")
+        return 130
     return status
