@@ -1154,3 +1154,42 @@ def test_a_failed_eval_leaves_out_as_it_was(
     ]
     assert sorted(p.name for p in out.iterdir()) == ["eval.md"]
     assert (out / "eval.md").read_text() == "a good report\n"
+
+
+RENAMES = textwrap.dedent(
+    """
+    import os, signal, sys
+    from repo_context import _writer
+
+    real_rename = os.rename
+    def rename_then_stopped(*args, **kwargs):
+        real_rename(*args, **kwargs)
+        os.kill(os.getpid(), int(sys.argv[3]))  # stopped between the two renames
+    os.rename = rename_then_stopped
+    outputs = [_writer.AtomicFile(sys.argv[1]), _writer.AtomicFile(sys.argv[2])]
+    for out in outputs:
+        out.file.write(b"new")
+    _writer.commit_all(outputs)
+    print("after the renames", flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_between_two_renames_waits_until_both_are_done(tmp_path: Path, signum: int) -> None:
+    first, second = tmp_path / "out.parquet", tmp_path / "sum.parquet"
+    first.write_text("old")
+    second.write_text("old")
+    proc = subprocess.run(
+        [sys.executable, "-c", RENAMES, str(first), str(second), str(int(signum))],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    if signum == signal.SIGTERM:
+        assert proc.returncode == -signum
+    else:  # KeyboardInterrupt once the signal is let through (Python then ends by SIGINT)
+        assert proc.returncode == -signum and proc.stderr.rstrip().endswith("KeyboardInterrupt")
+    assert proc.stdout == ""
+    assert (first.read_text(), second.read_text(), temps(tmp_path)) == ("new", "new", [])

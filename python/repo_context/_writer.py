@@ -501,8 +501,10 @@ def commit_all(outputs: Sequence[AtomicFile]) -> None:
     renamed over their targets, in order (a rename needs no space, so a full disk fails the
     run before any output is replaced). If one cannot be prepared, every output is aborted
     and ``OutputError`` raised: no target changes. A device or pipe among them was written as
-    the run went. What remains: a process killed (SIGKILL, a power cut) between two renames
-    leaves the first outputs new and the later ones old."""
+    the run went. SIGINT and SIGTERM are held back while the renames run (in the main
+    thread), so a stopped run has replaced all of its outputs or none. What remains: a
+    process killed with SIGKILL (or a power cut) between two renames leaves the first outputs
+    new and the later ones old."""
     try:
         for out in outputs:
             out.prepare()
@@ -510,6 +512,8 @@ def commit_all(outputs: Sequence[AtomicFile]) -> None:
         for out in outputs:
             out.abort()
         raise
+    # SIGINT and SIGTERM wait until every rename is done (then they act as they would have).
+    blocked = _block_signals()
     try:
         for out in outputs:
             out.put()
@@ -517,13 +521,28 @@ def commit_all(outputs: Sequence[AtomicFile]) -> None:
         for out in outputs:
             out.abort()
         raise
+    finally:
+        if blocked is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def _block_signals() -> set[int | signal.Signals] | None:
+    """Block SIGINT and SIGTERM in the main thread; the mask before, or ``None`` if nothing
+    was blocked (another thread, or a system without ``pthread_sigmask``)."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        return None  # pragma: no cover - not POSIX, or not the main thread
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+
+
+#: Whether files can be made and renamed relative to a folder descriptor (POSIX).
+_DIR_FD = all(call in os.supports_dir_fd for call in (os.open, os.rename, os.unlink))
 
 
 def _open_folder(folder: str, shown: str) -> int | None:
     """A descriptor of ``folder`` (resolved), opened once so that the temporary file is made
     and renamed inside this folder even if its path is changed meanwhile; ``None`` where
     ``dir_fd`` is not supported."""
-    if os.open not in os.supports_dir_fd or os.rename not in os.supports_dir_fd:
+    if not _DIR_FD:
         return None  # pragma: no cover - not a POSIX system
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
