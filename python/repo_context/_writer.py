@@ -20,10 +20,15 @@ path as given:
   is a block device or a socket;
 * a missing folder, a full disk, a permission: :class:`~repo_context._io.OutputError`
   ``cannot write PATH: reason`` (the command line exits 1);
-* an output that is the same file as an input (same device and inode), or two outputs on one
-  path, is refused before any work by :func:`refuse_same_files` (:class:`OutputConflictError`;
-  the command line exits 2). Character devices are streams, not files: two outputs may both be
-  ``/dev/null``.
+* an output that is the same file as an input (same device and inode), two outputs on one
+  path, or an output that is the file or pipe of the standard output or error the command
+  writes itself (``--report /dev/stdout > file``), is refused before any work by
+  :func:`refuse_same_files` (:class:`OutputConflictError`; the command line exits 2).
+  Character devices are streams, not files: two outputs may both be ``/dev/null``;
+* the temporary file is made and renamed relative to the target's folder, opened once, so a
+  folder swapped for a link while the output is written does not redirect it;
+* several outputs of one run are put in place together by :func:`commit_all` (every one
+  flushed to disk before any is renamed; SIGINT and SIGTERM held back during the renames).
 
 A temporary file is named ``.NAME.PID.RANDOM.repo-context-tmp`` (``PID`` the writing process).
 It is removed when the write fails, on any exception, and on SIGINT or SIGTERM (a handler is
@@ -38,7 +43,8 @@ until the next run cleans it: never a file that looks complete but is not.
 
 A trace is appended (:func:`append_file`), not replaced: under an exclusive lock (``flock``),
 in one write, flushed to disk; a failed or interrupted append cuts the file back to its size
-before the append, so the file never ends with a part of a line.
+before the append, so the file never ends with a part of a line, and a last line without its
+line break (left by an append killed with SIGKILL) is cut off before the next record.
 """
 
 from __future__ import annotations

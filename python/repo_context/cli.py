@@ -57,7 +57,9 @@
 
 Secrets never leave the program: every text printed (the Markdown context and report, the
 failure's test name and message, every string of the JSON output, warnings and error
-messages) passes through ``repo_context.secrets.redact``, which replaces each secret with
+messages, the names in messages checked piece by piece between ``_`` too:
+:func:`repo_context._io.redact_names`) passes through ``repo_context.secrets.redact``, which
+replaces each secret with
 ``[REDACTED: kind]``. The report then ends with a line saying how many secrets of which kinds
 were redacted; ``context``'s JSON lists them under ``"policy_redacted"``, each
 ``{"where": JSONPath, "kind", "reason": "policy", "why": "policy: secret in the output"}``
@@ -66,15 +68,18 @@ were redacted; ``context``'s JSON lists them under ``"policy_redacted"``, each
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
 an unreadable file or folder, a bad option or command line, an input over a resource limit:
 ``repo_context.limits.Limits``, set with ``--limit NAME=N``; an output file, ``--report`` or
-``--trace``, that is the same file as an input or as the other output, refused before any
-work), with one line on standard error and nothing on standard output; 1 if the output cannot
+``--trace``, that is the same file as an input or as the other output, the file or pipe the
+command's standard output or error goes to, or, for ``context``, an existing file of ``--repo``
+the reader would read: refused before any work), with one line on standard error and nothing
+on standard output; 1 if the output cannot
 be written (a full disk, a closed pipe, a closed standard output; an output file that is a
 folder or read-only, or whose folder does not exist: ``cannot write PATH: reason``), with one
 line on standard error. Output files are written by :mod:`repo_context._writer`. A
 closed pipe is such a failure like any other (``SIGPIPE`` stays ignored, as Python sets it,
 and the write fails with ``EPIPE``): the command never reports success for output that was
 cut short; 3 (``build --jsonl`` only) if some lines could not be built: every line still
-has its output line, the failed ones an ``{"error": ...}`` object. Markdown output writes
+has its output line, the failed ones an ``{"error": ...}`` object; 130 when stopped by
+Ctrl-C (SIGINT), with the one line ``repo-context COMMAND: interrupted``. Markdown output writes
 characters its stream cannot encode (lone surrogates) as backslash escapes. Every name printed
 (a path, a test id), in the output or in a message, has its line breaks and other control
 characters written as ``\\uXXXX`` (:func:`repo_context.composer.header_path`), so no name can
@@ -920,7 +925,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cannot be written (either with one line on standard error); 3 if some lines of
     ``build --jsonl`` could not be built (each has its ``{"error": ...}`` output line); 4 when
     ``replay`` does not reproduce a digest; 5 with ``--require-failure`` when a failing file's
-    failure evidence was all left out.
+    failure evidence was all left out; 130 when interrupted (SIGINT: one line, no traceback).
     ``--help`` prints the help and returns 0 (1 if it cannot be written). A standard stream
     closed when the program starts gets the null device, so no file opened later takes its
     place; output for a closed standard output fails (status 1)."""
