@@ -1193,3 +1193,21 @@ def test_a_signal_between_two_renames_waits_until_both_are_done(tmp_path: Path, 
         assert proc.returncode == -signum and proc.stderr.rstrip().endswith("KeyboardInterrupt")
     assert proc.stdout == ""
     assert (first.read_text(), second.read_text(), temps(tmp_path)) == ("new", "new", [])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"cannot read nope_{GITHUB}.txt", "cannot read nope_[REDACTED: github-token].txt"),
+        (f"a_{GITHUB}_b", "a_[REDACTED: github-token]_b"),
+        (f"x_{AWS}_y and z_{GITHUB}", "x_[REDACTED: aws-access-key-id]_y and z_[REDACTED: github-token]"),
+        (f"{GITHUB}.py", "[REDACTED: github-token].py"),  # standing alone: the detector's own
+        ("tests_test_a.py_test_key_value-afe1978a07.md", "tests_test_a.py_test_key_value-afe1978a07.md"),
+        ("plain message, no secret_in_it", "plain message, no secret_in_it"),
+    ],
+)
+def test_redact_names_finds_secrets_glued_by_underscores(text: str, expected: str) -> None:
+    from repo_context._io import redact_names
+
+    assert redact_names(text) == expected
+    assert redact_names(expected) == expected

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -171,45 +172,60 @@ def _discard(stream: TextIO) -> None:
 
 #: Longest piece of a name between two ``_`` that :func:`redact_names` checks on its own.
 _MAX_PIECE = 512
+#: Shorter words are not checked piece by piece (no secret kind is that short).
+_MIN_WORD = 12
 
 
 def redact_names(text: str) -> str:
-    """``text`` (a message, a path, a file name) with its secrets replaced, also those that
-    are glued to a name by ``_`` (``nope_ghp_...`` or ``..._AKIA..._x.md``: the detector
-    wants a token to stand alone, and ``_`` is a word character to it). Every run of ``_``
-    separated pieces (at most ``_MAX_PIECE`` characters) is checked as a text of its own and a
-    secret found in it replaced (:func:`repo_context.secrets.redact`). Meant for short texts
-    (messages and names): the number of checks grows with the square of the ``_`` in a word."""
-    from .secrets import find_secrets, redact_text, redaction
+    """``text`` (a message, a report, a path, a file name) with its secrets replaced, also
+    those glued to a name by ``_`` (``nope_ghp_...`` or ``..._AKIA..._x.md``: the detector
+    wants a token to stand alone, and ``_`` is a word character to it). After
+    :func:`repo_context.secrets.redact_text` on the whole text, each word (a run without
+    blanks, at least ``_MIN_WORD`` characters) that holds ``_`` is checked piece by piece:
+    every run of ``_``-separated parts of at most ``_MAX_PIECE`` characters as a text of its
+    own, and a secret found in one replaced (``[REDACTED: kind]``). The checks per word grow
+    with the square of its ``_`` within ``_MAX_PIECE`` characters."""
+    from .secrets import redact_text
 
     text = redact_text(text)
     if "_" not in text:
         return text
+    out = "".join(_redact_word(word) for word in _WORDS.split(text))
+    return out if out == text else redact_text(out)
+
+
+_WORDS = re.compile(r"(\s+)")
+
+
+def _redact_word(word: str) -> str:
+    if len(word) < _MIN_WORD or "_" not in word:
+        return word
+    from .secrets import find_secrets, redaction
+
     found: list[tuple[int, int, str]] = []
-    cuts = [-1, *(i for i, char in enumerate(text) if char == "_"), len(text)]
+    cuts = [-1, *(i for i, char in enumerate(word) if char == "_"), len(word)]
     for a, start in enumerate(cuts):
         for end in cuts[a + 1 :]:
             if end - start - 1 > _MAX_PIECE:
                 break
-            piece = text[start + 1 : end]
-            if not piece or not piece[0].isalnum():
+            piece = word[start + 1 : end]
+            if len(piece) < _MIN_WORD or not piece[0].isalnum():
                 continue
             for secret in find_secrets(piece):
                 found.append((start + 1 + secret.start, start + 1 + secret.end, secret.kind))
     if not found:
-        return text
+        return word
     found.sort()
     parts: list[str] = []
     at = 0
     for begin, finish, kind in found:
         if begin < at:  # overlaps one replaced already
-            if finish > at:
-                at = finish
+            at = max(at, finish)
             continue
-        parts += [text[at:begin], redaction(kind)]
+        parts += [word[at:begin], redaction(kind)]
         at = finish
-    parts.append(text[at:])
-    return redact_text("".join(parts))
+    parts.append(word[at:])
+    return "".join(parts)
 
 
 def warn(line: str) -> None:

@@ -688,9 +688,9 @@ def _cmd_context(args: argparse.Namespace) -> int:
             _warn("context", _redaction_note(section.kinds))
         _write(sys.stdout, section.text)
     if args.report is not None:
-        write_file(args.report, report.summary())
+        write_file(args.report, redact_names(report.summary()))
     elif args.format != "json":
-        _write(sys.stderr, report.summary())
+        _write(sys.stderr, redact_names(report.summary()))
     return status
 
 
