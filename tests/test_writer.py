@@ -1211,3 +1211,25 @@ def test_redact_names_finds_secrets_glued_by_underscores(text: str, expected: st
 
     assert redact_names(text) == expected
     assert redact_names(expected) == expected
+
+
+def test_a_trace_folder_swapped_for_a_link_does_not_redirect_the_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    (folder / "t.jsonl").write_text('{"first": 1}\n')
+    (elsewhere / "t.jsonl").write_text("precious\n")
+    real_open = _writer._open_folder
+
+    def then_swapped(path: str, shown: str) -> int | None:
+        fd = real_open(path, shown)  # the folder is opened; then it is swapped for a link
+        folder.rename(tmp_path / "moved")
+        folder.symlink_to(elsewhere)
+        return fd
+
+    monkeypatch.setattr(_writer, "_open_folder", then_swapped)
+    _writer.append_file(folder / "t.jsonl", '{"next": 2}\n')
+    assert (elsewhere / "t.jsonl").read_text() == "precious\n"
+    assert (tmp_path / "moved" / "t.jsonl").read_text() == '{"first": 1}\n{"next": 2}\n'

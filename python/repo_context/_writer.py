@@ -333,19 +333,6 @@ def _temp_name(real: str) -> str:
     return os.path.join(folder, f".{short}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
 
 
-def _fsync_folder(folder: str) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some file systems cannot sync a folder; the rename itself is done
-    finally:
-        os.close(fd)
-
-
 class AtomicFile:
     """An output being written: ``file`` is a binary file object (a temporary file beside the
     target, or the device or pipe itself); :meth:`commit` puts it in place, :meth:`abort`
@@ -628,7 +615,17 @@ def _append(target: _Target, raw: bytes) -> None:
         fcntl = None  # type: ignore[assignment]
 
     flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)  # read: its last line
-    fd = os.open(target.real, flags, 0o666)
+    folder = os.path.dirname(target.real)
+    dirfd = _open_folder(folder, target.shown)  # opened once: a swapped folder redirects nothing
+    try:
+        if dirfd is None:  # pragma: no cover - not a POSIX system
+            fd = os.open(target.real, flags, 0o666)
+        else:
+            fd = os.open(os.path.basename(target.real), flags, 0o666, dir_fd=dirfd)
+    except BaseException:
+        if dirfd is not None:
+            os.close(dirfd)
+        raise
     key: int | None = None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced since it was checked
@@ -649,12 +646,17 @@ def _append(target: _Target, raw: bytes) -> None:
             except OSError:
                 pass
             raise
-        if target.info is None:
-            _fsync_folder(os.path.dirname(target.real))
+        if target.info is None and dirfd is not None:
+            try:
+                os.fsync(dirfd)
+            except OSError:
+                pass  # some file systems cannot sync a folder
     finally:
         if key is not None:
             _disarm(key)
         os.close(fd)
+        if dirfd is not None:
+            os.close(dirfd)
 
 
 def _whole_lines(fd: int) -> int:
