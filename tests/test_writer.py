@@ -1233,3 +1233,41 @@ def test_a_trace_folder_swapped_for_a_link_does_not_redirect_the_append(
     _writer.append_file(folder / "t.jsonl", '{"next": 2}\n')
     assert (elsewhere / "t.jsonl").read_text() == "precious\n"
     assert (tmp_path / "moved" / "t.jsonl").read_text() == '{"first": 1}\n{"next": 2}\n'
+
+
+def test_a_secret_glued_to_a_file_name_never_reaches_the_markdown(tmp_path: Path, capsys: Any) -> None:
+    name = f"calc_{AWS}.py"
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / name).write_text("def add(a, b):\n    return a - b\n")
+    (repo / "test_calc.py").write_text(
+        f"from pkg.calc_{AWS} import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    )
+    log = tmp_path / "pytest.log"
+    log.write_text(
+        LOG.replace("test_x.py", "test_calc.py")
+        .replace("test_x", "test_add")
+        .replace("    def test_add():\n>       assert helper() == 2\nE       assert 1 == 2\n", "")
+        .replace("test_calc.py:2:", f"pkg/{name}:2:")
+    )
+    assert main(["context", "--repo", str(repo), "--pytest-log", str(log), "--no-cache"]) == 0
+    out, err = capsys.readouterr()
+    assert "### pkg/calc_[REDACTED: aws-access-key-id].py:1-2" in out
+    assert AWS not in out and AWS not in err
+    assert "repo-context context: warning: 1 secret redacted from this output (reason policy): " in err
+    window = {
+        "path": f"pkg/{name}",
+        "start": 1,
+        "end": 1,
+        "content": "x = 1\n",
+        "reason": "search",
+        "score": 1,
+    }
+    data = tmp_path / "in.json"
+    data.write_text(json.dumps({"candidates": [window], "max_chars": 100}))
+    assert main(["build", str(data), "--format", "markdown"]) == 0
+    out, err = capsys.readouterr()
+    assert "pkg/calc_[REDACTED: aws-access-key-id].py" in out and AWS not in out
+    note = "1 secret redacted from this output (reason policy): aws-access-key-id"
+    assert err == f"repo-context build: warning: {note}\n"

@@ -37,6 +37,7 @@ __all__ = [
     "OutputError",
     "read_capped",
     "redact_names",
+    "screen_names",
     "write_stream",
 ]
 
@@ -185,19 +186,30 @@ def redact_names(text: str) -> str:
     every run of ``_``-separated parts of at most ``_MAX_PIECE`` characters as a text of its
     own, and a secret found in one replaced (``[REDACTED: kind]``). The checks per word grow
     with the square of its ``_`` within ``_MAX_PIECE`` characters."""
-    from .secrets import redact_text
+    return screen_names(text)[0]
 
-    text = redact_text(text)
+
+def screen_names(text: str) -> tuple[str, tuple[str, ...]]:
+    """:func:`redact_names` of ``text``, and the kinds of the secrets replaced (in order,
+    repeated), as :class:`repo_context.secrets.Redaction` gives them."""
+    from .secrets import redact
+
+    first = redact(text)
+    text, kinds = first.text, list(first.kinds)
     if "_" not in text:
-        return text
-    out = "".join(_redact_word(word) for word in _WORDS.split(text))
-    return out if out == text else redact_text(out)
+        return text, tuple(kinds)
+    words = [_redact_word(word, kinds) for word in _WORDS.split(text)]
+    out = "".join(words)
+    if out == text:
+        return text, tuple(kinds)
+    last = redact(out)
+    return last.text, (*kinds, *last.kinds)
 
 
 _WORDS = re.compile(r"(\s+)")
 
 
-def _redact_word(word: str) -> str:
+def _redact_word(word: str, kinds: list[str]) -> str:
     if len(word) < _MIN_WORD or "_" not in word:
         return word
     from .secrets import find_secrets, redaction
@@ -223,6 +235,7 @@ def _redact_word(word: str) -> str:
             at = max(at, finish)
             continue
         parts += [word[at:begin], redaction(kind)]
+        kinds.append(kind)
         at = finish
     parts.append(word[at:])
     return "".join(parts)

@@ -107,6 +107,7 @@ from ._io import (
     read_capped,
     redact_names,
     reserve_standard_fds,
+    screen_names,
     warn,
     write_stream,
 )
@@ -117,7 +118,7 @@ from .evaluation.command import add_eval_parser
 from .limits import Limits, add_limit_option, limit_error
 from .provenance import folder_reader
 from .rerank import add_rerank_parser
-from .secrets import SECRET_REDACTED, redact, redact_json
+from .secrets import SECRET_REDACTED, redact_json
 from .secrets import redaction_note as _redaction_note
 from .sources.pytest_log import LogFormatError, UnknownTestError
 from .trace import replay
@@ -572,8 +573,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
         kinds = [record["kind"] for record in found]
         out = json.dumps(redacted_data, ensure_ascii=True, allow_nan=False) + "\n"
     else:
-        markdown = redact(_markdown_section(result))
-        out, kinds = markdown.text, list(markdown.kinds)
+        out, screened = screen_names(_markdown_section(result))
+        kinds = list(screened)
     if kinds:
         _warn("build", _redaction_note(kinds))
     _write(sys.stdout, out)
@@ -683,10 +684,10 @@ def _cmd_context(args: argparse.Namespace) -> int:
         _write(sys.stdout, context_json(report) + "\n")
     else:
         # Standard output holds exactly the budgeted section; the report goes elsewhere.
-        section = redact(report.section)
-        if section.kinds:
-            _warn("context", _redaction_note(section.kinds))
-        _write(sys.stdout, section.text)
+        section, kinds = screen_names(report.section)
+        if kinds:
+            _warn("context", _redaction_note(kinds))
+        _write(sys.stdout, section)
     if args.report is not None:
         write_file(args.report, redact_names(report.summary()))
     elif args.format != "json":
