@@ -26,6 +26,7 @@ import hashlib
 import marshal
 import os
 import sqlite3
+import stat
 import sys
 import threading
 import zlib
@@ -108,6 +109,7 @@ class Store:
     # -- opening ---------------------------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
+        _refuse_planted(self.path)
         db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
         try:
             db.execute("PRAGMA journal_mode=WAL")
@@ -255,6 +257,23 @@ class Store:
 
 
 _DAMAGED = object()
+
+
+def _refuse_planted(path: Path) -> None:
+    """Raise ``sqlite3.DatabaseError`` if the database file or one of its journal files is
+    there but is a symbolic link, not a regular file, or not the user's own (one planted to
+    make the cache write into another database): the store then deletes those names (a link
+    itself, never its target) and starts an empty database."""
+    geteuid = getattr(os, "geteuid", None)
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            info = os.lstat(f"{path}{suffix}")
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise sqlite3.DatabaseError(f"the cache file cannot be checked: {exc}") from exc
+        if not stat.S_ISREG(info.st_mode) or (geteuid is not None and info.st_uid != geteuid()):
+            raise sqlite3.DatabaseError("the cache file is a link, not a regular file, or not the user's")
 
 
 def _text_bytes(text: str) -> bytes:

@@ -28,7 +28,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ._io import warn
-from ._writer import AtomicFile, check_output, refuse_same_files
+from ._writer import AtomicFile, check_output, commit_all, refuse_same_files
 from .errors import InvalidInputError
 from .limits import add_limit_option
 from .table import build_table
@@ -163,8 +163,8 @@ def _finish(writers: list[_Writer], schemas: list[pa.Schema | None], ok: bool) -
     try:
         for writer, schema in zip(writers, schemas, strict=False):
             writer.finish(schema)
-        for writer in writers:
-            writer.out.commit()
+        # Every output flushed to disk before any is renamed: a full disk replaces none.
+        commit_all([writer.out for writer in writers])
     except BaseException:
         for writer in writers:
             writer.abort()
@@ -193,7 +193,10 @@ def _rerank(args: argparse.Namespace) -> int:
     if args.batch_rows < 1:
         raise _UsageError(f"--batch-rows must be >= 1, got {args.batch_rows}")
     # Before any work: no output over the input or the other output, none that cannot be written.
-    refuse_same_files([("--out", args.out), ("--summary", args.summary)], [("the input", args.file)])
+    # (standard output is not written: --out /dev/stdout is the one writer there)
+    refuse_same_files(
+        [("--out", args.out), ("--summary", args.summary)], [("the input", args.file)], streams=(2,)
+    )
     check_output(args.out)
     if args.summary:
         check_output(args.summary)
