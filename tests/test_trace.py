@@ -393,7 +393,9 @@ def _set(record: dict[str, Any], where: tuple[str | int, ...], value: Any) -> No
 
 
 @pytest.mark.parametrize(
-    ("where", "value", "problem"), FIELDS, ids=[f"{'.'.join(map(str, w))}={v!r}"[:60] for w, v, _ in FIELDS]
+    ("where", "value", "problem"),
+    FIELDS,
+    ids=[f"{'.'.join(map(str, w))}={'DELETE' if v is DELETE else repr(v)}"[:60] for w, v, _ in FIELDS],
 )
 @pytest.mark.parametrize("engine", ["native", "reference"])
 def test_replay_names_the_line_and_the_field_of_a_malformed_record(
