@@ -86,6 +86,10 @@ def test_defaults_and_units() -> None:
         "max_gitignore_pattern_chars": 4_096,
         "mcp_call_seconds": 900,
         "test_run_seconds": 600,
+        "max_frames": 1_000,
+        "max_result_bytes": 64 << 20,
+        "mcp_workspaces": 8,
+        "mcp_client_roots": 1_000,
     }
     # The old names are the defaults, set in one place.
     assert repo_context.DEFAULT_MAX_CANDIDATES == DEFAULT_LIMITS.max_candidates
@@ -101,6 +105,7 @@ def test_every_setting_is_documented_with_its_unit_and_behaviour() -> None:
     for setting in dataclasses.fields(Limits):
         name = setting.name
         units = {"bytes", "characters", "candidates", "entries", "folders", "lines", "seconds"}
+        units |= {"frames", "workspaces", "roots"}
         assert limits.unit(name) in units
         assert f"{name}:" in class_doc
         section = errors if limits.behaviour(name) == "error" else skips
