@@ -128,7 +128,11 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
             missing = await client.call_tool(
                 "context_for_failure", {"repository": str(tmp_path / "nowhere"), "test_log": _log()}
             )
-            assert missing.is_error and "not a directory" in _text(missing)
+            # The reason, never the server's absolute path.
+            assert missing.is_error
+            assert _text(missing) == (
+                "Error executing tool context_for_failure: the repository is not a folder"
+            )
             invalid = await client.call_tool(
                 "build", {"input": {"candidates": [{"path": "a.py"}], "max_chars": 5}}
             )

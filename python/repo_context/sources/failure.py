@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..limits import describe
 from .files import (
     WINDOW_UNREADABLE,
     PolicyOmission,
@@ -38,7 +39,6 @@ from .files import (
     enclosing_function,
     node_span,
 )
-from ..limits import describe
 from .pytest_log import Frame, TestFailure
 from .window import RADIUS, Window, make_window
 
@@ -256,8 +256,9 @@ def map_path(
     answer) that matches several files or none (``FRAME_AMBIGUOUS``, ``FRAME_UNMATCHED``) or
     is not one to map (installed code, a pseudo-file: ``why`` ``None``); a path longer than
     :data:`PATH_MAX` bytes matches no file (``FRAME_UNMATCHED``, ``where`` cut to 200
-    characters). ``where`` is how to name the path in an omission. ``names`` is a cache of the repository's files by file name, filled
-    on first use (pass the same ``dict`` for many paths)."""
+    characters). ``where`` is how to name the path in an omission. ``names`` is a cache of
+    the repository's files by file name, filled on first use (pass the same ``dict`` for
+    many paths)."""
     if _too_long(path):
         return None, _shortened(path.replace("\\", "/")), FRAME_UNMATCHED
     textual = _under_root(repo, path)
