@@ -767,7 +767,7 @@ def create_server(
         count = len(found.roots)
         if count > limits.mcp_client_roots:
             raise limit_error(
-                "roots", "mcp_client_roots", "the client's roots", count, limits.mcp_client_roots
+                "roots", "mcp_client_roots", "the client's list of roots", count, limits.mcp_client_roots
             )
         client = (_file_root(str(root.uri)) for root in found.roots)
         return _Scope(folders, tuple(folder for folder in client if folder is not None))
