@@ -1109,3 +1109,30 @@ def test_no_os_error_text_carries_a_path_of_the_server(repo: Path, tmp_path: Pat
     server = create_server(cache=False, roots=[repo], allow_run=True, python=broken)
     (failed,) = _calls(server, _context(repo, test="tests/test_ratios.py::test_other"))
     assert _error(failed) == ERROR + "test: cannot start the interpreter: Exec format error"
+
+
+ESCAPING_TEST = """\
+import pathlib, subprocess
+
+
+def test_escapes():
+    child = subprocess.Popen(["sleep", "301"], start_new_session=True)
+    (pathlib.Path(__file__).parent / "escaped.txt").write_text(f"{child.pid}")
+    assert child.pid < 0
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="child subreapers are Linux's")
+def test_a_process_that_leaves_the_runs_session_is_killed_too(repo: Path) -> None:
+    import time
+
+    (repo / "tests" / "test_escapes.py").write_text(ESCAPING_TEST, encoding="utf-8")
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    (ran,) = _calls(server, _context(repo, test="tests/test_escapes.py::test_escapes"))
+    assert not ran.is_error, ran
+    escaped = int((repo / "tests" / "escaped.txt").read_text())
+    for _ in range(100):
+        if not _alive(escaped):
+            break
+        time.sleep(0.05)
+    assert not _alive(escaped)

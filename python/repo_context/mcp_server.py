@@ -64,6 +64,7 @@ import selectors
 import signal
 import stat
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -416,6 +417,87 @@ def _link_leading_out(root: Path, folder: Path, maximum: int) -> str | None:
     return None
 
 
+#: The reaper a test run is started under on Linux (``python -c _REAPER FD COMMAND...``, the
+#: server's own interpreter; ``FD`` is where it writes why the command could not start): a
+#: child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so that every process the run leaves
+#: behind, in a session of its own or not, becomes its child; when the run ends, or on
+#: SIGTERM, it kills every child it has, generation after generation (an orphan of a killed
+#: process becomes its child in turn), reaps them, and exits with the run's status.
+_REAPER = r"""
+import ctypes, os, signal, subprocess, sys
+
+
+def children():
+    me, found = os.getpid(), []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[-1].split()
+            except OSError:
+                continue
+            if len(fields) > 1 and int(fields[1]) == me:
+                found.append(int(name))
+    return found
+
+
+def reap():
+    for _ in range(100000):
+        found = children()
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in found:
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+
+
+def stop(signum, frame):
+    reap()
+    os._exit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, stop)
+if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:
+    sys.exit(125)
+report = int(sys.argv[1])
+try:
+    run = subprocess.Popen(sys.argv[2:])
+except OSError as exc:
+    os.write(report, (exc.strerror or type(exc).__name__).encode())
+    sys.exit(127)
+os.close(report)
+code = run.wait()
+reap()
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+def _reaping() -> bool:
+    """Whether a run goes under :data:`_REAPER`: where the system has child subreapers
+    (Linux) and the server knows its interpreter. Elsewhere a process that leaves the run's
+    process group (a session of its own) can outlive the run."""
+    return sys.platform == "linux" and bool(sys.executable)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """End the run ``process`` and everything it started: SIGTERM first (the reaper then
+    kills every process the run left, wherever it went), then SIGKILL to its process group."""
+    if process.poll() is None:
+        try:
+            process.send_signal(signal.SIGTERM)
+            process.wait(5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    _kill_group(process)
+
+
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     """Kill ``process``'s process group (the run and every child it started)."""
     try:
@@ -440,6 +522,8 @@ def _run_test(
     The run is its own process group (a new session, standard input the null device); the
     whole group is killed when the run ends, writes more than the limit, takes more than
     ``limits.test_run_seconds`` or reaches ``deadline`` (``time.monotonic()``: the call's).
+    On Linux the run goes under :data:`_REAPER`, a child subreaper, which kills every process
+    the run left behind, also one that started a session of its own.
     The node id is passed after ``--`` and is not checked here (:func:`_check_test_id`).
 
     Raises ``ToolError`` if the interpreter cannot be started, ``ToolError`` naming
@@ -451,6 +535,11 @@ def _run_test(
     stop = own if deadline is None else min(own, deadline)
     maximum = limits.max_log_bytes
     command = [os.fspath(python), "-m", "pytest", *PYTEST_OPTIONS, "--", node_id]
+    failed = ""
+    report_read, report_write = os.pipe() if _reaping() else (-1, -1)
+    if report_write >= 0:
+        command = [sys.executable, "-I", "-S", "-c", _REAPER, str(report_write), *command]
+    process: subprocess.Popen[bytes] | None = None
     try:
         process = subprocess.Popen(
             command,
@@ -459,9 +548,24 @@ def _run_test(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            pass_fds=(report_write,) if report_write >= 0 else (),
         )
     except OSError as exc:
-        raise ToolError(f"test: cannot start the interpreter: {exc.strerror or type(exc).__name__}") from None
+        failed = exc.strerror or type(exc).__name__
+    finally:
+        if report_write >= 0:
+            os.close(report_write)
+    if report_read >= 0:
+        with os.fdopen(report_read, "rb") as report:  # closed by the reaper once it started
+            failed = failed or report.read(4096).decode("utf-8", errors="replace")
+    if failed:
+        if process is not None:
+            _stop(process)
+            if process.stdout is not None:
+                process.stdout.close()
+            process.wait()
+        raise ToolError(f"test: cannot start the interpreter: {failed}")
+    assert process is not None
     assert process.stdout is not None
     fd = process.stdout.fileno()
     chunks: list[bytes] = []
@@ -494,7 +598,7 @@ def _run_test(
                         "pytest_log", "max_log_bytes", "the test output", total, maximum, exact=False
                     )
     finally:
-        _kill_group(process)
+        _stop(process)
         process.stdout.close()
         process.wait()
     return b"".join(chunks).decode("utf-8", errors="replace")
