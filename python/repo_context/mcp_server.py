@@ -11,9 +11,9 @@ Built on the official ``mcp`` Python SDK (2.x, ``MCPServer``). Two tools:
 * ``build``: ``repo-context build`` on a JSON input (candidates, budget, cost, failing files).
 
 Each returns the rendered section as its text content, and the structured result as its
-structured content. One :class:`repo_context.Workspace` per repository folder is kept for the
-life of the server, so a call after the first reuses what was derived (and the on-disk cache
-serves the first call of a new server).
+structured content. One :class:`repo_context.Workspace` per repository folder is kept (the
+``Limits.mcp_workspaces`` most recently used), so a call after the first reuses what was
+derived (and the on-disk cache serves the first call of a new server or workspace).
 
 The client is untrusted (a language model steered by whatever text it reads), so the server
 gives it no more than its configuration allows (the threat model: ``docs/mcp.md``):
@@ -34,16 +34,22 @@ gives it no more than its configuration allows (the threat model: ``docs/mcp.md`
   the ``bin/python`` of the repository's own ``.venv`` or ``venv`` (a virtual environment
   inside the repository), else the call is a tool error; never the server's own
   interpreter, never a tool argument. The test id is passed after ``--``, may not start
-  with ``-`` or ``@``, and its file part must name a file or folder inside the repository.
-  The run is killed (its whole process group) after ``Limits.test_run_seconds`` or when the
-  call's time limit passes.
-* **Time.** The blocking work of a call runs in a worker thread; after
-  ``Limits.mcp_call_seconds`` the call returns a tool error and the worker is abandoned (a
-  test run or a file read stops at the same deadline; the repository walk and the build,
-  bounded by their own limits, finish on their own).
+  with ``-`` or ``@``, and its file part must name a test file (``test_*.py``,
+  ``*_test.py``, not a link) or a folder without links leading out, inside the repository
+  (:func:`_check_test_id`); doctests are not collected. The run is killed (its whole process
+  group, and on Linux every process it left behind: :data:`_REAPER`) after
+  ``Limits.test_run_seconds`` or when the call's time limit passes.
+* **Time.** A call has one time limit, ``Limits.mcp_call_seconds``, over the client's roots
+  request, the tool's work and the making of its result (rendering, JSON, the screen), all
+  blocking work in worker threads; past it the call returns a tool error, the worker is
+  abandoned and the workspace it holds let go (a test run or a file read stops at the same
+  deadline, and the workspace stops at its next stage).
+* **Size.** A result is at most ``Limits.max_result_bytes``; the client's roots at most
+  ``Limits.mcp_client_roots``; an argument the tool does not take is refused.
 * **Secrets.** Every tool result (its text and every string of its structured content) and
   every error text passes through :func:`repo_context.secrets.redact`; the structured result
-  lists what was replaced under ``"redacted"``.
+  lists what was replaced under ``"redacted"``. An error never holds a system error's file
+  name, and echoes an argument cut short.
 
 A tool argument that names a path (now or in a later tool: a coverage report, a source map)
 goes through ``_Scope.confine`` (a folder) or ``_read_regular`` (a file), and one that reaches
