@@ -1136,3 +1136,31 @@ def test_a_process_that_leaves_the_runs_session_is_killed_too(repo: Path) -> Non
             break
         time.sleep(0.05)
     assert not _alive(escaped)
+
+
+@pytest.mark.parametrize(("kept", "made"), [(1, 3), (2, 2)])
+def test_the_server_keeps_at_most_mcp_workspaces_workspaces(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, kept: int, made: int
+) -> None:
+    from repo_context import mcp_server
+
+    created: list[Path] = []
+
+    class Counted(mcp_server.Workspace):
+        def __init__(self, root: Any, **options: Any) -> None:
+            created.append(Path(root))
+            super().__init__(root, **options)
+
+    monkeypatch.setattr(mcp_server, "Workspace", Counted)
+    server = create_server(cache=False, roots=[repo], limits=repo_context.Limits(mcp_workspaces=kept))
+    # Every folder is a repository of its own: lib, then tests, then lib again.
+    results = _calls(
+        server,
+        _context(repo / "lib", test_log=_log()),
+        _context(repo / "tests", test_log=_log()),
+        _context(repo / "lib", test_log=_log()),
+    )
+    assert [r.is_error for r in results] == [False, False, False]
+    root = repo.resolve()
+    expected = [root / "lib", root / "tests", root / "lib"][:made]
+    assert created == expected
