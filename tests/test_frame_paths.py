@@ -147,3 +147,26 @@ def test_the_workspace_stops_at_the_calls_deadline(repo: Path) -> None:
     # The workspace is not left held: the next call, with time left, is served.
     result = workspace.context(log, deadline=time.monotonic() + 600)
     assert result.failure_file == "pkg/calc.py"
+
+
+def test_a_coverage_reports_path_leading_out_answers_as_one_that_names_nothing(
+    tmp_path: Path, repo: Path
+) -> None:
+    from repo_context.sources.coverage import read_coverage
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("s = 1\n", encoding="utf-8")
+    (repo / "rootlink").symlink_to("/")
+    (repo / "outlink").symlink_to(outside)
+
+    def lcov(*paths: str) -> str:
+        return "".join(f"SF:{path}\nDA:1,1\nend_of_record\n" for path in paths)
+
+    reader = Repository(repo)
+    found = read_coverage(lcov("outlink/secret.py", "rootlink/etc/passwd", "pkg/calc.py"), reader)
+    nothing = read_coverage(lcov("outlink/none.py", "rootlink/etc/none", "pkg/calc.py"), reader)
+    assert found.unmapped == ("outlink/secret.py", "rootlink/etc/passwd")
+    assert nothing.unmapped == ("outlink/none.py", "rootlink/etc/none")
+    assert [dict(run.lines) for run in found.runs] == [dict(run.lines) for run in nothing.runs]
+    assert [dict(run.lines) for run in found.runs] == [{"pkg/calc.py": frozenset({1})}]
