@@ -357,14 +357,15 @@ def _interpreter(root: Path, configured: Path | None) -> Path:
     )
 
 
-def _check_test_id(root: Path, node_id: str, limits: Limits) -> None:
+def _check_test_id(root: Path, node_id: str, limits: Limits, deadline: float | None = None) -> None:
     """A tool error unless ``node_id`` is a test id to hand pytest: at most
     :data:`MAX_TEST_ID` characters, not an option or an argument file (a leading ``-`` or
     ``@``), and its file part (before the first ``::``, at most ``PATH_MAX`` bytes) inside
     the repository ``root`` once resolved, itself not a symbolic link, and either a regular
     file named as pytest names test files (:data:`TEST_FILES`) or a folder holding no
     symbolic link that leads out of the repository (walked without following links, folders
-    pytest does not enter by default left out, at most ``limits.max_files`` entries)."""
+    pytest does not enter by default left out, at most ``limits.max_files`` entries, before
+    ``deadline``, a ``time.monotonic()`` value, else ``_Expired``)."""
     shown = _shown(node_id)
     if not node_id:
         raise ToolError("test: the node id is empty")
@@ -389,12 +390,12 @@ def _check_test_id(root: Path, node_id: str, limits: Limits) -> None:
         return
     if not stat.S_ISDIR(info.st_mode):
         raise ToolError(f"test: no such test file or folder in the repository: {_shown(part)}")
-    found = _link_leading_out(root, real, limits.max_files)
+    found = _link_leading_out(root, real, limits.max_files, deadline)
     if found is not None:
         raise ToolError(f"test: the folder {_shown(part)} {found}")
 
 
-def _link_leading_out(root: Path, folder: Path, maximum: int) -> str | None:
+def _link_leading_out(root: Path, folder: Path, maximum: int, deadline: float | None = None) -> str | None:
     """Why the test folder ``folder`` may not be run (words after its name), or ``None``: it
     holds a symbolic link whose target lies outside the repository ``root`` (pytest would
     collect a test file there), or more than ``maximum`` entries to check."""
@@ -406,6 +407,8 @@ def _link_leading_out(root: Path, folder: Path, maximum: int) -> str | None:
             entries = list(os.scandir(here))
         except OSError:
             continue  # pytest cannot enter it either
+        if deadline is not None and time.monotonic() > deadline:
+            raise _Expired
         for entry in entries:
             seen += 1
             if seen > maximum:
@@ -966,7 +969,7 @@ def create_server(
             used.append(ws)
             if text is None:
                 node_id = str(test)
-                _check_test_id(ws.root, node_id, limits)
+                _check_test_id(ws.root, node_id, limits, deadline)
                 python_path = _interpreter(ws.root, interpreter)
                 text = _run_test(ws.root, node_id, python_path, limits=limits, deadline=deadline)
             outcome = ws.context(
