@@ -137,8 +137,10 @@ def _line(rnd: random.Random) -> Any:
 
 def _score(rnd: random.Random) -> Any:
     roll = rnd.random()
-    if roll < 0.5:
+    if roll < 0.45:
         return rnd.choice([0, 1, 2, 3, -1])
+    if roll < 0.5:  # ints that round to one float64 (ranked alike, keyed apart)
+        return rnd.choice([2**53, 2**53 + 1, -(2**60) - 1, 2**1000])
     if roll < 0.9:
         return rnd.choice([0.5, 1.0, -0.0, 0.0, 2.5, 1e308, -1e-308])
     return rnd.choice(
@@ -335,13 +337,13 @@ def _error(exc: Exception) -> tuple[Any, ...]:
 
 
 #: An engine's ``build`` and ``cache_key``.
-Engine = tuple[Callable[[Any], Any], Callable[[Any], str]]
+Engine = tuple[Callable[..., Any], Callable[..., str]]
 
 
 def outcome(engine: Engine, data: dict[str, Any], verify: bool = False) -> tuple[Any, ...]:
     """What an engine (``build``, ``cache_key``) makes of ``data``: the result or the error, the
-    cache key or the error, and whether ``data`` changed; with ``verify``, built with a reader
-    over :func:`_file`, and the paths it was asked for."""
+    cache key or the error, and whether ``data`` changed; with ``verify``, built and keyed with a
+    reader over :func:`_file`, and the paths each reader was asked for."""
     build, key = engine
     before = _snapshot(data)
     asked: list[str] = []
@@ -360,10 +362,17 @@ def outcome(engine: Engine, data: dict[str, Any], verify: bool = False) -> tuple
         )
     except Exception as exc:
         got = (*_error(exc), _strict(asked))
+    keyed_asked: list[str] = []
+
+    def key_reader(path: str) -> bytes | None:
+        keyed_asked.append(path)
+        return _file(path)
+
     try:
-        keyed: tuple[Any, ...] = ("key", key(data))
+        keyed: tuple[Any, ...] = ("key", key(data, verify=key_reader) if verify else key(data))
     except Exception as exc:
         keyed = _error(exc)
+    keyed = (*keyed, _strict(keyed_asked))
     return (got, keyed, "input unchanged" if _snapshot(data) == before else "INPUT CHANGED")
 
 

@@ -17,11 +17,17 @@
 //! Validation is complete before any output, and its order is fixed, so that the first error
 //! reported is well defined:
 //!
-//! 1. a null group key (first such row in table order);
-//! 2. a group with more than `max_candidates` rows (first such group in group order);
-//! 3. the budget and failing-files cells, row by row in table order (each cell on its own,
+//! 1. a group key that is null or not valid Arrow data (first such row in table order);
+//! 2. a cell of the other string columns (path, content, reason, failing files: first such
+//!    row in table order, then in that column order) that is not valid Arrow data: bytes that
+//!    are not UTF-8, offsets or views outside the column's data, a dictionary index out of
+//!    range. The C data interface imports buffers unchecked, so every string cell the build
+//!    reads is checked here (null cells are never read, and not checked) before any `&str` is
+//!    made of it;
+//! 3. a group with more than `max_candidates` rows (first such group in group order);
+//! 4. the budget and failing-files cells, row by row in table order (each cell on its own,
 //!    then equal to the cell of the group's first row);
-//! 4. the candidates, row by row in table order: path, start, end, content, reason, score,
+//! 5. the candidates, row by row in table order: path, start, end, content, reason, score,
 //!    then the group's running total of content characters against `max_total_chars`.
 //!
 //! Groups are numbered in order of first appearance.
@@ -200,7 +206,8 @@ impl<'a> Strs<'a> {
                 values,
                 n_values,
             } => {
-                // A key out of range (an invalid array) reads as null rather than panicking.
+                // Every key read is in range (`first_invalid` ran before any read); this only
+                // keeps an unchecked one from panicking.
                 let key = usize::try_from(keys.get(i)?).ok()?;
                 if key >= *n_values {
                     return None;
@@ -208,6 +215,187 @@ impl<'a> Strs<'a> {
                 values.get(key)
             }
         }
+    }
+}
+
+/// Why a cell of a column is not valid Arrow data (the C data interface imports buffers
+/// unchecked, so a producer can hand any bytes and offsets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bad {
+    /// The cell's bytes are not UTF-8.
+    Utf8,
+    /// The cell's offsets or view point outside the column's data.
+    Bounds,
+    /// A dictionary index out of range: the index, the number of dictionary values.
+    Key(i128, usize),
+}
+
+impl Bad {
+    fn problem(self) -> String {
+        match self {
+            Self::Utf8 => "is not valid UTF-8".to_owned(),
+            Self::Bounds => {
+                "is not valid Arrow data: its offsets point outside the column's data".to_owned()
+            }
+            Self::Key(key, n) => {
+                format!("has dictionary index {key}, out of range for {n} dictionary values")
+            }
+        }
+    }
+}
+
+/// The problem of the byte range `start..end` of a values buffer whose length is `last` (the
+/// last offset, which the C data import takes as the buffer's length).
+#[inline]
+fn range_problem(values: &[u8], start: i64, end: i64, last: i64) -> Option<Bad> {
+    if start < 0 || start > end || end > last || end as u64 > values.len() as u64 {
+        return Some(Bad::Bounds);
+    }
+    simdutf8::basic::from_utf8(&values[start as usize..end as usize])
+        .err()
+        .map(|_| Bad::Utf8)
+}
+
+/// Offsets per block of [`offsets_all_valid`]: a block's bytes (some hundred KiB for typical
+/// cells) are still in the cache when its offsets are checked, so the data is read once.
+const BLOCK_OFFSETS: usize = 4096;
+
+/// Whether every range of `offsets` into `values` is in bounds and valid UTF-8, checked a
+/// block of cells at a time: offsets non-decreasing from >= 0 to within `values`, the bytes
+/// they span UTF-8, and every offset on a character boundary. False means: look cell by cell.
+fn offsets_all_valid<O: Copy + Into<i64>>(offsets: &[O], values: &[u8]) -> bool {
+    let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
+        return true;
+    };
+    let (first, last): (i64, i64) = (first.into(), last.into());
+    if first < 0 || last as u64 > values.len() as u64 {
+        return false;
+    }
+    if !offsets.windows(2).all(|w| w[0].into() <= w[1].into()) {
+        return false;
+    }
+    let last = last as usize;
+    // Each block's bytes are valid UTF-8 (so they start on a character boundary), and every
+    // offset inside the block at a byte that is not a continuation byte (or at the end): then
+    // every range is valid UTF-8 on its own.
+    let mut start = 0;
+    while start + 1 < offsets.len() {
+        let end = (start + BLOCK_OFFSETS).min(offsets.len() - 1);
+        let (lo, hi) = (offsets[start].into() as usize, offsets[end].into() as usize);
+        if simdutf8::basic::from_utf8(&values[lo..hi]).is_err() {
+            return false;
+        }
+        let inner = offsets[start + 1..end].iter().all(|&o| {
+            let o = o.into() as usize;
+            o == last || (values[o] as i8) >= -0x40
+        });
+        if !inner {
+            return false;
+        }
+        start = end;
+    }
+    true
+}
+
+/// The problem of view `i` of a string view column.
+fn view_problem(a: &StringViewArray, i: usize) -> Option<Bad> {
+    let view = a.views()[i];
+    let len = view as u32 as usize;
+    if len <= 12 {
+        let bytes = view.to_le_bytes();
+        return simdutf8::basic::from_utf8(&bytes[4..4 + len])
+            .err()
+            .map(|_| Bad::Utf8);
+    }
+    let buffer = (view >> 64) as u32 as usize;
+    let offset = (view >> 96) as u32 as usize;
+    let Some(data) = a.data_buffers().get(buffer) else {
+        return Some(Bad::Bounds);
+    };
+    let Some(bytes) = data.as_slice().get(offset..offset + len) else {
+        return Some(Bad::Bounds);
+    };
+    simdutf8::basic::from_utf8(bytes).err().map(|_| Bad::Utf8)
+}
+
+impl Strs<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Self::Utf8(a) => a.len(),
+            Self::Large(a) => a.len(),
+            Self::View(a) => a.len(),
+            Self::Dict { keys, .. } => keys.len(),
+        }
+    }
+
+    fn is_valid(&self, i: usize) -> bool {
+        match self {
+            Self::Utf8(a) => a.is_valid(i),
+            Self::Large(a) => a.is_valid(i),
+            Self::View(a) => a.is_valid(i),
+            Self::Dict { keys, .. } => keys.get(i).is_some(),
+        }
+    }
+
+    /// The problem of cell `i`, if it is not null (a null cell is never read).
+    fn cell_problem(&self, i: usize) -> Option<Bad> {
+        if !self.is_valid(i) {
+            return None;
+        }
+        match self {
+            Self::Utf8(a) => {
+                let o = a.value_offsets();
+                let last = i64::from(o[o.len() - 1]);
+                range_problem(a.values(), o[i].into(), o[i + 1].into(), last)
+            }
+            Self::Large(a) => {
+                let o = a.value_offsets();
+                range_problem(a.values(), o[i], o[i + 1], o[o.len() - 1])
+            }
+            Self::View(a) => view_problem(a, i),
+            Self::Dict {
+                keys,
+                values,
+                n_values,
+            } => {
+                let key = keys.get(i)?;
+                match usize::try_from(key) {
+                    Ok(k) if k < *n_values => values.cell_problem(k),
+                    _ => Some(Bad::Key(key, *n_values)),
+                }
+            }
+        }
+    }
+
+    /// The first cell (in order) that is not null and not valid, with its problem.
+    fn first_invalid(&self) -> Option<(usize, Bad)> {
+        let all_valid = match self {
+            Self::Utf8(a) => offsets_all_valid(a.value_offsets(), a.values()),
+            Self::Large(a) => offsets_all_valid(a.value_offsets(), a.values()),
+            Self::View(_) => false,
+            Self::Dict {
+                keys,
+                values,
+                n_values,
+            } => {
+                // Each dictionary value is checked once, when first referenced.
+                let mut seen: Vec<Option<Option<Bad>>> = vec![None; *n_values];
+                return (0..keys.len()).find_map(|i| {
+                    let key = keys.get(i)?;
+                    let bad = match usize::try_from(key) {
+                        Ok(k) if k < *n_values => {
+                            *seen[k].get_or_insert_with(|| values.cell_problem(k))
+                        }
+                        _ => Some(Bad::Key(key, *n_values)),
+                    };
+                    bad.map(|b| (i, b))
+                });
+            }
+        };
+        if all_valid {
+            return None;
+        }
+        (0..self.len()).find_map(|i| self.cell_problem(i).map(|b| (i, b)))
     }
 }
 
@@ -236,6 +424,19 @@ impl<'a> Ints<'a> {
             DataType::UInt64 => Self::U64(array.as_primitive()),
             _ => return None,
         })
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::I8(a) => a.len(),
+            Self::I16(a) => a.len(),
+            Self::I32(a) => a.len(),
+            Self::I64(a) => a.len(),
+            Self::U8(a) => a.len(),
+            Self::U16(a) => a.len(),
+            Self::U32(a) => a.len(),
+            Self::U64(a) => a.len(),
+        }
     }
 
     #[inline]
@@ -307,6 +508,35 @@ impl<'a> Lists<'a> {
         })
     }
 
+    /// The first row (in order) that is not null and not valid: offsets outside the items, or
+    /// an item that is not valid (the problem prefixed with `item {j}: `).
+    fn first_invalid(&self) -> Option<(usize, String)> {
+        let (n, items) = match self {
+            Self::List(a, v) => (a.len(), v),
+            Self::Large(a, v) => (a.len(), v),
+        };
+        // Each item is checked once, when first referenced.
+        let mut seen: Vec<Option<Option<Bad>>> = vec![None; items.len()];
+        (0..n).find_map(|i| {
+            let (start, end): (i64, i64) = match self {
+                Self::List(a, _) if a.is_valid(i) => {
+                    (a.value_offsets()[i].into(), a.value_offsets()[i + 1].into())
+                }
+                Self::Large(a, _) if a.is_valid(i) => {
+                    (a.value_offsets()[i], a.value_offsets()[i + 1])
+                }
+                _ => return None,
+            };
+            if start < 0 || start > end || end as u64 > items.len() as u64 {
+                return Some((i, Bad::Bounds.problem()));
+            }
+            (start as usize..end as usize).find_map(|j| {
+                let bad = (*seen[j].get_or_insert_with(|| items.cell_problem(j)))?;
+                Some((i, format!("item {}: {}", j - start as usize, bad.problem())))
+            })
+        })
+    }
+
     /// The items of row `i`, or `None` for a null list.
     fn get(&self, i: usize) -> Option<Vec<Option<&'a str>>> {
         let (range, values) = match self {
@@ -340,6 +570,13 @@ impl<'a> Keys<'a> {
         Ints::new(array)
             .map(Self::Int)
             .or_else(|| Strs::new(array).map(Self::Str))
+    }
+
+    fn first_invalid(&self) -> Option<(usize, Bad)> {
+        match self {
+            Self::Int(_) => None,
+            Self::Str(a) => a.first_invalid(),
+        }
     }
 
     #[inline]
@@ -450,7 +687,9 @@ fn group(batches: &[RecordBatch], spec: &Spec, n: usize) -> Result<Groups, Table
     let mut identity = true;
     for batch in batches {
         let keys = column(batch, name, Keys::new, "an integer or string")?;
-        for i in 0..batch.num_rows() {
+        // No key is read past the chunk's first invalid one.
+        let bad = keys.first_invalid();
+        for i in 0..bad.map_or(batch.num_rows(), |(i, _)| i) {
             let Some(key) = keys.get(i) else {
                 // A null key names no group: no row within a group, no key to show.
                 return Err(TableError {
@@ -478,6 +717,13 @@ fn group(batches: &[RecordBatch], spec: &Spec, n: usize) -> Result<Groups, Table
             of_row.push(id);
             row += 1;
         }
+        if let Some((_, bad)) = bad {
+            return Err(TableError {
+                local: None,
+                key_row: None,
+                ..TableError::row(name, text(bad.problem()), row, 0)
+            });
+        }
     }
     let mut bounds = Vec::with_capacity(counts.len() + 1);
     bounds.push(0);
@@ -500,6 +746,48 @@ fn group(batches: &[RecordBatch], spec: &Spec, n: usize) -> Result<Groups, Table
         bounds,
         identity,
     })
+}
+
+/// Phase 2: the first cell, in table order (then in the order path, content, reason, failing
+/// files), of the string columns a build reads that is not valid Arrow data; as `(row, field,
+/// problem)`.
+fn first_invalid_cell(table: &Table<'_>, spec: &Spec) -> Option<(usize, String, String)> {
+    table
+        .chunks
+        .par_iter()
+        .enumerate()
+        .find_map_first(|(c, chunk)| {
+            let strs = [
+                ("path", &chunk.path),
+                ("content", &chunk.content),
+                ("reason", &chunk.reason),
+            ];
+            let mut found: Vec<(usize, usize, String, String)> = strs
+                .iter()
+                .enumerate()
+                .filter_map(|(k, (field, col))| {
+                    let (i, bad) = col.first_invalid()?;
+                    Some((i, k, (*field).to_owned(), bad.problem()))
+                })
+                .collect();
+            if let (Some(col), Some(name)) = (&chunk.failure_files, &spec.failure_files)
+                && let Some((i, problem)) = col.first_invalid()
+            {
+                found.push((i, strs.len(), name.clone(), problem));
+            }
+            let (i, _, field, problem) = found.into_iter().min_by_key(|f| (f.0, f.1))?;
+            Some((table.starts[c] + i, field, problem))
+        })
+}
+
+/// The position of table row `row` within its group.
+fn local_of(groups: &Groups, row: usize) -> usize {
+    let row = row as u32;
+    groups
+        .bounds
+        .windows(2)
+        .find_map(|b| groups.rows[b[0]..b[1]].binary_search(&row).ok())
+        .unwrap_or(0)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -530,7 +818,7 @@ struct Summary {
     budget: u64,
 }
 
-/// A group's first error, with the validation phase it belongs to (3 or 4, see the module doc).
+/// A group's first error, with the validation phase it belongs to (4 or 5, see the module doc).
 type Found = (u8, TableError);
 
 fn text(s: impl Into<String>) -> Problem {
@@ -540,7 +828,7 @@ fn text(s: impl Into<String>) -> Problem {
 /// A group's budget and its failing files as given.
 type Cells<'a> = (u64, Option<Vec<Option<&'a str>>>);
 
-/// Phase 3: the budget and failing-files cells. Returns the budget and the raw failing files.
+/// Phase 4: the budget and failing-files cells. Returns the budget and the raw failing files.
 fn group_cells<'a>(
     table: &'a Table<'a>,
     rows: &[u32],
@@ -613,7 +901,7 @@ struct Scratch<'a> {
     raw: FxHashMap<&'a str, u32>,
 }
 
-/// Phase 4 and the build of one group; fills `out` (the group's rows, in order).
+/// Phase 5 and the build of one group; fills `out` (the group's rows, in order).
 fn build_group<'a>(
     table: &'a Table<'a>,
     rows: &[u32],
@@ -621,7 +909,7 @@ fn build_group<'a>(
     scratch: &mut Scratch<'a>,
     out: &mut [Decision],
 ) -> Result<Summary, Found> {
-    let (budget, failing) = group_cells(table, rows, spec).map_err(|e| (3, e))?;
+    let (budget, failing) = group_cells(table, rows, spec).map_err(|e| (4, e))?;
     scratch.rows.clear();
     scratch.paths.clear();
     scratch.raw.clear();
@@ -629,7 +917,7 @@ fn build_group<'a>(
     for (local, &row) in rows.iter().enumerate() {
         let row = row as usize;
         let (chunk, i) = table.locate(row);
-        let fail = |field: &str, problem: Problem| (4, TableError::row(field, problem, row, local));
+        let fail = |field: &str, problem: Problem| (5, TableError::row(field, problem, row, local));
         let null = |field: &str| fail(field, text("is null"));
 
         let raw = chunk.path.get(i).ok_or_else(|| null("path"))?;
@@ -691,7 +979,7 @@ fn build_group<'a>(
                 value: total,
                 maximum: spec.max_total_chars,
             }));
-            return Err((4, e));
+            return Err((5, e));
         }
         let cost = match spec.unit {
             Unit::Chars => chars,
@@ -712,7 +1000,7 @@ fn build_group<'a>(
     // The failing files that some row comes from, as path ids, in error order.
     let mut failure_ids = Vec::new();
     for path in failing.iter().flatten().flatten() {
-        // Valid (checked in phase 3).
+        // Valid (checked in phase 4).
         if let Ok(canonical) = engine::canonical_path(path)
             && let Some(&id) = scratch.paths.get(&canonical)
         {
@@ -807,7 +1095,17 @@ fn run(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableError> {
     let groups = group(batches, spec, n)?;
     let n_groups = groups.bounds.len() - 1;
 
-    // Phase 2: group sizes.
+    // Phase 2: the other string columns' Arrow data.
+    if let Some((row, field, problem)) = first_invalid_cell(&table, spec) {
+        return Err(TableError::row(
+            &field,
+            text(problem),
+            row,
+            local_of(&groups, row),
+        ));
+    }
+
+    // Phase 3: group sizes.
     for g in 0..n_groups {
         let size = groups.bounds[g + 1] - groups.bounds[g];
         if size as u64 > spec.max_candidates {
@@ -830,7 +1128,7 @@ fn run(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableError> {
         }
     }
 
-    // Phases 3 and 4, and the builds, group by group in parallel.
+    // Phases 4 and 5, and the builds, group by group in parallel.
     let mut decisions = vec![Decision::default(); n];
     let mut slices: Vec<&mut [Decision]> = Vec::with_capacity(n_groups);
     let mut rest: &mut [Decision] = &mut decisions;
@@ -1120,6 +1418,122 @@ mod tests {
         let err = build_table(&[b], &s).unwrap_err();
         assert_eq!(err.field, "failing");
         assert_eq!(err.row, None);
+    }
+
+    /// `base` with column `name` replaced.
+    fn with(b: &RecordBatch, name: &str, column: ArrayRef) -> RecordBatch {
+        let i = b.schema().index_of(name).unwrap();
+        let mut columns = b.columns().to_vec();
+        columns[i] = column;
+        let fields: Vec<Field> = b
+            .schema()
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(k, f)| {
+                let t = if k == i {
+                    columns[i].data_type().clone()
+                } else {
+                    f.data_type().clone()
+                };
+                Field::new(f.name(), t, true)
+            })
+            .collect();
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+    }
+
+    /// A utf8 column made unchecked, as the C data interface makes it.
+    fn unchecked(offsets: Vec<i32>, values: &[u8], nulls: Option<Vec<bool>>) -> ArrayRef {
+        // SAFETY (of the test): offsets that may be invalid, on purpose.
+        let offsets = unsafe { arrow_buffer::OffsetBuffer::new_unchecked(offsets.into()) };
+        let nulls = nulls.map(NullBuffer::from);
+        // SAFETY (of the test): the array is invalid on purpose; the build must check every
+        // cell before reading it.
+        Arc::new(unsafe { StringArray::new_unchecked(offsets, values.to_vec().into(), nulls) })
+    }
+
+    fn arrow_error(b: RecordBatch) -> (String, Option<usize>, Option<usize>, Problem) {
+        let err = build_table(&[b], &spec(Some("task"), 100)).unwrap_err();
+        (err.field, err.row, err.local, err.problem)
+    }
+
+    #[test]
+    fn invalid_utf8_is_refused_naming_the_row() {
+        let b = base(&["a", "b", "a"], &[Some(1), Some(1), Some(20)]);
+        let content = unchecked(vec![0, 1, 3, 4], b"x\xc3(z", None);
+        let (field, row, local, problem) = arrow_error(with(&b, "content", content));
+        assert_eq!((field.as_str(), row, local), ("content", Some(1), Some(0)));
+        assert_eq!(problem, Problem::Text("is not valid UTF-8".into()));
+        // A key: no group to name.
+        let task = unchecked(vec![0, 1, 2, 3], b"a\xffa", None);
+        let (field, row, local, problem) = arrow_error(with(&b, "task", task));
+        assert_eq!((field.as_str(), row, local), ("task", Some(1), None));
+        assert_eq!(problem, Problem::Text("is not valid UTF-8".into()));
+    }
+
+    #[test]
+    fn offsets_outside_the_data_and_keys_out_of_range_are_refused() {
+        let b = base(&["a", "b", "a"], &[Some(1), Some(1), Some(20)]);
+        // Row 1 runs backwards (4..2); row 0 and 2 are fine.
+        let path = unchecked(vec![0, 4, 2, 6], b"a.pyb.", None);
+        let (field, row, _, problem) = arrow_error(with(&b, "path", path));
+        assert_eq!((field.as_str(), row), ("path", Some(1)));
+        let Problem::Text(text) = problem else {
+            panic!()
+        };
+        assert!(text.starts_with("is not valid Arrow data"), "{text}");
+        let keys = arrow_array::Int32Array::from(vec![0, 2, 1]);
+        let values: ArrayRef = Arc::new(StringArray::from(vec!["search", "failure"]));
+        // SAFETY (of the test): key 2 is out of range on purpose.
+        let reason = unsafe { DictionaryArray::<Key32>::new_unchecked(keys, values) };
+        let (field, row, _, problem) = arrow_error(with(&b, "reason", Arc::new(reason)));
+        assert_eq!((field.as_str(), row), ("reason", Some(1)));
+        assert_eq!(
+            problem,
+            Problem::Text("has dictionary index 2, out of range for 2 dictionary values".into())
+        );
+    }
+
+    #[test]
+    fn bytes_under_a_null_and_views_outside_their_buffer() {
+        let b = base(&["a", "b", "a"], &[Some(1), Some(1), Some(20)]);
+        // Invalid bytes under a null cell are never read: the null is what is reported.
+        let content = unchecked(vec![0, 1, 3, 4], b"x\xc3(z", Some(vec![true, false, true]));
+        let (field, row, _, problem) = arrow_error(with(&b, "content", content));
+        assert_eq!(
+            (field.as_str(), row, problem),
+            ("content", Some(1), Problem::Text("is null".into()))
+        );
+        // A view of 20 bytes at offset 10 of a 20-byte buffer.
+        let mut inline = [0u8; 16];
+        inline[0] = 6;
+        inline[4..10].copy_from_slice(b"search");
+        let good = u128::from_le_bytes(inline);
+        let bad = u128::from(20u32) | (10u128 << 96);
+        let views = arrow_buffer::ScalarBuffer::from(vec![good, bad, good]);
+        let data = arrow_buffer::Buffer::from(vec![b'x'; 20]);
+        // SAFETY (of the test): view 1 points outside its buffer on purpose.
+        let reason = unsafe { StringViewArray::new_unchecked(views, vec![data], None) };
+        let (field, row, _, problem) = arrow_error(with(&b, "reason", Arc::new(reason)));
+        assert_eq!((field.as_str(), row), ("reason", Some(1)));
+        assert_ne!(problem, Problem::Text("is null".into()));
+    }
+
+    #[test]
+    fn blocks_of_offsets_check_every_boundary() {
+        // 10,000 cells of one two-byte character each, over several blocks.
+        let values = "é".repeat(10_000).into_bytes();
+        let mut offsets: Vec<i32> = (0..=10_000).map(|i| 2 * i).collect();
+        assert!(offsets_all_valid(&offsets, &values));
+        // An offset inside a character, at a block's edge and inside a block.
+        for at in [BLOCK_OFFSETS, BLOCK_OFFSETS + 7] {
+            offsets[at] += 1;
+            assert!(!offsets_all_valid(&offsets, &values), "{at}");
+            let array = unchecked(offsets.clone(), &values, None);
+            let strs = Strs::new(array.as_ref()).unwrap();
+            assert_eq!(strs.first_invalid(), Some((at - 1, Bad::Utf8)));
+            offsets[at] -= 1;
+        }
     }
 
     #[test]

@@ -20,6 +20,12 @@
 //! for each of the `n` candidates in input order, `S(path) U(start) U(end) H(content) S(reason)
 //! F(score)`, with the canonical path and the reason's plain text.
 //!
+//! Extensions of the key (each only when it applies, in this order, after the candidates):
+//! the groups, `S("groups") U(n)` and per candidate `U(g)`; exact scores, `S("scores") U(n)` and
+//! per candidate `0x00` (a float other than `-0.0`), `0x01` (`-0.0`) or `0x02 S(decimal)` (an
+//! `int`); the `verify` reader's state, `S("verified") U(p)` and per canonical path in order of
+//! first appearance `O(hex SHA-256 of its bytes)`. See `repo_context/digest.py`.
+//!
 //! Provenance (v2): when some item of a result (some candidate of an input) carries
 //! `source_sha256` or `source_id`, the tag is `"repo-context result v2"` (`"repo-context input
 //! v2"`) and every item (candidate) is followed by `O(source_sha256) O(source_id)`. Without any
@@ -86,6 +92,11 @@ impl Form {
         self.0.update(Sha256::digest(bytes));
     }
 
+    /// Bytes of the form as they are (a tag byte).
+    pub fn raw(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
     /// `H(x)` already computed (by [`content_hashes`]).
     pub fn hash(&mut self, hash: &[u8; 32]) {
         self.0.update(hash);
@@ -150,6 +161,7 @@ mod tests {
         form.content(b"abc");
         form.score(-0.0);
         form.score(1.5);
+        form.raw(&[2]);
         let mut bytes = Vec::new();
         for text in [INPUT_TAG, POLICY_VERSION] {
             bytes.extend((text.len() as u64).to_be_bytes());
@@ -162,6 +174,7 @@ mod tests {
         bytes.extend(Sha256::digest(b"abc"));
         bytes.extend([0; 8]);
         bytes.extend(1.5f64.to_bits().to_be_bytes());
+        bytes.push(2);
         let expected: String = Sha256::digest(&bytes)
             .iter()
             .map(|b| format!("{b:02x}"))

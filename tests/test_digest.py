@@ -78,7 +78,7 @@ FIXED = [
 FIXED_INPUT = {"candidates": FIXED, "max_chars": 60, "failure_files": ["src/\udcff.py"]}
 # Computed by the byte form above (see test_the_pinned_values_follow_the_documented_form).
 FIXED_DIGEST = "411b076d9f90c724ffe2b6f07f8d2240e7fc1781bb3913a431b37fb8e1687318"
-FIXED_KEY = "c4265ca269d48366a730237ab8694fcbb38b48bfcd732060f7e7fa6f32d3d5e0"
+FIXED_KEY = "0e2a502b9f330a4b42748241466c254ca0afd6105fb80797fde949c8a26fb1b1"
 
 
 def independent_digest() -> str:
@@ -91,12 +91,30 @@ def independent_digest() -> str:
     return hashlib.sha256(body).hexdigest()
 
 
+def _exact_scores(scores: list[Any]) -> bytes:
+    """The key's ``"scores"`` extension, as documented: when some score is an ``int`` or
+    ``-0.0``, ``S("scores") U(n)`` and per score ``0x00`` (another float), ``0x01`` (``-0.0``)
+    or ``0x02 S(decimal)`` (an ``int``); else nothing."""
+    entries = []
+    for score in scores:
+        if isinstance(score, int):
+            entries.append(b"\2" + _s(str(score)))
+        elif score == 0.0 and str(score).startswith("-"):
+            entries.append(b"\1")
+        else:
+            entries.append(b"\0")
+    if all(e == b"\0" for e in entries):
+        return b""
+    return _s("scores") + struct.pack(">Q", len(entries)) + b"".join(entries)
+
+
 def independent_key() -> str:
     body = _s("repo-context input v1") + _s(POLICY) + _cost("chars", None, None, False, "rank")
     body += struct.pack(">Q", 60) + struct.pack(">Q", 1) + _s("src/\udcff.py") + struct.pack(">Q", 4)
     for c in FIXED:
         path = "/".join(p for p in c.path.split("/") if p not in ("", "."))
         body += _window(path, c.start, c.end, c.content, c.reason) + struct.pack(">d", float(c.score) + 0.0)
+    body += _exact_scores([c.score for c in FIXED])  # 3 is an int, -0.0 is -0.0
     return hashlib.sha256(body).hexdigest()
 
 
@@ -201,7 +219,15 @@ def test_digest_ignores_an_omitted_candidates_score_that_keeps_the_selection(
     key_after = repo_context.cache_key(
         Drawn(specs, drawn.forms, drawn.max_chars, drawn.failure_file, drawn.top_form, False).make()
     )
-    assert (key_before == key_after) == (float(drawn.specs[o.index][5]) + 0.0 == float(spec[5]) + 0.0)
+    # The key holds each score's exact type and value (the result carries it as given).
+    assert (key_before == key_after) == (_exact_score(drawn.specs[o.index][5]) == _exact_score(spec[5]))
+
+
+def _exact_score(score: Any) -> tuple[str, Any]:
+    """A score as the key tells scores apart: an ``int`` by its value, a float by its bits."""
+    if isinstance(score, int):
+        return ("int", int(score))
+    return ("float", struct.pack(">d", float(score)))
 
 
 def _replace_items(result: Any, items: list[Candidate]) -> Any:
@@ -236,12 +262,15 @@ def test_key_covers_order_budget_cost_and_failing_files(module: Any) -> None:
     ]
     keys = [module.cache_key(v) for v in variants]
     assert len({base, *keys}) == len(variants) + 1
-    # Equal behaviour, equal key: spellings of a path, int/float scores, a Reason member.
+    # Equal results, equal key: spellings of a path, a Reason member.
     same = [
-        Candidate("./src//app.py", 10, 20, "def f():\n    return 1\n", repo_context.Reason.REFERENCE, 1),
+        Candidate("./src//app.py", 10, 20, "def f():\n    return 1\n", repo_context.Reason.REFERENCE, 1.0),
         *FIXED[1:],
     ]
     assert module.cache_key({**FIXED_INPUT, "candidates": same}) == base
+    # An int score is not its float: the result carries the score as given (1 and 1.0).
+    as_int = [Candidate("src/app.py", 10, 20, "def f():\n    return 1\n", "reference", 1), *FIXED[1:]]
+    assert module.cache_key({**FIXED_INPUT, "candidates": as_int}) != base
     assert module.cache_key(repo_context.BuildInput(FIXED, 60, failure_files=["src/\udcff.py"])) == base
 
 
@@ -312,7 +341,7 @@ def test_input_key_function_matches_the_builders() -> None:
             c.end,
             c.content,
             c.reason,
-            float(c.score),
+            c.score,
         )
         for c in FIXED
     ]
@@ -352,12 +381,13 @@ def independent_v2() -> tuple[str, str]:
         tail = _o(c.source_sha256) + _o(c.source_id)
         digest += window + tail
         key += window + struct.pack(">d", float(c.score) + 0.0) + tail
+    key += _exact_scores([c.score for c in PROVENANCE])
     return hashlib.sha256(digest).hexdigest(), hashlib.sha256(key).hexdigest()
 
 
 # Computed by the byte form above (test_the_v2_values_follow_the_documented_form).
 V2_DIGEST = "8bfd39bfe40de8e9557525474807d032799a2ce28fb49e8c9358c91f5b03f27a"
-V2_KEY = "2d9d1ab4f7ad69174c1d0cc519e6303629179d559b3567f61483de7a069721a6"
+V2_KEY = "b5b22bda93f37b0f9619b7b79b34cf5c2b4d4a4fa83ff42c6fbf523b0f3a19aa"
 
 
 def test_the_v2_values_follow_the_documented_form() -> None:

@@ -24,6 +24,7 @@ import repo_context
 from repo_context import _io, _writer, cli, limits
 from repo_context.errors import ResourceLimitError
 from repo_context.limits import DEFAULT_LIMITS, Limits
+from repo_context.pytest_plugin import MARKER
 from repo_context.sources import Repository
 
 TIMEOUT = 120  # seconds: a guard against hangs, not a speed test
@@ -661,7 +662,7 @@ def _run_plugin(pytester: pytest.Pytester, target: str) -> list[str]:
 
 def test_plugin_through_a_link_to_a_regular_file_keeps_the_link(failing_project: pytest.Pytester) -> None:
     real = failing_project.path / "real.md"
-    real.write_text("old")
+    real.write_text(MARKER + "\nan older context\n")  # a context the plugin wrote: replaced
     link = failing_project.path / "context.md"
     link.symlink_to(real)
     lines = _run_plugin(failing_project, "context.md")

@@ -8,11 +8,14 @@ before a whole build would (a comparison within one process, not an absolute tim
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +88,80 @@ def test_sigint_interrupts_a_large_build_promptly(mode: str, n: int) -> None:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+# --- Ctrl-C on the command line: one line on standard error, exit 130 ------------------------
+
+
+def _interrupt_on_fifo(tmp_path: Path, args: list[str], fifo: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``repo-context ARGS`` that reads the named pipe ``fifo``; once it has opened it (our
+    open for writing returns then) and waits for data, send SIGINT."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "repo_context.cli", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        fd = os.open(fifo, os.O_WRONLY)  # returns when the command opened the pipe to read it
+        try:
+            time.sleep(0.3)  # into its read
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            os.close(fd)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@pytest.mark.parametrize("command", ["build", "context", "replay", "eval"])
+def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path, command: str) -> None:
+    fifo = tmp_path / "input"
+    os.mkfifo(fifo)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    args = {
+        "build": ["build", str(fifo)],
+        "context": ["context", "--repo", str(repo), "--pytest-log", str(fifo), "--no-cache"],
+        "replay": ["replay", str(fifo)],
+        "eval": ["eval", "--cases", str(fifo), "--work", str(tmp_path / "work")],
+    }[command]
+    done = _interrupt_on_fifo(tmp_path, args, fifo)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", f"repo-context {command}: interrupted\n")
+
+
+def test_ctrl_c_stops_the_mcp_server_with_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "repo_context.cli", "mcp", "--root", str(tmp_path), "--no-cache"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        request = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2024-11-05",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        proc.stdin.write(json.dumps(request) + "\n")
+        proc.stdin.flush()
+        assert '"id":1' in proc.stdout.readline().replace(" ", "")  # serving
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (proc.returncode, err) == (130, "repo-context mcp: interrupted\n")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,8 @@ def test_defaults_and_units() -> None:
         "max_result_bytes": 64 << 20,
         "mcp_workspaces": 8,
         "mcp_client_roots": 1_000,
+        "max_cache_value_bytes": 256 << 20,
+        "max_threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
     }
     # The old names are the defaults, set in one place.
     assert repo_context.DEFAULT_MAX_CANDIDATES == DEFAULT_LIMITS.max_candidates
@@ -100,17 +103,20 @@ def test_defaults_and_units() -> None:
 
 def test_every_setting_is_documented_with_its_unit_and_behaviour() -> None:
     doc = limits.__doc__ or ""
-    errors, skips = doc.split("**skipped, not an error**")
+    errors, rest = doc.split("**skipped, not an error**")
+    skips, clamps = rest.split("**clamped, not an error**")
     class_doc = Limits.__doc__ or ""
     for setting in dataclasses.fields(Limits):
         name = setting.name
-        units = {"bytes", "characters", "candidates", "entries", "folders", "lines", "seconds"}
+        units = {"bytes", "characters", "candidates", "entries", "folders", "lines", "seconds", "threads"}
         units |= {"frames", "workspaces", "roots"}
         assert limits.unit(name) in units
         assert f"{name}:" in class_doc
-        section = errors if limits.behaviour(name) == "error" else skips
+        section = {"error": errors, "skip": skips, "clamp": clamps}[limits.behaviour(name)]
         assert f"``{name}``" in section, name
-        word = "skipped, not an error" if limits.behaviour(name) == "skip" else "Error."
+        word = {"error": "Error.", "skip": "skipped, not an error", "clamp": "clamped, not an error"}[
+            limits.behaviour(name)
+        ]
         entry = class_doc.split(f"{name}:")[1].split("Default")[0]
         assert word in entry, name
 
@@ -305,6 +311,28 @@ def test_max_input_bytes_jsonl_line(
         "index": None,
         "line": 2,
     }
+
+
+def test_an_over_limit_jsonl_line_is_never_held(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracemalloc
+
+    line = json.dumps({"candidates": [cand(0)], "max_chars": 10}).encode()
+    huge = 64 << 20
+    stream = io.BytesIO(line + b"\n" + b" " * huge + b"x\n" + line + b"\n")
+    monkeypatch.setattr(sys, "stdin", type("Stdin", (), {"buffer": stream})())
+    tracemalloc.start()
+    try:
+        status = cli.main(["build", "--jsonl", "-", "--limit", "max_input_bytes=1024"])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    out = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert status == 3
+    assert [x.get("error", {}).get("line") for x in out] == [None, 2, None]
+    # The 64 MiB line went by in pieces of at most 1 MiB (and the 1 KiB limit's piece).
+    assert peak < 8 << 20
 
 
 def test_max_log_bytes_workspace(repo: Path) -> None:

@@ -250,10 +250,11 @@ def test_a_file_refused_by_the_secrets_policy_is_never_re_read(tmp_path: Path) -
     import repo_context as rc
     from repo_context.merge import RangeMerger
 
-    (tmp_path / "keys.py").write_text("KEY = 'AKIA" + "ABCDEFGHIJKLMNOP'\n")
+    # (A file refused by name: since issue 17 a secret in the content is redacted, not refused.)
+    (tmp_path / "id_rsa_keys.py").write_text("KEY = 'AKIA" + "ABCDEFGHIJKLMNOP'\n")
     with pytest.raises(rc.InvalidCandidateError) as err:
         RangeMerger(tmp_path).merge(
-            [{"path": "keys.py", "start": 1, "end": 1, "content": "", "reason": "search", "score": 1}]
+            [{"path": "id_rsa_keys.py", "start": 1, "end": 1, "content": "", "reason": "search", "score": 1}]
         )
     assert err.value.field == "path"
     assert "withheld" in str(err.value)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from repo_context import TokenCounter
 from repo_context.cli import run_context
-from repo_context.pytest_plugin import context_file_name, failure_log
+from repo_context.pytest_plugin import MARKER, context_file_name, failure_log
 from repo_context.sources import parse_pytest_log
 
 pytest_plugins = ["pytester"]
@@ -104,8 +104,10 @@ def summary_lines(result: pytest.RunResult) -> list[str]:
 
 
 def section_of(text: str) -> str:
-    """The rendered section of a written context: what comes before its summary."""
-    return text[: text.index("## Failure")]
+    """The rendered section of a written context: what comes after the plugin's marker line
+    and before its summary."""
+    assert text.startswith(MARKER + "\n")
+    return text[len(MARKER) + 1 : text.index("## Failure")]
 
 
 def test_first_failing_test_context(project: pytest.Pytester) -> None:
@@ -129,7 +131,8 @@ def test_same_context_as_the_command_line(project: pytest.Pytester, tmp_path: Pa
     log = tmp_path / "pytest.log"
     log.write_text("\n".join(result.outlines) + "\n", encoding="utf-8")
     expected = run_context(project.path, log).markdown()
-    assert (project.path / "context.md").read_text(encoding="utf-8") == expected
+    # The plugin's marker line, then exactly what the command line prints.
+    assert (project.path / "context.md").read_text(encoding="utf-8") == MARKER + "\n" + expected
 
 
 @pytest.mark.parametrize("existing", [False, True], ids=["trailing-separator", "existing-directory"])
@@ -345,7 +348,7 @@ def test_directory_mode_applies_the_writer_rules_to_each_file(project: pytest.Py
     folder.mkdir()
     label, ratio = "test_calc.py::test_label[a b [c]]", "test_calc.py::test_ratio"
     (folder / context_file_name(label)).mkdir()
-    (folder / context_file_name(ratio)).write_text("old", encoding="utf-8")
+    (folder / context_file_name(ratio)).write_text(MARKER + "\nold", encoding="utf-8")  # the plugin's
     (folder / context_file_name(ratio)).chmod(0o600)
     result = run(project, "--repo-context=contexts")
     assert summary_lines(result) == [
@@ -368,3 +371,92 @@ def test_directory_mode_applies_the_writer_rules_to_each_file(project: pytest.Py
     ]
     assert "- test: test_ratio" in written.read_text(encoding="utf-8")
     assert sorted(p.name for p in folder.iterdir()) == sorted(context_file_name(n) for n in (label, ratio))
+
+
+# --- the plugin never replaces a file it did not write -----------------------------------
+
+
+def _refused(path: Path) -> str:
+    return (
+        f"cannot write {path}: the file exists and is not a context file this plugin wrote (its "
+        "first line is not the plugin's marker); it is not replaced"
+    )
+
+
+@pytest.mark.parametrize("form", ["space", "source", "link"])
+def test_an_existing_file_it_did_not_write_is_never_replaced(project: pytest.Pytester, form: str) -> None:
+    """``--repo-context test_calc.py`` (pytest takes the test file as the option's value), a
+    source file of the repository, a link to the test file: each is left as it was."""
+    tests, calc = project.path / "test_calc.py", project.path / "calc.py"
+    before = {path: path.read_bytes() for path in (tests, calc)}
+    if form == "space":
+        result = run(project, "--repo-context", "test_calc.py")
+        target = project.path / "test_calc.py"
+    elif form == "source":
+        result = run(project, "--repo-context=calc.py")
+        target = project.path / "calc.py"
+    else:
+        (project.path / "link.md").symlink_to(tests)
+        result = run(project, "--repo-context=link.md")
+        target = project.path / "link.md"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert summary_lines(result) == [
+        f"repo-context: cannot write the context of test_calc.py::test_ratio: {_refused(target)}"
+    ]
+    assert {path: path.read_bytes() for path in (tests, calc)} == before
+    assert (project.path / "link.md").is_symlink() == (form == "link")
+
+
+def test_its_own_context_file_is_replaced(project: pytest.Pytester) -> None:
+    run(project, "--repo-context=context.md")
+    first = (project.path / "context.md").read_text(encoding="utf-8")
+    assert first.startswith(MARKER + "\n")
+    (project.path / "context.md").write_text(MARKER + "\nan older context\n", encoding="utf-8")
+    result = run(project, "--repo-context=context.md")
+    assert summary_lines(result)[0].startswith("repo-context: context of test_calc.py::test_ratio written")
+    assert (project.path / "context.md").read_text(encoding="utf-8") == first
+
+
+def test_a_passing_run_removes_its_stale_context_only(project: pytest.Pytester) -> None:
+    run(project, "--repo-context=context.md")
+    assert (project.path / "context.md").exists()
+    project.makepyfile(test_calc=PASSING)
+    result = run(project, "--repo-context=context.md")
+    assert result.ret == pytest.ExitCode.OK
+    assert summary_lines(result) == [
+        "repo-context: no failing test, no context written (removed the previous context: context.md)"
+    ]
+    assert not (project.path / "context.md").exists()
+    # A file the plugin did not write stays.
+    (project.path / "notes.md").write_text("# my notes\n", encoding="utf-8")
+    result = run(project, "--repo-context=notes.md")
+    assert summary_lines(result) == ["repo-context: no failing test, no context written"]
+    assert (project.path / "notes.md").read_text(encoding="utf-8") == "# my notes\n"
+
+
+def test_directory_mode_removes_the_files_of_tests_that_no_longer_fail(project: pytest.Pytester) -> None:
+    folder = project.path / "contexts"
+    run(project, "--repo-context=contexts/")
+    label, ratio = "test_calc.py::test_label[a b [c]]", "test_calc.py::test_ratio"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(context_file_name(n) for n in (label, ratio))
+    keep = folder / "x-0123456789.md"  # the plugin's naming, not its marker: not the plugin's
+    keep.write_text("mine\n", encoding="utf-8")
+    project.makepyfile(test_calc=TESTS.replace("assert spread([len(label), 1]) == 0", "pass"))
+    run(project, "--repo-context=contexts/")
+    assert sorted(p.name for p in folder.iterdir()) == sorted([context_file_name(ratio), keep.name])
+    project.makepyfile(test_calc=PASSING)
+    result = run(project, "--repo-context=contexts/")
+    assert summary_lines(result) == [
+        "repo-context: no failing test, no context written (removed the previous context: 1 file in "
+        "contexts/)"
+    ]
+    assert sorted(p.name for p in folder.iterdir()) == [keep.name]
+
+
+def test_a_secret_in_a_node_id_never_reaches_a_file_name() -> None:
+    token = "AKIA" + "IOSFODNN7ABCDEFQ"
+    name = context_file_name(f"tests/test_a.py::test_key[{token}]")
+    assert token not in name
+    assert name.startswith("tests_test_a.py_test_key_REDACTED_aws-access-key-id-")
+    github = "ghp_" + "JBd0Kh8oOOL8dKLzdocJ2isAjIhKtJ0RlgLK"
+    assert github not in context_file_name(f"tests/test_a.py::test_{github}_x")

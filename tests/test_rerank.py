@@ -140,3 +140,46 @@ def test_ray_rerank_equals_build_table() -> None:
     expected = build_table(table, budget=90, group_by="task").decisions
     assert got.column("id").to_pylist() == table.column("id").to_pylist()
     assert got.drop_columns("id").to_pylist() == expected.to_pylist()
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["int64", "uint8", "string", "large_string", "string_view", "dictionary"],
+)
+def test_rerank_reads_every_key_type_build_table_accepts(tmp_path: Path, kind: str) -> None:
+    table = candidates(12, 9)
+    names = table.column("task").to_pylist()
+    order = {name: i for i, name in enumerate(dict.fromkeys(names))}
+    if kind in ("int64", "uint8"):
+        keys = pa.array([order[n] for n in names], getattr(pa, kind)())
+    elif kind == "dictionary":
+        keys = pa.array(names).dictionary_encode()
+    else:
+        keys = pa.array(names, getattr(pa, kind)())
+    table = table.set_column(table.schema.get_field_index("task"), "task", keys)
+    source, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    pq.write_table(table, source, row_group_size=20)
+    read_back = pq.read_table(source)
+    assert str(read_back.schema.field("task").type).startswith(kind)
+    assert (
+        main(
+            [
+                "rerank",
+                str(source),
+                "--group-by",
+                "task",
+                "--budget",
+                "60",
+                "--out",
+                str(out),
+                "--batch-rows",
+                "7",
+            ]
+        )
+        == 0
+    )
+    expected = build_table(read_back, budget=60, group_by="task")
+    assert pq.read_table(out).equals(expected.decisions)
+    assert expected.decisions.drop_columns("group").equals(
+        build_table(table, budget=60, group_by="task").decisions.drop_columns("group")
+    )

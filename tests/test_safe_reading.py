@@ -348,7 +348,9 @@ SECRET_TEXTS = {
 
 
 @pytest.mark.parametrize("kind", sorted(SECRET_TEXTS))
-def test_secret_content_is_refused_in_any_file(tmp_path: Path, kind: str) -> None:
+def test_secret_content_is_redacted_in_any_file(tmp_path: Path, kind: str) -> None:
+    """Issue 17: a secret in a file's content is redacted in its lines, and the file is not
+    withheld (its windows stay)."""
     secret = SECRET_TEXTS[kind]
     text = f'"""Settings."""\n\n\ndef load():\n    return """{secret}"""\n'
     write(tmp_path, "pkg/settings.py", text)
@@ -357,19 +359,19 @@ def test_secret_content_is_refused_in_any_file(tmp_path: Path, kind: str) -> Non
     for rel, content in (("pkg/settings.py", text), ("notes.txt", "see below\n" + secret)):
         assert secret_in_text(rel, secret) == SECRET_CONTENT
         source = repo.source(rel)
-        assert source is not None and source.refused == SECRET_CONTENT
+        assert source is not None and source.refused is None and source.redactions
         assert source.line_count == len(content.splitlines())
         # Its lines are kept with each secret redacted: no secret is left in them.
         assert source.lines == split_lines(redact_text(content))
         assert "[REDACTED: " in "".join(source.lines)
         assert secret_in_text(rel, "".join(source.lines)) is None
-        assert repo.refused[rel] == SECRET_CONTENT
-    # The structure stays (the windows the sources would take are known), the strings do not.
+        assert rel not in repo.refused
+    # The structure stays, and the strings hold the redacted text.
     settings = repo.source("pkg/settings.py")
     assert settings is not None and settings.tree is not None
     assert [n.name for n in settings.tree.body if isinstance(n, ast.FunctionDef)] == ["load"]
     strings = [n.value for n in ast.walk(settings.tree) if isinstance(n, ast.Constant)]
-    assert strings and all(value == "" for value in strings)
+    assert any("[REDACTED: " in value for value in strings if isinstance(value, str))
 
 
 @pytest.mark.parametrize(
@@ -392,14 +394,15 @@ def test_a_file_that_stops_holding_a_secret_is_read_again(tmp_path: Path) -> Non
     write(tmp_path, "mod.py", f"KEY = '{AWS_KEY}'\n")
     repo = Repository(tmp_path)
     source = repo.source("mod.py")
-    assert source is not None and source.refused == SECRET_CONTENT
+    assert source is not None and source.refused is None
+    assert source.redactions == ((1, 1, "AWSKeyDetector"),)
     write(tmp_path, "mod.py", "KEY = None\n")
     window = make_window(source, 1, 1, "failure", 1.0)
     kept, withheld = repo.screen([window])
-    assert kept == [] and withheld[0].why == WINDOW_CHANGED  # the blank content is not the file
+    assert kept == [] and withheld[0].why == WINDOW_CHANGED  # the redacted content is not the file
     assert repo.refused == {}
     fresh = repo.source("mod.py")
-    assert fresh is not None and fresh.refused is None and fresh.text(1, 1) == "KEY = None\n"
+    assert fresh is not None and fresh.redactions == () and fresh.text(1, 1) == "KEY = None\n"
 
 
 # --- text -------------------------------------------------------------------------------
@@ -493,22 +496,23 @@ def test_screen_checks_every_window_against_the_file_as_it_is_now(tmp_path: Path
     ]
     write(tmp_path, "b.py", "x = 2\n")  # changed since it was read
     kept, withheld = repo.screen(windows)
-    assert kept == windows[:2]
+    # The window of c.py holds its line with the key redacted, which is the file as read now.
+    assert kept == [*windows[:2], windows[6]]
+    assert windows[6].content == "KEY = '[REDACTED: AWSKeyDetector]'\n"
     assert [(w.path, w.start, w.end, w.source, w.why) for w in withheld] == [
         ("a.py", 1, 1, "reference", WINDOW_CHANGED),
         ("./a.py", 1, 1, "search", WINDOW_UNREADABLE),
         ("gone.py", 1, 1, "search", WINDOW_UNREADABLE),
         ("b.py", 1, 1, "search", WINDOW_CHANGED),
-        ("c.py", 1, 1, "failure", SECRET_CONTENT),
     ]
     assert all(w.reason == "policy" for w in withheld)
     assert withheld[-1].to_dict() == {
-        "path": "c.py",
+        "path": "b.py",
         "start": 1,
         "end": 1,
-        "source": "failure",
+        "source": "search",
         "reason": "policy",
-        "why": SECRET_CONTENT,
+        "why": WINDOW_CHANGED,
     }
 
 
@@ -548,55 +552,51 @@ def _secret_failure_repo(root: Path) -> str:
     )
 
 
-def test_a_secret_failure_file_is_withheld_whatever_its_priority(tmp_path: Path) -> None:
+def test_a_secret_in_the_failure_file_is_redacted_not_withheld(tmp_path: Path) -> None:
+    """Issue 17: the failing file holding a key is no longer withheld: its failure window is
+    a candidate, the key replaced; nothing of the key reaches the result."""
     log = _secret_failure_repo(tmp_path)
     gathered = gather(tmp_path, log, query="widget settings load")
-    assert gathered.failure_file == "pkg/settings.py"  # the truth: the failure is there
-    assert all(c.path != "pkg/settings.py" for c in gathered.candidates)
-    withheld = [w for w in gathered.policy_omissions if w.path == "pkg/settings.py"]
-    assert withheld and {w.why for w in withheld} == {SECRET_CONTENT}
-    assert any(w.source == "failure" and w.start <= 6 <= w.end for w in withheld)
+    assert gathered.failure_file == "pkg/settings.py"
+    failing = [c for c in gathered.candidates if c.path == "pkg/settings.py" and c.reason == "failure"]
+    assert any(c.start <= 6 <= c.end for c in failing)
+    assert [w for w in gathered.policy_omissions if w.path == "pkg/settings.py"] == []
     for w in gathered.policy_omissions:
         assert isinstance(w, PolicyOmission) and w.reason == "policy"
-    # Every candidate left is exactly its lines of an allowed file.
+    # Every candidate is exactly its lines of an allowed file, its secrets redacted.
     for c in gathered.candidates:
-        lines = (tmp_path / c.path).read_text(encoding="utf-8").splitlines(keepends=True)
-        assert c.content == "".join(lines[c.start - 1 : c.end])
+        text = redact_text((tmp_path / c.path).read_text(encoding="utf-8"))
+        assert c.content == "".join(text.splitlines(keepends=True)[c.start - 1 : c.end])
     result = repo_context.build(gathered.build_input(100_000))
-    assert all(item.path != "pkg/settings.py" for item in result.items)
+    assert any(item.path == "pkg/settings.py" for item in result.items)
     everything = json.dumps(result.to_dict())
     assert AWS_KEY not in everything and "hunter2" not in everything
 
 
-def test_the_command_line_reports_policy_omissions(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_command_line_reports_redactions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "repo"
     log = _secret_failure_repo(root)
     log_file = write(tmp_path, "failing.log", log)
 
     report = run_context(root, log_file, query="widget settings load")
     markdown = report.markdown()
-    assert "withheld by the reader" in markdown
-    assert "`pkg/settings.py:4-7` failure: policy: secret content" in markdown
+    assert "policy: secret content" not in markdown
+    assert "- pkg/settings.py:1 AWSKeyDetector: policy: secret in the file" in markdown
     assert AWS_KEY not in markdown
+    args = ["context", "--repo", str(root), "--pytest-log", str(log_file), "--query", "widget settings load"]
 
-    assert main(["context", "--repo", str(root), "--pytest-log", str(log_file), "--format", "json"]) == 0
+    assert main([*args, "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["failure_file"] == "pkg/settings.py"
-    assert out["policy_omitted"] and all(
-        set(w) == {"path", "start", "end", "source", "reason", "why"} and w["reason"] == "policy"
-        for w in out["policy_omitted"]
-    )
-    assert {"path": "pkg/settings.py", "start": 4, "end": 7, "source": "failure"}.items() <= next(
-        w for w in out["policy_omitted"] if w["source"] == "failure"
-    ).items()
-    assert all(item["path"] != "pkg/settings.py" for item in out["items"])
+    assert ("pkg/settings.py", "failure") in [(i["path"], i["reason"]) for i in out["items"]]
+    assert [r["path"] for r in out["policy_redacted"] if r["why"] == "policy: secret in the file"] == [
+        "pkg/settings.py"
+    ]
     assert AWS_KEY not in json.dumps(out)
 
-    assert main(["context", "--repo", str(root), "--pytest-log", str(log_file)]) == 0
+    assert main(args) == 0
     printed = capsys.readouterr()
-    assert "policy: secret content" in printed.err and AWS_KEY not in printed.err + printed.out
+    assert "policy: secret in the file" in printed.err and AWS_KEY not in printed.err + printed.out
 
 
 def test_no_policy_omissions_means_an_empty_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,60 +50,85 @@ URL_PASSWORD = J(["Xk9", "mQ2vL"])
 GENERIC = J(["Zq8vX2mK", "9pL4rT7w"])
 PRIVATE_KEY = J(["-----BEGIN ", "RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA ", "PRIVATE KEY-----"])
 
-# kind -> (text with a secret, the secret, a text that must not be flagged)
-TABLE: dict[str, tuple[str, str, str]] = {
-    "private-key": (f'KEY = """{PRIVATE_KEY}"""\n', PRIVATE_KEY, "-----BEGIN PUBLIC KEY-----\nMIIB\n"),
-    "aws-access-key-id": (f'ACCESS_KEY = "{AWS_ID}"\n', AWS_ID, f"X{AWS_ID}\n"),
+# name -> (kind, text with a secret, the secret, a text that must not be flagged); the kinds
+# are detect-secrets plugins (installed rules) or built-in rule ids.
+TABLE: dict[str, tuple[str, str, str, str]] = {
+    "private-key": (
+        "PrivateKeyDetector",
+        f'KEY = """{PRIVATE_KEY}"""\n',
+        PRIVATE_KEY,
+        "-----BEGIN PUBLIC KEY-----\nMIIB\n",
+    ),
+    "aws-access-key-id": ("AWSKeyDetector", f'ACCESS_KEY = "{AWS_ID}"\n', AWS_ID, f"X{AWS_ID}\n"),
     "aws-secret-access-key": (
+        "aws-secret-access-key",
         f"aws_secret_access_key = {AWS_SECRET}\n",
         AWS_SECRET,
         "aws_secret_access_key = os.environ['AWS_SECRET_ACCESS_KEY']\n",
     ),
-    "github-token": (f"TOKEN = '{GITHUB}'\n", GITHUB, "prefix = 'ghp_'\n"),
-    "gitlab-token": (f"token: {GITLAB}\n", GITLAB, "glpat-short\n"),
-    "slack-token": (f"SLACK = '{SLACK}'\n", SLACK, "xoxb-123\n"),
+    "github-token": ("GitHubTokenDetector", f"TOKEN = '{GITHUB}'\n", GITHUB, "prefix = 'ghp_'\n"),
+    "gitlab-token": ("GitLabTokenDetector", f"token: {GITLAB}\n", GITLAB, "glpat-short\n"),
+    "slack-token": ("SlackDetector", f"SLACK = '{SLACK}'\n", SLACK, "xoxb-123\n"),
     "slack-webhook": (
+        "SlackDetector",
         f"url = 'https://{WEBHOOK}'\n",
-        WEBHOOK,
+        f"https://{WEBHOOK}",
         "see https://api.slack.com/messaging/webhooks\n",
     ),
-    "google-api-key": (f"key={GOOGLE}\n", GOOGLE, "AIzaShort\n"),
-    "stripe-key": (f"stripe.api_key = '{STRIPE}'\n", STRIPE, "pk_live_is_publishable\n"),
-    "npm-token": (f"//registry/:x={NPM}\n", NPM, "npm_config_cache = '/tmp'\n"),
-    "pypi-token": (f"password = {PYPI}\n", PYPI, "password = pypi-abc\n"),
-    "anthropic-key": (f"ANTHROPIC_API_KEY={ANTHROPIC}\n", ANTHROPIC, "model = 'sk-ant-short'\n"),
-    "openai-key": (f"client = OpenAI(api_key='{OPENAI}')\n", OPENAI, "'-sk' * 40\n"),
-    "huggingface-token": (f'HF_TOKEN = "{HF}"\n', HF, 'HF_TOKEN = os.environ["HF_TOKEN"]\n'),
+    "google-api-key": ("google-api-key", f"key={GOOGLE}\n", GOOGLE, "AIzaShort\n"),
+    "stripe-key": ("StripeDetector", f"stripe.api_key = '{STRIPE}'\n", STRIPE, "pk_live_is_publishable\n"),
+    "npm-token": ("npm-token", f"//registry/:x={NPM}\n", NPM, "npm_config_cache = '/tmp'\n"),
+    "pypi-token": ("pypi-token", f"password = {PYPI}\n", PYPI, "password = pypi-abc\n"),
+    "anthropic-key": (
+        "anthropic-key",
+        f"ANTHROPIC_API_KEY={ANTHROPIC}\n",
+        ANTHROPIC,
+        "model = 'sk-ant-short'\n",
+    ),
+    "openai-key": ("openai-key", f"client = OpenAI(api_key='{OPENAI}')\n", OPENAI, "'-sk' * 40\n"),
+    "huggingface-token": (
+        "huggingface-token",
+        f'HF_TOKEN = "{HF}"\n',
+        HF,
+        'HF_TOKEN = os.environ["HF_TOKEN"]\n',
+    ),
     "azure-storage-key": (
+        "AzureStorageKeyDetector",
         f"DefaultEndpointsProtocol=https;AccountName=x;AccountKey={AZURE};\n",
         AZURE,
         "AccountKey=<your-account-key>\n",
     ),
-    "jwt": (f"Authorization: Bearer {JWT}\n", JWT, "eyJhbGciOi.not-a-token\n"),
+    "jwt": ("JwtTokenDetector", f"Authorization: Bearer {JWT}\n", JWT, "eyJhbGciOi.not-a-token\n"),
     "url-password": (
+        "BasicAuthDetector",
         f"DATABASE_URL = 'postgres://admin:{URL_PASSWORD}@db:5432/app'\n",
         URL_PASSWORD,
         "DATABASE_URL = 'postgres://admin:${DB_PASSWORD}@db:5432/app'\n",
     ),
-    "generic-secret": (f'db_password = "{GENERIC}"\n', GENERIC, 'password = "changeme-please-123"\n'),
+    "generic-secret": (
+        "generic-password",
+        f'db_password = "{GENERIC}"\n',
+        GENERIC,
+        'password = "changeme-please-123"\n',
+    ),
 }
 
 
-def test_the_table_covers_every_kind() -> None:
-    assert tuple(TABLE) == KINDS
+def test_every_table_kind_is_a_kind() -> None:
+    assert {kind for kind, *_ in TABLE.values()} <= set(KINDS)
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_true_positive(kind: str) -> None:
-    text, secret, _ = TABLE[kind]
+@pytest.mark.parametrize("name", TABLE)
+def test_true_positive(name: str) -> None:
+    kind, text, secret, _ = TABLE[name]
     start = text.index(secret)
     assert find_secrets(text) == [Secret(start, start + len(secret), kind)]
     assert secret_in_text("mod.py", text) == SECRET_CONTENT
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_false_positive(kind: str) -> None:
-    _, _, harmless = TABLE[kind]
+@pytest.mark.parametrize("name", TABLE)
+def test_false_positive(name: str) -> None:
+    *_, harmless = TABLE[name]
     assert find_secrets(harmless) == []
     assert secret_in_text("mod.py", harmless) is None
 
@@ -137,8 +162,8 @@ def test_a_hugging_face_token_of_34_characters() -> None:
 
 def test_offsets_are_code_points_even_with_lone_surrogates() -> None:
     text = f"é\udcff😀 {AWS_ID} ß"
-    assert find_secrets(text) == [Secret(4, 24, "aws-access-key-id")]
-    assert redact(text) == Redaction("é\udcff😀 [REDACTED: aws-access-key-id] ß", ("aws-access-key-id",))
+    assert find_secrets(text) == [Secret(4, 24, "AWSKeyDetector")]
+    assert redact(text) == Redaction("é\udcff😀 [REDACTED: AWSKeyDetector] ß", ("AWSKeyDetector",))
 
 
 def test_overlapping_findings_merge_under_the_first_kind() -> None:
@@ -148,14 +173,17 @@ def test_overlapping_findings_merge_under_the_first_kind() -> None:
 
 def test_redaction_keeps_the_lines_of_a_key_block() -> None:
     text = f"a = 1\n{PRIVATE_KEY}\nb = 2\n"
-    assert redact(text) == Redaction("a = 1\n[REDACTED: private-key]\n\n\nb = 2\n", ("private-key",))
+    assert redact(text) == Redaction(
+        "a = 1\n[REDACTED: PrivateKeyDetector]\n\n\nb = 2\n", ("PrivateKeyDetector",)
+    )
     assert redaction("jwt") == "[REDACTED: jwt]"
 
 
 def test_two_secrets_on_one_line() -> None:
     text = f"{AWS_ID},{GITHUB}"
     assert redact(text) == Redaction(
-        "[REDACTED: aws-access-key-id],[REDACTED: github-token]", ("aws-access-key-id", "github-token")
+        "[REDACTED: AWSKeyDetector],[REDACTED: GitHubTokenDetector]",
+        ("AWSKeyDetector", "GitHubTokenDetector"),
     )
 
 
@@ -201,19 +229,19 @@ ADVERSARIAL: list[tuple[str, list[tuple[int, int, str]]]] = [
     (_repeat("aws_secret_access_key="), []),
     (_repeat("ghp_"), []),
     ("ghp_" + "a" * MB, []),
-    (_repeat("glpat-"), [(0, len(_repeat("glpat-")), "gitlab-token")]),
+    (_repeat("glpat-"), []),  # a token is 20-50 characters, then no word character
     (_repeat("xoxb-"), [(0, len(_repeat("xoxb-")), "slack-token")]),
     (_repeat("hooks.slack.com/services/"), []),
     (_repeat("AIza"), []),
     (_repeat("sk_live_"), []),
     (_repeat("npm_"), []),
-    (_repeat("pypi-AgEIcHlwaS5vcmc"), [(0, len(_repeat("pypi-AgEIcHlwaS5vcmc")), "pypi-token")]),
+    (_repeat("pypi-AgEIcHlwaS5vcmc"), [(0, len(_repeat("pypi-AgEIcHlwaS5vcmc")), "PypiTokenDetector")]),
     (_repeat("hf_"), []),
     ("hf_" + "a" * MB, []),
     (_repeat("AccountKey="), []),
     (_repeat("eyJ"), []),
-    # three 16-character units make a token (the last dot is not part of it)
-    (_repeat("eyJaaaaaaaaaaaa."), [(48 * i, 48 * i + 47, "jwt") for i in range(MB // 48)]),
+    # segments that do not decode to JSON: no token, each segment read a bounded number of times
+    (_repeat("eyJaaaaaaaaaaaa."), []),
     (_repeat("a://b:"), []),
     ("a://" + "b" * 99 + ":" + "c" * MB, []),
     (_repeat("password="), []),
@@ -225,9 +253,22 @@ ADVERSARIAL: list[tuple[str, list[tuple[int, int, str]]]] = [
     (_repeat("-----BEGIN "), []),
     (
         _repeat("-----BEGIN RSA PRIVATE KEY-----"),
-        [(i * 31, i * 31 + 31, "private-key") for i in range(MB // 31)],
+        [(i * 31, i * 31 + 31, "PrivateKeyDetector") for i in range(MB // 31)],
     ),
-    ("-----BEGIN RSA PRIVATE KEY-----" + "A" * MB, [(0, 31, "private-key")]),
+    # a header and a body without its end line: the body is redacted with it
+    ("-----BEGIN RSA PRIVATE KEY-----" + "A" * MB, [(0, 31 + MB, "PrivateKeyDetector")]),
+    (_repeat("curl -u "), []),
+    (_repeat("auth=('a', '"), []),
+    (_repeat("Authorization: Basic "), []),
+    (_repeat("&sig="), []),
+    (_repeat("LS0tLS1CRUdJTi"), []),
+    (_repeat("redis://:"), []),
+    (_repeat("hvs."), []),
+    # prose naming a header, not a header line: each name alone
+    (
+        _repeat("BEGIN RSA PRIVATE KEY"),
+        [(21 * i, 21 * i + 21, "PrivateKeyDetector") for i in range(MB // 21)],
+    ),
     ("é" * MB, []),
 ]
 
@@ -324,3 +365,38 @@ def test_redaction_keeps_every_line_and_leaves_no_secret(text: str) -> None:
     assert len(done.text.splitlines()) == len(text.splitlines())
     assert find_secrets(done.text) == []
     assert len(done.kinds) == len(find_secrets(text))
+
+
+# --- the rule set's translation and installation -----------------------------------------
+
+
+def test_translate_turns_lookarounds_into_half_boundaries_and_byte_checks() -> None:
+    from repo_context.secrets import RuleError, translate
+
+    start = "(?:(?<=\\W)|(?<=^))"
+    assert translate(start + "key=([a-f0-9]{48}(?![a-f0-9]))", 0) == (
+        r"(?m)\b{start-half}key=([a-f0-9]{48})",
+        "[a-f0-9]",
+    )
+    assert translate(r"glpat-[A-Za-z0-9_\-]{20,50}(?!\w)", re.IGNORECASE) == (
+        r"(?mi)glpat-[A-Za-z0-9_\-]{20,50}",
+        "[A-Za-z0-9_]",
+    )
+    # A `-` Python reads as a literal after a range is escaped for the regex crate.
+    assert translate("eyJ[A-Za-z0-9-_=]+", 0) == (r"(?m)eyJ[A-Za-z0-9\-_=]+", None)
+    for pattern in ["(?<![\\w.])x", "a(?=b)c", "(?!x)y"]:
+        with pytest.raises(RuleError):
+            translate(pattern, 0)
+
+
+def test_a_rule_that_does_not_compile_is_refused_and_the_rules_in_use_kept() -> None:
+    from repo_context import _core
+
+    before = _core.secret_kinds()
+    with pytest.raises(ValueError, match="unknown check"):
+        _core.install_secret_rules([("X", "abc", "nope", False, None)])
+    with pytest.raises(ValueError, match="the X rule"):
+        _core.install_secret_rules([("X", "(?=a)", "token", False, None)])
+    with pytest.raises(ValueError, match="no capture group"):
+        _core.install_secret_rules([("X", "abc", "token", True, None)])
+    assert _core.secret_kinds() == before == list(KINDS)

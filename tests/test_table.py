@@ -3,8 +3,9 @@ pyarrow, one ``reference.build`` per group), and against ``build`` group by grou
 
 Inputs come as pyarrow tables of several chunks, with every accepted column type (``utf8``,
 ``large_utf8``, ``string_view``, dictionary strings; any integer type; float32/float64 scores),
-and as Polars data frames. Invalid inputs must raise the same error type with the same index,
-field, problem and message.
+and as Polars data frames; invalid tables may hold a string cell that is not UTF-8 (as Parquet or
+a C data producer can hand over). Invalid inputs must raise the same error type with the same
+index, field, problem and message.
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ def _outcome(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
 
 
 def _strings(values: list[Any], kind: str) -> Any:
+    if any(isinstance(v, bytes) for v in values):
+        # Bytes that may not be UTF-8, as Parquet or a C data producer hands them over.
+        raw = [v.encode() if isinstance(v, str) else v for v in values]
+        unchecked = pa.array(raw, pa.binary()).cast(pa.string(), safe=False)
+        return unchecked.dictionary_encode() if kind == "dictionary" else unchecked.cast(getattr(pa, kind)())
     if kind == "dictionary":
         return pa.array(values, pa.string()).dictionary_encode()
     return pa.array(values, getattr(pa, kind)())
@@ -107,6 +113,14 @@ def tables(draw: st.DrawFn, valid: bool = False, max_rows: int = 24) -> dict[str
         at = draw(st.integers(0, n - 1))
         failure_cells[at] = draw(st.sampled_from([None, ["../x"], [None], ["other.py"]]))
 
+    # One string cell that is not UTF-8 (a path, content, reason or group key).
+    hostile = (
+        None if valid or not n else draw(st.sampled_from([None, None, "path", "content", "reason", "task"]))
+    )
+    if hostile in ("path", "content", "reason"):
+        at = draw(st.integers(0, n - 1), label="hostile row")
+        cell = rows[at][hostile]
+        rows[at][hostile] = None if cell is None else b"\xff" + cell.encode()
     string_kind = draw(st.sampled_from(STRING_TYPES), label="strings")
     int_kind = draw(st.sampled_from(list(INT_RANGES)), label="ints")
     score_kind = draw(st.sampled_from(["float64", "float32", "int64"]), label="scores")
@@ -136,7 +150,10 @@ def tables(draw: st.DrawFn, valid: bool = False, max_rows: int = 24) -> dict[str
         "reason": _strings([r["reason"] for r in rows], string_kind),
         "score": pa.array([r["score"] for r in rows], getattr(pa, score_kind)()),
         "task": (
-            _strings([f"t{k}" for k in keys], key_kind)
+            _strings(
+                [f"t{k}".encode() + b"\xc3" * (hostile == "task" and i == n - 1) for i, k in enumerate(keys)],
+                key_kind,
+            )
             if key_kind in ("string", "dictionary")
             else _ints(keys, key_kind)
         ),

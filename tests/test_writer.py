@@ -549,8 +549,11 @@ def test_rerank_killed_mid_run_leaves_no_output_and_no_temporary(tmp_path: Path,
     assert temps(tmp_path), "the run ended before it started writing"
     time.sleep(0.3)  # well into the work
     proc.send_signal(signum)
-    proc.communicate(timeout=TIMEOUT)
-    assert proc.returncode != 0
+    _, err = proc.communicate(timeout=TIMEOUT)
+    if signum == signal.SIGINT:  # Ctrl-C: one line, the shell's status for it
+        assert (proc.returncode, err) == (130, b"repo-context rerank: interrupted\n")
+    else:
+        assert proc.returncode == -signum
     assert [p.name for p in tmp_path.iterdir()] == ["in.parquet"]
 
 
@@ -851,3 +854,420 @@ def test_another_user_never_replaces_a_file_it_may_not_write() -> None:
         assert sorted(p.name for p in closed.iterdir()) == ["open.md"]
     finally:
         shutil.rmtree(folder)
+
+
+# --- a trace killed mid-append: the fragment is cut before the next record ----------------------
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ('{"first": 1}\n{"seco', '{"first": 1}\n'),  # killed mid-line
+        ('{"fir', ""),  # killed in the first line: no whole line at all
+        ('{"first": 1}\n', '{"first": 1}\n'),  # whole: kept
+        ("", ""),
+    ],
+    ids=["mid-line", "no-line", "whole", "empty"],
+)
+def test_an_append_cuts_an_unfinished_last_line_first(tmp_path: Path, before: str, after: str) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(before)
+    _writer.append_file(trace, '{"next": 2}\n')
+    assert trace.read_text() == after + '{"next": 2}\n'
+
+
+def test_a_long_fragment_is_cut_back_to_the_last_line_break(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_bytes(b'{"first": 1}\n' + b"x" * 200_000)  # longer than one read back
+    _writer.append_file(trace, b'{"next": 2}\n')
+    assert trace.read_bytes() == b'{"first": 1}\n{"next": 2}\n'
+
+
+def test_build_after_a_killed_append_gives_a_replayable_trace(project: dict[str, Path], capsys: Any) -> None:
+    trace = project["folder"] / "trace.jsonl"
+    assert main(["build", str(project["input"]), "--trace", str(trace)]) == 0
+    whole = trace.read_bytes()
+    trace.write_bytes(whole + whole[: len(whole) // 2])  # a second append killed half-way
+    assert main(["build", str(project["input"]), "--trace", str(trace)]) == 0
+    assert trace.read_bytes().count(b"\n") == 2 and trace.read_bytes().startswith(whole)
+    capsys.readouterr()
+    assert main(["replay", str(trace)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[:2] for line in out if line.startswith("turn")] == [["turn", "1:"], ["turn", "2:"]]
+
+
+# --- outputs that are standard output or standard error -----------------------------------
+
+
+def _cli(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "repo_context.cli", *args], timeout=TIMEOUT, check=False, **kwargs
+    )
+
+
+@pytest.mark.parametrize("name", ["/dev/stdout", "/proc/self/fd/1"])
+def test_an_output_that_is_standard_output_is_refused(
+    project: dict[str, Path], parquet_in: Path, name: str
+) -> None:
+    if not os.path.exists(name):
+        pytest.skip(f"no {name}")
+    folder = project["folder"]
+    both = folder / "both.out"
+    for args, label in (
+        (context(project, "--report", name), "--report"),
+        (context(project, "--trace", name), "--trace"),
+        (["build", str(project["input"]), "--trace", name], "--trace"),
+    ):
+        with both.open("wb") as stdout:
+            proc = _cli(*args, stdout=stdout, stderr=subprocess.PIPE)
+        command = args[0]
+        assert (proc.returncode, proc.stderr.decode()) == (
+            2,
+            f"repo-context {command}: {label} {name} is the same file as standard output (its output "
+            "would be lost or mixed with the other)\n",
+        )
+        assert both.read_bytes() == b""  # refused before any work
+    # rerank writes nothing on standard output: --out /dev/stdout is its one writer there.
+    with both.open("wb") as stdout:
+        proc = _cli(*rerank(parquet_in, "--out", name), stdout=stdout, stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr
+    assert pq.read_table(both).num_rows == 30
+
+
+def test_an_output_that_is_standard_error_is_refused(project: dict[str, Path], parquet_in: Path) -> None:
+    err = project["folder"] / "err.out"
+    with err.open("wb") as stderr:
+        proc = _cli(*rerank(parquet_in, "--out", "/dev/stderr"), stdout=subprocess.PIPE, stderr=stderr)
+    assert proc.returncode == 2
+    assert err.read_text() == (
+        "repo-context rerank: --out /dev/stderr is the same file as standard error (its output would be "
+        "lost or mixed with the other)\n"
+    )
+
+
+def test_a_terminal_or_the_null_device_as_standard_output_is_no_conflict(project: dict[str, Path]) -> None:
+    report = project["folder"] / "report.md"
+    proc = _cli(
+        *context(project, "--report", "/dev/stdout"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    assert proc.returncode == 0, proc.stderr
+    proc = _cli(*context(project, "--report", str(report)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.returncode == 0 and report.read_text().startswith("## Failure")
+
+
+# --- outputs that are files of the repository ------------------------------------------------
+
+
+@pytest.mark.parametrize("option", ["--report", "--trace"])
+def test_context_refuses_an_output_that_is_a_file_of_the_repository(
+    project: dict[str, Path], capsys: Any, option: str
+) -> None:
+    repo = project["repo"]
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "calc.py").write_text("x = 1\n")
+    (repo / "link.md").symlink_to(repo / "pkg" / "calc.py")
+    for target in (repo / "test_x.py", repo / "pkg" / "calc.py", repo / "link.md"):
+        before = (repo / "test_x.py").read_bytes(), (repo / "pkg" / "calc.py").read_bytes()
+        assert main(context(project, option, str(target))) == 2
+        assert capsys.readouterr() == (
+            "",
+            f"repo-context context: {option} {target} is a file of the repository {repo} (refusing to "
+            "overwrite an input)\n",
+        )
+        assert ((repo / "test_x.py").read_bytes(), (repo / "pkg" / "calc.py").read_bytes()) == before
+
+
+def test_context_writes_a_new_or_ignored_file_inside_the_repository(project: dict[str, Path]) -> None:
+    repo = project["repo"]
+    (repo / ".gitignore").write_text("*.md\n")
+    (repo / "report.md").write_text("an old report\n")
+    assert main(context(project, "--report", str(repo / "report.md"))) == 0
+    assert (repo / "report.md").read_text().startswith("## Failure")
+    assert main(context(project, "--trace", str(repo / "new-trace.jsonl"))) == 0
+    assert (repo / "new-trace.jsonl").read_text().count("\n") == 1
+
+
+# --- several outputs: all or nothing ---------------------------------------------------------
+
+
+def test_rerank_with_a_summary_that_cannot_be_written_keeps_the_old_out(
+    parquet_in: Path, capsys: Any
+) -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    out = parquet_in.parent / "out.parquet"
+    out.write_bytes(b"old")
+    assert main(rerank(parquet_in, "--out", str(out), "--summary", "/dev/full")) == 1
+    assert capsys.readouterr().err == "repo-context rerank: cannot write /dev/full: No space left on device\n"
+    assert out.read_bytes() == b"old" and temps(parquet_in.parent) == []
+
+
+def test_commit_all_replaces_none_when_one_cannot_be_flushed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = tmp_path / "a.md", tmp_path / "b.md"
+    first.write_text("old a")
+    second.write_text("old b")
+    outputs = [_writer.AtomicFile(first), _writer.AtomicFile(second)]
+    for out, text in zip(outputs, (b"new a", b"new b"), strict=True):
+        out.file.write(text)
+    real_fsync, calls = os.fsync, []
+
+    def fsync_fails_second(fd: Any) -> None:
+        calls.append(fd)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync_fails_second)
+    with pytest.raises(OutputError) as caught:
+        _writer.commit_all(outputs)
+    monkeypatch.undo()
+    assert str(caught.value) == f"cannot write {second}: No space left on device"
+    assert (first.read_text(), second.read_text(), temps(tmp_path)) == ("old a", "old b", [])
+
+
+def test_commit_all_puts_every_output_in_place(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.md", tmp_path / "b.md"
+    first.write_text("old a")
+    outputs = [_writer.AtomicFile(first), _writer.AtomicFile(second)]
+    for out, text in zip(outputs, (b"new a", b"new b"), strict=True):
+        out.file.write(text)
+    _writer.commit_all(outputs)
+    assert (first.read_text(), second.read_text(), temps(tmp_path)) == ("new a", "new b", [])
+
+
+# --- a folder swapped for a link while the output is written ------------------------------------
+
+
+def test_a_folder_swapped_for_a_link_mid_write_does_not_redirect_the_output(tmp_path: Path) -> None:
+    folder, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "report.md").write_text("precious")
+    with _writer.atomic_output(folder / "report.md") as out:
+        out.file.write(b"new report")
+        folder.rename(tmp_path / "moved")
+        folder.symlink_to(elsewhere)
+    assert (elsewhere / "report.md").read_text() == "precious"
+    assert (tmp_path / "moved" / "report.md").read_text() == "new report"
+    assert temps(elsewhere) == [] and temps(tmp_path / "moved") == []
+
+
+# --- secrets in names and messages -------------------------------------------------------------
+
+GITHUB = "ghp_" + "JBd0Kh8oOOL8dKLzdocJ2isAjIhKtJ0RlgLK"
+AWS = "AKIA" + "IOSFODNN7ABCDEFQ"
+
+
+def test_path_errors_of_every_command_are_redacted(
+    project: dict[str, Path], parquet_in: Path, capsys: Any
+) -> None:
+    folder = project["folder"]
+    missing = f"nope_{GITHUB}.txt"
+    shown = "nope_[REDACTED: github-token].txt"
+    cases = [
+        (
+            ["context", "--repo", str(project["repo"]), "--pytest-log", missing],
+            2,
+            f"repo-context context: cannot read {shown}: No such file or directory\n",
+        ),
+        (
+            ["context", "--repo", f"{folder}/nope_{AWS}", "--pytest-log", str(project["log"])],
+            2,
+            f"repo-context context: not a directory: {folder}/nope_[REDACTED: aws-access-key-id]\n",
+        ),
+        (
+            context(project, "--report", f"{folder}/nodir_{GITHUB}/x.md"),
+            1,
+            f"repo-context context: cannot write {folder}/nodir_[REDACTED: github-token]/x.md: the folder "
+            f"{folder}/nodir_[REDACTED: github-token] does not exist\n",
+        ),
+        (["build", missing], 2, f"repo-context build: cannot read {shown}: No such file or directory\n"),
+        (["replay", missing], 2, f"repo-context replay: cannot read {shown}: No such file or directory\n"),
+        (
+            rerank(parquet_in, "--out", f"{folder}/nodir_{GITHUB}/o.parquet"),
+            1,
+            f"repo-context rerank: cannot write {folder}/nodir_[REDACTED: github-token]/o.parquet: the "
+            f"folder {folder}/nodir_[REDACTED: github-token] does not exist\n",
+        ),
+    ]
+    for args, status, message in cases:
+        assert main(args) == status, args
+        err = capsys.readouterr().err
+        assert err == message
+        assert GITHUB not in err and AWS not in err
+
+
+def test_replay_prints_paths_redacted(tmp_path: Path, capsys: Any) -> None:
+    path = f"pkg/{GITHUB}.py"
+    trace = tmp_path / "trace.jsonl"
+    for budget in (100, 5):
+        data = tmp_path / f"in{budget}.json"
+        window = {"path": path, "start": 1, "end": 1, "content": "x = 1\n", "reason": "search", "score": 1}
+        data.write_text(json.dumps({"candidates": [window], "max_chars": budget}))
+        assert main(["build", str(data), "--trace", str(trace)]) == 0
+    capsys.readouterr()
+    assert main(["replay", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert GITHUB not in out
+    assert "  dropped pkg/[REDACTED: github-token].py:1-1 (budget)\n" in out
+
+
+# --- eval: arguments before anything is made; --out only for a complete run ------------------
+
+
+def test_eval_with_an_unknown_case_creates_nothing(tmp_path: Path, capsys: Any) -> None:
+    cases = tmp_path / "cases.json"
+    cases.write_text("[]")
+    out = tmp_path / "results"
+    assert (
+        main(["eval", "--cases", str(cases), "--case", "nope", "--out", str(out), "--work", str(tmp_path)])
+        == 2
+    )
+    assert capsys.readouterr().err.startswith("repo-context eval: ")
+    assert not out.exists()
+
+
+def test_a_failed_eval_leaves_out_as_it_was(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from repo_context.evaluation import command
+
+    real = command.evaluate
+
+    def none_prepared(cases: Any, work: Any, **kwargs: Any) -> Any:
+        evaluation, _ = real([], work, **kwargs)
+        return evaluation, [("case-1", "download failed")]
+
+    monkeypatch.setattr(command, "evaluate", none_prepared)
+    cases = tmp_path / "cases.json"
+    cases.write_text("[]")
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "eval.md").write_text("a good report\n")
+    assert main(["eval", "--cases", str(cases), "--out", str(out), "--work", str(tmp_path / "work")]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2:] == [
+        "repo-context eval: case-1: preparation failed: download failed",
+        f"repo-context eval: {out} left as it was: 1 case(s) not prepared",
+    ]
+    assert sorted(p.name for p in out.iterdir()) == ["eval.md"]
+    assert (out / "eval.md").read_text() == "a good report\n"
+
+
+RENAMES = textwrap.dedent(
+    """
+    import os, signal, sys
+    from repo_context import _writer
+
+    real_rename = os.rename
+    def rename_then_stopped(*args, **kwargs):
+        real_rename(*args, **kwargs)
+        os.kill(os.getpid(), int(sys.argv[3]))  # stopped between the two renames
+    os.rename = rename_then_stopped
+    outputs = [_writer.AtomicFile(sys.argv[1]), _writer.AtomicFile(sys.argv[2])]
+    for out in outputs:
+        out.file.write(b"new")
+    _writer.commit_all(outputs)
+    print("after the renames", flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_between_two_renames_waits_until_both_are_done(tmp_path: Path, signum: int) -> None:
+    first, second = tmp_path / "out.parquet", tmp_path / "sum.parquet"
+    first.write_text("old")
+    second.write_text("old")
+    proc = subprocess.run(
+        [sys.executable, "-c", RENAMES, str(first), str(second), str(int(signum))],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    if signum == signal.SIGTERM:
+        assert proc.returncode == -signum
+    else:  # KeyboardInterrupt once the signal is let through (Python then ends by SIGINT)
+        assert proc.returncode == -signum and proc.stderr.rstrip().endswith("KeyboardInterrupt")
+    assert proc.stdout == ""
+    assert (first.read_text(), second.read_text(), temps(tmp_path)) == ("new", "new", [])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"cannot read nope_{GITHUB}.txt", "cannot read nope_[REDACTED: github-token].txt"),
+        (f"a_{GITHUB}_b", "a_[REDACTED: github-token]_b"),
+        (f"x_{AWS}_y and z_{GITHUB}", "x_[REDACTED: aws-access-key-id]_y and z_[REDACTED: github-token]"),
+        (f"{GITHUB}.py", "[REDACTED: github-token].py"),  # standing alone: the detector's own
+        ("tests_test_a.py_test_key_value-afe1978a07.md", "tests_test_a.py_test_key_value-afe1978a07.md"),
+        ("plain message, no secret_in_it", "plain message, no secret_in_it"),
+    ],
+)
+def test_redact_names_finds_secrets_glued_by_underscores(text: str, expected: str) -> None:
+    from repo_context._io import redact_names
+
+    assert redact_names(text) == expected
+    assert redact_names(expected) == expected
+
+
+def test_a_trace_folder_swapped_for_a_link_does_not_redirect_the_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    (folder / "t.jsonl").write_text('{"first": 1}\n')
+    (elsewhere / "t.jsonl").write_text("precious\n")
+    real_open = _writer._open_folder
+
+    def then_swapped(path: str, shown: str) -> int | None:
+        fd = real_open(path, shown)  # the folder is opened; then it is swapped for a link
+        folder.rename(tmp_path / "moved")
+        folder.symlink_to(elsewhere)
+        return fd
+
+    monkeypatch.setattr(_writer, "_open_folder", then_swapped)
+    _writer.append_file(folder / "t.jsonl", '{"next": 2}\n')
+    assert (elsewhere / "t.jsonl").read_text() == "precious\n"
+    assert (tmp_path / "moved" / "t.jsonl").read_text() == '{"first": 1}\n{"next": 2}\n'
+
+
+def test_a_secret_glued_to_a_file_name_never_reaches_the_markdown(tmp_path: Path, capsys: Any) -> None:
+    name = f"calc_{AWS}.py"
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / name).write_text("def add(a, b):\n    return a - b\n")
+    (repo / "test_calc.py").write_text(
+        f"from pkg.calc_{AWS} import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    )
+    log = tmp_path / "pytest.log"
+    log.write_text(
+        LOG.replace("test_x.py", "test_calc.py")
+        .replace("test_x", "test_add")
+        .replace("    def test_add():\n>       assert helper() == 2\nE       assert 1 == 2\n", "")
+        .replace("test_calc.py:2:", f"pkg/{name}:2:")
+    )
+    assert main(["context", "--repo", str(repo), "--pytest-log", str(log), "--no-cache"]) == 0
+    out, err = capsys.readouterr()
+    assert "### pkg/calc_[REDACTED: aws-access-key-id].py:1-2" in out
+    assert AWS not in out and AWS not in err
+    assert "repo-context context: warning: 1 secret redacted from this output (reason policy): " in err
+    window = {
+        "path": f"pkg/{name}",
+        "start": 1,
+        "end": 1,
+        "content": "x = 1\n",
+        "reason": "search",
+        "score": 1,
+    }
+    data = tmp_path / "in.json"
+    data.write_text(json.dumps({"candidates": [window], "max_chars": 100}))
+    assert main(["build", str(data), "--format", "markdown"]) == 0
+    out, err = capsys.readouterr()
+    assert "pkg/calc_[REDACTED: aws-access-key-id].py" in out and AWS not in out
+    note = "1 secret redacted from this output (reason policy): aws-access-key-id"
+    assert err == f"repo-context build: warning: {note}\n"

@@ -16,11 +16,14 @@ __all__ = [
     "Candidate",
     "Omission",
     "TokenCounter",
+    "_panic",
     "build",
     "build_many",
     "build_table",
     "cache_key",
+    "install_secret_rules",
     "render_block",
+    "secret_kinds",
     "secret_spans",
 ]
 
@@ -224,6 +227,7 @@ def cache_key(
     failure_files: Sequence[str],
     max_total_chars: int,
     cost: Cost,
+    verify: Callable[[str], bytes | None] | None = None,
 ) -> str: ...
 def render_block(
     path: str,
@@ -248,8 +252,17 @@ SECRET_KINDS: list[str]
 
 def secret_spans(text: str) -> list[tuple[int, int, str]]:
     """The secrets in ``text``: ``(start, end, kind)`` for characters (code points)
-    ``start..end`` (half-open), sorted, never overlapping; ``kind`` is one of ``SECRET_KINDS``.
-    Linear in the length of ``text``. Raises ``TypeError`` for a non-``str``."""
+    ``start..end`` (half-open), sorted, never overlapping; ``kind`` is one of
+    ``secret_kinds()``. Linear in the length of ``text``. Raises ``TypeError`` for a
+    non-``str``."""
+
+def install_secret_rules(rules: list[tuple[str, str, str, bool, str | None]]) -> None:
+    """Compile ``rules`` (``(kind, pattern, check, group, not_followed_by)`` each) with the
+    built-in ones (``SECRET_KINDS``) and use them from now on. Raises ``ValueError`` naming the
+    rule that does not compile or names an unknown check (the rules in use are kept)."""
+
+def secret_kinds() -> list[str]:
+    """The kinds of the rules in use, installed ones first, in rule order."""
 
 @final
 class TokenCounter:
@@ -277,3 +290,6 @@ class TokenCounter:
         """The token count of one text, through the cache."""
     def clear_cache(self) -> None:
         """Forget every cached count."""
+def _panic(message: str) -> None:
+    """For the tests: panics with ``message`` inside the guard every entry point runs in, so
+    the panic is raised as ``repo_context.errors.InternalError``."""

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import itertools
 import operator
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._core import BuildInput, TokenCounter
 from .cost import Cost
 from .errors import InvalidInputError
-from .limits import DEFAULT_LIMITS, Limits, limit_error, resolve
+from .limits import DEFAULT_LIMITS, Limits, clamp_threads, limit_error, resolve
 
 #: The default limit on the number of candidates in one build: ``Limits.max_candidates``
 #: (:mod:`repo_context.limits`, where it is set).
@@ -188,17 +187,19 @@ def _failing_files(failure_file: object, failure_files: object) -> list[str]:
 ERRORS = ("raise", "return")
 
 
-def batch_options(threads: object, errors: object) -> tuple[int, bool]:
+def batch_options(threads: object, errors: object, limits: Limits | None = None) -> tuple[int, bool]:
     """Validate ``build_many``'s options; return the thread count and whether errors are returned.
 
-    ``threads`` is ``None`` (every core: ``os.cpu_count()``, 1 if unknown) or an ``int >= 1``
-    (``bool`` rejected); ``errors`` is ``"raise"`` or ``"return"``.
+    ``threads`` is ``None`` (every core, :func:`repo_context.limits.cores`) or an ``int >= 1``
+    (``bool`` rejected); ``errors`` is ``"raise"`` or ``"return"``. The count is at most
+    ``limits.max_threads`` (a larger request is clamped and said on standard error:
+    :func:`repo_context.limits.clamp_threads`).
 
     Raises:
         InvalidInputError: ``field`` ``"threads"`` or ``"errors"``, ``index`` ``None``.
     """
     if threads is None:
-        count = os.cpu_count() or 1
+        count = clamp_threads(None, limits)
     else:
         if isinstance(threads, bool) or not isinstance(threads, int):
             raise InvalidInputError("threads", f"must be an int or None, not {type(threads).__name__}")
@@ -208,7 +209,7 @@ def batch_options(threads: object, errors: object) -> tuple[int, bool]:
     if not isinstance(errors, str) or str.__str__(errors) not in ERRORS:
         shown = repr(str.__str__(errors)) if isinstance(errors, str) else type(errors).__name__
         raise InvalidInputError("errors", f"must be 'raise' or 'return', got {shown}")
-    return count, str.__str__(errors) == "return"
+    return clamp_threads(count, limits), str.__str__(errors) == "return"
 
 
 def line_int(value: object, field: str) -> int:

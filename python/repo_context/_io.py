@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -35,6 +36,8 @@ __all__ = [
     "MAX_LOG_BYTES",
     "OutputError",
     "read_capped",
+    "redact_names",
+    "screen_names",
     "write_stream",
 ]
 
@@ -168,15 +171,83 @@ def _discard(stream: TextIO) -> None:
         os.close(devnull)
 
 
+#: Longest piece of a name between two ``_`` that :func:`redact_names` checks on its own.
+_MAX_PIECE = 512
+#: Shorter words are not checked piece by piece (no secret kind is that short).
+_MIN_WORD = 12
+
+
+def redact_names(text: str) -> str:
+    """``text`` (a message, a report, a path, a file name) with its secrets replaced, also
+    those glued to a name by ``_`` (``nope_ghp_...`` or ``..._AKIA..._x.md``: the detector
+    wants a token to stand alone, and ``_`` is a word character to it). After
+    :func:`repo_context.secrets.redact_text` on the whole text, each word (a run without
+    blanks, at least ``_MIN_WORD`` characters) that holds ``_`` is checked piece by piece:
+    every run of ``_``-separated parts of at most ``_MAX_PIECE`` characters as a text of its
+    own, and a secret found in one replaced (``[REDACTED: kind]``). The checks per word grow
+    with the square of its ``_`` within ``_MAX_PIECE`` characters."""
+    return screen_names(text)[0]
+
+
+def screen_names(text: str) -> tuple[str, tuple[str, ...]]:
+    """:func:`redact_names` of ``text``, and the kinds of the secrets replaced (in order,
+    repeated), as :class:`repo_context.secrets.Redaction` gives them."""
+    from .secrets import redact
+
+    first = redact(text)
+    text, kinds = first.text, list(first.kinds)
+    if "_" not in text:
+        return text, tuple(kinds)
+    words = [_redact_word(word, kinds) for word in _WORDS.split(text)]
+    out = "".join(words)
+    if out == text:
+        return text, tuple(kinds)
+    last = redact(out)
+    return last.text, (*kinds, *last.kinds)
+
+
+_WORDS = re.compile(r"(\s+)")
+
+
+def _redact_word(word: str, kinds: list[str]) -> str:
+    if len(word) < _MIN_WORD or "_" not in word:
+        return word
+    from .secrets import find_secrets, redaction
+
+    found: list[tuple[int, int, str]] = []
+    cuts = [-1, *(i for i, char in enumerate(word) if char == "_"), len(word)]
+    for a, start in enumerate(cuts):
+        for end in cuts[a + 1 :]:
+            if end - start - 1 > _MAX_PIECE:
+                break
+            piece = word[start + 1 : end]
+            if len(piece) < _MIN_WORD or not piece[0].isalnum():
+                continue
+            for secret in find_secrets(piece):
+                found.append((start + 1 + secret.start, start + 1 + secret.end, secret.kind))
+    if not found:
+        return word
+    found.sort()
+    parts: list[str] = []
+    at = 0
+    for begin, finish, kind in found:
+        if begin < at:  # overlaps one replaced already
+            at = max(at, finish)
+            continue
+        parts += [word[at:begin], redaction(kind)]
+        kinds.append(kind)
+        at = finish
+    parts.append(word[at:])
+    return "".join(parts)
+
+
 def warn(line: str) -> None:
     """Write ``line`` and a newline to standard error, its secrets redacted
-    (:func:`repo_context.secrets.redact_text`: every message leaves through here); a standard
-    error that cannot be written (closed, a broken pipe) is ignored: there is nowhere left to
-    report."""
-    from .secrets import redact_text  # the detector lives in the extension, loaded on first use
-
+    (:func:`redact_names`: every message leaves through here, and the names in it are screened
+    piece by piece); a standard error that cannot be written (closed, a broken pipe) is
+    ignored: there is nowhere left to report."""
     try:
-        write_stream(sys.stderr, redact_text(line) + "\n", name="standard error", closed="it is closed")
+        write_stream(sys.stderr, redact_names(line) + "\n", name="standard error", closed="it is closed")
     except OutputError:
         pass
 

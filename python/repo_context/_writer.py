@@ -20,10 +20,15 @@ path as given:
   is a block device or a socket;
 * a missing folder, a full disk, a permission: :class:`~repo_context._io.OutputError`
   ``cannot write PATH: reason`` (the command line exits 1);
-* an output that is the same file as an input (same device and inode), or two outputs on one
-  path, is refused before any work by :func:`refuse_same_files` (:class:`OutputConflictError`;
-  the command line exits 2). Character devices are streams, not files: two outputs may both be
-  ``/dev/null``.
+* an output that is the same file as an input (same device and inode), two outputs on one
+  path, or an output that is the file or pipe of the standard output or error the command
+  writes itself (``--report /dev/stdout > file``), is refused before any work by
+  :func:`refuse_same_files` (:class:`OutputConflictError`; the command line exits 2).
+  Character devices are streams, not files: two outputs may both be ``/dev/null``;
+* the temporary file is made and renamed relative to the target's folder, opened once, so a
+  folder swapped for a link while the output is written does not redirect it;
+* several outputs of one run are put in place together by :func:`commit_all` (every one
+  flushed to disk before any is renamed; SIGINT and SIGTERM held back during the renames).
 
 A temporary file is named ``.NAME.PID.RANDOM.repo-context-tmp`` (``PID`` the writing process).
 It is removed when the write fails, on any exception, and on SIGINT or SIGTERM (a handler is
@@ -38,7 +43,8 @@ until the next run cleans it: never a file that looks complete but is not.
 
 A trace is appended (:func:`append_file`), not replaced: under an exclusive lock (``flock``),
 in one write, flushed to disk; a failed or interrupted append cuts the file back to its size
-before the append, so the file never ends with a part of a line.
+before the append, so the file never ends with a part of a line, and a last line without its
+line break (left by an append killed with SIGKILL) is cut off before the next record.
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ __all__ = [
     "append_file",
     "atomic_output",
     "check_output",
+    "commit_all",
     "refuse_same_files",
     "write_file",
 ]
@@ -326,19 +333,6 @@ def _temp_name(real: str) -> str:
     return os.path.join(folder, f".{short}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
 
 
-def _fsync_folder(folder: str) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some file systems cannot sync a folder; the rename itself is done
-    finally:
-        os.close(fd)
-
-
 class AtomicFile:
     """An output being written: ``file`` is a binary file object (a temporary file beside the
     target, or the device or pipe itself); :meth:`commit` puts it in place, :meth:`abort`
@@ -350,6 +344,7 @@ class AtomicFile:
         self.shown = self._target.shown
         self._temp: str | None = None
         self._key: int | None = None
+        self._dirfd: int | None = None  # the target's folder, opened once (names are taken in it)
         self.file: BinaryIO
         target = self._target
         fd = -1
@@ -363,15 +358,20 @@ class AtomicFile:
                     os.set_blocking(fd, True)
             else:
                 folder = os.path.dirname(target.real)
+                self._dirfd = _open_folder(folder, self.shown)
                 _clean_stale(folder)
                 temp = _temp_name(target.real)
-                self._key = _arm(lambda: _unlink(temp))
+                dirfd = self._dirfd
+                self._key = _arm(lambda: _unlink(temp, dirfd))
                 with _LOCK:
                     _LIVE_TEMPS.add(temp)
                 self._temp = temp
                 flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                 try:
-                    fd = os.open(temp, flags, 0o666)
+                    if self._dirfd is None:  # pragma: no cover - not a POSIX system
+                        fd = os.open(temp, flags, 0o666)
+                    else:
+                        fd = os.open(os.path.basename(temp), flags, 0o666, dir_fd=self._dirfd)
                 except OSError as exc:
                     raise OutputError(
                         f"cannot write {self.shown}: {_why(exc)} (no temporary file can be made in its "
@@ -414,14 +414,43 @@ class AtomicFile:
         """Flush what was written and put it in place (rename the temporary file over the
         target, then flush the folder). Raises ``OutputError``; the temporary file is then
         removed."""
+        self.prepare()
+        self.put()
+
+    def prepare(self) -> None:
+        """Flush what was written to disk (``fsync``) and close it, without putting it in
+        place yet (:meth:`put`). Raises ``OutputError``; the output is then aborted."""
         try:
             self.file.flush()
             if self._temp is not None:
                 os.fsync(self.file.fileno())
             self.file.close()
-            if self._temp is not None:
+        except BaseException as exc:
+            self.abort()
+            if isinstance(exc, (OSError, ValueError)):
+                raise self.error(exc) from exc
+            raise
+
+    def put(self) -> None:
+        """Put a prepared output in place: rename its temporary file over the target (by
+        name inside the folder opened when the output was made, so a folder swapped for a
+        link meanwhile does not redirect it) and flush the folder. Raises ``OutputError``."""
+        try:
+            dirfd = self._dirfd
+            if self._temp is not None and dirfd is None:  # pragma: no cover - not POSIX
                 os.replace(self._temp, self._target.real)
-                _fsync_folder(os.path.dirname(self._target.real))
+            elif self._temp is not None and dirfd is not None:
+                # (POSIX rename replaces its target, as os.replace does)
+                os.rename(
+                    os.path.basename(self._temp),
+                    os.path.basename(self._target.real),
+                    src_dir_fd=dirfd,
+                    dst_dir_fd=dirfd,
+                )
+                try:
+                    os.fsync(dirfd)
+                except OSError:
+                    pass  # some file systems cannot sync a folder; the rename is done
         except BaseException as exc:
             self.abort()
             if isinstance(exc, (OSError, ValueError)):
@@ -440,7 +469,7 @@ class AtomicFile:
 
     def _drop(self) -> None:
         if self._temp is not None:
-            _unlink(self._temp)
+            _unlink(self._temp, self._dirfd)
         self._forget()
 
     def _forget(self) -> None:
@@ -451,11 +480,76 @@ class AtomicFile:
             _disarm(self._key)
         self._key = None
         self._temp = None
+        if self._dirfd is not None:
+            try:
+                os.close(self._dirfd)
+            except OSError:
+                pass
+            self._dirfd = None
 
 
-def _unlink(path: str) -> None:
+def commit_all(outputs: Sequence[AtomicFile]) -> None:
+    """Put several outputs of one run in place together: every output is first flushed to
+    disk and closed (:meth:`AtomicFile.prepare`); only when all are, their temporary files are
+    renamed over their targets, in order (a rename needs no space, so a full disk fails the
+    run before any output is replaced). If one cannot be prepared, every output is aborted
+    and ``OutputError`` raised: no target changes. A device or pipe among them was written as
+    the run went. SIGINT and SIGTERM are held back while the renames run (in the main
+    thread), so a stopped run has replaced all of its outputs or none. What remains: a
+    process killed with SIGKILL (or a power cut) between two renames leaves the first outputs
+    new and the later ones old."""
     try:
-        os.unlink(path)
+        for out in outputs:
+            out.prepare()
+    except BaseException:
+        for out in outputs:
+            out.abort()
+        raise
+    # SIGINT and SIGTERM wait until every rename is done (then they act as they would have).
+    blocked = _block_signals()
+    try:
+        for out in outputs:
+            out.put()
+    except BaseException:
+        for out in outputs:
+            out.abort()
+        raise
+    finally:
+        if blocked is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def _block_signals() -> set[int | signal.Signals] | None:
+    """Block SIGINT and SIGTERM in the main thread; the mask before, or ``None`` if nothing
+    was blocked (another thread, or a system without ``pthread_sigmask``)."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        return None  # pragma: no cover - not POSIX, or not the main thread
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+
+
+#: Whether files can be made and renamed relative to a folder descriptor (POSIX).
+_DIR_FD = all(call in os.supports_dir_fd for call in (os.open, os.rename, os.unlink))
+
+
+def _open_folder(folder: str, shown: str) -> int | None:
+    """A descriptor of ``folder`` (resolved), opened once so that the temporary file is made
+    and renamed inside this folder even if its path is changed meanwhile; ``None`` where
+    ``dir_fd`` is not supported."""
+    if not _DIR_FD:
+        return None  # pragma: no cover - not a POSIX system
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        return os.open(folder, flags)
+    except OSError as exc:
+        raise OutputError(f"cannot write {shown}: {_why(exc)} (its folder cannot be opened)") from exc
+
+
+def _unlink(path: str, dirfd: int | None = None) -> None:
+    try:
+        if dirfd is not None:
+            os.unlink(os.path.basename(path), dir_fd=dirfd)
+        else:
+            os.unlink(path)
     except OSError:
         pass
 
@@ -520,15 +614,25 @@ def _append(target: _Target, raw: bytes) -> None:
     except ImportError:  # pragma: no cover - not a POSIX system: no lock
         fcntl = None  # type: ignore[assignment]
 
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(target.real, flags, 0o666)
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)  # read: its last line
+    folder = os.path.dirname(target.real)
+    dirfd = _open_folder(folder, target.shown)  # opened once: a swapped folder redirects nothing
+    try:
+        if dirfd is None:  # pragma: no cover - not a POSIX system
+            fd = os.open(target.real, flags, 0o666)
+        else:
+            fd = os.open(os.path.basename(target.real), flags, 0o666, dir_fd=dirfd)
+    except BaseException:
+        if dirfd is not None:
+            os.close(dirfd)
+        raise
     key: int | None = None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced since it was checked
             raise OSError(errno.EINVAL, "not a regular file")
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)  # one append at a time; released when fd closes
-        size = os.fstat(fd).st_size
+        size = _whole_lines(fd)
         key = _arm(lambda: os.ftruncate(fd, size))
         try:
             view = memoryview(raw)
@@ -542,12 +646,37 @@ def _append(target: _Target, raw: bytes) -> None:
             except OSError:
                 pass
             raise
-        if target.info is None:
-            _fsync_folder(os.path.dirname(target.real))
+        if target.info is None and dirfd is not None:
+            try:
+                os.fsync(dirfd)
+            except OSError:
+                pass  # some file systems cannot sync a folder
     finally:
         if key is not None:
             _disarm(key)
         os.close(fd)
+        if dirfd is not None:
+            os.close(dirfd)
+
+
+def _whole_lines(fd: int) -> int:
+    """The size of the file ``fd`` after cutting off a last line without its line break (the
+    part of a record an append killed with SIGKILL left: garbage that would fuse with the next
+    record); the file is cut back to its last ``\n`` (to nothing when it holds none)."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return size
+    end = size
+    while end > 0:
+        start = max(0, end - (1 << 16))
+        chunk = os.pread(fd, end - start, start)
+        at = chunk.rfind(b"\n")
+        if at >= 0:
+            end = start + at + 1
+            break
+        end = start
+    os.ftruncate(fd, end)
+    return end
 
 
 # ---------------------------------------------------------------------------
@@ -567,7 +696,7 @@ def _identity(path: PathArg | None, *, stdin: bool) -> tuple[str | None, tuple[i
             real = None
         else:
             real = os.path.realpath(text)
-            info = os.stat(real)
+            info = os.stat(text)  # links followed, /dev/stdout's (a pipe's) too
     except OSError:
         return (None if stdin and text == "-" else os.path.realpath(text)), None
     if stat.S_ISCHR(info.st_mode):
@@ -575,15 +704,33 @@ def _identity(path: PathArg | None, *, stdin: bool) -> tuple[str | None, tuple[i
     return real, (info.st_dev, info.st_ino)
 
 
+def _stream_identity(fd: int) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the standard stream ``fd`` when it is a regular file or a pipe
+    (``None`` for a terminal or another character device, or a closed stream)."""
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        return None
+    if stat.S_ISCHR(info.st_mode):
+        return None
+    return info.st_dev, info.st_ino
+
+
 def refuse_same_files(
-    outputs: Sequence[tuple[str, PathArg | None]], inputs: Sequence[tuple[str, PathArg | None]] = ()
+    outputs: Sequence[tuple[str, PathArg | None]],
+    inputs: Sequence[tuple[str, PathArg | None]] = (),
+    *,
+    streams: Sequence[int] = (1, 2),
 ) -> None:
     """Raise :class:`OutputConflictError` if an output is the same file as an input (equal
     ``st_dev`` and ``st_ino``, links followed; an input ``-`` is standard input, compared by
     its descriptor) or two outputs name one file (equal resolved paths, or equal device and
-    inode). Each entry is ``(label, path)``, the label as the message names it (``"--out"``,
-    ``"the input"``); a ``None`` path is left out. Character devices (``/dev/null``, a
-    terminal) are streams and never conflict. Call it before any work."""
+    inode), or an output is the file or pipe standard output or standard error is
+    (``/dev/stdout`` while standard output goes to a file or a pipe), for the standard
+    streams the command writes itself (``streams``: file descriptors, default both; a
+    command that writes nothing on standard output passes ``(2,)``). Each entry is ``(label,
+    path)``, the label as the message names it (``"--out"``, ``"the input"``); a ``None`` path is left out.
+    Character devices (``/dev/null``, a terminal) are streams and never conflict. Call it before any work."""
     seen: list[tuple[str, PathArg, str | None, tuple[int, int] | None]] = []
     for label, path in outputs:
         if path is None:
@@ -600,6 +747,16 @@ def refuse_same_files(
                     f"{header_path(os.fspath(path))} are the same file"
                 )
         seen.append((label, path, real, ident))
+    for label, fd in (("standard output", 1), ("standard error", 2)):
+        ident = _stream_identity(fd) if fd in streams else None
+        if ident is None:
+            continue
+        for out_label, out, _, out_ident in seen:
+            if ident == out_ident:
+                raise OutputConflictError(
+                    f"{out_label} {header_path(os.fspath(out))} is the same file as {label} "
+                    "(its output would be lost or mixed with the other)"
+                )
     for label, path in inputs:
         if path is None:
             continue

@@ -144,7 +144,9 @@ class RepoContextBuilder(BuilderBase):
         Args:
             inputs: an iterable of inputs, each as for :meth:`build` (read once, into a list).
             threads: the most threads ranking and packing at once; ``None`` (default) for every
-                core (``os.cpu_count()``). At most one per input is started.
+                core (:func:`repo_context.limits.cores`). At most one per input is started, and
+                at most ``limits.max_threads`` (a larger request is clamped, said once on
+                standard error).
             errors: ``"raise"`` (default): the first input, in input order, whose build raises
                 ends the call with that exception, as the list comprehension would (later
                 inputs are not read). ``"return"``: that input's exception object (an
@@ -162,7 +164,7 @@ class RepoContextBuilder(BuilderBase):
             InvalidCandidateError, InvalidInputError, ResourceLimitError: with
                 ``errors="raise"``, the first failing input's error, as :meth:`build` raises it.
         """
-        count, return_errors = batch_options(threads, errors)
+        count, return_errors = batch_options(threads, errors, self.limits)
         batch = list(inputs)
         built = _core.build_many(batch, self._arguments, min(count, max(len(batch), 1)), return_errors)
         out: list[BuildResult | Exception] = []
@@ -195,17 +197,33 @@ class RepoContextBuilder(BuilderBase):
             self.counter(cost),
         )
 
-    def cache_key(self, input: object) -> str:
+    def cache_key(self, input: object, *, verify: Callable[[str], bytes | None] | None = None) -> str:
         """The cache key of ``input``: 64 lower-case hex digits of SHA-256 over its candidates
         in input order (canonical path, line range, SHA-256 of the content, reason, score as
-        float64), the budget, the canonical failing files, the cost model (the input's, else the
+        float64 and, when some score is an ``int`` or ``-0.0``, every score's exact type and
+        value), the budget, the canonical failing files, the cost model (the input's, else the
         builder's) and :data:`repo_context.digest.POLICY_VERSION`, in the byte form documented in
         :mod:`repo_context.digest`. Two inputs with equal keys give equal results, so a caller
         can skip a build it has already done. Validation and errors are those of :meth:`build`.
+
+        Args:
+            input: as for :meth:`build`.
+            verify: the ``verify`` reader of the build the key is for (``None``: a build
+                without one). A verified build's result depends on the files as the reader
+                returns them, so the reader is called as :meth:`build` calls it (once per
+                canonical path, in order of first appearance) and the SHA-256 of each file's
+                bytes (or that it is missing) is part of the key: equal keys, equal files.
+
+        Raises:
+            InvalidInputError: ``verify`` is not callable (``field`` ``"verify"``), or as for
+                :meth:`build`.
+            TypeError: ``verify`` returned something other than ``bytes`` or ``None``; what
+                ``verify`` raises propagates unchanged.
         """
+        check_verify(verify)
         candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
         return _core.cache_key(
-            candidates, clamp_u64(budget), failure_files, clamp_u64(self.max_total_chars), cost
+            candidates, clamp_u64(budget), failure_files, clamp_u64(self.max_total_chars), cost, verify
         )
 
 
@@ -233,7 +251,7 @@ def build_many(
     return _DEFAULT.build_many(inputs, threads=threads, errors=errors)
 
 
-def cache_key(input: object) -> str:
+def cache_key(input: object, *, verify: Callable[[str], bytes | None] | None = None) -> str:
     """The cache key of ``input`` with the default settings (see
-    :meth:`RepoContextBuilder.cache_key`)."""
-    return _DEFAULT.cache_key(input)
+    :meth:`RepoContextBuilder.cache_key`; ``verify``: the build's reader)."""
+    return _DEFAULT.cache_key(input, verify=verify)

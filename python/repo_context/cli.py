@@ -41,10 +41,10 @@
     error, or to ``--report FILE``. With ``--format json``, print one JSON document instead
     (``ContextResult.to_dict``): the build result's JSON form with more top-level keys,
     ``"policy_omitted"``: the windows the sources took and the safe reader withheld, whatever
-    their priority (a file that looks like a secret, even the failure file; a window that no
+    their priority (a file that is a secret by name, even the failure file; a window that no
     longer matches its file), each ``{"path", "start", "end", "source", "reason": "policy",
-    "why"}`` (``why`` such as ``"policy: secret name"`` or ``"policy: secret content"``; an
-    empty list when none); ``"failure"``; ``"failing_tests"``: every failing test found, each
+    "why"}`` (``why`` such as ``"policy: secret name"``; an empty list when none);
+    ``"failure"``; ``"failing_tests"``: every failing test found, each
     ``{"test", "name", "status", "phase", "exception", "message", "selected"}``; and
     ``"policy_redacted"``.
 
@@ -57,24 +57,31 @@
 
 Secrets never leave the program: every text printed (the Markdown context and report, the
 failure's test name and message, every string of the JSON output, warnings and error
-messages) passes through ``repo_context.secrets.redact``, which replaces each secret with
+messages, the names in messages checked piece by piece between ``_`` too:
+:func:`repo_context._io.redact_names`) passes through ``repo_context.secrets.redact``, which
+replaces each secret with
 ``[REDACTED: kind]``. The report then ends with a line saying how many secrets of which kinds
 were redacted; ``context``'s JSON lists them under ``"policy_redacted"``, each
 ``{"where": JSONPath, "kind", "reason": "policy", "why": "policy: secret in the output"}``
-(an empty list when none); ``build`` says so on standard error.
+(an empty list when none), after the secrets the reader replaced in the selected windows'
+file lines (``{"where", "path", "lines", "kind", "reason": "policy", "why": "policy: secret
+in the file"}``); ``build`` says so on standard error.
 
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
 an unreadable file or folder, a bad option or command line, an input over a resource limit:
 ``repo_context.limits.Limits``, set with ``--limit NAME=N``; an output file, ``--report`` or
-``--trace``, that is the same file as an input or as the other output, refused before any
-work), with one line on standard error and nothing on standard output; 1 if the output cannot
+``--trace``, that is the same file as an input or as the other output, the file or pipe the
+command's standard output or error goes to, or, for ``context``, an existing file of ``--repo``
+the reader would read: refused before any work), with one line on standard error and nothing
+on standard output; 1 if the output cannot
 be written (a full disk, a closed pipe, a closed standard output; an output file that is a
 folder or read-only, or whose folder does not exist: ``cannot write PATH: reason``), with one
 line on standard error. Output files are written by :mod:`repo_context._writer`. A
 closed pipe is such a failure like any other (``SIGPIPE`` stays ignored, as Python sets it,
 and the write fails with ``EPIPE``): the command never reports success for output that was
 cut short; 3 (``build --jsonl`` only) if some lines could not be built: every line still
-has its output line, the failed ones an ``{"error": ...}`` object. Markdown output writes
+has its output line, the failed ones an ``{"error": ...}`` object; 130 when stopped by
+Ctrl-C (SIGINT), with the one line ``repo-context COMMAND: interrupted``. Markdown output writes
 characters its stream cannot encode (lone surrogates) as backslash escapes. Every name printed
 (a path, a test id), in the output or in a message, has its line breaks and other control
 characters written as ``\\uXXXX`` (:func:`repo_context.composer.header_path`), so no name can
@@ -86,6 +93,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -99,7 +107,9 @@ from . import builder as native
 from ._io import (
     OutputError,
     read_capped,
+    redact_names,
     reserve_standard_fds,
+    screen_names,
     warn,
     write_stream,
 )
@@ -110,7 +120,7 @@ from .evaluation.command import add_eval_parser
 from .limits import Limits, add_limit_option, limit_error
 from .provenance import folder_reader
 from .rerank import add_rerank_parser
-from .secrets import SECRET_REDACTED, redact, redact_json, redact_text
+from .secrets import SECRET_REDACTED, redact_json
 from .secrets import redaction_note as _redaction_note
 from .sources.pytest_log import LogFormatError, UnknownTestError
 from .trace import replay
@@ -137,6 +147,8 @@ __all__ = [
 #: Exit status of ``build``/``context --require-failure`` when a failing file's failure evidence
 #: was all left out (``missing_critical``).
 EXIT_MISSING_EVIDENCE = 5
+#: Exit status of a command stopped by SIGINT (Ctrl-C), as a shell reports it: 128 + 2.
+EXIT_INTERRUPTED = 130
 #: Exit status of ``replay`` when a rebuild does not reproduce its recorded digest.
 EXIT_NOT_REPRODUCED = 4
 
@@ -169,7 +181,7 @@ class _ArgumentParser(argparse.ArgumentParser):
     whose help is written like any other output (a failure raises ``OutputError``)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, redact_text(f"repo-context: {_one_line(message)} (see --help)\n"))
+        self.exit(2, redact_names(f"repo-context: {_one_line(message)} (see --help)\n"))
 
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if not message:
@@ -314,7 +326,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         raise _UsageError(
             f"{header_path(args.trace)}: no trace records (an empty trace has nothing to replay)"
         )
-    _write(sys.stdout, "".join(line + "\n" for line in lines))
+    # The trace holds the builds' inputs as they were: what is printed of them is screened.
+    _write(sys.stdout, "".join(redact_names(line) + "\n" for line in lines))
     return 0 if all_reproduced else EXIT_NOT_REPRODUCED
 
 
@@ -562,8 +575,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
         kinds = [record["kind"] for record in found]
         out = json.dumps(redacted_data, ensure_ascii=True, allow_nan=False) + "\n"
     else:
-        markdown = redact(_markdown_section(result))
-        out, kinds = markdown.text, list(markdown.kinds)
+        out, screened = screen_names(_markdown_section(result))
+        kinds = list(screened)
     if kinds:
         _warn("build", _redaction_note(kinds))
     _write(sys.stdout, out)
@@ -585,13 +598,37 @@ def _check_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str
             check_output(path)
 
 
+def _refuse_repository_files(repo: str, outputs: list[tuple[str, str | None]]) -> None:
+    """Refuse (``OutputConflictError``, exit 2) an output that is an existing file of the
+    repository ``repo`` the reader would read (inside it, links resolved, not in a skipped
+    folder, not ignored by a ``.gitignore`` rule): the run reads the repository's files, the
+    failing file first, and an output must never replace or grow one of them."""
+    from .sources import Repository
+
+    repository = Repository(Path(repo))
+    for label, path in outputs:
+        if path is None:
+            continue
+        try:
+            real = os.path.realpath(path)
+            if not os.path.isfile(real):
+                continue
+        except (OSError, ValueError):
+            continue
+        if repository.relative(real) is not None:
+            raise OutputConflictError(
+                f"{label} {header_path(path)} is a file of the repository {header_path(repo)} "
+                "(refusing to overwrite an input)"
+            )
+
+
 def _cmd_context(args: argparse.Namespace) -> int:
     if not Path(args.repo).is_dir():
         raise _UsageError(f"not a directory: {header_path(args.repo)}")
-    _check_outputs(
-        [("--report", args.report), ("--trace", args.trace)],
-        [("--pytest-log", args.pytest_log), ("--junit-xml", args.junit_xml), ("--issue", args.issue)],
-    )
+    outputs = [("--report", args.report), ("--trace", args.trace)]
+    inputs = [("--pytest-log", args.pytest_log), ("--junit-xml", args.junit_xml), ("--issue", args.issue)]
+    _check_outputs(outputs, [*inputs, ("--coverage", args.coverage)])
+    _refuse_repository_files(args.repo, outputs)
     limits: Limits = args.limits
     log_text = _read_log(args.pytest_log, limits)
     junit_xml: bytes | None = None
@@ -649,14 +686,14 @@ def _cmd_context(args: argparse.Namespace) -> int:
         _write(sys.stdout, context_json(report) + "\n")
     else:
         # Standard output holds exactly the budgeted section; the report goes elsewhere.
-        section = redact(report.section)
-        if section.kinds:
-            _warn("context", _redaction_note(section.kinds))
-        _write(sys.stdout, section.text)
+        section, kinds = screen_names(report.section)
+        if kinds:
+            _warn("context", _redaction_note(kinds))
+        _write(sys.stdout, section)
     if args.report is not None:
-        write_file(args.report, report.summary())
+        write_file(args.report, redact_names(report.summary()))
     elif args.format != "json":
-        _write(sys.stderr, report.summary())
+        _write(sys.stderr, redact_names(report.summary()))
     return status
 
 
@@ -891,7 +928,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cannot be written (either with one line on standard error); 3 if some lines of
     ``build --jsonl`` could not be built (each has its ``{"error": ...}`` output line); 4 when
     ``replay`` does not reproduce a digest; 5 with ``--require-failure`` when a failing file's
-    failure evidence was all left out.
+    failure evidence was all left out; 130 when interrupted (SIGINT: one line, no traceback).
     ``--help`` prints the help and returns 0 (1 if it cannot be written). A standard stream
     closed when the program starts gets the null device, so no file opened later takes its
     place; output for a closed standard output fails (status 1)."""
@@ -907,6 +944,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args.limits = Limits.parse(getattr(args, "limit", None) or ())
         return run(args)
+    except KeyboardInterrupt:  # Ctrl-C: outputs being written were already removed
+        warn(f"repo-context {args.command}: interrupted")
+        return EXIT_INTERRUPTED
     except (_UsageError, InvalidInputError, OutputConflictError) as exc:
         warn(f"repo-context {args.command}: {_one_line(str(exc))}")
         return 2

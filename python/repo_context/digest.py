@@ -10,8 +10,10 @@ both engines; the digest is also a key for a model's prompt cache.
 
 The **cache key** of an input covers what decides the result: every candidate in input order
 (order matters: the input index breaks rank ties), its canonical path, range, content hash,
-reason and score, the failing files, the budget and the cost model, and the policy version. A
-caller that has built an input with the same key can skip the build.
+reason and score (its exact value and type: the result carries it as given), the failing
+files, the budget and the cost model, the policy version and, for a build with a ``verify``
+reader, the reader's state (the SHA-256 of each file as the reader returned it). A caller that
+has built an input with the same key can skip the build.
 
 This module is the executable form of the byte form; the Rust engine (``src/digest.rs``)
 computes the same bytes. Notation (integers unsigned, big-endian):
@@ -45,13 +47,31 @@ equal ids by ``==`` and ``hash`` as in a ``dict``). That is the partition of the
 groups, which is what a group decides (its id's value plays no part). Without groups the form is
 unchanged. The digest does not change: a group decides which items are selected, not what they
 are.
+
+Exact scores (a compatible extension of the key): ``F`` is the score as a float, which is how
+both engines rank it, but a result carries each score as given, so ``1`` and ``1.0``, ``0.0``
+and ``-0.0``, or two integers above ``2**53`` that round to one float, give different results.
+When some candidate's score is an ``int`` or ``-0.0``, the key's form then ends (after the
+groups) with ``S("scores") U(n)`` and, per candidate in input order, ``0x00`` for a float other
+than ``-0.0`` (its bits are ``F``'s), ``0x01`` for ``-0.0``, ``0x02 S(d)`` for an ``int``, ``d``
+its decimal digits (``-`` first when negative). An input of floats other than ``-0.0`` keeps
+its key. (``bool`` is not a score: both engines refuse it.)
+
+Verified (a compatible extension of the key): a build with a ``verify`` reader omits as
+``stale`` the candidates its files no longer hold, so its key is that of the input and the
+reader's state: ``cache_key(input, verify=reader)`` calls the reader as the build does (once
+per canonical path, in order of first appearance) and the form ends with ``S("verified") U(p)``
+and, per path in that order, ``O(h)``, ``h`` the hex SHA-256 of the bytes returned (``0x00``:
+``None``, a missing file). Equal keys, equal files, equal results; a key without ``verify`` is
+that of a build without a reader.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ._core import POLICY_VERSION
@@ -64,6 +84,7 @@ __all__ = [
     "RESULT_TAG_V2",
     "input_key",
     "result_digest",
+    "verified_files",
 ]
 
 #: Domain tag of a result digest.
@@ -132,6 +153,14 @@ def result_digest(result: Any) -> str:
     return form.hexdigest()
 
 
+def _score_form(score: int | float) -> bytes:
+    """A candidate's entry in the ``"scores"`` extension: ``0x00`` for a float other than
+    ``-0.0`` (its bits are ``F``'s), ``0x01`` for ``-0.0``, ``0x02 S(decimal)`` for an ``int``."""
+    if isinstance(score, int):
+        return b"\x02" + _s(int.__repr__(score))
+    return b"\x01" if score == 0.0 and math.copysign(1.0, score) < 0 else b"\x00"
+
+
 def input_key(
     rows: Iterable[tuple[Any, ...]],
     count: int,
@@ -139,23 +168,62 @@ def input_key(
     failure_files: Sequence[str],
     cost: Any,
     groups: Sequence[int] = (),
+    verified: Sequence[str | None] | None = None,
 ) -> str:
     """The cache key of a validated input: ``count`` rows ``(canonical path, start, end,
-    content, reason text, float score)`` or ``(..., float score, source_sha256, source_id)`` in
-    input order, the budget in the cost's unit, the canonical failing files, the cost model and
-    ``groups``, each candidate's dense group id (``-1``: none; empty: no candidate has a group)
-    (64 lower-case hex digits)."""
+    content, reason text, score)`` or ``(..., score, source_sha256, source_id)`` in input order
+    (each score the exact ``int`` or ``float`` the input holds), the budget in the cost's unit,
+    the canonical failing files, the cost model, ``groups``, each candidate's dense group id
+    (``-1``: none; empty: no candidate has a group) and ``verified``, the state of a ``verify``
+    reader (``None``: no reader; else per canonical path in order of first appearance the hex
+    SHA-256 of the bytes it returned, ``None`` for a missing file) (64 lower-case hex digits)."""
     full = [(*row, None, None) if len(row) == 6 else tuple(row) for row in rows]
     v2 = any(row[6] is not None or row[7] is not None for row in full)
     form = hashlib.sha256(_head(INPUT_TAG_V2 if v2 else INPUT_TAG, cost, budget, failure_files))
     form.update(_u(count))
+    scores = []
     for path, start, end, content, reason, score, sha, source in full:
         form.update(_window(path, start, end, content, reason))
-        form.update(struct.pack(">d", score + 0.0))
+        form.update(struct.pack(">d", float(score) + 0.0))
+        scores.append(_score_form(score))
         if v2:
             form.update(_o(sha) + _o(source))
     if any(g >= 0 for g in groups):
         form.update(_s("groups") + _u(len(groups)))
         for g in groups:
             form.update(_u(g + 1))
+    if any(entry != b"\x00" for entry in scores):
+        form.update(_s("scores") + _u(len(scores)))
+        form.update(b"".join(scores))
+    if verified is not None:
+        form.update(_s("verified") + _u(len(verified)))
+        for digest in verified:
+            form.update(_o(digest))
     return form.hexdigest()
+
+
+def verified_files(paths: Iterable[str], verify: Callable[[str], bytes | None]) -> list[str | None]:
+    """The state of a ``verify`` reader for the key: ``verify(path)`` called once per distinct
+    path of ``paths`` (canonical, in input order), in order of first appearance, as a build
+    calls it; the hex SHA-256 of each file's bytes, ``None`` for a missing file.
+
+    Raises:
+        TypeError: ``verify`` returned something other than ``bytes`` or ``None``; what it
+            raises propagates unchanged.
+    """
+    seen: set[str] = set()
+    out: list[str | None] = []
+    for path in paths:
+        if path in seen:
+            continue
+        seen.add(path)
+        data = verify(path)
+        if data is None:
+            out.append(None)
+        elif isinstance(data, bytes):
+            out.append(hashlib.sha256(data).hexdigest())
+        else:
+            raise TypeError(
+                f"verify: the reader must return bytes or None, not {type(data).__name__} (for {path!r})"
+            )
+    return out

@@ -7,7 +7,7 @@ one line: ``candidate 3: field 'score': must be finite, got nan``.
 
 from __future__ import annotations
 
-__all__ = ["InvalidCandidateError", "InvalidInputError", "ResourceLimitError"]
+__all__ = ["InternalError", "InvalidCandidateError", "InvalidInputError", "ResourceLimitError"]
 
 
 class InvalidInputError(ValueError):
@@ -97,3 +97,9 @@ class ResourceLimitError(InvalidInputError):
     ) -> tuple[type[ResourceLimitError], tuple[str, str, int | None], dict[str, object]]:
         state: dict[str, object] = {"limit": self.limit, "value": self.value, "maximum": self.maximum}
         return (type(self), (self.field, self.problem, self.index), state)
+
+
+class InternalError(RuntimeError):
+    """A bug in repo-context: the extension caught a Rust panic at its boundary (no panic
+    crosses into Python). Never raised for bad input, which gets an :class:`InvalidInputError`;
+    please report it with the message."""

@@ -22,11 +22,19 @@ class MissingEvidence:
         path: the canonical failing file.
         omitted: the :class:`~repo_context.Omission` of each of its failure windows (candidates
             from ``path`` with reason ``"failure"``), in rank order: why each was left out.
+        withheld: the JSON form (``PolicyOmission.to_dict``) of each failure window the reader
+            withheld before the build (a file that is a secret by name, a window that no longer
+            matches its file), in order; then ``omitted`` is empty (no window was a candidate).
     """
 
     path: str
     omitted: tuple[Omission, ...]
+    withheld: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: ``{"path": str, "omitted": [omission, ...]}``."""
-        return {"path": self.path, "omitted": [o.to_dict() for o in self.omitted]}
+        """The JSON form: ``{"path": str, "omitted": [omission, ...]}``, with ``"withheld":
+        [policy omission, ...]`` when the reader withheld the file's failure windows."""
+        out: dict[str, Any] = {"path": self.path, "omitted": [o.to_dict() for o in self.omitted]}
+        if self.withheld:
+            out["withheld"] = [dict(w) for w in self.withheld]
+        return out

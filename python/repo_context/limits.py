@@ -29,8 +29,13 @@ one of two things, fixed per setting (:func:`behaviour` tells which):
   :attr:`repo_context.sources.Repository.skipped` with the setting's name and value:
   ``max_file_bytes``, ``max_depth``, ``max_gitignore_bytes``, ``max_gitignore_patterns``,
   ``max_gitignore_pattern_chars``, ``max_frames`` (the frames between the first and last
-  halves of a longer traceback). ``mcp_workspaces`` bounds what the MCP server keeps in
-  memory: past it the least recently used workspace is dropped, nothing is refused.
+  halves of a longer traceback). A cache value over ``max_cache_value_bytes`` is a miss
+  (derived again), also not an error. ``mcp_workspaces`` bounds what the MCP server keeps
+  in memory: past it the least recently used workspace is dropped, nothing is refused.
+* **clamped, not an error**: a request for more worker threads than ``max_threads`` (the
+  ``threads=`` of :func:`repo_context.build_many` and :func:`repo_context.build_table`,
+  ``--threads`` of ``build --jsonl`` and ``rerank``) runs on ``max_threads`` threads, said once
+  on standard error (:func:`clamp_threads`).
 
 Caps that shape the ranking's output rather than guard resources (``MAX_CALLERS`` windows per
 source, ``MAX_DEFINITIONS``, ``MAX_PER_FILE`` search hits, ...) are tuning and stay with their
@@ -40,6 +45,7 @@ sources; the line-number bound ``MAX_LINE`` is part of the build contract's vali
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -54,6 +60,8 @@ __all__ = [
     "behaviour",
     "check_context_inputs",
     "check_text",
+    "clamp_threads",
+    "cores",
     "describe",
     "limit_error",
     "over",
@@ -61,7 +69,18 @@ __all__ = [
     "unit",
 ]
 
-Behaviour = Literal["error", "skip"]
+Behaviour = Literal["error", "skip", "clamp"]
+
+
+def cores() -> int:
+    """The number of CPU cores this process may run on (its affinity mask where the system
+    has one, else ``os.cpu_count()``; 1 if unknown)."""
+    counted = getattr(os, "process_cpu_count", None)
+    if counted is not None:
+        return int(counted() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        return max(len(os.sched_getaffinity(0)), 1)
+    return os.cpu_count() or 1
 
 
 def _setting(default: int, unit: str, behaviour: Behaviour, guards: str) -> Any:
@@ -112,6 +131,14 @@ class Limits:
             Default 900.
         test_run_seconds: seconds a test run started by the MCP server may take; its process
             group is then killed. Error. Default 600.
+        max_cache_value_bytes: bytes of one value of a workspace's on-disk cache once
+            decompressed (its ``marshal`` form): decompression stops one byte past it and the
+            value is taken as damaged (a miss: derived again from the files), and a larger
+            value is not stored: skipped, not an error. Default 256 MiB.
+        max_threads: worker threads of one call (``threads=`` of ``build_many`` and
+            ``build_table``, ``--threads``); a larger request is clamped, not an error: it runs
+            on ``max_threads`` threads and says so once on standard error (0 counts as 1).
+            Default: the cores this process may run on (:func:`cores`).
         max_frames: traceback frames of one failure whose paths are mapped to repository
             files; of a longer traceback the first and last halves are used and the frames
             between are left out (recorded in :attr:`repo_context.sources.Repository.skipped`
@@ -144,6 +171,8 @@ class Limits:
     max_gitignore_pattern_chars: int = _setting(4_096, "characters", "skip", "one .gitignore pattern")
     mcp_call_seconds: int = _setting(900, "seconds", "error", "one MCP tool call")
     test_run_seconds: int = _setting(600, "seconds", "error", "a test run of the MCP server")
+    max_cache_value_bytes: int = _setting(256 << 20, "bytes", "skip", "one decompressed cache value")
+    max_threads: int = _setting(cores(), "threads", "clamp", "worker threads of one call")
     max_frames: int = _setting(1_000, "frames", "skip", "traceback frames of one failure")
     max_result_bytes: int = _setting(64 << 20, "bytes", "error", "one MCP tool result")
     mcp_workspaces: int = _setting(8, "workspaces", "skip", "workspaces kept by the MCP server")
@@ -226,10 +255,33 @@ def unit(name: str) -> str:
 
 
 def behaviour(name: str) -> Behaviour:
-    """What going over the setting ``name`` does: ``"error"`` (``ResourceLimitError``) or
-    ``"skip"`` (the file, folder or pattern is left out and recorded)."""
+    """What going over the setting ``name`` does: ``"error"`` (``ResourceLimitError``),
+    ``"skip"`` (the file, folder or pattern is left out and recorded) or ``"clamp"`` (the
+    request is cut to the limit, said on standard error)."""
     found: Behaviour = _FIELDS[name].metadata["behaviour"]
     return found
+
+
+_CLAMPED: set[tuple[int, int]] = set()  # (requested, maximum) pairs already said
+
+
+def clamp_threads(requested: int | None, limits: Limits | None = None) -> int:
+    """The worker threads for a request of ``requested`` (an ``int >= 1``, checked by the
+    caller; ``None``: one per core): at most ``limits.max_threads`` (at least 1). A request over
+    the limit is clamped, said once per process on standard error for each (request, limit)
+    pair; ``None`` takes ``min(cores(), max_threads)`` silently."""
+    maximum = max(resolve(limits).max_threads, 1)
+    if requested is None:
+        return min(cores(), maximum)
+    if requested <= maximum:
+        return requested
+    if (requested, maximum) not in _CLAMPED:
+        _CLAMPED.add((requested, maximum))
+        from ._io import warn  # _io imports this module
+
+        said = f"over the limit max_threads = {maximum} threads: using {maximum}"
+        warn(f"repo-context: {requested} threads asked, {said}")
+    return maximum
 
 
 def over(name: str, value: int, maximum: int, *, exact: bool = True) -> str:

@@ -8,9 +8,9 @@ At the end of the session, the context of the first failing test is written to `
 selected windows, then the failure and a summary of what was omitted and why. When
 ``PATH`` is an existing directory or ends with a path separator, one file per failing
 test is written in it (the directory is created if needed), named after the test's node
-id: unsafe characters replaced, and a short hash of the node id (and of the phase, for a
-setup or teardown error) appended, so that two tests never share a file and a test keeps
-its file name from one run to the next.
+id: secrets in it redacted, unsafe characters replaced, and a short hash of the node id
+(and of the phase, for a setup or teardown error) appended, so that two tests never share a
+file and a test keeps its file name from one run to the next.
 
 A failing test is a test whose call failed, a setup or teardown error, or a collection
 error, taken in the order they happened. Each report (``longreprtext``) is turned into
@@ -24,8 +24,17 @@ Secrets never reach the files or the terminal: the context is the Markdown of
 ``repo-context context`` (every secret replaced by ``[REDACTED: kind]`` and the redaction
 reported), and every terminal line passes through ``repo_context.secrets.redact``.
 
-When no test failed, nothing is written and nothing is removed. A terminal summary line says
-where the context went. ``PATH`` (and each file in directory mode) is written by
+Every context file begins with the line :data:`MARKER` (an HTML comment, hidden when the
+Markdown is shown), so that the plugin knows its own files. **An existing file is replaced only
+if it is a context file this plugin wrote** (its first line is :data:`MARKER`): any other
+existing file, such as a test file pytest took as the option's value (``pytest --repo-context
+tests/test_x.py``), a source file of the repository, or a link to one, is refused with a
+terminal line and left as it is. When no test failed, the plugin's own previous output is
+removed (``PATH`` if it is such a file; in directory mode, every file of the plugin's naming
+that begins with :data:`MARKER`), so that no stale context passes for a current one; in
+directory mode, a run with failures also removes the plugin's files of tests that no longer
+fail. No other file is ever removed. A terminal summary line says where the context went.
+``PATH`` (and each file in directory mode) is written by
 :func:`repo_context._writer.write_file`, under its rules: a regular file through a temporary
 file renamed over it (its mode kept; a read-only file is refused), a symbolic link's target
 rather than the link, a character device (a terminal, ``/dev/null``) or a named pipe in place;
@@ -52,6 +61,7 @@ import argparse
 import hashlib
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -68,7 +78,13 @@ if TYPE_CHECKING:
     from .sources import Repository
     from .workspace import Workspace
 
-__all__ = ["RepoContextWriter", "context_file_name", "failure_log"]
+__all__ = ["MARKER", "RepoContextWriter", "context_file_name", "failure_log"]
+
+#: The first line of every context file the plugin writes: an existing file is replaced (or,
+#: when no test failed, removed) only if it begins with this line.
+MARKER = "<!-- repo-context: context of a failing test, written by pytest --repo-context -->"
+# A file name of directory mode: the stem, a 10-digit hash, maybe a repeat count.
+_CONTEXT_NAME = re.compile(r"\A.+-[0-9a-f]{10}(?:-[0-9]+)?\.md\Z", re.S)
 
 #: Longest readable part of a file name written in directory mode (the hash and the
 #: extension follow it), well inside the 255 bytes file systems allow.
@@ -160,7 +176,9 @@ def context_file_name(nodeid: str, when: str = "call") -> str:
     >>> context_file_name("tests/test_a.py::test_b[x y-[1]]")
     'tests_test_a.py_test_b_x_y-_1-afe1978a07.md'
     """
-    stem = _UNSAFE.sub("_", nodeid).strip("._-")[:MAX_STEM].rstrip("._-") or "test"
+    from ._io import redact_names  # no secret of the node id in a file name
+
+    stem = _UNSAFE.sub("_", redact_names(nodeid)).strip("._-")[:MAX_STEM].rstrip("._-") or "test"
     if when != "call":
         stem += f".{when}"
     key = f"{nodeid}\0{when}".encode("utf-8", "surrogatepass")
@@ -277,7 +295,9 @@ class RepoContextWriter:
 
     def _write_all(self) -> None:
         if not self._failures:
-            self._lines.append(("no failing test, no context written", False))
+            removed = self._remove_stale(keep=set())
+            also = f" (removed the previous context: {removed})" if removed else ""
+            self._lines.append((f"no failing test, no context written{also}", False))
             return
         from . import RepoContextBuilder
         from .sources import Repository
@@ -302,6 +322,7 @@ class RepoContextWriter:
                 name, count = f"{stem}-{count}.md", count + 1
             used.add(name.casefold())
             written += self._write_one(failure, self._path / name, repo, builder)
+        self._remove_stale(keep=used)
         if written:
             self._lines.append(
                 (
@@ -311,11 +332,33 @@ class RepoContextWriter:
                 )
             )
 
+    def _remove_stale(self, keep: set[str]) -> str:
+        """Remove the plugin's own earlier outputs: ``PATH`` (one-file mode) or, in directory
+        mode, the files of the plugin's naming whose names (case-folded) are not in ``keep``;
+        only files that begin with :data:`MARKER`. Returns what was removed, as printed."""
+        if not self._directory:
+            if _ours(self._path):
+                _remove(self._path)
+                return _name(self._target)
+            return ""
+        try:
+            entries = sorted(os.scandir(self._path), key=lambda entry: entry.name)
+        except OSError:
+            return ""
+        removed = 0
+        for entry in entries:
+            if entry.name.casefold() in keep or not _CONTEXT_NAME.match(entry.name):
+                continue
+            if _ours(Path(entry.path)):
+                removed += _remove(Path(entry.path))
+        return f"{removed} file{'s' if removed != 1 else ''} in {_name(self._target)}" if removed else ""
+
     def _write_one(
         self, failure: _Failure, destination: Path, repo: Repository, builder: RepoContextBuilder
     ) -> bool:
         try:
-            text = self._context(failure, repo, builder)
+            _refuse_foreign(destination)
+            text = MARKER + "\n" + self._context(failure, repo, builder)
             _write_text(destination, text)
         except Exception as exc:
             self._lines.append(
@@ -325,7 +368,16 @@ class RepoContextWriter:
         return True
 
     def _context(self, failure: _Failure, repo: Repository, builder: RepoContextBuilder) -> str:
-        from .workspace import DEFAULT_MAX_CHARS, ContextResult, Workspace, _stamped, _verifier
+        from .workspace import (
+            DEFAULT_MAX_CHARS,
+            ContextResult,
+            Workspace,
+            _restamped,
+            _stamped,
+            _verifier,
+            _with_withheld_failures,
+            reader_redactions,
+        )
 
         text = failure.text
         check_text(text, "pytest_log", "max_log_bytes", None, "the report")
@@ -348,7 +400,12 @@ class RepoContextWriter:
         if reader is not None:
             data["candidates"] = _stamped(reader, gathered.candidates)
         result = builder.build(data, verify=None if reader is None else _verifier(reader))
-        return ContextResult(result, gathered).markdown()
+        if reader is None:
+            return ContextResult(result, gathered).markdown()
+        # As Workspace.context: provenance of redacted files, withheld failure windows, and
+        # the reader's redactions reported.
+        result = _with_withheld_failures(_restamped(result, reader), gathered)
+        return ContextResult(result, gathered, redactions=reader_redactions(reader, result)).markdown()
 
     # -- reporting ---------------------------------------------------------------------
 
@@ -374,10 +431,57 @@ def _name(name: str) -> str:
 
 
 def _redacted(line: str) -> str:
-    """``line`` with its secrets replaced (``repo_context.secrets.redact``)."""
-    from .secrets import redact_text
+    """``line`` with its secrets replaced (``repo_context._io.redact_names``)."""
+    from ._io import redact_names
 
-    return redact_text(line)
+    return redact_names(line)
+
+
+def _first_line(path: Path) -> bytes | None:
+    """The first line of the regular file ``path`` names (links followed), without its line
+    break, read no further than the marker's length; ``None`` if it is not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        head = os.read(fd, len(MARKER.encode()) + 2)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return head.split(b"\n", 1)[0].rstrip(b"\r")
+
+
+def _ours(path: Path) -> bool:
+    """Whether ``path`` names a regular file this plugin wrote (it begins with MARKER)."""
+    return _first_line(path) == MARKER.encode()
+
+
+def _remove(path: Path) -> int:
+    """Remove the context file ``path`` names (the file a link points to, the link kept);
+    1 if it was removed, else 0."""
+    try:
+        os.unlink(os.path.realpath(path))
+    except OSError:
+        return 0
+    return 1
+
+
+def _refuse_foreign(path: Path) -> None:
+    """Raise ``OutputError`` if ``path`` names an existing regular file (links followed) that
+    is not a context file of this plugin: it is never replaced."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return  # no file yet (or one the writer reports)
+    if stat.S_ISREG(info.st_mode) and not _ours(path):
+        raise OutputError(
+            f"cannot write {_name(str(path))}: the file exists and is not a context file this plugin "
+            "wrote (its first line is not the plugin's marker); it is not replaced"
+        )
 
 
 def _describe(exc: BaseException) -> str:

@@ -43,7 +43,7 @@ from ._finish import finish
 from ._input import BuilderBase, PathProblem, batch_options, canonical_path, normalize_input, show_int
 from .composer import render_block
 from .cost import Cost
-from .digest import input_key
+from .digest import input_key, verified_files
 from .errors import InvalidCandidateError
 from .limits import limit_error
 from .provenance import MAX_SOURCE_ID, check_verify, file_lines
@@ -338,7 +338,7 @@ class RepoContextBuilder(BuilderBase):
         """:meth:`build` for each input in turn; same contract as
         :meth:`repo_context.RepoContextBuilder.build_many` (``threads`` is validated, then
         unused: this loop is the specification of the parallel one)."""
-        _, return_errors = batch_options(threads, errors)
+        _, return_errors = batch_options(threads, errors, self.limits)
         out: list[BuildResult | Exception] = []
         for input in list(inputs):
             try:
@@ -368,11 +368,13 @@ class RepoContextBuilder(BuilderBase):
             fields.append(values)
         return rows, fields
 
-    def cache_key(self, input: object) -> str:
+    def cache_key(self, input: object, *, verify: Callable[[str], bytes | None] | None = None) -> str:
         """The input's cache key; same contract as :meth:`repo_context.RepoContextBuilder.cache_key`."""
+        check_verify(verify)
         candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
         rows, fields = self._read(candidates)
         reasons = {group: name for name, group in GROUP}
+        verified = None if verify is None else verified_files([row.path for row in rows], verify)
         return input_key(
             (
                 (
@@ -381,7 +383,7 @@ class RepoContextBuilder(BuilderBase):
                     row.end,
                     item["content"],
                     reasons[row.group],
-                    row.score,
+                    item["score"],
                     item.get("source_sha256"),
                     item.get("source_id"),
                 )
@@ -392,6 +394,7 @@ class RepoContextBuilder(BuilderBase):
             failure_files,
             cost,
             [row.group_id for row in rows],
+            verified,
         )
 
     def build(
@@ -570,7 +573,7 @@ def build_many(
     return _DEFAULT.build_many(inputs, threads=threads, errors=errors)
 
 
-def cache_key(input: object) -> str:
+def cache_key(input: object, *, verify: Callable[[str], bytes | None] | None = None) -> str:
     """The input's cache key with the default settings (pure Python); equal to
     :func:`repo_context.cache_key`."""
-    return _DEFAULT.cache_key(input)
+    return _DEFAULT.cache_key(input, verify=verify)

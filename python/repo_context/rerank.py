@@ -28,7 +28,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ._io import warn
-from ._writer import AtomicFile, check_output, refuse_same_files
+from ._writer import AtomicFile, check_output, commit_all, refuse_same_files
 from .errors import InvalidInputError
 from .limits import add_limit_option
 from .table import build_table
@@ -163,8 +163,8 @@ def _finish(writers: list[_Writer], schemas: list[pa.Schema | None], ok: bool) -
     try:
         for writer, schema in zip(writers, schemas, strict=False):
             writer.finish(schema)
-        for writer in writers:
-            writer.out.commit()
+        # Every output flushed to disk before any is renamed: a full disk replaces none.
+        commit_all([writer.out for writer in writers])
     except BaseException:
         for writer in writers:
             writer.abort()
@@ -193,7 +193,10 @@ def _rerank(args: argparse.Namespace) -> int:
     if args.batch_rows < 1:
         raise _UsageError(f"--batch-rows must be >= 1, got {args.batch_rows}")
     # Before any work: no output over the input or the other output, none that cannot be written.
-    refuse_same_files([("--out", args.out), ("--summary", args.summary)], [("the input", args.file)])
+    # (standard output is not written: --out /dev/stdout is the one writer there)
+    refuse_same_files(
+        [("--out", args.out), ("--summary", args.summary)], [("the input", args.file)], streams=(2,)
+    )
     check_output(args.out)
     if args.summary:
         check_output(args.summary)
@@ -278,14 +281,30 @@ def _rerank(args: argparse.Namespace) -> int:
     return 0
 
 
+def _comparable_keys(keys: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A key column of any type :func:`~repo_context.build_table` accepts (integers; ``utf8``,
+    ``large_utf8``, ``string_view`` or dictionary-encoded strings) as one that pyarrow's
+    ``equal``, ``not_equal`` and ``take`` compare: a dictionary decoded to its values, a
+    ``string_view`` cast to ``large_utf8`` (byte for byte; neither validates UTF-8).
+
+    Raises:
+        pyarrow.ArrowException: a dictionary index out of range."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(keys.type):
+        keys = pc.cast(keys, keys.type.value_type)
+    if pa.types.is_string_view(keys.type):
+        keys = pc.cast(keys, pa.large_string())
+    return keys
+
+
 def _run_keys(table: pa.Table, group_by: str) -> list[Any]:
     """The key of every run of equal keys, in order."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    keys = table.column(group_by)
-    if pa.types.is_dictionary(keys.type):
-        keys = pc.cast(keys, keys.type.value_type)
+    keys = _comparable_keys(table.column(group_by))
     if len(keys) == 0:
         return []
     keys = keys.combine_chunks()
@@ -301,10 +320,13 @@ def _last_group_start(table: pa.Table, group_by: str | None) -> int:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    keys = table.column(group_by)
-    if pa.types.is_dictionary(keys.type):
-        keys = pc.cast(keys, keys.type.value_type)
     rows: int = table.num_rows
+    try:
+        keys = _comparable_keys(table.column(group_by))
+    except pa.ArrowException:
+        # Keys pyarrow cannot decode (a dictionary index out of range): build what was read,
+        # which reports the first bad row.
+        return rows
     last = keys[rows - 1]
     if not last.is_valid:
         return rows - 1  # a null key: reported by the build

@@ -1,68 +1,61 @@
-"""Secrets in text: where they are, and the text with them redacted.
+r"""Secrets in text: where they are, and the text with them redacted.
 
-One detector serves the whole program: the reader (:mod:`repo_context.sources.files`) refuses a
-file in which it finds a secret, and every text that leaves the program (the Markdown context
-and its summary, the JSON output, error messages, the pytest plugin's files) passes through
-:func:`redact` on its way out.
+One detector serves the whole program: the reader (:mod:`repo_context.sources.files`) redacts
+each secret it finds in a file's lines (files that are secrets by name are withheld whole), and
+every text that leaves the program (the Markdown context and its summary, the JSON output, error
+messages, the pytest plugin's files) passes through :func:`redact` on its way out.
 
-The detector is the Rust ``regex`` crate behind ``repo_context._core.secret_spans``: every rule
-runs in time linear in the text, whatever the text (no backtracking). The rules, one per kind
-(:data:`KINDS`), re-implement the published rules of gitleaks and detect-secrets:
+**Rules.** Detection is based on a maintained, published rule set: the plugins of
+`detect-secrets <https://pypi.org/project/detect-secrets/>`_ (a dependency). On import, this
+module reads the regular expressions of every regex-based plugin (:data:`RULE_SET` names the
+version), translates the few constructs the Rust ``regex`` crate lacks (the lookarounds
+``(?<=\W)|(?<=^)`` and ``(?!class)``, see :func:`translate`) and installs them in the Rust
+detector (``repo_context._core.install_secret_rules``), where they run with the built-in rules
+for the formats that set lacks. A *family* (the ``kind`` of a finding) is a plugin's name
+(``AWSKeyDetector``, ``SlackDetector``, ...) or a built-in rule's id; :data:`KINDS` lists them
+all. Three plugins are not used, on purpose: ``KeywordDetector`` (its expressions need
+lookaheads and back-references; its keyword list is kept in the built-in ``generic-password``
+and ``generic-secret`` rules, whose values are judged by length, entropy and placeholder rules
+instead), ``Base64HighEntropyString`` and ``HexHighEntropyString`` (any quoted string of high
+entropy: hashes and test vectors everywhere), and ``IPPublicDetector`` (an address is not a
+secret).
 
-=======================  =====================================================================
-kind                     what is detected
-=======================  =====================================================================
-private-key              a ``-----BEGIN ... PRIVATE KEY-----`` block (to its ``END`` line when
-                         the body is plain base64), a PuTTY key file header
-aws-access-key-id        ``AKIA``/``ASIA``/``ABIA``/``ACCA`` and 16 upper-case letters or digits
-aws-secret-access-key    40 base64 characters assigned to ``aws_secret_access_key``
-github-token             ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` and 36-255 letters or
-                         digits; ``github_pat_`` and 22 or more
-gitlab-token             ``glpat-``, ``gldt-``, ``glrt-``, ``glptt-``, ``glft-``, ``glsoat-``,
-                         ``glcbt-`` and 20 or more characters
-slack-token              ``xoxa-``/``xoxb-``/``xoxe-``/``xoxo-``/``xoxp-``/``xoxr-``/``xoxs-``
-                         and 10 or more characters; ``xapp-`` app tokens
-slack-webhook            ``hooks.slack.com/services/`` (or ``workflows``, ``triggers``) URLs
-google-api-key           ``AIza`` and 35 characters
-stripe-key               ``sk_``/``rk_`` then ``live_``/``test_``/``prod_`` and 20 or more
-npm-token                ``npm_`` and 36 letters or digits
-pypi-token               ``pypi-AgEIcHlwaS5vcmc`` (or TestPyPI's) and 50 or more characters
-anthropic-key            ``sk-ant-`` (``api03-``, ``admin01-`` ...) and 20 or more characters
-openai-key               ``sk-proj-``/``sk-svcacct-``/``sk-admin-`` and 40 or more characters;
-                         any ``sk-`` key holding ``T3BlbkFJ``
-huggingface-token        ``hf_`` (or ``api_org_``) and 30-40 letters or digits
-azure-storage-key        ``AccountKey=`` and 86-90 base64 characters
-jwt                      ``eyJ...`` ``.`` ``eyJ...`` ``.`` signature (a JSON Web Token)
-url-password             the password of ``scheme://user:password@host``
-generic-secret           a value of 16 or more characters, with letters and digits and a
-                         Shannon entropy of at least 3.5 bits per character, assigned (``=``,
-                         ``:``, ``:=``, ``=>``, ``==``) to a name holding ``password``,
-                         ``passwd``, ``passphrase``, ``pwd``, ``secret``, ``token``,
-                         ``api_key``, ``access_key``, ``auth_key``, ``private_key`` or
-                         ``credential``; the value ends at a blank, a quote, a bracket,
-                         ``,``, ``;``, ``=`` or ``:``, and an assignment inside the value of
-                         another (``token=abc&password=...``) is found too
-=======================  =====================================================================
+**Time.** Every rule runs in the Rust ``regex`` crate, in time linear in the text, whatever the
+text (no backtracking).
 
-A token must stand alone: a letter or digit right before or after it (``XAKIA...``) makes it
-part of a longer word. ``url-password`` and ``generic-secret`` skip placeholders: template and
-variable references (``${X}``, ``{{x}}``, ``%(x)s``, ``$X``, ``<x>``), one repeated character,
-values holding ``example``, ``placeholder``, ``changeme``, ``dummy``, ``fake``, ``sample``,
-``your``, ``xxxx``, ``redacted``, ``test``, ``pass``, ``secret``, ``token`` or ``todo``, dotted
-names (``os.environ``) and snake-case constant names; AWS's documented example key ids (ending
-in ``EXAMPLE``) are not secrets. Offsets are characters (code points).
+**Values judged in code** (the built-in rules; thresholds in ``src/secrets.rs``): a quoted value
+assigned to a password name (``password``, ``passwd``, ``pwd``, ``passphrase``, ...) is a secret
+from 6 characters and 2.0 bits of entropy per character when it holds letters and digits
+(``"hunter2"``), and from 14 characters and 3.2 bits when it is all letters or symbols (a short
+word such as ``"python"`` is a test fixture as often as a password); a quoted value assigned to
+another secret name (``secret``, ``token``, ``api_key``, ...) from 12 characters, 3.0 bits,
+letters with digits or symbols; an unquoted value from 8 characters, 2.5 bits, letters with
+digits. None of them is a placeholder: a template or variable reference (``${X}``, ``{{x}}``,
+``%(x)s``, ``$X``, ``<x>``), a mask (``xxxx``, ``****``), or a value made *only* of placeholder
+words (``changeme``, ``your_api_key_here``, ``test123``); a value that merely contains such a
+word (``mytestvalue9Zq``) is not a placeholder. Names in code (``os.environ``, ``API_KEY``,
+``get_token``, ``quoted-string``) are not values. The password of a URL (``redis://:pw@host``
+too) is a secret unless it is a placeholder, equals the user name, or the host is a
+documentation host (``example.com``/``.org``/``.net`` and names under them, RFC 2606):
+``ftp://foo:bar@ftp.example.org/`` and ``postgres://user:pass@db`` are documentation.
+Offsets are characters (code points).
 """
 
 from __future__ import annotations
 
+import importlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Any
 
-from ._core import SECRET_KINDS, secret_spans
+from ._core import install_secret_rules, secret_kinds, secret_spans
 
 __all__ = [
+    "EXCLUDED_PLUGINS",
     "KINDS",
+    "RULE_SET",
     "SECRET_REDACTED",
     "Redaction",
     "Secret",
@@ -74,8 +67,148 @@ __all__ = [
     "redaction_note",
 ]
 
-#: The kinds of secret detected, in rule order (see the module docstring).
-KINDS: tuple[str, ...] = tuple(SECRET_KINDS)
+#: The detect-secrets plugins whose expressions are not installed (see the module docstring).
+EXCLUDED_PLUGINS = frozenset(
+    {"KeywordDetector", "Base64HighEntropyString", "HexHighEntropyString", "IPPublicDetector"}
+)
+#: Plugins whose capture group 1 is the secret (a keyword or URL around a value); in every
+#: other plugin's expressions, the whole match is.
+_VALUE_GROUP = frozenset(
+    {
+        "AWSKeyDetector",
+        "BasicAuthDetector",
+        "CloudantDetector",
+        "IbmCloudIamDetector",
+        "IbmCosHmacDetector",
+        "SoftlayerDetector",
+        "NpmDetector",
+    }
+)
+_CHECKS = {
+    "BasicAuthDetector": "url-password",
+    "JwtTokenDetector": "jwt",
+    "PrivateKeyDetector": "private-key",
+}
+
+_START_HALF = "(?:(?<=\\W)|(?<=^))"
+_LOOKAHEAD = re.compile(r"\(\?!(\\w|\[(?:\\.|[^\]\\])*\])\)")
+_LOOKAROUND = re.compile(r"\(\?<?[=!]")
+
+
+class RuleError(ValueError):
+    """An expression of the rule set that the Rust ``regex`` crate cannot run as it is."""
+
+
+def _escape_class_dashes(pattern: str) -> str:
+    """``pattern`` with each ``-`` inside a character class that is not a range (``[0-9-_]``,
+    which Python reads as a literal ``-``) escaped, as the ``regex`` crate needs."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    in_class = False
+    items = 0  # class members since the last range (a `-` after a range is a literal)
+    after_range = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            out.append(pattern[i : i + 2])
+            i += 2
+            items += 1
+            after_range = False
+            continue
+        if not in_class:
+            if c == "[":
+                in_class, items, after_range = True, 0, False
+                out.append(c)
+                if pattern[i + 1 : i + 2] == "^":
+                    out.append("^")
+                    i += 1
+                if pattern[i + 1 : i + 2] == "]":
+                    out.append("\\]")
+                    i += 1
+                i += 1
+                continue
+            out.append(c)
+            i += 1
+            continue
+        if c == "]":
+            in_class = False
+            out.append(c)
+        elif c == "-":
+            literal = items == 0 or after_range or pattern[i + 1 : i + 2] == "]"
+            if literal:
+                out.append("\\-")
+                items += 1
+                after_range = False
+            else:
+                out.append(c)
+                # The next member closes the range.
+                nxt = pattern[i + 1 : i + 3] if pattern[i + 1 : i + 2] == "\\" else pattern[i + 1 : i + 2]
+                out.append(nxt)
+                i += len(nxt)
+                after_range = True
+        else:
+            out.append(c)
+            items += 1
+            after_range = False
+        i += 1
+    return "".join(out)
+
+
+def translate(pattern: str, flags: int) -> tuple[str, str | None]:
+    """The ``regex``-crate form of a Python expression of the rule set: ``(pattern,
+    not_followed_by)``. ``(?:(?<=\\W)|(?<=^))`` becomes ``\\b{start-half}`` (same meaning);
+    a ``(?!\\w)`` or ``(?![class])`` at the end of the expression or of its first group is
+    removed and returned as ``not_followed_by`` (the class the byte after the secret may not
+    be in, checked in Rust); a ``-`` that Python reads as a literal in a class is escaped;
+    ``re.IGNORECASE`` and ``re.VERBOSE`` become ``(?i)`` and ``(?x)``, and ``(?m)`` makes
+    ``^`` and ``$`` match at lines (the plugins run line by line). Raises :class:`RuleError`
+    for any other lookaround."""
+    text = pattern.replace(_START_HALF, r"\b{start-half}")
+    follow: str | None = None
+    for m in list(_LOOKAHEAD.finditer(text)):
+        rest = text[m.end() :]
+        if rest and not rest.startswith(")"):
+            raise RuleError(f"a lookahead {m.group()!r} not at the end of the secret in {pattern!r}")
+        if follow is not None:
+            raise RuleError(f"two lookaheads in {pattern!r}")
+        follow = "[A-Za-z0-9_]" if m.group(1) == "\\w" else m.group(1)
+        text = text[: m.start()] + text[m.end() :]
+    if _LOOKAROUND.search(text):
+        raise RuleError(f"a lookaround the regex crate lacks in {pattern!r}")
+    text = _escape_class_dashes(text)
+    prefix = "(?m" + ("i" if flags & re.IGNORECASE else "") + ("x" if flags & re.VERBOSE else "") + ")"
+    return prefix + text, None if follow is None else _escape_class_dashes(follow)
+
+
+def _plugin_rules() -> list[tuple[str, str, str, bool, str | None]]:
+    """The installed rules: one per expression of every regex-based detect-secrets plugin not
+    in :data:`EXCLUDED_PLUGINS`, in the plugins' name order, as
+    ``_core.install_secret_rules`` takes them."""
+    # (imported as untyped modules: the rule set is data here)
+    util: Any = importlib.import_module("detect_secrets.core.plugins.util")
+    base: Any = importlib.import_module("detect_secrets.plugins.base")
+    regex_based: type = base.RegexBasedDetector
+    mapping = util.get_mapping_from_secret_type_to_class()
+    plugins: list[Any] = sorted(mapping.values(), key=lambda c: c.__name__)
+    rules: list[tuple[str, str, str, bool, str | None]] = []
+    for plugin in plugins:
+        name = plugin.__name__
+        if name in EXCLUDED_PLUGINS or not issubclass(plugin, regex_based):
+            continue
+        for expression in plugin.denylist:
+            translated, follow = translate(expression.pattern, expression.flags)
+            group = name in _VALUE_GROUP and expression.groups >= 1
+            rules.append((name, translated, _CHECKS.get(name, "token"), group, follow))
+    return rules
+
+
+#: The rule set installed: ``"detect-secrets VERSION"``.
+RULE_SET = f"detect-secrets {metadata.version('detect-secrets')}"
+install_secret_rules(_plugin_rules())
+
+#: The kinds (families) of secret detected: the installed plugins' names, then the built-in
+#: rules' ids, in rule order (see the module docstring).
+KINDS: tuple[str, ...] = tuple(secret_kinds())
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from . import _core
 from ._input import PathProblem, canonical_path, clamp_u64
 from .cost import Cost
 from .errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
-from .limits import Limits, limit_error, resolve
+from .limits import Limits, clamp_threads, cores, limit_error, resolve
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -227,6 +227,121 @@ def _check_schema(schema: pa.Schema, args: _Args) -> None:
             raise InvalidInputError(name, f"must be {kind} column, not {dtype}")
 
 
+# ---------------------------------------------------------------------------------------------
+# Arrow data: every string cell a build reads is valid UTF-8 within its column's buffers, and
+# every dictionary index in range. A producer can hand any buffers (the C data interface and
+# Parquet do not check them), so both engines check every cell they read, with the same
+# messages, before reading any (a null cell is never read, and not checked).
+
+_NOT_UTF8 = "is not valid UTF-8"
+_OUT_OF_BOUNDS = "is not valid Arrow data: its offsets point outside the column's data"
+
+
+def _bad_key(key: int, n: int) -> str:
+    return f"has dictionary index {key}, out of range for {n} dictionary values"
+
+
+def _decoded(payload: bytes) -> str | None:
+    try:
+        payload.decode("utf-8")
+    except UnicodeDecodeError:
+        return _NOT_UTF8
+    return None
+
+
+def _cell_problems(array: pa.Array) -> list[str | None]:
+    """Per cell of one chunk: why the cell is not valid Arrow data, or ``None`` (valid, or
+    null). Arrow's own full validation first; cell by cell only where it fails (it is
+    stricter: it also checks bytes no cell reads)."""
+    import pyarrow as pa
+
+    n = len(array)
+    try:
+        array.validate(full=True)
+    except pa.ArrowException:
+        pass
+    else:
+        return [None] * n
+    t = array.type
+    valid = array.is_valid().to_pylist()
+    out: list[str | None] = [None] * n
+    if pa.types.is_dictionary(t):
+        values = _cell_problems(array.dictionary)
+        for i, key in enumerate(array.indices.to_pylist()):
+            if key is not None:
+                out[i] = values[key] if 0 <= key < len(values) else _bad_key(key, len(values))
+        return out
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        offsets = array.offsets.to_pylist()
+        items = _cell_problems(array.values)
+        for i in range(n):
+            start, end = offsets[i], offsets[i + 1]
+            if not valid[i]:
+                continue
+            if start < 0 or start > end or end > len(items):
+                out[i] = _OUT_OF_BOUNDS
+                continue
+            out[i] = next(
+                (f"item {j - start}: {items[j]}" for j in range(start, end) if items[j] is not None),
+                None,
+            )
+        return out
+    buffers = array.buffers()
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        width = 4 if pa.types.is_string(t) else 8
+        first = array.offset
+        raw = memoryview(buffers[1] or b"")[first * width : (first + n + 1) * width]
+        offsets = (raw.cast("i") if width == 4 else raw.cast("q")).tolist()
+        data = memoryview(buffers[2] or b"")
+        last = offsets[-1] if offsets else 0
+        for i in range(n):
+            if not valid[i]:
+                continue
+            start, end = offsets[i], offsets[i + 1]
+            if start < 0 or start > end or end > last or end > len(data):
+                out[i] = _OUT_OF_BOUNDS
+            else:
+                out[i] = _decoded(bytes(data[start:end]))
+        return out
+    if pa.types.is_string_view(t):
+        views = memoryview(buffers[1] or b"")
+        datas = [memoryview(b or b"") for b in buffers[2:]]
+        for i in range(n):
+            if not valid[i]:
+                continue
+            view = bytes(views[(array.offset + i) * 16 : (array.offset + i + 1) * 16])
+            length = int.from_bytes(view[0:4], "little")
+            if length <= 12:
+                out[i] = _decoded(view[4 : 4 + length])
+                continue
+            index = int.from_bytes(view[8:12], "little")
+            at = int.from_bytes(view[12:16], "little")
+            if index >= len(datas) or at + length > len(datas[index]):
+                out[i] = _OUT_OF_BOUNDS
+            else:
+                out[i] = _decoded(bytes(datas[index][at : at + length]))
+        return out
+    return out
+
+
+def _first_invalid(column: pa.ChunkedArray) -> tuple[int, str] | None:
+    """The first cell (table row, problem) of ``column`` that is not valid Arrow data."""
+    base = 0
+    for chunk in column.chunks:
+        for i, problem in enumerate(_cell_problems(chunk)):
+            if problem is not None:
+                return base + i, problem
+        base += len(chunk)
+    return None
+
+
+def _read_columns(args: _Args) -> list[str]:
+    """The columns a build reads, once each: the only ones handed to the engine (the others
+    are never imported, whatever their type)."""
+    names = [*CANDIDATE_COLUMNS, args.group_by, args.budget_column, args.failure_files]
+    return list(dict.fromkeys(name for name in names if name is not None))
+
+
 def _key_suffix(data: pa.Table, args: _Args, key_row: int | None, local: int | None) -> str:
     """`` (group 'a', row 3 of the group)``: where a row error sits, for a grouped table."""
     if args.group_by is None or key_row is None:
@@ -346,10 +461,11 @@ def build_table(
         cost: the cost model (:class:`~repo_context.Cost` or its mapping form; default:
             characters, i.e. code points, of the content). Token units count exact tokens of
             the named encoding (in parallel). A ``template`` is not supported.
-        threads: worker threads (``int >= 1``); ``None`` uses one per core.
+        threads: worker threads (``int >= 1``); ``None`` uses one per core. At most
+            ``limits.max_threads``: a larger request is clamped, said once on standard error.
         limits: the resource limits (:class:`~repo_context.limits.Limits`; default
             ``repo_context.limits.DEFAULT_LIMITS``): ``max_candidates`` and
-            ``max_total_chars`` apply to each group.
+            ``max_total_chars`` apply to each group, ``max_threads`` to the call.
 
     Returns:
         A :class:`TableResult` (``decisions``: one row per input row in input order;
@@ -362,12 +478,17 @@ def build_table(
             it, ``index`` is ``None``).
         InvalidCandidateError: a bad row: ``index`` is its row in the whole table, ``field``
             its column, and the message ends with its group key and its row within the group.
-            Checked in this order, the first in table order reported: null group keys; the
-            budget and failing-files cells (each valid, and the same within a group); then the
-            candidates, exactly as :func:`repo_context.build` checks them.
-        ResourceLimitError: a group over ``limits.max_candidates`` (checked before any row is
-            read) or ``limits.max_total_chars`` (``limit``, ``value``, ``maximum`` as for
-            :func:`repo_context.build`).
+            Checked in this order, the first in table order reported: group keys that are null
+            or not valid Arrow data; the other string cells a build reads (path, content,
+            reason, failing files; first by row, then in that column order) that are not valid
+            Arrow data (``is not valid UTF-8``, offsets or views outside the column's data, a
+            dictionary index out of range: the C data interface and Parquet hand buffers over
+            unchecked, so every cell is checked before it is read; null cells are not read);
+            the budget and failing-files cells (each valid, and the same within a group); then
+            the candidates, exactly as :func:`repo_context.build` checks them.
+        ResourceLimitError: a group over ``limits.max_candidates`` (checked after the Arrow
+            data, before any other cell is read) or ``limits.max_total_chars`` (``limit``,
+            ``value``, ``maximum`` as for :func:`repo_context.build`).
 
     Validation is complete before any build: either everything is decided or nothing is. The
     GIL is released from the end of the import to the end of the builds; content is read in
@@ -375,13 +496,17 @@ def build_table(
     """
     args = _arguments(budget, group_by, failure_files, cost, threads)
     chosen = resolve(limits)
+    # None: rayon's pool of one thread per core, unless the limit is lower.
+    workers: int | None = clamp_threads(args.threads, chosen)
+    if args.threads is None and workers is not None and workers >= cores():
+        workers = None
     data = _as_arrow(table)
     _check_schema(data.schema, args)
     import pyarrow as pa
 
     try:
         decisions, groups = _core.build_table(
-            data,
+            data.select(_read_columns(args)),
             group_by=args.group_by,
             budget=clamp_u64(args.budget),
             budget_column=args.budget_column,
@@ -389,7 +514,7 @@ def build_table(
             encoding=args.cost.encoding,
             max_candidates=clamp_u64(chosen.max_candidates),
             max_total_chars=clamp_u64(chosen.max_total_chars),
-            threads=args.threads,
+            threads=workers,
         )
     except _RowError as err:
         _raise(data, args, err)
@@ -419,19 +544,26 @@ def reference_build_table(
 
     args = _arguments(budget, group_by, failure_files, cost, threads)
     chosen = resolve(limits)
+    clamp_threads(args.threads, chosen)  # said as build_table says it
     data = _as_arrow(table)
     _check_schema(data.schema, args)
     n = data.num_rows
 
     # 1. Group keys: no null; groups in order of first appearance.
+    # A key cell that is not valid Arrow data counts as the first bad key from its row on.
     members: dict[Any, list[int]] = {}
     if args.group_by is None:
         members[None] = list(range(n))
     else:
-        for row, key in enumerate(data.column(args.group_by).to_pylist()):
+        key_column = data.column(args.group_by)
+        bad_key = _first_invalid(key_column)
+        readable = key_column if bad_key is None else key_column.slice(0, bad_key[0])
+        for row, key in enumerate(readable.to_pylist()):
             if key is None:
                 raise InvalidCandidateError(args.group_by, "is null", row)
             members.setdefault(key, []).append(row)
+        if bad_key is not None:
+            raise InvalidCandidateError(args.group_by, bad_key[1], bad_key[0])
     groups = list(members.values())
     group_of = [0] * n
     local_of = [0] * n
@@ -443,13 +575,27 @@ def reference_build_table(
         where = _key_suffix(data, args, row, local_of[row])
         return InvalidCandidateError(field, problem + where, row)
 
-    # 2. Group sizes.
+    # 2. The other string columns' Arrow data: the first bad cell in table order, then in the
+    # order path, content, reason, failing files.
+    string_columns = ["path", "content", "reason"]
+    if args.failure_files is not None:
+        string_columns.append(args.failure_files)
+    found = [
+        (bad[0], k, name, bad[1])
+        for k, name in enumerate(string_columns)
+        if (bad := _first_invalid(data.column(name))) is not None
+    ]
+    if found:
+        row, _, name, problem = min(found)
+        raise fail(name, problem, row)
+
+    # 3. Group sizes.
     for rows in groups:
         if len(rows) > chosen.max_candidates:
             err = limit_error("candidates", "max_candidates", "", len(rows), chosen.max_candidates)
             raise _with_suffix(err, err.problem + _key_suffix(data, args, rows[0], None), None)
 
-    # 3. The budget and failing-files cells, in table order.
+    # 4. The budget and failing-files cells, in table order.
     budgets: dict[int, tuple[int, int]] = {}
     failing: dict[int, list[str]] = {}
     budget_cells = None if args.budget_column is None else data.column(args.budget_column).to_pylist()
@@ -483,7 +629,7 @@ def reference_build_table(
             if failing.setdefault(g, items) != items:
                 raise fail(name, "must be the same in every row of a group", row)
 
-    # 4. The builds; the first invalid row in table order is reported.
+    # 5. The builds; the first invalid row in table order is reported.
     builder = reference.RepoContextBuilder(cost=args.cost, limits=chosen)
     counter = builder.counter(args.cost)
     first_error: tuple[int, InvalidInputError] | None = None

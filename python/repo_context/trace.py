@@ -15,12 +15,13 @@ id (groups numbered from 0 in order of first appearance, equal ids by ``==`` and
 a ``dict``): the partition into groups is what decides the result, and any hashable id (a
 tuple, ``NaN``, an object whose ``repr`` holds its address) is written faithfully that way.
 ``source_sha256`` and ``source_id`` are written when present. A build with a ``verify`` reader
-writes ``"verified": true`` in ``input``; the replay cannot read the files as they were, so it
-rebuilds without the candidates the build found stale (they took no budget and blocked nothing,
-so the selection and its digest are the same) and reports a selected item that turned stale as
-dropped, ``stale``. ``decisions`` has one entry per candidate in rank order:
-``cost`` is what it costs in the budget's unit (its content, or its rendered block with a
-template). :func:`replay` rebuilds each line and compares.
+writes ``"verified": true`` in ``input``, and its ``cache_key`` is the key with the reader's
+state (``cache_key(input, verify=reader)``: the SHA-256 of each file as the build read it); the
+replay cannot read the files as they were, so it rebuilds without the candidates the build found
+stale (they took no budget and blocked nothing, so the selection and its digest are the same)
+and reports a selected item that turned stale as dropped, ``stale``. ``decisions`` has one entry
+per candidate in rank order: ``cost`` is what it costs in the budget's unit (its content, or its
+rendered block with a template). :func:`replay` rebuilds each line and compares.
 """
 
 from __future__ import annotations
@@ -75,8 +76,11 @@ def traced_build(
         check_output(trace)
     candidates, budget, failure_files, cost = normalize_input(input, builder.max_candidates, builder.cost)
     snapshot = BuildInput(candidates, failure_files=failure_files, budget=budget, cost=cost)
-    result: BuildResult = builder.build(snapshot, verify=verify)
-    record = _record(builder, snapshot, result, engine)
+    # The key of a verified build holds the reader's state: the files as the build read them
+    # (each read once, kept for the key).
+    seen = None if verify is None else _Recorded(verify)
+    result: BuildResult = builder.build(snapshot, verify=seen)
+    record = _record(builder, snapshot, result, engine, seen)
     if verify is not None:
         record["input"]["verified"] = True
     line = json.dumps(record, ensure_ascii=True, allow_nan=False) + "\n"
@@ -120,7 +124,23 @@ def _plain(fields: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _record(builder: Any, snapshot: BuildInput, result: BuildResult, engine: str) -> dict[str, Any]:
+class _Recorded:
+    """A ``verify`` reader that remembers what it returned for each path, so the trace's cache
+    key covers exactly the files the build saw."""
+
+    def __init__(self, verify: Any) -> None:
+        self._verify = verify
+        self._seen: dict[str, Any] = {}
+
+    def __call__(self, path: str) -> Any:
+        if path not in self._seen:
+            self._seen[path] = self._verify(path)
+        return self._seen[path]
+
+
+def _record(
+    builder: Any, snapshot: BuildInput, result: BuildResult, engine: str, verify: _Recorded | None = None
+) -> dict[str, Any]:
     cost: Cost = snapshot.cost  # type: ignore[assignment]
     fields = [_fields(c) for c in snapshot.candidates]
     cands = [_plain(f) for f in fields]
@@ -147,7 +167,7 @@ def _record(builder: Any, snapshot: BuildInput, result: BuildResult, engine: str
         "trace": TRACE_VERSION,
         "policy": POLICY_VERSION,
         "engine": engine,
-        "cache_key": builder.cache_key(snapshot),
+        "cache_key": builder.cache_key(snapshot, verify=verify),
         "digest": result.digest,
         "input": {
             "candidates": cands,

@@ -3,9 +3,10 @@
 A :class:`Workspace` holds, for one repository folder, what the candidate sources derive from
 its files: the file list, each file's read text and parse, its identifier words (the symbol
 index's first filter), its search chunks and their tokens, and the BM25 index over them. On
-every call it examines each file (size, modification time, inode) and reads again only the
-files that changed; a file whose content hash is unchanged keeps everything derived from it,
-so one edited file is re-derived alone (the BM25 index, whose statistics are global, is then
+every call it examines each file (size, modification time, change time, inode) and reads
+again only the files that changed, or whose stat cannot prove it (see :class:`Workspace`); a
+file whose content hash is unchanged keeps everything derived from it, so one edited file is
+re-derived alone (the BM25 index, whose statistics are global, is then
 rebuilt from the kept tokens of the others). With a cache folder the derived data also goes
 to disk (:mod:`repo_context._cache`), keyed by content hash and the version of the extraction
 rules, so a new process starts warm.
@@ -30,15 +31,16 @@ from pathlib import Path
 from typing import Any
 
 from . import reference
-from ._cache import Store
+from ._cache import Stat, Store
 from .builder import RepoContextBuilder
 from .builder import build as native_build
 from .composer import header_path, render, render_omitted
 from .cost import Cost
+from .evidence import MissingEvidence
 from .limits import Limits, check_context_inputs, resolve
 from .secrets import redact, redact_json, redaction_note
 from .sources.coverage import CoverageInput
-from .sources.files import PolicyOmission, Repository, SourceFile, _parse
+from .sources.files import SECRET_REDACTED_IN_FILE, PolicyOmission, Repository, SourceFile, _parse
 from .sources.gather import Gathered, gather
 from .sources.pytest_log import TestFailure, parse_test_output
 from .sources.search import (
@@ -52,7 +54,7 @@ from .sources.search import (
 )
 from .sources.symbols import ParsedFile, SymbolIndex, source_paths
 from .trace import TraceTarget
-from .types import BuildResult
+from .types import BuildResult, Candidate
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -77,7 +79,11 @@ _ENGINES: dict[str, Callable[[object], BuildResult]] = {
     "reference": reference.build,
 }
 
-_Stat = tuple[int, int, int]  # size, mtime_ns, inode
+_Stat = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+#: A stat whose modification or change time is within this many nanoseconds (2 s: FAT's
+#: granularity, above every other file system's, and the kernel's coarse clock) of the time
+#: the file was read is ambiguous: a later write in that span may leave it unchanged.
+AMBIGUOUS_NS = 2_000_000_000
 _Key = tuple[str, str]  # path, content digest
 _Words = tuple[frozenset[str], frozenset[str]]
 _Doc = tuple[int, tuple[tuple[int, int, str], ...], tuple[tuple[str, ...], ...]]  # lines, chunks, tokens
@@ -107,7 +113,12 @@ class ContextResult:
     each stage in seconds (``refresh``: listing the files and reading the changed ones;
     ``derive``: deriving words, chunks and the search index; ``gather``: the three sources;
     ``build``: ranking and packing; ``total``); ``reread`` the repository-relative paths the
-    call read again because they were new or changed.
+    call read again because they were new or changed; ``redactions`` the secrets the reader
+    replaced by ``[REDACTED: kind]`` in the selected windows (:func:`reader_redactions`:
+    ``{"where", "path", "lines", "kind", "reason", "why"}`` each, in selection order).
+
+    A failing file whose failure windows the reader withheld all (a file that is a secret by
+    name, say) is in ``result.missing_critical`` too, with those windows under ``withheld``.
     """
 
     result: BuildResult
@@ -115,6 +126,7 @@ class ContextResult:
     failures: tuple[TestFailure, ...] = ()
     timings: Mapping[str, float] = field(default_factory=dict)
     reread: tuple[str, ...] = ()
+    redactions: tuple[dict[str, Any], ...] = ()
 
     @property
     def failure(self) -> TestFailure | None:
@@ -177,6 +189,7 @@ class ContextResult:
             "\n".join(about),
             render_omitted(self.result, self.gathered.candidates).rstrip("\n"),
             *_policy_summary(self.gathered),
+            *_redaction_summary(self.redactions),
         ]
         redacted = redact("\n\n".join(parts) + "\n")
         if not redacted.kinds:
@@ -219,21 +232,93 @@ class ContextResult:
         data["failing_tests"] = failing_tests_json(self.gathered)
         redacted_data, redacted = redact_json(data)
         shown: dict[str, Any] = redacted_data
-        shown["policy_redacted"] = redacted
+        shown["policy_redacted"] = [*(dict(r) for r in self.redactions), *redacted]
         return shown
 
 
 def missing_lines(result: BuildResult) -> list[str]:
     """One line per failing file whose failure windows were all left out: the file and why
-    each window was left out (``a.py: window 3 (lines 10-80) budget``)."""
+    each window was left out (``a.py: window 3 (lines 10-80) budget``; a window the reader
+    withheld: ``lines 10-80 withheld (policy: secret name)``)."""
     lines = []
     for missing in result.missing_critical:
-        whys = ", ".join(
+        whys = [
             f"window {o.index} {o.reason}" + (f" of window {o.overlaps}" if o.overlaps is not None else "")
             for o in missing.omitted
-        )
-        lines.append(f"{header_path(missing.path)}: all failure windows left out ({whys})")
+        ]
+        whys += [
+            f"lines {w['start']}-{w['end']} withheld ({w['why']})" for w in getattr(missing, "withheld", ())
+        ]
+        lines.append(f"{header_path(missing.path)}: all failure windows left out ({', '.join(whys)})")
     return lines
+
+
+def reader_redactions(reader: Repository, result: BuildResult) -> tuple[dict[str, Any], ...]:
+    """The secrets the reader replaced in the selected items of ``result``: for each item
+    (``where`` its JSONPath, ``$.items[i].content``) and each secret of its file that touches
+    its lines (:meth:`SourceFile.redactions_in`), ``{"where", "path", "lines": [first, last],
+    "kind", "reason": "policy", "why": "policy: secret in the file"}``."""
+    out: list[dict[str, Any]] = []
+    for i, item in enumerate(result.items):
+        source = reader.source(item.path)
+        if source is None:
+            continue
+        for first, last, kind in source.redactions_in(item.start, item.end):
+            out.append(
+                {
+                    "where": f"$.items[{i}].content",
+                    "path": item.path,
+                    "lines": [first, last],
+                    "kind": kind,
+                    "reason": "policy",
+                    "why": SECRET_REDACTED_IN_FILE,
+                }
+            )
+    return tuple(out)
+
+
+def _with_withheld_failures(result: BuildResult, gathered: Gathered) -> BuildResult:
+    """``result`` with each failing file none of whose failure windows reached the build,
+    because the reader withheld them all (:attr:`Gathered.policy_omissions` of source
+    ``failure``), added to ``missing_critical`` (after the files already there)."""
+    failing = list(gathered.failure_files) or ([gathered.failure_file] if gathered.failure_file else [])
+    known = {m.path for m in result.missing_critical}
+    offered = {c.path for c in gathered.candidates if str(c.reason) == "failure"}
+    added: list[MissingEvidence] = []
+    for path in failing:
+        if path in known or path in offered:
+            continue
+        withheld = [w for w in gathered.policy_omissions if w.path == path and w.source == "failure"]
+        if withheld:
+            added.append(MissingEvidence(path, (), tuple(w.to_dict() for w in withheld)))
+    if not added:
+        return result
+    return BuildResult(
+        result.items,
+        result.selected,
+        result.used_chars,
+        result.truncated,
+        result.omitted,
+        result.failure_files,
+        result.cost,
+        result.budget,
+        result.used,
+        result.blocks,
+        [*result.missing_critical, *added],
+    )
+
+
+def _redaction_summary(redactions: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The Markdown lines about the secrets the reader redacted in the selected windows."""
+    if not redactions:
+        return []
+    n = len(redactions)
+    lines = [f"{n} secret{'s' if n != 1 else ''} redacted in the selected windows (reason policy):", ""]
+    for r in redactions:
+        first, last = r["lines"]
+        where = f"{r['path']}:{first}" if first == last else f"{r['path']}:{first}-{last}"
+        lines.append(f"- {header_path(where)} {r['kind']}: {r['why']}")
+    return ["\n".join(lines)]
 
 
 def failing_tests_json(gathered: Gathered) -> list[dict[str, object]]:
@@ -314,7 +399,9 @@ def _stamped(reader: Repository, windows: Iterable[Any]) -> list[dict[str, objec
     for w in windows:
         item = w.to_dict()
         source = reader.source(w.path)
-        if source is not None and source.digest:
+        # (A window of a file with redacted secrets is stamped after the build: the build
+        # checks its content against the redacted lines, see _verifier.)
+        if source is not None and source.digest and not source.redactions:
             item["source_sha256"] = source.digest
         item["source_id"] = w.source or str(w.reason)
         out.append(item)
@@ -323,14 +410,64 @@ def _stamped(reader: Repository, windows: Iterable[Any]) -> list[dict[str, objec
 
 def _verifier(reader: Repository) -> Callable[[str], bytes | None]:
     """The build's ``verify`` reader: the file's bytes as they are now, through the reader's
-    rules (``None`` for a file it may not or cannot read)."""
+    rules (``None`` for a file it may not or cannot read); a file that is not what the
+    workspace's table holds is read again on the next call (``Workspace._checked``)."""
 
     def read(path: str) -> bytes | None:
         if reader.relative(path) != path:
             return None
-        return reader._read(path)
+        data = reader._read(path)
+        if isinstance(reader, _Reader):
+            reader._workspace._checked(path, hashlib.sha256(data).hexdigest() if data is not None else "")
+        source = reader.source(path) if data is not None else None
+        if (
+            source is not None
+            and source.redactions
+            and hashlib.sha256(data or b"").hexdigest() == source.digest
+        ):
+            # The file's own bytes are those the windows were cut from: their content is
+            # checked against its lines with the secrets redacted, as they were cut.
+            return "".join(source.lines).encode("utf-8", "surrogateescape")
+        return data
 
     return read
+
+
+def _restamped(result: BuildResult, reader: Repository) -> BuildResult:
+    """``result`` with each item of a file with redacted secrets stamped with the SHA-256 of
+    the file's own bytes (``source_sha256``), which :func:`_verifier` checked."""
+    items = list(result.items)
+    changed = False
+    for i, item in enumerate(items):
+        source = reader.source(item.path)
+        if source is not None and source.redactions and source.digest and item.source_sha256 is None:
+            items[i] = Candidate(
+                item.path,
+                item.start,
+                item.end,
+                item.content,
+                item.reason,
+                item.score,
+                group=item.group,
+                source_sha256=source.digest,
+                source_id=item.source_id,
+            )
+            changed = True
+    if not changed:
+        return result
+    return BuildResult(
+        items,
+        result.selected,
+        result.used_chars,
+        result.truncated,
+        result.omitted,
+        result.failure_files,
+        result.cost,
+        result.budget,
+        result.used,
+        result.blocks,
+        result.missing_critical,
+    )
 
 
 class _CachedSource(SourceFile):
@@ -355,6 +492,8 @@ class _Reader(Repository):
         if digest is None:
             data = self._read(rel)
             digest = hashlib.sha256(data).hexdigest() if data is not None else None
+            if self._verify:
+                ws._checked(rel, digest or "")
         if digest is not None:
             kept = ws._kept_source(rel, digest)
             if kept is not None:
@@ -436,10 +575,19 @@ class Workspace:
     progress bar (``rich``) on standard error while more than :data:`PROGRESS_FILES` files
     are derived; ``None`` (default): when standard error is a terminal.
 
-    A file whose size, modification time (ns) and inode are unchanged is taken as unchanged,
-    as git's index does; everything derived from a file is keyed by its SHA-256 content hash
-    (content-addressed, like a build cache), so a touched but unchanged file costs one read.
-    The reader's check before output still reads every file a selected window comes from.
+    A file whose size, modification time, change time (ns) and inode are unchanged is taken as
+    unchanged, as git's index does: the change time (``st_ctime_ns``) moves on every write and
+    cannot be set back, so an edit that restores the size and modification time (``cp -p``,
+    ``tar``, ``rsync -t``) is seen. A stat is not trusted when the file was modified or changed
+    within :data:`AMBIGUOUS_NS` (2 s) of the time it was read (a write in the same timestamp
+    tick can leave every field as it was: git's "racily clean" entries): such a file is hashed
+    again on the next call. Everything derived from a file is keyed by its SHA-256 content
+    hash (content-addressed, like a build cache), so a touched but unchanged file costs one
+    read. The reader's check before output still reads every file a selected window comes
+    from, and so does the build's ``verify``; a file either finds not to be the content the
+    table holds is forgotten (here and in the cache) and read again on the next call, so a
+    wrong row never persists. Names are kept as Python reads them (a byte that is not valid
+    UTF-8 as a lone surrogate) and stored in the cache losslessly.
 
     A workspace is safe to share between threads (calls run one at a time) and its cache
     between processes. Raises ``NotADirectoryError`` if ``root`` is not a folder.
@@ -470,12 +618,14 @@ class Workspace:
         self._lock = threading.RLock()
         self._store: Store | None = None
         if cache:
-            self._store = Store(Path(cache_dir) if cache_dir is not None else default_cache_dir())
+            folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+            self._store = Store(folder, chosen.max_cache_value_bytes)
         reading = (chosen.max_file_bytes, chosen.max_depth, chosen.max_gitignore_bytes)
         rules = (chosen.max_gitignore_patterns, chosen.max_gitignore_pattern_chars)
         self._key_prefix = f"{self.root.as_posix()}|{reading}|{rules}|{gitignore}"
-        # path -> (size, mtime_ns, inode, digest); "" digest: the file could not be read
-        self._table: dict[str, tuple[int, int, int, str]] = {}
+        # path -> (size, mtime_ns, ctime_ns, inode, indexed_ns, digest); "" digest: the file
+        # could not be read
+        self._table: dict[str, Stat] = {}
         self._table_loaded = False
         self._sources: dict[_Key, SourceFile] = {}
         self._unsaved: dict[str, tuple[tuple[str, ...], int]] = {}
@@ -617,9 +767,10 @@ class Workspace:
             "cost": model,
         }
         result = self._builder(engine).build(data, trace=trace, verify=_verifier(reader))
+        result = _with_withheld_failures(_restamped(result, reader), gathered)
         finished = time.perf_counter()
         times = {**timings, "build": finished - before, "total": finished - started}
-        return ContextResult(result, gathered, failures, times, reread)
+        return ContextResult(result, gathered, failures, times, reread, reader_redactions(reader, result))
 
     # -- one call --------------------------------------------------------------------------
 
@@ -708,7 +859,9 @@ class Workspace:
 
     def _keep_source(self, source: SourceFile) -> None:
         self._sources[(source.path, source.digest)] = source
-        if source.refused is None and self._store is not None and source.digest:
+        # A file with redacted secrets is not stored (its redactions are not in the stored
+        # form): it is read again by a new workspace, as a refused file is.
+        if source.refused is None and not source.redactions and self._store is not None and source.digest:
             self._unsaved[_store_key((source.path, source.digest))] = (source.lines, source.undecodable)
 
     def _save_sources(self) -> None:
@@ -725,7 +878,7 @@ class Workspace:
 
     def _digest(self, rel: str) -> str | None:
         row = self._table.get(rel)
-        return row[3] if row is not None and row[3] else None
+        return row[5] if row is not None and row[5] else None
 
     def _key(self, rel: str) -> _Key | None:
         digest = self._digest(rel)
@@ -733,26 +886,26 @@ class Workspace:
 
     def _refresh(self, reader: _Reader, paths: Sequence[str]) -> tuple[str, ...]:
         """Bring the file table up to date for ``paths``: a file whose size, modification
-        time or inode changed (or is new) is read again and hashed. Returns those paths."""
+        time, change time or inode changed (or is new), or whose stat is ambiguous
+        (:func:`_ambiguous`), is read again and hashed. Returns the paths whose stat or
+        content changed."""
         if not self._table_loaded:
             if self._store is not None:
                 self._table.update(self._store.stats(self._key_prefix))
             self._table_loaded = True
-        changed: dict[str, tuple[int, int, int, str]] = {}
+        changed: dict[str, Stat] = {}
         reread: list[str] = []
         for rel in paths:
-            try:
-                st = os.stat(self.root / rel, follow_symlinks=False)
-                now: _Stat = (st.st_size, st.st_mtime_ns, st.st_ino)
-            except OSError:
-                now = (-1, -1, -1)
+            stamp = time.time_ns()
+            now = _stat(self.root, rel)
             row = self._table.get(rel)
-            if row is not None and row[:3] == now:
+            if row is not None and row[:4] == now and not _ambiguous(row):
                 continue
             data = reader._read(rel) if now[0] >= 0 else None
             digest = hashlib.sha256(data).hexdigest() if data is not None else ""
-            changed[rel] = (*now, digest)
-            reread.append(rel)
+            changed[rel] = (*now, stamp, digest)
+            if row is None or row[:4] != now or row[5] != digest:
+                reread.append(rel)
         listed = set(paths)
         gone = [rel for rel in self._table if rel not in listed]
         for rel in gone:
@@ -761,6 +914,19 @@ class Workspace:
         if self._store is not None:
             self._store.put_stats(self._key_prefix, changed, gone)
         return tuple(reread)
+
+    def _checked(self, rel: str, digest: str) -> None:
+        """The reader's check or the build's ``verify`` read ``rel``, whose bytes have the hex
+        SHA-256 ``digest`` (``""``: it could not be read): if that is not the content the table
+        holds for it, forget the file's row (here and in the cache), so that the next call
+        reads it again and no wrong row persists, whatever its stat says."""
+        with self._lock:
+            row = self._table.get(rel)
+            if row is None or row[5] == digest:
+                return
+            del self._table[rel]
+            if self._store is not None:
+                self._store.put_stats(self._key_prefix, {}, [rel])
 
     # -- derived data ----------------------------------------------------------------------
 
@@ -807,7 +973,9 @@ class Workspace:
         index = SearchIndex(
             root=self.root,
             chunks=tuple(chunks),
-            fingerprint=tuple((rel, *self._table[rel][:3]) for rel in searchable if rel in self._table),
+            fingerprint=tuple(
+                (rel, *self._table[rel][:4]) for rel in searchable if rel in self._table
+            ),
             build_seconds=time.perf_counter() - started,
             timings=timings,
             lines=lines,
@@ -907,6 +1075,24 @@ def _stderr_console() -> Any:
     from rich.console import Console
 
     return Console(stderr=True)
+
+
+def _stat(root: Path, rel: str) -> _Stat:
+    """``(size, mtime_ns, ctime_ns, inode)`` of the file ``rel`` (not following a link), all
+    ``-1`` when it cannot be examined."""
+    try:
+        st = os.stat(root / rel, follow_symlinks=False)
+    except (OSError, ValueError):
+        return (-1, -1, -1, -1)
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _ambiguous(row: Stat) -> bool:
+    """Whether a table row's stat does not prove the content unchanged: the file was modified
+    or changed (``mtime``, ``ctime``) within :data:`AMBIGUOUS_NS` of the time it was read
+    (or later), so a write in the same timestamp tick may have left its stat as it was (git's
+    "racily clean" entries). Such a file is hashed again on the next call."""
+    return max(row[1], row[2]) >= row[4] - AMBIGUOUS_NS
 
 
 def _store_key(key: _Key) -> str:

@@ -15,6 +15,7 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
+use super::guard::guard;
 use super::tokens::TokenCounter;
 use super::{Job, Prepared, assemble, prepare};
 use crate::engine::Selection;
@@ -118,32 +119,34 @@ fn build_many<'py>(
     threads: usize,
     return_errors: bool,
 ) -> PyResult<Bound<'py, PyList>> {
-    if threads == 0 {
-        return Err(PyValueError::new_err("threads must be >= 1"));
-    }
-    // A snapshot of the list: the caller's code run while reading may change it.
-    let inputs: Vec<Bound<'py, PyAny>> = inputs.iter().collect();
-    let out = PyList::empty(py);
-    let mut window: Vec<Result<Prepared<'py>, PyErr>> = Vec::new();
-    let mut rows = 0usize;
-    for (position, input) in inputs.iter().enumerate() {
-        // Phase 1: read, in input order.
-        py.check_signals()?;
-        match read_one(py, check, input) {
-            Ok(p) => {
-                rows += p.job().len();
-                window.push(Ok(p));
+    guard("build_many", || {
+        if threads == 0 {
+            return Err(PyValueError::new_err("threads must be >= 1"));
+        }
+        // A snapshot of the list: the caller's code run while reading may change it.
+        let inputs: Vec<Bound<'py, PyAny>> = inputs.iter().collect();
+        let out = PyList::empty(py);
+        let mut window: Vec<Result<Prepared<'py>, PyErr>> = Vec::new();
+        let mut rows = 0usize;
+        for (position, input) in inputs.iter().enumerate() {
+            // Phase 1: read, in input order.
+            py.check_signals()?;
+            match read_one(py, check, input) {
+                Ok(p) => {
+                    rows += p.job().len();
+                    window.push(Ok(p));
+                }
+                Err(err) if returnable(py, &err, return_errors) => window.push(Err(err)),
+                Err(err) => return Err(err),
             }
-            Err(err) if returnable(py, &err, return_errors) => window.push(Err(err)),
-            Err(err) => return Err(err),
+            let last = position + 1 == inputs.len();
+            if last || (rows >= WINDOW_ROWS && window.len() >= threads) {
+                build_window(py, std::mem::take(&mut window), threads, &out)?;
+                rows = 0;
+            }
         }
-        let last = position + 1 == inputs.len();
-        if last || (rows >= WINDOW_ROWS && window.len() >= threads) {
-            build_window(py, std::mem::take(&mut window), threads, &out)?;
-            rows = 0;
-        }
-    }
-    Ok(out)
+        Ok(out)
+    })
 }
 
 /// Phases 2 and 3 for one window of read inputs: the engine for all of them, detached and in

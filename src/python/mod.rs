@@ -22,8 +22,11 @@ use rustc_hash::FxHashMap;
 use crate::digest::{self, Form};
 use crate::engine::{self, MAX_LINE, Omitted, Reason, Row};
 
+use guard::guard;
+
 mod batch;
 mod costing;
+mod guard;
 mod render;
 mod secrets;
 mod table;
@@ -190,18 +193,22 @@ impl Candidate {
         group: Option<Py<PyAny>>,
         source_sha256: Option<Py<PyAny>>,
         source_id: Option<Py<PyAny>>,
-    ) -> Self {
-        Self {
-            path,
-            start,
-            end,
-            content,
-            reason,
-            score,
-            group: group.unwrap_or_else(|| py.None()),
-            source_sha256: source_sha256.unwrap_or_else(|| py.None()),
-            source_id: source_id.unwrap_or_else(|| py.None()),
-        }
+    ) -> PyResult<Self> {
+        guard("Candidate.__new__", || {
+            Ok({
+                Self {
+                    path,
+                    start,
+                    end,
+                    content,
+                    reason,
+                    score,
+                    group: group.unwrap_or_else(|| py.None()),
+                    source_sha256: source_sha256.unwrap_or_else(|| py.None()),
+                    source_id: source_id.unwrap_or_else(|| py.None()),
+                }
+            })
+        })
     }
 
     /// Let the cyclic GC see the fields: a field may be any object (the constructor does not
@@ -237,98 +244,108 @@ impl Candidate {
 
     /// The JSON form: a dict with the six fields, and `group`, `source_sha256`, `source_id`
     /// each when it is not `None`. A group that is not a JSON scalar (a `str`, `int`, `bool`
-    /// or finite `float` exactly) is written as its `repr`, so the form always serialises.
+    /// or finite `float` exactly) is written as its `repr`, so the form always serialises, in a
+    /// canonical form that does not depend on the hash seed: the members of a `frozenset` or
+    /// `set` (inside tuples and named tuples too) in the order of their own canonical forms.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item(intern!(py, "path"), &self.path)?;
-        d.set_item(intern!(py, "start"), &self.start)?;
-        d.set_item(intern!(py, "end"), &self.end)?;
-        d.set_item(intern!(py, "content"), &self.content)?;
-        d.set_item(intern!(py, "reason"), &self.reason)?;
-        d.set_item(intern!(py, "score"), &self.score)?;
-        let group = self.group.bind(py);
-        if !group.is_none() {
-            let scalar = group.is_exact_instance_of::<PyString>()
-                || group.is_exact_instance_of::<PyInt>()
-                || group.is_exact_instance_of::<PyBool>()
-                || group
-                    .cast_exact::<PyFloat>()
-                    .is_ok_and(|f| f.value().is_finite());
-            if scalar {
-                d.set_item(intern!(py, "group"), group)?;
-            } else {
-                d.set_item(intern!(py, "group"), group.repr()?)?;
+        guard("Candidate.to_dict", || {
+            let d = PyDict::new(py);
+            d.set_item(intern!(py, "path"), &self.path)?;
+            d.set_item(intern!(py, "start"), &self.start)?;
+            d.set_item(intern!(py, "end"), &self.end)?;
+            d.set_item(intern!(py, "content"), &self.content)?;
+            d.set_item(intern!(py, "reason"), &self.reason)?;
+            d.set_item(intern!(py, "score"), &self.score)?;
+            let group = self.group.bind(py);
+            if !group.is_none() {
+                let scalar = group.is_exact_instance_of::<PyString>()
+                    || group.is_exact_instance_of::<PyInt>()
+                    || group.is_exact_instance_of::<PyBool>()
+                    || group
+                        .cast_exact::<PyFloat>()
+                        .is_ok_and(|f| f.value().is_finite());
+                if scalar {
+                    d.set_item(intern!(py, "group"), group)?;
+                } else {
+                    d.set_item(intern!(py, "group"), canonical_repr(group, 0)?)?;
+                }
             }
-        }
-        if !self.source_sha256.is_none(py) {
-            d.set_item(intern!(py, "source_sha256"), &self.source_sha256)?;
-        }
-        if !self.source_id.is_none(py) {
-            d.set_item(intern!(py, "source_id"), &self.source_id)?;
-        }
-        Ok(d)
+            if !self.source_sha256.is_none(py) {
+                d.set_item(intern!(py, "source_sha256"), &self.source_sha256)?;
+            }
+            if !self.source_id.is_none(py) {
+                d.set_item(intern!(py, "source_id"), &self.source_id)?;
+            }
+            Ok(d)
+        })
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let mut group = String::new();
-        for (name, value) in [
-            ("group", &self.group),
-            ("source_sha256", &self.source_sha256),
-            ("source_id", &self.source_id),
-        ] {
-            if !value.is_none(py) {
-                group.push_str(&format!(", {name}={}", value.bind(py).repr()?));
+        guard("Candidate.__repr__", || {
+            let mut group = String::new();
+            for (name, value) in [
+                ("group", &self.group),
+                ("source_sha256", &self.source_sha256),
+                ("source_id", &self.source_id),
+            ] {
+                if !value.is_none(py) {
+                    group.push_str(&format!(", {name}={}", value.bind(py).repr()?));
+                }
             }
-        }
-        Ok(format!(
-            "Candidate({}{group})",
-            reprs(&[
-                ("path", self.path.bind(py)),
-                ("start", self.start.bind(py)),
-                ("end", self.end.bind(py)),
-                ("content", self.content.bind(py)),
-                ("reason", self.reason.bind(py)),
-                ("score", self.score.bind(py)),
-            ])?
-        ))
+            Ok(format!(
+                "Candidate({}{group})",
+                reprs(&[
+                    ("path", self.path.bind(py)),
+                    ("start", self.start.bind(py)),
+                    ("end", self.end.bind(py)),
+                    ("content", self.content.bind(py)),
+                    ("reason", self.reason.bind(py)),
+                    ("score", self.score.bind(py)),
+                ])?
+            ))
+        })
     }
 
     fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
-        let py = other.py();
-        let theirs = match other.cast::<Candidate>() {
-            Ok(c) => Some(c.get().fields(py)?),
-            Err(_) => None,
-        };
-        compare(py, self.fields(py)?, theirs, op)
+        guard("Candidate.__richcmp__", || {
+            let py = other.py();
+            let theirs = match other.cast::<Candidate>() {
+                Ok(c) => Some(c.get().fields(py)?),
+                Err(_) => None,
+            };
+            compare(py, self.fields(py)?, theirs, op)
+        })
     }
 
     fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        self.fields(py)?.hash()
+        guard("Candidate.__hash__", || self.fields(py)?.hash())
     }
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        let py = slf.py();
-        let me = slf.get();
-        if me.group.is_none(py) && !me.has_provenance(py) {
-            return (slf.get_type(), me.six(py)?).into_bound_py_any(py);
-        }
-        // `group`, `source_sha256` and `source_id` are keyword-only: rebuilt through
-        // functools.partial with those that are not `None`.
-        let kwargs = PyDict::new(py);
-        for (name, value) in [
-            (intern!(py, "group"), &me.group),
-            (intern!(py, "source_sha256"), &me.source_sha256),
-            (intern!(py, "source_id"), &me.source_id),
-        ] {
-            if !value.is_none(py) {
-                kwargs.set_item(name, value)?;
+        guard("Candidate.__reduce__", || {
+            let py = slf.py();
+            let me = slf.get();
+            if me.group.is_none(py) && !me.has_provenance(py) {
+                return (slf.get_type(), me.six(py)?).into_bound_py_any(py);
             }
-        }
-        let partial = py
-            .import(intern!(py, "functools"))?
-            .getattr(intern!(py, "partial"))?;
-        let make = partial.call((slf.get_type(),), Some(&kwargs))?;
-        (make, me.six(py)?).into_bound_py_any(py)
+            // `group`, `source_sha256` and `source_id` are keyword-only: rebuilt through
+            // functools.partial with those that are not `None`.
+            let kwargs = PyDict::new(py);
+            for (name, value) in [
+                (intern!(py, "group"), &me.group),
+                (intern!(py, "source_sha256"), &me.source_sha256),
+                (intern!(py, "source_id"), &me.source_id),
+            ] {
+                if !value.is_none(py) {
+                    kwargs.set_item(name, value)?;
+                }
+            }
+            let partial = py
+                .import(intern!(py, "functools"))?
+                .getattr(intern!(py, "partial"))?;
+            let make = partial.call((slf.get_type(),), Some(&kwargs))?;
+            (make, me.six(py)?).into_bound_py_any(py)
+        })
     }
 }
 
@@ -374,108 +391,122 @@ impl Omission {
         overlaps: Option<usize>,
         member: Option<usize>,
     ) -> PyResult<Self> {
-        match (reason, member) {
-            ("group", None) => {
-                return Err(PyValueError::new_err(
-                    "a group omission names the member that did not fit",
-                ));
+        guard("Omission.__new__", || {
+            match (reason, member) {
+                ("group", None) => {
+                    return Err(PyValueError::new_err(
+                        "a group omission names the member that did not fit",
+                    ));
+                }
+                ("group", Some(_)) | (_, None) => {}
+                (_, Some(_)) => {
+                    return Err(PyValueError::new_err(
+                        "only a group omission names a member",
+                    ));
+                }
             }
-            ("group", Some(_)) | (_, None) => {}
-            (_, Some(_)) => {
-                return Err(PyValueError::new_err(
-                    "only a group omission names a member",
-                ));
-            }
-        }
-        let why = match (reason, overlaps) {
-            ("overlap", Some(_)) => Why::Overlap,
-            ("budget", None) => Why::Budget,
-            ("group", None) => Why::Group,
-            ("stale", None) => Why::Stale,
-            ("stale", Some(_)) => {
-                return Err(PyValueError::new_err("a stale omission overlaps nothing"));
-            }
-            ("overlap", None) => {
-                return Err(PyValueError::new_err(
-                    "an overlap omission names the window it hits",
-                ));
-            }
-            ("budget", Some(_)) => {
-                return Err(PyValueError::new_err("a budget omission overlaps nothing"));
-            }
-            ("group", Some(_)) => {
-                return Err(PyValueError::new_err("a group omission overlaps nothing"));
-            }
-            _ => {
-                return Err(PyValueError::new_err(
-                    "reason must be 'overlap', 'budget', 'group' or 'stale'",
-                ));
-            }
-        };
-        Ok(Self {
-            index,
-            rank,
-            why,
-            overlaps,
-            member,
+            let why = match (reason, overlaps) {
+                ("overlap", Some(_)) => Why::Overlap,
+                ("budget", None) => Why::Budget,
+                ("group", None) => Why::Group,
+                ("stale", None) => Why::Stale,
+                ("stale", Some(_)) => {
+                    return Err(PyValueError::new_err("a stale omission overlaps nothing"));
+                }
+                ("overlap", None) => {
+                    return Err(PyValueError::new_err(
+                        "an overlap omission names the window it hits",
+                    ));
+                }
+                ("budget", Some(_)) => {
+                    return Err(PyValueError::new_err("a budget omission overlaps nothing"));
+                }
+                ("group", Some(_)) => {
+                    return Err(PyValueError::new_err("a group omission overlaps nothing"));
+                }
+                _ => {
+                    return Err(PyValueError::new_err(
+                        "reason must be 'overlap', 'budget', 'group' or 'stale'",
+                    ));
+                }
+            };
+            Ok(Self {
+                index,
+                rank,
+                why,
+                overlaps,
+                member,
+            })
         })
     }
 
     /// Why it was left out: `"overlap"`, `"budget"`, `"group"` or `"stale"`.
     #[getter]
-    fn reason<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
-        match self.why {
-            Why::Overlap => intern!(py, "overlap").clone(),
-            Why::Budget => intern!(py, "budget").clone(),
-            Why::Group => intern!(py, "group").clone(),
-            Why::Stale => intern!(py, "stale").clone(),
-        }
+    fn reason<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
+        guard("Omission.reason", || {
+            Ok({
+                match self.why {
+                    Why::Overlap => intern!(py, "overlap").clone(),
+                    Why::Budget => intern!(py, "budget").clone(),
+                    Why::Group => intern!(py, "group").clone(),
+                    Why::Stale => intern!(py, "stale").clone(),
+                }
+            })
+        })
     }
 
     /// The JSON form: `index`, `rank`, `reason`, `overlaps` only for an overlap and `member`
     /// only for a group.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item(intern!(py, "index"), self.index)?;
-        d.set_item(intern!(py, "rank"), self.rank)?;
-        d.set_item(intern!(py, "reason"), self.reason(py))?;
-        if let Some(overlaps) = self.overlaps {
-            d.set_item(intern!(py, "overlaps"), overlaps)?;
-        }
-        if let Some(member) = self.member {
-            d.set_item(intern!(py, "member"), member)?;
-        }
-        Ok(d)
+        guard("Omission.to_dict", || {
+            let d = PyDict::new(py);
+            d.set_item(intern!(py, "index"), self.index)?;
+            d.set_item(intern!(py, "rank"), self.rank)?;
+            d.set_item(intern!(py, "reason"), self.reason(py)?)?;
+            if let Some(overlaps) = self.overlaps {
+                d.set_item(intern!(py, "overlaps"), overlaps)?;
+            }
+            if let Some(member) = self.member {
+                d.set_item(intern!(py, "member"), member)?;
+            }
+            Ok(d)
+        })
     }
 
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let overlaps = self
-            .overlaps
-            .map_or(String::new(), |o| format!(", overlaps={o}"));
-        let member = self
-            .member
-            .map_or(String::new(), |m| format!(", member={m}"));
-        format!(
-            "Omission(index={}, rank={}, reason='{}'{overlaps}{member})",
-            self.index,
-            self.rank,
-            self.reason(py)
-        )
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        guard("Omission.__repr__", || {
+            Ok({
+                let overlaps = self
+                    .overlaps
+                    .map_or(String::new(), |o| format!(", overlaps={o}"));
+                let member = self
+                    .member
+                    .map_or(String::new(), |m| format!(", member={m}"));
+                format!(
+                    "Omission(index={}, rank={}, reason='{}'{overlaps}{member})",
+                    self.index,
+                    self.rank,
+                    self.reason(py)?
+                )
+            })
+        })
     }
 
     fn __reduce__<'py>(
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
-        let me = slf.get();
-        let args = (
-            me.index,
-            me.rank,
-            me.reason(slf.py()),
-            me.overlaps,
-            me.member,
-        )
-            .into_pyobject(slf.py())?;
-        Ok((slf.get_type(), args))
+        guard("Omission.__reduce__", || {
+            let me = slf.get();
+            let args = (
+                me.index,
+                me.rank,
+                me.reason(slf.py())?,
+                me.overlaps,
+                me.member,
+            )
+                .into_pyobject(slf.py())?;
+            Ok((slf.get_type(), args))
+        })
     }
 }
 
@@ -498,36 +529,48 @@ pub struct Block {
 #[pymethods]
 impl Block {
     #[new]
-    fn new(index: usize, rank: usize, position: usize) -> Self {
-        Self {
-            index,
-            rank,
-            position,
-        }
+    fn new(index: usize, rank: usize, position: usize) -> PyResult<Self> {
+        guard("Block.__new__", || {
+            Ok({
+                Self {
+                    index,
+                    rank,
+                    position,
+                }
+            })
+        })
     }
 
     /// The JSON form: `index`, `rank`, `position`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item(intern!(py, "index"), self.index)?;
-        d.set_item(intern!(py, "rank"), self.rank)?;
-        d.set_item(intern!(py, "position"), self.position)?;
-        Ok(d)
+        guard("Block.to_dict", || {
+            let d = PyDict::new(py);
+            d.set_item(intern!(py, "index"), self.index)?;
+            d.set_item(intern!(py, "rank"), self.rank)?;
+            d.set_item(intern!(py, "position"), self.position)?;
+            Ok(d)
+        })
     }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "Block(index={}, rank={}, position={})",
-            self.index, self.rank, self.position
-        )
+    fn __repr__(&self) -> PyResult<String> {
+        guard("Block.__repr__", || {
+            Ok({
+                format!(
+                    "Block(index={}, rank={}, position={})",
+                    self.index, self.rank, self.position
+                )
+            })
+        })
     }
 
     fn __reduce__<'py>(
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
-        let me = slf.get();
-        let args = (me.index, me.rank, me.position).into_pyobject(slf.py())?;
-        Ok((slf.get_type(), args))
+        guard("Block.__reduce__", || {
+            let me = slf.get();
+            let args = (me.index, me.rank, me.position).into_pyobject(slf.py())?;
+            Ok((slf.get_type(), args))
+        })
     }
 }
 
@@ -754,23 +797,25 @@ impl BuildResult {
         blocks: &Bound<'_, PyAny>,
         missing_critical: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let missing_critical = match missing_critical {
-            Some(m) => to_tuple(m)?,
-            None => PyTuple::empty(items.py()),
-        };
-        Ok(Self {
-            items: to_tuple(items)?.unbind(),
-            selected: to_tuple(selected)?.unbind(),
-            used_chars,
-            truncated,
-            omitted: to_tuple(omitted)?.unbind(),
-            failure_files: to_tuple(failure_files)?.unbind(),
-            cost,
-            budget,
-            used,
-            blocks: to_tuple(blocks)?.unbind(),
-            missing_critical: missing_critical.unbind(),
-            digest: std::sync::OnceLock::new(),
+        guard("BuildResult.__new__", || {
+            let missing_critical = match missing_critical {
+                Some(m) => to_tuple(m)?,
+                None => PyTuple::empty(items.py()),
+            };
+            Ok(Self {
+                items: to_tuple(items)?.unbind(),
+                selected: to_tuple(selected)?.unbind(),
+                used_chars,
+                truncated,
+                omitted: to_tuple(omitted)?.unbind(),
+                failure_files: to_tuple(failure_files)?.unbind(),
+                cost,
+                budget,
+                used,
+                blocks: to_tuple(blocks)?.unbind(),
+                missing_critical: missing_critical.unbind(),
+                digest: std::sync::OnceLock::new(),
+            })
         })
     }
 
@@ -782,20 +827,26 @@ impl BuildResult {
     /// integers.
     #[getter]
     fn digest<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
-        if let Some(d) = self.digest.get() {
-            return Ok(d.bind(py).clone());
-        }
-        let made = PyString::new(py, &self.compute_digest(py)?).unbind();
-        Ok(self.digest.get_or_init(|| made).bind(py).clone())
+        guard("BuildResult.digest", || {
+            if let Some(d) = self.digest.get() {
+                return Ok(d.bind(py).clone());
+            }
+            let made = PyString::new(py, &self.compute_digest(py)?).unbind();
+            Ok(self.digest.get_or_init(|| made).bind(py).clone())
+        })
     }
 
     /// The first failing file (the deepest project frame's), or `None`.
     #[getter]
-    fn failure_file<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        let files = self.failure_files.bind(py);
-        files
-            .get_item(0)
-            .unwrap_or_else(|_| py.None().into_bound(py))
+    fn failure_file<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        guard("BuildResult.failure_file", || {
+            Ok({
+                let files = self.failure_files.bind(py);
+                files
+                    .get_item(0)
+                    .unwrap_or_else(|_| py.None().into_bound(py))
+            })
+        })
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
@@ -817,64 +868,72 @@ impl BuildResult {
     /// "omitted": [...], "failure_file": str|null, "cost": {...}, "budget": N, "used": N,
     /// "blocks": [...], "missing_critical": [...], "digest": "<64 hex digits>"}`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item(intern!(py, "items"), dicts(py, self.items.bind(py))?)?;
-        d.set_item(
-            intern!(py, "selected"),
-            PyList::new(py, self.selected.bind(py))?,
-        )?;
-        d.set_item(intern!(py, "used_chars"), self.used_chars)?;
-        d.set_item(intern!(py, "truncated"), self.truncated)?;
-        d.set_item(intern!(py, "omitted"), dicts(py, self.omitted.bind(py))?)?;
-        d.set_item(intern!(py, "failure_file"), self.failure_file(py))?;
-        d.set_item(
-            intern!(py, "failure_files"),
-            PyList::new(py, self.failure_files.bind(py))?,
-        )?;
-        d.set_item(
-            intern!(py, "cost"),
-            self.cost.bind(py).call_method0(intern!(py, "to_dict"))?,
-        )?;
-        d.set_item(intern!(py, "budget"), &self.budget)?;
-        d.set_item(intern!(py, "used"), self.used)?;
-        d.set_item(intern!(py, "blocks"), dicts(py, self.blocks.bind(py))?)?;
-        d.set_item(
-            intern!(py, "missing_critical"),
-            dicts(py, self.missing_critical.bind(py))?,
-        )?;
-        d.set_item(intern!(py, "digest"), self.digest(py)?)?;
-        Ok(d)
+        guard("BuildResult.to_dict", || {
+            let d = PyDict::new(py);
+            d.set_item(intern!(py, "items"), dicts(py, self.items.bind(py))?)?;
+            d.set_item(
+                intern!(py, "selected"),
+                PyList::new(py, self.selected.bind(py))?,
+            )?;
+            d.set_item(intern!(py, "used_chars"), self.used_chars)?;
+            d.set_item(intern!(py, "truncated"), self.truncated)?;
+            d.set_item(intern!(py, "omitted"), dicts(py, self.omitted.bind(py))?)?;
+            d.set_item(intern!(py, "failure_file"), self.failure_file(py)?)?;
+            d.set_item(
+                intern!(py, "failure_files"),
+                PyList::new(py, self.failure_files.bind(py))?,
+            )?;
+            d.set_item(
+                intern!(py, "cost"),
+                self.cost.bind(py).call_method0(intern!(py, "to_dict"))?,
+            )?;
+            d.set_item(intern!(py, "budget"), &self.budget)?;
+            d.set_item(intern!(py, "used"), self.used)?;
+            d.set_item(intern!(py, "blocks"), dicts(py, self.blocks.bind(py))?)?;
+            d.set_item(
+                intern!(py, "missing_critical"),
+                dicts(py, self.missing_critical.bind(py))?,
+            )?;
+            d.set_item(intern!(py, "digest"), self.digest(py)?)?;
+            Ok(d)
+        })
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!(
-            "BuildResult(selected={}, used={} of {} {}, truncated={}, omitted={} omissions)",
-            self.selected.bind(py).repr()?,
-            self.used,
-            self.budget.bind(py).repr()?,
-            self.cost.bind(py).getattr(intern!(py, "unit"))?.str()?,
-            if self.truncated { "True" } else { "False" },
-            self.omitted.bind(py).len()
-        ))
+        guard("BuildResult.__repr__", || {
+            Ok(format!(
+                "BuildResult(selected={}, used={} of {} {}, truncated={}, omitted={} omissions)",
+                self.selected.bind(py).repr()?,
+                self.used,
+                self.budget.bind(py).repr()?,
+                self.cost.bind(py).getattr(intern!(py, "unit"))?.str()?,
+                if self.truncated { "True" } else { "False" },
+                self.omitted.bind(py).len()
+            ))
+        })
     }
 
     fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
-        let py = other.py();
-        let theirs = match other.cast::<BuildResult>() {
-            Ok(r) => Some(r.get().fields(py)?),
-            Err(_) => None,
-        };
-        compare(py, self.fields(py)?, theirs, op)
+        guard("BuildResult.__richcmp__", || {
+            let py = other.py();
+            let theirs = match other.cast::<BuildResult>() {
+                Ok(r) => Some(r.get().fields(py)?),
+                Err(_) => None,
+            };
+            compare(py, self.fields(py)?, theirs, op)
+        })
     }
 
     fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        self.fields(py)?.hash()
+        guard("BuildResult.__hash__", || self.fields(py)?.hash())
     }
 
     fn __reduce__<'py>(
         slf: &Bound<'py, Self>,
     ) -> PyResult<(Bound<'py, PyType>, Bound<'py, PyTuple>)> {
-        Ok((slf.get_type(), slf.get().fields(slf.py())?))
+        guard("BuildResult.__reduce__", || {
+            Ok((slf.get_type(), slf.get().fields(slf.py())?))
+        })
     }
 }
 
@@ -931,29 +990,31 @@ impl BuildInput {
         budget: Option<Py<PyAny>>,
         cost: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
-        let none = || py.None();
-        // An immutable snapshot of the candidates (a generator is read once, here), unless they
-        // are not a collection of candidates at all: then `build` reports that.
-        let given = candidates.bind(py);
-        let collection = !(given.is_instance_of::<PyString>()
-            || given.is_instance_of::<pyo3::types::PyBytes>()
-            || given.is_instance_of::<pyo3::types::PyByteArray>()
-            || given.cast::<PyMapping>().is_ok());
-        let candidates = match given.try_iter() {
-            Ok(iter) if collection && !given.is_exact_instance_of::<PyTuple>() => {
-                PyTuple::new(py, iter.collect::<PyResult<Vec<_>>>()?)?
-                    .into_any()
-                    .unbind()
-            }
-            _ => candidates,
-        };
-        Ok(Self {
-            candidates,
-            max_chars: max_chars.unwrap_or_else(none),
-            failure_file: failure_file.unwrap_or_else(none),
-            failure_files: failure_files.unwrap_or_else(none),
-            budget: budget.unwrap_or_else(none),
-            cost: cost.unwrap_or_else(none),
+        guard("BuildInput.__new__", || {
+            let none = || py.None();
+            // An immutable snapshot of the candidates (a generator is read once, here), unless they
+            // are not a collection of candidates at all: then `build` reports that.
+            let given = candidates.bind(py);
+            let collection = !(given.is_instance_of::<PyString>()
+                || given.is_instance_of::<pyo3::types::PyBytes>()
+                || given.is_instance_of::<pyo3::types::PyByteArray>()
+                || given.cast::<PyMapping>().is_ok());
+            let candidates = match given.try_iter() {
+                Ok(iter) if collection && !given.is_exact_instance_of::<PyTuple>() => {
+                    PyTuple::new(py, iter.collect::<PyResult<Vec<_>>>()?)?
+                        .into_any()
+                        .unbind()
+                }
+                _ => candidates,
+            };
+            Ok(Self {
+                candidates,
+                max_chars: max_chars.unwrap_or_else(none),
+                failure_file: failure_file.unwrap_or_else(none),
+                failure_files: failure_files.unwrap_or_else(none),
+                budget: budget.unwrap_or_else(none),
+                cost: cost.unwrap_or_else(none),
+            })
         })
     }
 
@@ -971,46 +1032,52 @@ impl BuildInput {
     }
 
     fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        self.fields(py)?.hash()
+        guard("BuildInput.__hash__", || self.fields(py)?.hash())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!(
-            "BuildInput({})",
-            reprs(&[
-                ("candidates", self.candidates.bind(py)),
-                ("max_chars", self.max_chars.bind(py)),
-                ("failure_file", self.failure_file.bind(py)),
-                ("failure_files", self.failure_files.bind(py)),
-                ("budget", self.budget.bind(py)),
-                ("cost", self.cost.bind(py)),
-            ])?
-        ))
+        guard("BuildInput.__repr__", || {
+            Ok(format!(
+                "BuildInput({})",
+                reprs(&[
+                    ("candidates", self.candidates.bind(py)),
+                    ("max_chars", self.max_chars.bind(py)),
+                    ("failure_file", self.failure_file.bind(py)),
+                    ("failure_files", self.failure_files.bind(py)),
+                    ("budget", self.budget.bind(py)),
+                    ("cost", self.cost.bind(py)),
+                ])?
+            ))
+        })
     }
 
     fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
-        let py = other.py();
-        let theirs = match other.cast::<BuildInput>() {
-            Ok(b) => Some(b.get().fields(py)?),
-            Err(_) => None,
-        };
-        compare(py, self.fields(py)?, theirs, op)
+        guard("BuildInput.__richcmp__", || {
+            let py = other.py();
+            let theirs = match other.cast::<BuildInput>() {
+                Ok(b) => Some(b.get().fields(py)?),
+                Err(_) => None,
+            };
+            compare(py, self.fields(py)?, theirs, op)
+        })
     }
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        // Rebuilt through a keyword-aware helper, since `budget` and `cost` are keyword-only.
-        let py = slf.py();
-        let me = slf.get();
-        let kwargs = PyDict::new(py);
-        kwargs.set_item(intern!(py, "failure_files"), &me.failure_files)?;
-        kwargs.set_item(intern!(py, "budget"), &me.budget)?;
-        kwargs.set_item(intern!(py, "cost"), &me.cost)?;
-        let partial = py
-            .import(intern!(py, "functools"))?
-            .getattr(intern!(py, "partial"))?;
-        let make = partial.call((slf.get_type(),), Some(&kwargs))?;
-        let args = PyTuple::new(py, [&me.candidates, &me.max_chars, &me.failure_file])?;
-        (make, args).into_bound_py_any(py)
+        guard("BuildInput.__reduce__", || {
+            // Rebuilt through a keyword-aware helper, since `budget` and `cost` are keyword-only.
+            let py = slf.py();
+            let me = slf.get();
+            let kwargs = PyDict::new(py);
+            kwargs.set_item(intern!(py, "failure_files"), &me.failure_files)?;
+            kwargs.set_item(intern!(py, "budget"), &me.budget)?;
+            kwargs.set_item(intern!(py, "cost"), &me.cost)?;
+            let partial = py
+                .import(intern!(py, "functools"))?
+                .getattr(intern!(py, "partial"))?;
+            let make = partial.call((slf.get_type(),), Some(&kwargs))?;
+            let args = PyTuple::new(py, [&me.candidates, &me.max_chars, &me.failure_file])?;
+            (make, args).into_bound_py_any(py)
+        })
     }
 }
 
@@ -1257,6 +1324,94 @@ fn exact_int<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     // SAFETY: attached; for an int (or subclass) PyNumber_Index returns the value as an exact
     // int without calling `__index__` (CPython >= 3.10).
     unsafe { Bound::from_owned_ptr_or_err(value.py(), ffi::PyNumber_Index(value.as_ptr())) }
+}
+
+/// Nesting below which [`canonical_repr`] falls back to `repr` (which raises `RecursionError`
+/// past Python's own limit rather than overflowing this thread's stack).
+const MAX_REPR_DEPTH: usize = 64;
+
+/// The `repr` of a group with the members of every `frozenset` or `set` in it sorted by their
+/// own canonical form, so that it is the same under every `PYTHONHASHSEED`: a `tuple`, a named
+/// tuple (a tuple subclass with `_fields`) and a set are written as Python writes them, with
+/// their members in canonical form; anything else is its own `repr`.
+fn canonical_repr<'py>(value: &Bound<'py, PyAny>, depth: usize) -> PyResult<Bound<'py, PyString>> {
+    use pyo3::types::{PyFrozenSet, PyList, PySet, PyTuple};
+    let py = value.py();
+    if depth >= MAX_REPR_DEPTH {
+        return value.repr();
+    }
+    // The text of `parts` joined by `sep`: Python strings throughout, so that a `repr` holding
+    // a lone surrogate is kept as it is.
+    let join = |sep: &str, parts: &Bound<'py, PyList>| -> PyResult<Bound<'py, PyString>> {
+        Ok(PyString::new(py, sep)
+            .call_method1(intern!(py, "join"), (parts,))?
+            .cast_into::<PyString>()?)
+    };
+    let name = || -> PyResult<Bound<'py, PyString>> { value.get_type().name() };
+    if value.is_instance_of::<PyFrozenSet>() || value.is_instance_of::<PySet>() {
+        let members = PyList::empty(py);
+        for m in value.try_iter()? {
+            members.append(canonical_repr(&m?, depth + 1)?)?;
+        }
+        members.sort()?;
+        let inner = join(", ", &members)?;
+        let exact_set = value.is_exact_instance_of::<PySet>();
+        let head = if value.is_exact_instance_of::<PyFrozenSet>() {
+            PyString::new(py, "frozenset")
+        } else if exact_set {
+            PyString::new(py, "")
+        } else {
+            name()?
+        };
+        let parts = PyList::empty(py);
+        parts.append(&head)?;
+        match (members.is_empty(), exact_set) {
+            (true, true) => parts.append("set()")?,
+            (true, false) => parts.append("()")?,
+            (false, true) => {
+                parts.append("{")?;
+                parts.append(inner)?;
+                parts.append("}")?;
+            }
+            (false, false) => {
+                parts.append("({")?;
+                parts.append(inner)?;
+                parts.append("})")?;
+            }
+        }
+        return join("", &parts);
+    }
+    if let Ok(tuple) = value.cast::<PyTuple>() {
+        let members = PyList::empty(py);
+        for m in tuple.iter() {
+            members.append(canonical_repr(&m, depth + 1)?)?;
+        }
+        let parts = PyList::empty(py);
+        if value.is_exact_instance_of::<PyTuple>() {
+            parts.append("(")?;
+            parts.append(join(", ", &members)?)?;
+            parts.append(if members.len() == 1 { ",)" } else { ")" })?;
+            return join("", &parts);
+        }
+        let fields = value.get_type().getattr(intern!(py, "_fields")).ok();
+        if let Some(fields) = fields.and_then(|f| f.cast_into::<PyTuple>().ok())
+            && fields.len() == members.len()
+        {
+            let named = PyList::empty(py);
+            for (field, member) in fields.iter().zip(members.iter()) {
+                let pair = PyList::empty(py);
+                pair.append(field.str()?)?;
+                pair.append(member)?;
+                named.append(join("=", &pair)?)?;
+            }
+            parts.append(name()?)?;
+            parts.append("(")?;
+            parts.append(join(", ", &named)?)?;
+            parts.append(")")?;
+            return join("", &parts);
+        }
+    }
+    value.repr()
 }
 
 /// The interned exact `str` naming `reason`.
@@ -2325,8 +2480,14 @@ fn failure_windows(
 /// The cache key of an input (see `repo_context.digest`): the candidates are read and validated
 /// exactly as `build` reads them, then hashed in input order with the budget, the canonical
 /// failing files and the cost model.
+///
+/// With `verify` (a build's reader), the reader is called as `build` calls it (once per
+/// canonical path, in order of first appearance) and its state ends the form: `S("verified")
+/// U(p)` and, per path, `O(hex SHA-256 of the bytes)` (`0x00` for `None`). When some score is
+/// an `int` or `-0.0`, `S("scores") U(n)` and each candidate's exact score (`score_form`) come
+/// before it, after the groups.
 #[pyfunction]
-#[pyo3(signature = (candidates, budget, failure_files, max_total_chars, cost))]
+#[pyo3(signature = (candidates, budget, failure_files, max_total_chars, cost, verify=None))]
 fn cache_key<'py>(
     py: Python<'py>,
     candidates: &Bound<'py, PyAny>,
@@ -2334,82 +2495,165 @@ fn cache_key<'py>(
     failure_files: Vec<Bound<'py, PyString>>,
     max_total_chars: u64,
     cost: Bound<'py, PyAny>,
+    verify: Option<Bound<'py, PyAny>>,
 ) -> PyResult<String> {
-    let n = candidates.len()?;
-    let mut reader = Reader::new(n, max_total_chars);
-    for (index, obj) in candidates.try_iter()?.enumerate() {
-        reader.read(&obj?, index)?;
-    }
-    let candidate = |item: &Item<'py>| -> PyResult<Candidate> {
-        let c = match item {
-            Item::Same(obj) => obj.cast::<Candidate>()?.get(),
-            Item::New(c) => c,
-            Item::Taken => return Err(PyRuntimeError::new_err("repo_context: item taken")),
+    guard("cache_key", || {
+        let n = candidates.len()?;
+        let mut reader = Reader::new(n, max_total_chars);
+        for (index, obj) in candidates.try_iter()?.enumerate() {
+            reader.read(&obj?, index)?;
+        }
+        let candidate = |item: &Item<'py>| -> PyResult<Candidate> {
+            let c = match item {
+                Item::Same(obj) => obj.cast::<Candidate>()?.get(),
+                Item::New(c) => c,
+                Item::Taken => return Err(PyRuntimeError::new_err("repo_context: item taken")),
+            };
+            Ok(Candidate {
+                path: c.path.clone_ref(py),
+                start: c.start.clone_ref(py),
+                end: c.end.clone_ref(py),
+                content: c.content.clone_ref(py),
+                reason: c.reason.clone_ref(py),
+                score: c.score.clone_ref(py),
+                group: c.group.clone_ref(py),
+                source_sha256: c.source_sha256.clone_ref(py),
+                source_id: c.source_id.clone_ref(py),
+            })
         };
-        Ok(Candidate {
-            path: c.path.clone_ref(py),
-            start: c.start.clone_ref(py),
-            end: c.end.clone_ref(py),
-            content: c.content.clone_ref(py),
-            reason: c.reason.clone_ref(py),
-            score: c.score.clone_ref(py),
-            group: c.group.clone_ref(py),
-            source_sha256: c.source_sha256.clone_ref(py),
-            source_id: c.source_id.clone_ref(py),
-        })
-    };
-    let candidates: Vec<Candidate> = reader
-        .items
-        .iter()
-        .map(candidate)
-        .collect::<PyResult<_>>()?;
-    let any = candidates.iter().any(|c| c.has_provenance(py));
-    let mut form = Form::new(if any {
-        digest::INPUT_TAG_V2
-    } else {
-        digest::INPUT_TAG
-    });
-    cost_form(&mut form, &cost)?;
-    form.number(budget);
-    form.number(failure_files.len() as u64);
-    for f in &failure_files {
-        form.text(&text_bytes(f)?);
-    }
-    let contents = candidates
-        .iter()
-        .map(|c| text_bytes(c.content.bind(py)))
-        .collect::<PyResult<Vec<_>>>()?;
-    let hashes = py.detach(|| digest::content_hashes(&contents, PARALLEL_HASH_BYTES));
-    form.number(reader.rows.len() as u64);
-    for ((row, c), hash) in reader.rows.iter().zip(&candidates).zip(&hashes) {
-        form.text(&text_bytes(c.path.bind(py))?);
-        form.number(u64::from(row.start));
-        form.number(u64::from(row.end));
-        form.hash(hash);
-        form.text(row.reason.name().as_bytes());
-        form.score(row.score);
-        if any {
-            let some = |v: &Py<PyAny>| (!v.is_none(py)).then(|| v.bind(py).clone());
-            provenance_form(
-                &mut form,
-                some(&c.source_sha256).as_ref(),
-                some(&c.source_id).as_ref(),
-            )?;
+        let candidates: Vec<Candidate> = reader
+            .items
+            .iter()
+            .map(candidate)
+            .collect::<PyResult<_>>()?;
+        let any = candidates.iter().any(|c| c.has_provenance(py));
+        let mut form = Form::new(if any {
+            digest::INPUT_TAG_V2
+        } else {
+            digest::INPUT_TAG
+        });
+        cost_form(&mut form, &cost)?;
+        form.number(budget);
+        form.number(failure_files.len() as u64);
+        for f in &failure_files {
+            form.text(&text_bytes(f)?);
         }
-    }
-    // The partition into groups (`repo_context.digest`): each candidate's dense group id + 1.
-    if reader.n_groups() > 0 {
-        form.text(b"groups");
+        let contents = candidates
+            .iter()
+            .map(|c| text_bytes(c.content.bind(py)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let hashes = py.detach(|| digest::content_hashes(&contents, PARALLEL_HASH_BYTES));
         form.number(reader.rows.len() as u64);
-        for row in &reader.rows {
-            form.number(if row.group == engine::NO_GROUP {
-                0
-            } else {
-                u64::from(row.group) + 1
-            });
+        for ((row, c), hash) in reader.rows.iter().zip(&candidates).zip(&hashes) {
+            form.text(&text_bytes(c.path.bind(py))?);
+            form.number(u64::from(row.start));
+            form.number(u64::from(row.end));
+            form.hash(hash);
+            form.text(row.reason.name().as_bytes());
+            form.score(row.score);
+            if any {
+                let some = |v: &Py<PyAny>| (!v.is_none(py)).then(|| v.bind(py).clone());
+                provenance_form(
+                    &mut form,
+                    some(&c.source_sha256).as_ref(),
+                    some(&c.source_id).as_ref(),
+                )?;
+            }
         }
+        // The partition into groups (`repo_context.digest`): each candidate's dense group id + 1.
+        if reader.n_groups() > 0 {
+            form.text(b"groups");
+            form.number(reader.rows.len() as u64);
+            for row in &reader.rows {
+                form.number(if row.group == engine::NO_GROUP {
+                    0
+                } else {
+                    u64::from(row.group) + 1
+                });
+            }
+        }
+        // Exact scores (`repo_context.digest`): the type and value the result carries.
+        let scores = candidates
+            .iter()
+            .map(|c| score_form(c.score.bind(py)))
+            .collect::<PyResult<Vec<_>>>()?;
+        if scores.iter().any(|s| !matches!(s, ScoreForm::Float)) {
+            form.text(b"scores");
+            form.number(scores.len() as u64);
+            for s in &scores {
+                match s {
+                    ScoreForm::Float => form.raw(&[0]),
+                    ScoreForm::NegativeZero => form.raw(&[1]),
+                    ScoreForm::Int(digits) => {
+                        form.raw(&[2]);
+                        form.text(digits.as_bytes());
+                    }
+                }
+            }
+        }
+        // The verify reader's state: each file's SHA-256 as the reader returned it.
+        if let Some(verify) = verify {
+            let mut seen = vec![false; reader.paths.ids.len()];
+            let mut hashes = Vec::new();
+            for (row, c) in reader.rows.iter().zip(&candidates) {
+                let slot = &mut seen[row.path as usize];
+                if *slot {
+                    continue;
+                }
+                *slot = true;
+                let path = c.path.bind(py);
+                let got = verify.call1((path,))?;
+                if got.is_none() {
+                    hashes.push(None);
+                } else if let Ok(bytes) = got.cast::<pyo3::types::PyBytes>() {
+                    use sha2::{Digest, Sha256};
+                    let hex: String = Sha256::digest(bytes.as_bytes())
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect();
+                    hashes.push(Some(hex));
+                } else {
+                    return Err(PyTypeError::new_err(format!(
+                        "verify: the reader must return bytes or None, not {} (for {})",
+                        type_name(&got),
+                        path.repr()?
+                    )));
+                }
+            }
+            form.text(b"verified");
+            form.number(hashes.len() as u64);
+            for h in &hashes {
+                form.optional(h.as_ref().map(String::as_bytes));
+            }
+        }
+        Ok(form.hex())
+    })
+}
+
+/// A candidate's score in the key's `"scores"` extension (see `repo_context.digest`).
+enum ScoreForm {
+    /// A float other than `-0.0`: its bits are already in the form.
+    Float,
+    /// `-0.0` (the form's `F` wrote `0.0`).
+    NegativeZero,
+    /// An `int`: its decimal digits, `-` first when negative.
+    Int(String),
+}
+
+/// The exact form of a validated score (an exact `int` or `float`, as the reader keeps it).
+fn score_form(score: &Bound<'_, PyAny>) -> PyResult<ScoreForm> {
+    if let Ok(f) = score.cast::<PyFloat>() {
+        let v = f.value();
+        return Ok(if v == 0.0 && v.is_sign_negative() {
+            ScoreForm::NegativeZero
+        } else {
+            ScoreForm::Float
+        });
     }
-    Ok(form.hex())
+    // An int (`bool` is refused by validation): `int.__repr__`, which runs no Python code of
+    // a subclass (the reader keeps an exact copy of a subclass's value anyway).
+    let exact = exact_int(score)?;
+    Ok(ScoreForm::Int(exact.repr()?.to_str()?.to_owned()))
 }
 
 /// Validate, rank and pack. Called by `repo_context.RepoContextBuilder.build` after the top
@@ -2435,21 +2679,23 @@ fn build<'py>(
     counter: Option<Bound<'py, tokens::TokenCounter>>,
     verify: Option<Bound<'py, PyAny>>,
 ) -> PyResult<(BuildResult, Vec<u32>, Vec<Vec<u32>>)> {
-    let prepared = prepare(
-        py,
-        candidates,
-        budget,
-        failure_files,
-        max_total_chars,
-        cost,
-        budget_obj,
-        counter.as_ref(),
-        verify.as_ref(),
-    )?;
-    let job = prepared.job();
-    let selection = py.detach(|| job.select());
-    py.check_signals()?;
-    assemble(py, prepared, selection)
+    guard("build", || {
+        let prepared = prepare(
+            py,
+            candidates,
+            budget,
+            failure_files,
+            max_total_chars,
+            cost,
+            budget_obj,
+            counter.as_ref(),
+            verify.as_ref(),
+        )?;
+        let job = prepared.job();
+        let selection = py.detach(|| job.select());
+        py.check_signals()?;
+        assemble(py, prepared, selection)
+    })
 }
 
 /// The `repo_context._core` extension module.
@@ -2470,5 +2716,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     render::register(m)?;
     secrets::register(m)?;
     table::register(m)?;
+    guard::register(m)?;
     Ok(())
 }

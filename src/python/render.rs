@@ -6,6 +6,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
+use super::guard::guard;
 use crate::engine::Reason;
 use crate::render::{self, Template};
 
@@ -26,44 +27,46 @@ fn render_block<'py>(
     template: &Bound<'py, PyString>,
     line_numbers: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let template_name = template.to_str().ok();
-    let Some(template_kind) = template_name.and_then(Template::parse) else {
-        return Err(PyValueError::new_err(format!(
-            "template must be 'markdown' or 'xml', got {}",
-            template.repr()?
-        )));
-    };
-    let Some(reason_kind) = reason.to_str().ok().and_then(Reason::parse) else {
-        return Err(PyValueError::new_err(format!(
-            "reason must be 'failure', 'reference' or 'search', got {}",
-            reason.repr()?
-        )));
-    };
-    let (path_str, content_str) = match (utf8(path)?, utf8(content)?) {
-        (Some(p), Some(c)) => (p, c),
-        _ => {
-            // Lone surrogates: only the Python renderer can write them (as base64 in XML).
-            let kwargs = PyDict::new(py);
-            kwargs.set_item(intern!(py, "failing"), failing)?;
-            kwargs.set_item(intern!(py, "template"), template)?;
-            kwargs.set_item(intern!(py, "line_numbers"), line_numbers)?;
-            return py
-                .import(intern!(py, "repo_context.composer"))?
-                .getattr(intern!(py, "render_block"))?
-                .call((path, start, end, content, reason), Some(&kwargs));
-        }
-    };
-    let text = render::block(
-        path_str,
-        start,
-        end,
-        content_str,
-        reason_kind,
-        failing,
-        template_kind,
-        line_numbers,
-    );
-    Ok(PyString::new(py, &text).into_any())
+    guard("render_block", || {
+        let template_name = template.to_str().ok();
+        let Some(template_kind) = template_name.and_then(Template::parse) else {
+            return Err(PyValueError::new_err(format!(
+                "template must be 'markdown' or 'xml', got {}",
+                template.repr()?
+            )));
+        };
+        let Some(reason_kind) = reason.to_str().ok().and_then(Reason::parse) else {
+            return Err(PyValueError::new_err(format!(
+                "reason must be 'failure', 'reference' or 'search', got {}",
+                reason.repr()?
+            )));
+        };
+        let (path_str, content_str) = match (utf8(path)?, utf8(content)?) {
+            (Some(p), Some(c)) => (p, c),
+            _ => {
+                // Lone surrogates: only the Python renderer can write them (as base64 in XML).
+                let kwargs = PyDict::new(py);
+                kwargs.set_item(intern!(py, "failing"), failing)?;
+                kwargs.set_item(intern!(py, "template"), template)?;
+                kwargs.set_item(intern!(py, "line_numbers"), line_numbers)?;
+                return py
+                    .import(intern!(py, "repo_context.composer"))?
+                    .getattr(intern!(py, "render_block"))?
+                    .call((path, start, end, content, reason), Some(&kwargs));
+            }
+        };
+        let text = render::block(
+            path_str,
+            start,
+            end,
+            content_str,
+            reason_kind,
+            failing,
+            template_kind,
+            line_numbers,
+        );
+        Ok(PyString::new(py, &text).into_any())
+    })
 }
 
 /// The UTF-8 form of `text`, or `None` if it holds lone surrogates.

@@ -4,12 +4,13 @@
 //!
 //! Called by `repo_context.table.build_table` after it checked the arguments and the schema.
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use pyo3_arrow::PyTable;
 use pyo3_arrow::input::AnyRecordBatch;
 
+use super::guard::guard;
 use crate::columnar::{self, Budget, ErrorKind, Problem, Spec, Unit};
 use crate::tokens::Encoding;
 
@@ -20,6 +21,36 @@ use crate::tokens::Encoding;
 #[pyo3(signature = (table, *, group_by, budget, budget_column, failure_files, encoding, max_candidates, max_total_chars, threads))]
 #[allow(clippy::too_many_arguments)]
 fn build_table<'py>(
+    py: Python<'py>,
+    table: AnyRecordBatch,
+    group_by: Option<String>,
+    budget: u64,
+    budget_column: Option<String>,
+    failure_files: Option<String>,
+    encoding: Option<String>,
+    max_candidates: u64,
+    max_total_chars: u64,
+    threads: Option<usize>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    // The import too: the C data interface hands buffers that arrow-rs trusts.
+    guard("build_table", || {
+        build_table_body(
+            py,
+            table,
+            group_by,
+            budget,
+            budget_column,
+            failure_files,
+            encoding,
+            max_candidates,
+            max_total_chars,
+            threads,
+        )
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_table_body<'py>(
     py: Python<'py>,
     table: AnyRecordBatch,
     group_by: Option<String>,
@@ -48,20 +79,19 @@ fn build_table<'py>(
         threads,
     };
     // Import while attached (the exporter's stream may call into Python), then let go.
-    let batches = table
-        .into_reader()?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let outcome = py.detach(|| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            columnar::build_table(&batches, &spec)
-        }))
-    });
-    let outcome = outcome.map_err(|_| {
-        PyRuntimeError::new_err(
-            "repo_context: internal error in build_table (a bug: please report it)",
-        )
-    })?;
+    let batches = table.into_reader()?.collect::<Result<Vec<_>, _>>();
+    let batches = match batches {
+        Ok(batches) => batches,
+        Err(e) => {
+            let problem = format!("cannot be imported as Arrow data: {e}");
+            let made = py
+                .import("repo_context.errors")?
+                .getattr("InvalidInputError")?
+                .call1(("table", problem))?;
+            return Err(PyErr::from_value(made));
+        }
+    };
+    let outcome = py.detach(|| columnar::build_table(&batches, &spec));
     drop(batches);
     match outcome {
         Ok(out) => {

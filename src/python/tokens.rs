@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 use pyo3::{intern, types::PyType};
 
+use super::guard::guard;
 use crate::tokens::{Encoding, TokenCache};
 
 /// The text whose tokens tiktoken counts for `text`: its own UTF-8 (borrowed) when it has one,
@@ -123,73 +124,86 @@ fn accepted_encodings() -> String {
 impl TokenCounter {
     #[new]
     fn new(encoding: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let Ok(name) = encoding.cast::<PyString>() else {
-            return Err(PyTypeError::new_err(format!(
-                "encoding must be a str ({}), not {}",
-                accepted_encodings(),
-                encoding.get_type().name()?
-            )));
-        };
-        match name.to_str().ok().and_then(Encoding::parse) {
-            Some(encoding) => Ok(Self::with_encoding(encoding)),
-            None => Err(PyValueError::new_err(format!(
-                "unknown encoding {}: expected {}",
-                name.repr()?,
-                accepted_encodings()
-            ))),
-        }
+        guard("TokenCounter.__new__", || {
+            let Ok(name) = encoding.cast::<PyString>() else {
+                return Err(PyTypeError::new_err(format!(
+                    "encoding must be a str ({}), not {}",
+                    accepted_encodings(),
+                    encoding.get_type().name()?
+                )));
+            };
+            match name.to_str().ok().and_then(Encoding::parse) {
+                Some(encoding) => Ok(Self::with_encoding(encoding)),
+                None => Err(PyValueError::new_err(format!(
+                    "unknown encoding {}: expected {}",
+                    name.repr()?,
+                    accepted_encodings()
+                ))),
+            }
+        })
     }
 
     /// The encoding's tiktoken name.
     #[getter(encoding)]
-    fn encoding_name(&self) -> &'static str {
-        self.encoding().name()
+    fn encoding_name(&self) -> PyResult<&'static str> {
+        guard("TokenCounter.encoding", || Ok(self.encoding().name()))
     }
 
     /// Number of distinct texts whose count is cached.
     #[getter]
-    fn cache_size(&self, py: Python<'_>) -> usize {
-        py.detach(|| self.cache().len())
+    fn cache_size(&self, py: Python<'_>) -> PyResult<usize> {
+        guard("TokenCounter.cache_size", || {
+            Ok(py.detach(|| self.cache().len()))
+        })
     }
 
     /// Forget every cached count.
-    fn clear_cache(&self, py: Python<'_>) {
-        py.detach(|| self.cache().clear());
+    fn clear_cache(&self, py: Python<'_>) -> PyResult<()> {
+        guard("TokenCounter.clear_cache", || {
+            py.detach(|| self.cache().clear());
+            Ok(())
+        })
     }
 
     /// The token count of each text, in order (tokens of the encoding, no special tokens).
     /// Texts not yet cached are counted, all at once with the GIL released, and cached.
     fn count(&self, py: Python<'_>, texts: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
-        if texts.is_instance_of::<PyString>() {
-            return Err(PyTypeError::new_err(
-                "texts must be a sequence of str, not a str (use count_one for one text)",
-            ));
-        }
-        let mut strings = Vec::with_capacity(texts.len().unwrap_or(0));
-        for (index, text) in texts.try_iter()?.enumerate() {
-            let text = text?;
-            match text.cast_into::<PyString>() {
-                Ok(s) => strings.push(s),
-                Err(e) => {
-                    return Err(PyTypeError::new_err(format!(
-                        "texts[{index}] must be a str, not {}",
-                        e.into_inner().get_type().name()?
-                    )));
+        guard("TokenCounter.count", || {
+            if texts.is_instance_of::<PyString>() {
+                return Err(PyTypeError::new_err(
+                    "texts must be a sequence of str, not a str (use count_one for one text)",
+                ));
+            }
+            let mut strings = Vec::with_capacity(texts.len().unwrap_or(0));
+            for (index, text) in texts.try_iter()?.enumerate() {
+                let text = text?;
+                match text.cast_into::<PyString>() {
+                    Ok(s) => strings.push(s),
+                    Err(e) => {
+                        return Err(PyTypeError::new_err(format!(
+                            "texts[{index}] must be a str, not {}",
+                            e.into_inner().get_type().name()?
+                        )));
+                    }
                 }
             }
-        }
-        self.count_strings(py, &strings)
+            self.count_strings(py, &strings)
+        })
     }
 
     /// The token count of one text (tokens of the encoding, no special tokens), through the
     /// cache.
     fn count_one(&self, py: Python<'_>, text: Bound<'_, PyString>) -> PyResult<u64> {
-        let counts = self.count_strings(py, std::slice::from_ref(&text))?;
-        Ok(counts[0])
+        guard("TokenCounter.count_one", || {
+            let counts = self.count_strings(py, std::slice::from_ref(&text))?;
+            Ok(counts[0])
+        })
     }
 
-    fn __repr__(&self) -> String {
-        format!("TokenCounter('{}')", self.encoding().name())
+    fn __repr__(&self) -> PyResult<String> {
+        guard("TokenCounter.__repr__", || {
+            Ok(format!("TokenCounter('{}')", self.encoding().name()))
+        })
     }
 }
 

@@ -52,6 +52,10 @@ def _well_formed(failures: list[pl.TestFailure]) -> None:
             assert "\n" not in frame.path and "\r" not in frame.path, frame
             assert 1 <= frame.line <= _MAX_LINE, frame
             assert frame.function is None or isinstance(frame.function, str)
+        for frame in failure.beyond:  # past every file: kept apart, reported as past the end
+            assert frame.line == pl.BEYOND_LINE == _MAX_LINE + 1, frame
+            assert isinstance(frame.path, str) and frame.path and "\n" not in frame.path, frame
+        assert len(set(failure.beyond)) == len(failure.beyond), failure.beyond
 
 
 def _parse(text: str) -> list[pl.TestFailure]:

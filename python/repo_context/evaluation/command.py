@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import OutputError, warn, write_stream
-from .._writer import OutputConflictError, check_output, refuse_same_files, write_file
+from .._writer import AtomicFile, OutputConflictError, check_output, commit_all, refuse_same_files
 from ..composer import header_path
 from ..errors import ResourceLimitError
 from ..secrets import redact_text
@@ -66,7 +66,7 @@ def _error(message: str) -> None:
     warn(f"repo-context eval: {' '.join(message.splitlines())}")
 
 
-#: The files ``--out DIR`` writes in ``DIR`` (each by :func:`repo_context._writer.write_file`).
+#: The files ``--out DIR`` writes in ``DIR`` (together, by :func:`repo_context._writer.commit_all`).
 _OUT_FILES = ("eval.md", "coverage.png", "recall.png")
 
 
@@ -82,8 +82,10 @@ def _make_folder(out: Path) -> None:
 
 def run_eval(args: argparse.Namespace) -> int:
     """Run ``repo-context eval`` with parsed arguments; returns the exit status: 0; 1 when a case
-    could not be prepared (the others are still reported) or the report cannot be written; 2
-    for a bad cases file or an unknown case."""
+    could not be prepared (the others are still reported on standard output, and ``--out`` is
+    left as it was: its files are the record of a complete run only) or the report cannot be
+    written; 2 for a bad cases file or an unknown case (found before anything is created);
+    130 when interrupted."""
     files = list(args.cases or DEFAULT_CASE_FILES)
     written = [] if args.out is None else [Path(args.out) / name for name in _OUT_FILES]
     try:
@@ -93,14 +95,6 @@ def run_eval(args: argparse.Namespace) -> int:
     except OutputConflictError as exc:
         _error(str(exc))
         return 2
-    try:  # before any work: a folder that cannot be made, a file in it that cannot be written
-        if args.out is not None:
-            _make_folder(Path(args.out))
-        for path in written:
-            check_output(path)
-    except OutputError as exc:
-        _error(str(exc))
-        return 1
     every: list[dict[str, Any]] = []
     for cases_file in files:
         try:
@@ -119,6 +113,14 @@ def run_eval(args: argparse.Namespace) -> int:
     except KeyError as exc:
         _error(str(exc.args[0]))
         return 2
+    try:  # before any work, arguments checked: a folder that cannot be made, a file in it
+        if args.out is not None:
+            _make_folder(Path(args.out))
+        for path in written:
+            check_output(path)
+    except OutputError as exc:
+        _error(str(exc))
+        return 1
 
     def progress(message: str) -> None:
         warn(f"[eval] {header_path(message)}")
@@ -151,18 +153,39 @@ def run_eval(args: argparse.Namespace) -> int:
     report = redact_text(report)  # no secret leaves the program
     try:
         write_stream(sys.stdout, report)
-        if args.out is not None:
-            out = Path(args.out)
-            _make_folder(out)
-            write_file(out / "eval.md", report)
-            for name, chart in (("coverage.png", coverage_chart), ("recall.png", recall_chart)):
-                image = io.BytesIO()
-                chart(evaluation, image)
-                write_file(out / name, image.getvalue())
+        if args.out is not None and failed:
+            _error(f"{header_path(str(args.out))} left as it was: {len(failed)} case(s) not prepared")
+        elif args.out is not None:
+            _write_out(Path(args.out), report, evaluation)
     except OutputError as exc:
         _error(str(exc))
         return 1
     return 1 if failed else 0
+
+
+def _write_out(out: Path, report: str, evaluation: Any) -> None:
+    """Write ``eval.md`` and the two charts in ``out`` together (:func:`repo_context._writer.
+    commit_all`: all written and flushed before any is renamed, so a full disk replaces none)."""
+    images: list[bytes] = []
+    for chart in (coverage_chart, recall_chart):
+        image = io.BytesIO()
+        chart(evaluation, image)
+        images.append(image.getvalue())
+    _make_folder(out)
+    outputs: list[AtomicFile] = []
+    try:
+        for name, data in zip(_OUT_FILES, [report.encode("utf-8", "backslashreplace"), *images], strict=True):
+            output = AtomicFile(out / name)
+            outputs.append(output)
+            try:
+                output.file.write(data)
+            except OSError as exc:
+                raise output.error(exc) from exc
+    except BaseException:
+        for output in outputs:
+            output.abort()
+        raise
+    commit_all(outputs)
 
 
 def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -267,5 +290,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="repo-context")
     add_eval_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["eval", *(sys.argv[1:] if argv is None else argv)])
-    status: int = args.run(args)
+    try:
+        status: int = args.run(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for it
+        warn("repo-context eval: interrupted")
+        return 130
     return status

@@ -315,7 +315,8 @@ def resolve_frames(
     no file and is not looked up.
 
     Omissions (reason ``policy``, source ``failure``, lines ``line..line``): a frame whose
-    line is past the end of its file (:data:`FRAME_PAST_END`); a file under the
+    line is past the end of its file (:data:`FRAME_PAST_END`; a line past ``2**31 - 1``,
+    ``TestFailure.beyond``, is past the end of every file and reported at line ``2**31``); a file under the
     repository folder the reader will not read (ignored, binary, oversized:
     ``WINDOW_UNREADABLE``); a path from elsewhere that matches several files
     (:data:`FRAME_AMBIGUOUS`) or none (:data:`FRAME_UNMATCHED`), under the path as printed.
@@ -330,7 +331,8 @@ def resolve_frames(
             seen.add((path, line, why))
             omitted.append(PolicyOmission(path, line, line, "failure", why))
 
-    for frame in _bounded_frames(repo, failure):
+    beyond = set(failure.beyond)
+    for frame in (*_bounded_frames(repo, failure), *failure.beyond):
         if frame.path.startswith("<"):
             continue  # <frozen ...>, <string>: no file
         rel, where, why = map_path(repo, frame.path, names)
@@ -342,7 +344,7 @@ def resolve_frames(
         if source is None:
             omit(rel, frame.line, WINDOW_UNREADABLE)
             continue
-        if not 1 <= frame.line <= source.line_count:
+        if frame in beyond or not 1 <= frame.line <= source.line_count:
             omit(rel, frame.line, FRAME_PAST_END)
             continue
         by_segment.setdefault(frame.segment, []).append(ProjectFrame(rel, frame.line, 0, frame))

@@ -39,25 +39,26 @@ the repository reaches a candidate except through it. Its rules:
 * **Binary** files (a NUL byte in the first :data:`BINARY_BLOCK` bytes) and files over
   ``max_file_bytes`` (default 1 MiB) are skipped (:attr:`Repository.skipped` says why).
 * **Secrets** are never emitted. A file is *refused* (:attr:`Repository.refused` maps its
-  path to the reason) when its name is that of a secret (:data:`SECRET_NAME`): ``.env*``
-  and ``*.env``, private keys and key stores (``*.pem``, ``*.key``, ``*.p12``, ``*.pfx``,
-  ``*.p8``, ``*.jks``, ``*.keystore``, ``*.ppk``, ``id_rsa*``, ``id_dsa*``, ``id_ecdsa*``,
-  ``id_ed25519*``), credential files (``.netrc``, ``_netrc``, ``.pgpass``,
+  path to the reason) when it is a secret by nature, by its name (:data:`SECRET_NAME`):
+  ``.env*`` and ``*.env``, private keys and key stores (``*.pem``, ``*.key``, ``*.p12``,
+  ``*.pfx``, ``*.p8``, ``*.jks``, ``*.keystore``, ``*.ppk``, ``id_rsa*``, ``id_dsa*``,
+  ``id_ecdsa*``, ``id_ed25519*``), credential files (``.netrc``, ``_netrc``, ``.pgpass``,
   ``.git-credentials``, ``.htpasswd``, ``.boto``, ``.s3cfg``, ``.dockercfg``, a file named
   ``credentials`` such as ``.aws/credentials``, ``credentials*.json``,
   ``client_secret*.json``, ``*.tfstate``, ``*.kdbx``) or a package-manager configuration
   (``.npmrc``, ``.pypirc``, ``.yarnrc``, ``.yarnrc.yml``, ``pip.conf``, ``pip.ini``) that
-  holds a token or password; or when its content looks like a secret
-  (:data:`SECRET_CONTENT`): a secret of any kind :mod:`repo_context.secrets` detects (a
-  private key, a cloud, repository, chat, payment, registry or model-hub token, a password
-  in a URL, a high-entropy value assigned to a password, secret or token; its module
-  docstring has the table), found in time linear in the file's length. A refused file still
-  has a :class:`SourceFile` -- its line count, its syntax tree with every string constant
-  blanked and, for a secret found in its content, its lines with each secret replaced by
-  ``[REDACTED: kind]`` (a secret name: line endings only) -- so that the sources see its
-  definitions and propose the windows they would take, and none of them leaves the reader,
-  whatever the window's priority (it may be the failing file). :meth:`Repository.screen` turns every
-  window of a refused file into a :class:`PolicyOmission`.
+  holds a token or password. A refused file still has a :class:`SourceFile` -- its line
+  count and its syntax tree with every string constant blanked, its lines empty but for
+  their endings -- so that the sources see its definitions and propose the windows they
+  would take, and none of them leaves the reader, whatever the window's priority (it may be
+  the failing file): :meth:`Repository.screen` turns every window of a refused file into a
+  :class:`PolicyOmission`. Any other file in which :mod:`repo_context.secrets` finds a
+  secret (its rule set and families are documented there; found in time linear in the
+  file's length) is *redacted*, not hidden: its lines hold each secret replaced by
+  ``[REDACTED: kind]`` (line endings kept, so every line keeps its number) and
+  :attr:`SourceFile.redactions` says where, so its windows still reach the context with
+  the secret's value replaced; its ``digest`` (and so the windows' ``source_sha256`` and
+  the build's verification) is still that of the file's own bytes.
 * **Text** is UTF-8 with a BOM dropped; a Python file that declares another encoding
   (PEP 263) is read in that one, as Python reads it. Line endings are kept exactly
   (``\\r\\n`` stays ``\\r\\n``). Bytes that are not valid in the encoding are kept as lone
@@ -78,6 +79,7 @@ the file.
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 import io
 import os
@@ -95,16 +97,16 @@ import re2
 from pathspec import GitIgnoreSpec
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
-from .._core import secret_spans
 from .._input import PathProblem, canonical_path
 from ..limits import DEFAULT_LIMITS, Limits, describe, limit_error, resolve
-from ..secrets import redact
+from ..secrets import find_secrets, redact
 
 __all__ = [
     "BINARY_BLOCK",
     "MAX_FILE_BYTES",
     "SECRET_CONTENT",
     "SECRET_NAME",
+    "SECRET_REDACTED_IN_FILE",
     "WINDOW_CHANGED",
     "WINDOW_UNREADABLE",
     "PolicyOmission",
@@ -130,6 +132,8 @@ BINARY_BLOCK = 8192
 SECRET_NAME = "policy: secret name"
 #: The reason a file is refused for its content.
 SECRET_CONTENT = "policy: secret content"
+#: Why a secret's value was replaced in a file's lines (:attr:`SourceFile.redactions`).
+SECRET_REDACTED_IN_FILE = "policy: secret in the file"
 #: Why :meth:`Repository.screen` withholds a window whose file cannot be read through the
 #: reader (outside the repository, ignored, binary, too large, gone) or whose path is not
 #: the file's canonical path.
@@ -221,7 +225,7 @@ def secret_in_text(path: str, text: str) -> str | None:
     name = path.rsplit("/", 1)[-1].lower()
     if name in _CREDENTIAL_CONFIGS and _CREDENTIAL_ENTRY.search(text):
         return SECRET_NAME
-    return SECRET_CONTENT if secret_spans(text) else None
+    return SECRET_CONTENT if find_secrets(text) else None
 
 
 def node_span(node: ast.stmt) -> tuple[int, int]:
@@ -279,15 +283,16 @@ class SourceFile:
     kept; ``tree`` is the parsed module of a ``.py``/``.pyi`` file, or ``None`` when the
     file is not Python or not valid Python for this interpreter.
 
-    ``refused`` is ``None``, or the policy reason (:data:`SECRET_NAME`,
-    :data:`SECRET_CONTENT`) the file's text is withheld for: then each secret in ``lines``
-    is replaced by ``[REDACTED: kind]`` (for :data:`SECRET_CONTENT`; for
-    :data:`SECRET_NAME` every line is empty but for its line ending), and string constants
-    in ``tree`` are blanked, so the file's shape (line count, definitions, names) is known
-    to the sources and its secrets are not; :meth:`Repository.screen` withholds every
-    window of it. ``undecodable`` counts the bytes
-    that were not valid in the file's encoding (kept as lone surrogates); ``digest`` is the
-    SHA-256 of the bytes read.
+    ``refused`` is ``None``, or the policy reason (:data:`SECRET_NAME`) the file's text is
+    withheld for: then every line is empty but for its line ending and string constants in
+    ``tree`` are blanked, so the file's shape (line count, definitions, names) is known to
+    the sources and its secrets are not; :meth:`Repository.screen` withholds every window of
+    it. ``redactions`` lists the secrets found in a file that is not refused, each
+    ``(first_line, last_line, kind)`` (1-based, closed, in order): in ``lines`` (and in
+    ``tree``, parsed from them) each one's value is replaced by ``[REDACTED: kind]``.
+    ``undecodable`` counts the bytes that were not valid in the file's encoding (kept as
+    lone surrogates); ``digest`` is the SHA-256 of the bytes read (the file's own bytes,
+    before any redaction).
     """
 
     path: str
@@ -296,6 +301,11 @@ class SourceFile:
     refused: str | None = None
     undecodable: int = 0
     digest: str = field(default="", repr=False)
+    redactions: tuple[tuple[int, int, str], ...] = ()
+
+    def redactions_in(self, start: int, end: int) -> tuple[tuple[int, int, str], ...]:
+        """The :attr:`redactions` that touch lines ``start..end`` (1-based, closed)."""
+        return tuple(r for r in self.redactions if r[0] <= end and r[1] >= start)
 
     @property
     def line_count(self) -> int:
@@ -392,7 +402,8 @@ class Repository:
     limits (:class:`repo_context.limits.Limits`, default ``DEFAULT_LIMITS``; kept, with
     ``max_file_bytes`` in it, as :attr:`resource_limits`).
     ``refused`` maps the path of every file refused so far to the policy reason
-    (:data:`SECRET_NAME` or :data:`SECRET_CONTENT`); ``skipped`` maps files not read for
+    (:data:`SECRET_NAME`; :data:`SECRET_CONTENT` only for a file whose redaction would not
+    keep its lines); ``skipped`` maps files not read for
     another reason (binary, too large, not a regular file), folders not entered (deeper than
     ``max_depth``) and rules files not applied in full (over a ``.gitignore`` limit) to a short
     explanation.
@@ -647,6 +658,14 @@ class Repository:
         text, undecodable = _decode(data, python=python)
         refused = SECRET_NAME if named else secret_in_text(rel, text)
         lines = split_lines(text)
+        redactions: tuple[tuple[int, int, str], ...] = ()
+        if refused == SECRET_CONTENT:
+            redacted = _redacted_lines(lines, text)
+            if redacted is not None:
+                # A secret in the content: its value is replaced, the file is not withheld.
+                refused = None
+                lines, redactions = redacted
+                text = "".join(lines)
         tree = _parse(text) if python else None
         if refused is not None:
             self.refused[rel] = refused
@@ -656,7 +675,9 @@ class Repository:
             self.refused.pop(rel, None)
         self.skipped.pop(rel, None)
         digest = hashlib.sha256(data).hexdigest()
-        return SourceFile(rel, lines, tree, refused=refused, undecodable=undecodable, digest=digest)
+        return SourceFile(
+            rel, lines, tree, refused=refused, undecodable=undecodable, digest=digest, redactions=redactions
+        )
 
     def _read(self, rel: str) -> bytes | None:
         """The bytes of the regular file ``rel`` (a canonical path: no link on the way), or
@@ -856,6 +877,29 @@ def _compiled_rules(lines: list[str]) -> GitIgnoreSpec:
                 continue
             good.append(line)
         return _rules(good)
+
+
+def _redacted_lines(
+    lines: tuple[str, ...], text: str
+) -> tuple[tuple[str, ...], tuple[tuple[int, int, str], ...]] | None:
+    """``lines`` (of ``text``) with every secret replaced by ``[REDACTED: kind]``
+    (:func:`repo_context.secrets.redact`, line endings kept), and each secret's
+    ``(first_line, last_line, kind)``; ``None`` if the redacted text does not keep the line
+    count (then the file is withheld whole)."""
+    starts: list[int] = []
+    at = 0
+    for line in lines:
+        starts.append(at)
+        at += len(line)
+    where = [
+        (bisect.bisect_right(starts, s.start), bisect.bisect_right(starts, max(s.start, s.end - 1)), s.kind)
+        for s in find_secrets(text)
+    ]
+    done = redact(text)
+    masked = split_lines(done.text)
+    if len(masked) != len(lines) or find_secrets(done.text):
+        return None
+    return masked, tuple(where)
 
 
 def _withheld_lines(lines: tuple[str, ...], text: str, refused: str) -> tuple[str, ...]:

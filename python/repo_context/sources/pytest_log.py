@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 __all__ = [
+    "BEYOND_LINE",
     "ChainLink",
     "FailingTest",
     "Frame",
@@ -239,6 +240,17 @@ def _line_number(digits: str) -> int | None:
     return line if 1 <= line <= _MAX_LINE else None
 
 
+def _beyond(digits: str) -> bool:
+    """Whether the line number written as ``digits`` is past ``2**31 - 1``: past the end of
+    every file (such a frame is kept apart, :attr:`TestFailure.beyond`, to be reported)."""
+    significant = digits.lstrip("0")
+    return len(significant) > _MAX_LINE_DIGITS or (significant != "" and int(significant) > _MAX_LINE)
+
+
+#: The line a frame past ``2**31 - 1`` is given in :attr:`TestFailure.beyond`.
+BEYOND_LINE = _MAX_LINE + 1
+
+
 def strip_ansi(text: str) -> str:
     """``text`` without ANSI escape sequences (colours, bold, cursor movement)."""
     return _ANSI.sub("", text)
@@ -321,6 +333,12 @@ class TestFailure:
     ``ERROR collecting``, JUnit's ``collection failure``), ``"setup"`` or ``"teardown"``
     (``ERROR at setup of``, ``failed on teardown with``), ``"call"`` (a failed test), or
     ``None`` (an error of unknown phase).
+
+    ``beyond`` holds the frames whose line is past ``2**31 - 1`` (past the end of every file;
+    ``line`` is :data:`BEYOND_LINE`): they are not in ``frames`` (a frame there is a line of
+    its file), and :func:`repo_context.sources.failure.resolve_frames` reports each one under
+    the repository as past the end of its file, so no frame is dropped in silence. (A line
+    ``0`` names no line at all and is dropped.)
     """
 
     __test__ = False  # not a pytest test class
@@ -335,6 +353,7 @@ class TestFailure:
     chain: tuple[ChainLink, ...] = ()
     origin: str = "pytest"
     phase: Phase | None = None
+    beyond: tuple[Frame, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -386,6 +405,7 @@ class _Builder:
         self.in_tail = False  # after a native traceback's last line
         self.in_syntax = False  # inside a SyntaxError's quoted location (file line, source, caret)
         self.frame_count = 0
+        self.beyond: list[Frame] = []  # frames past 2**31 - 1 (TestFailure.beyond)
 
     @property
     def current(self) -> _Segment:
@@ -433,12 +453,16 @@ class _Builder:
             number = _line_number(fixture["line"])
             if number is not None:
                 self._add_frame(Frame(fixture["path"], number, None, len(self.segments) - 1))
+            else:
+                self._past(fixture["path"], fixture["line"], None)
             return
         native = _NATIVE.match(line)
         if native:
             number = _line_number(native["line"])
             if number is not None:
                 self._add_frame(Frame(native["path"], number, native["func"], len(self.segments) - 1))
+            else:
+                self._past(native["path"], native["line"], native["func"])
             self.after_frame, self.in_tail = True, False
             return
         location = _LOCATION.match(line)
@@ -456,6 +480,8 @@ class _Builder:
                     self.after_frame = self.in_tail = False
                     return
                 self._add_frame(frame)
+            else:
+                self._past(location["path"], location["line"], function)
             syntax = _NATIVE.match(message) if message.startswith("File ") else None
             if syntax is not None and syntax["func"] is None:
                 self._message(message)  # --tb=line: `path:N:   File "broken.py", line 3`
@@ -491,6 +517,14 @@ class _Builder:
         self.current.frames.append(frame)
         self.frame_count += 1
 
+    def _past(self, path: str, digits: str, function: str | None) -> None:
+        """A frame whose line number is no line (``0``) or past ``2**31 - 1``: the latter is
+        kept in :attr:`beyond`, to be reported as past the end of its file."""
+        if _beyond(digits):
+            frame = Frame(path, BEYOND_LINE, function, len(self.segments) - 1)
+            if frame not in self.beyond:
+                self.beyond.append(frame)
+
     def _message(self, text: str) -> None:
         """One message line: a SyntaxError's ``File "path", line N`` (no function) is its
         location, a frame; the quoted source and caret lines under it are kept as message
@@ -504,6 +538,8 @@ class _Builder:
                 if frame not in segment.syntax_frames:
                     segment.syntax_frames.append(frame)
                     self.frame_count += 1
+            else:
+                self._past(syntax["path"], syntax["line"], None)
             self.in_syntax = True
             segment.quoted.add(len(segment.messages))
         elif self.in_syntax:
@@ -572,6 +608,7 @@ class _Builder:
             chain=tuple(links),
             origin=origin,
             phase=_phase_of(self.name, status),
+            beyond=tuple(self.beyond),
         )
 
 
@@ -761,11 +798,14 @@ def _summary_failure(outcome: TestOutcome) -> TestFailure:
         exc_type = "AssertionError"
     status: Status = "error" if outcome.status == "error" else "failed"
     frames: tuple[Frame, ...] = ()
+    beyond: tuple[Frame, ...] = ()
     syntax = _NATIVE.match(message) if message.startswith("File ") else None
     if syntax is not None and syntax["func"] is None:
         # `FAILED id -   File "pkg/broken.py", line 3`: a SyntaxError's location
         number = _line_number(syntax["line"])
         frames = (Frame(syntax["path"], number),) if number is not None else ()
+        if number is None and _beyond(syntax["line"]):
+            beyond = (Frame(syntax["path"], BEYOND_LINE),)
         message = ""
     return TestFailure(
         _id_key(outcome.test_id),
@@ -777,6 +817,7 @@ def _summary_failure(outcome: TestOutcome) -> TestFailure:
         status=status,
         origin="summary",
         phase=_phase_of(None, status),
+        beyond=beyond,
     )
 
 
@@ -1199,6 +1240,7 @@ def parse_test_output(text: str | bytes = "", junit_xml: str | bytes | None = No
                 test_id=mine.test_id or other.test_id,
                 frames=frames,
                 chain=chain,
+                beyond=tuple(dict.fromkeys((*other.beyond, *mine.beyond))),
                 exception_type=other.exception_type or mine.exception_type,
                 message=other.message or mine.message,
                 message_lines=other.message_lines or mine.message_lines,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import keyword
 import math
 import re
@@ -492,7 +493,7 @@ class Hit:
     score: float
 
 
-Fingerprint = tuple[tuple[str, int, int, int], ...]
+Fingerprint = tuple[tuple[str, int, int, int, int], ...]
 
 
 def _searchable_paths(repo: Repository) -> list[str]:
@@ -506,16 +507,35 @@ def _searchable_paths(repo: Repository) -> list[str]:
 
 
 def _fingerprint(root: Path, paths: Iterable[str]) -> Fingerprint:
-    """``(path, size, mtime_ns, inode)`` of each file (``-1`` fields for a file that
-    cannot be examined)."""
-    rows: list[tuple[str, int, int, int]] = []
+    """``(path, size, mtime_ns, ctime_ns, inode)`` of each file (``-1`` fields for a file that
+    cannot be examined). The change time moves on every write and cannot be set back (unlike
+    the modification time, which ``cp -p``, ``tar`` and ``rsync -t`` restore)."""
+    rows: list[tuple[str, int, int, int, int]] = []
     for rel in paths:
         try:
             st = (root / rel).stat()
-            rows.append((rel, st.st_size, st.st_mtime_ns, st.st_ino))
-        except OSError:
-            rows.append((rel, -1, -1, -1))
+            rows.append((rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+        except (OSError, ValueError):
+            rows.append((rel, -1, -1, -1, -1))
     return tuple(rows)
+
+
+#: A file modified or changed within this many nanoseconds (2 s) of the time an index was
+#: built may have been written again in the same timestamp tick, leaving its stat as it was.
+_AMBIGUOUS_NS = 2_000_000_000
+
+
+def _unchanged(repo: Repository, index: SearchIndex) -> bool:
+    """Whether the files of ``index`` whose stat is ambiguous (modified or changed within
+    :data:`_AMBIGUOUS_NS` of the time the index was built, or later) still hold the bytes the
+    index was built from (read again and hashed; the others are proven by their stat)."""
+    for rel, _, mtime, ctime, _ in index.fingerprint:
+        if max(mtime, ctime) >= index._built_ns - _AMBIGUOUS_NS:
+            data = repo._read(rel)
+            digest = hashlib.sha256(data).hexdigest() if data is not None else ""
+            if index._digests.get(rel, "") != digest:
+                return False
+    return True
 
 
 def _chunk_tokens(source: SourceFile, chunk: Chunk, path_tokens: list[str]) -> list[str]:
@@ -535,8 +555,8 @@ class SearchIndex:
     :meth:`query` or :meth:`windows`.
 
     ``root`` is the repository folder; ``chunks`` the indexed chunks in path and line
-    order; ``fingerprint`` the ``(path, size, mtime_ns, inode)`` of each file when the
-    index was built; ``build_seconds`` the wall time the build took (listing, reading,
+    order; ``fingerprint`` the ``(path, size, mtime_ns, ctime_ns, inode)`` of each file when
+    the index was built; ``build_seconds`` the wall time the build took (listing, reading,
     parsing, chunking, tokenizing and indexing) and ``timings`` its parts in seconds
     (``list``: listing and examining the files; ``read``: reading and parsing them through
     the repository, which keeps them for the other sources; ``chunk``: chunking and
@@ -555,6 +575,8 @@ class SearchIndex:
     max_file_bytes: int
     last_query_seconds: float = 0.0
     _retriever: Any = field(default=None, repr=False)
+    _built_ns: int = field(default=0, repr=False)
+    _digests: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, repo: Repository, paths: Iterable[str] | None = None) -> SearchIndex:
@@ -565,16 +587,20 @@ class SearchIndex:
         reader gives it (its secrets redacted), so that its hits are reported as withheld."""
         started = time.perf_counter()
         listed = sorted(paths) if paths is not None else _searchable_paths(repo)
+        built_ns = time.time_ns()
         fingerprint = _fingerprint(repo.root, listed)
         listed_at = time.perf_counter()
         read = 0.0
         chunks: list[Chunk] = []
         corpus: list[list[str]] = []
         lines = files = 0
+        digests: dict[str, str] = {}
         for rel in listed:
             before = time.perf_counter()
             source = repo.source(rel)
             read += time.perf_counter() - before
+            if source is not None:
+                digests[rel] = source.digest
             if source is None or not source.line_count:
                 continue  # a refused file is indexed: its hits become policy omissions
             files += 1
@@ -601,6 +627,8 @@ class SearchIndex:
             files=files,
             max_file_bytes=repo.max_file_bytes,
             _retriever=retriever,
+            _built_ns=built_ns,
+            _digests=digests,
         )
 
     @classmethod
@@ -609,16 +637,22 @@ class SearchIndex:
 
         The cache is keyed by the repository root (and the reader's settings: its resource
         limits, ``.gitignore`` rules on or off); an entry is
-        reused while every searchable file has the size, modification time and inode it
-        had when the index was built and no file was added or removed; else the index is
-        built again. The last few repositories are kept.
+        reused while every searchable file has the size, modification time, change time and
+        inode it had when the index was built, every file modified within 2 s of the time the
+        index was built (a write in the same timestamp tick can leave the stat as it was) still
+        has the same SHA-256, and no file was added or removed; else the index is built again.
+        The last few repositories are kept.
         """
         key = (repo.root, repo.resource_limits, repo.gitignore)
         paths = _searchable_paths(repo)
         fingerprint = _fingerprint(repo.root, paths)
         with _CACHE_LOCK:
             cached = _CACHE.get(key)
-            if cached is not None and cached.fingerprint == fingerprint:
+            if (
+                cached is not None
+                and cached.fingerprint == fingerprint
+                and _unchanged(repo, cached)
+            ):
                 _CACHE.move_to_end(key)
                 return cached
         index = cls.build(repo, paths)
