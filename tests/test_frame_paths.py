@@ -170,3 +170,26 @@ def test_a_coverage_reports_path_leading_out_answers_as_one_that_names_nothing(
     assert nothing.unmapped == ("outlink/none.py", "rootlink/etc/none")
     assert [dict(run.lines) for run in found.runs] == [dict(run.lines) for run in nothing.runs]
     assert [dict(run.lines) for run in found.runs] == [{"pkg/calc.py": frozenset({1})}]
+
+
+def test_frames_past_every_file_are_bounded_by_max_frames_too(tmp_path: Path) -> None:
+    from repo_context.sources.failure import FRAME_PAST_END
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    for i in range(10):
+        (root / f"m{i}.py").write_text("a = 1\n", encoding="utf-8")
+    far = 2**31 + 5
+    # A frame in a file, then ten past every file, one of them repeated.
+    log = _traceback(("m0.py", 1), *((f"m{i}.py", far) for i in range(10)), ("m0.py", far))
+    failure = parse_test_output(log)[0]
+    assert [frame.path for frame in failure.beyond] == [f"m{i}.py" for i in range(10)]
+    reader = Repository(root, limits=Limits(max_frames=4))
+    frames, omitted = resolve_frames(reader, failure)
+    assert [(pf.path, pf.line) for pf in frames] == [("m0.py", 1)]
+    assert [(o.path, o.start, o.why) for o in omitted] == [
+        (f"m{i}.py", 2**31, FRAME_PAST_END) for i in (0, 1, 8, 9)
+    ]
+    assert reader.skipped["<frames>"] == (
+        "the list of frames past every file is 10 frames, over the limit max_frames = 4 frames"
+    )

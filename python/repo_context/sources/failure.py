@@ -280,16 +280,15 @@ def map_path(
     return None, textual if textual is not None and "\\" not in path else printed, why
 
 
-def _bounded_frames(repo: Repository, failure: TestFailure) -> Sequence[Frame]:
-    """The frames of ``failure`` to map, at most ``max_frames`` of the repository's limits:
-    of a longer traceback its first and last halves (the test's own frames and the deepest,
-    where it failed), the frames between skipped and recorded in ``repo.skipped`` under
-    ``"<frames>"``."""
-    frames = failure.frames
+def _bounded_frames(repo: Repository, frames: Sequence[Frame], what: str) -> Sequence[Frame]:
+    """The ``frames`` of a failure to map, at most ``max_frames`` of the repository's limits:
+    of more, the first and last halves (the test's own frames and the deepest, where it
+    failed), the frames between skipped and recorded in ``repo.skipped`` under
+    ``"<frames>"`` (``what`` names them in the record)."""
     maximum = repo.resource_limits.max_frames
     if len(frames) <= maximum:
         return frames
-    repo.skipped["<frames>"] = describe("max_frames", "the traceback", len(frames), maximum)
+    repo.skipped["<frames>"] = describe("max_frames", what, len(frames), maximum)
     first = maximum // 2
     return [*frames[:first], *frames[len(frames) - (maximum - first) :]]
 
@@ -332,7 +331,8 @@ def resolve_frames(
             omitted.append(PolicyOmission(path, line, line, "failure", why))
 
     beyond = set(failure.beyond)
-    for frame in (*_bounded_frames(repo, failure), *failure.beyond):
+    bounded = _bounded_frames(repo, failure.frames, "the traceback")
+    for frame in (*bounded, *_bounded_frames(repo, failure.beyond, "the list of frames past every file")):
         if frame.path.startswith("<"):
             continue  # <frozen ...>, <string>: no file
         rel, where, why = map_path(repo, frame.path, names)
