@@ -140,7 +140,8 @@ class Limits:
             on ``max_threads`` threads and says so once on standard error (0 counts as 1).
             Default: the cores this process may run on (:func:`cores`).
         max_frames: traceback frames of one failure whose paths are mapped to repository
-            files; of a longer traceback the first and last halves are used and the frames
+            files (and, apart, its frames past every file, ``TestFailure.beyond``); of a
+            longer traceback the first and last halves are used and the frames
             between are left out (recorded in :attr:`repo_context.sources.Repository.skipped`
             under ``"<frames>"``): skipped, not an error. Default 1,000 (Python's default
             recursion limit).
