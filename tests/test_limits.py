@@ -87,6 +87,10 @@ def test_defaults_and_units() -> None:
         "max_gitignore_pattern_chars": 4_096,
         "mcp_call_seconds": 900,
         "test_run_seconds": 600,
+        "max_frames": 1_000,
+        "max_result_bytes": 64 << 20,
+        "mcp_workspaces": 8,
+        "mcp_client_roots": 1_000,
         "max_cache_value_bytes": 256 << 20,
         "max_threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
     }
@@ -105,6 +109,7 @@ def test_every_setting_is_documented_with_its_unit_and_behaviour() -> None:
     for setting in dataclasses.fields(Limits):
         name = setting.name
         units = {"bytes", "characters", "candidates", "entries", "folders", "lines", "seconds", "threads"}
+        units |= {"frames", "workspaces", "roots"}
         assert limits.unit(name) in units
         assert f"{name}:" in class_doc
         section = {"error": errors, "skip": skips, "clamp": clamps}[limits.behaviour(name)]

@@ -128,7 +128,11 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
             missing = await client.call_tool(
                 "context_for_failure", {"repository": str(tmp_path / "nowhere"), "test_log": _log()}
             )
-            assert missing.is_error and "not a directory" in _text(missing)
+            # The reason, never the server's absolute path.
+            assert missing.is_error
+            assert _text(missing) == (
+                "Error executing tool context_for_failure: the repository is not a folder"
+            )
             invalid = await client.call_tool(
                 "build", {"input": {"candidates": [{"path": "a.py"}], "max_chars": 5}}
             )
@@ -905,3 +909,258 @@ def test_calls_past_their_time_limit_leave_the_server_its_workers(
     assert slow_seconds < 10
     assert not after.is_error, after
     assert after_seconds < 10
+
+
+def test_a_result_over_max_result_bytes_is_a_tool_error(repo: Path) -> None:
+    build_input = {
+        "candidates": [
+            {"path": "a.py", "start": 1, "end": 1, "content": "x = 1\n", "reason": "search", "score": 1.0}
+        ],
+        "max_chars": 100,
+    }
+    result = repo_context.RepoContextBuilder().build(build_input)
+    section = repo_context.composer.render_markdown(result)
+    structured = {"section": section, "result": result.to_dict()}
+    size = len(json.dumps(structured, ensure_ascii=False).encode()) + len(section.encode())
+    fits = create_server(cache=False, roots=[repo], limits=repo_context.Limits(max_result_bytes=size))
+    over = create_server(cache=False, roots=[repo], limits=repo_context.Limits(max_result_bytes=size - 1))
+    (kept,) = _calls(fits, ("build", {"input": build_input}))
+    assert not kept.is_error and _text(kept) == section
+    (refused,) = _calls(over, ("build", {"input": build_input}))
+    assert _error(refused) == (
+        f"Error executing tool build: input field 'result': the result is {size} bytes, "
+        f"over the limit max_result_bytes = {size - 1} bytes"
+    )
+
+
+def test_unknown_arguments_are_refused_with_the_known_ones(repo: Path) -> None:
+    server = create_server(cache=False, roots=[repo])
+    typo, many = _calls(
+        server,
+        ("build", {"input": {"candidates": [], "max_chars": 10}, "engnie": "reference"}),
+        _context(repo, test_log=_log(), **{f"x{i}": i for i in range(12)}),
+    )
+    assert _error(typo) == (
+        "Error executing tool build: unknown argument engnie (the tool takes input, engine)"
+    )
+    assert _error(many) == (
+        ERROR + "unknown argument " + ", ".join(f"x{i}" for i in range(10)) + " and 2 more (the tool "
+        "takes repository, test_log, log_file, test, junit_xml, junit_file, coverage_file, query, "
+        "budget, unit, encoding, template, line_numbers)"
+    )
+
+
+def test_the_clients_roots_are_capped(repo: Path) -> None:
+    import mcp_types
+
+    def listing(count: int) -> Any:
+        async def callback(context: Any) -> mcp_types.ListRootsResult:
+            return mcp_types.ListRootsResult(roots=[mcp_types.Root(uri=repo.as_uri())] * count)
+
+        return callback
+
+    server = create_server(cache=False, roots=[repo], limits=repo_context.Limits(mcp_client_roots=3))
+    (refused,) = _calls(server, _context(repo, test_log=_log()), list_roots_callback=listing(4))
+    assert _error(refused) == (
+        ERROR + "input field 'roots': the client's list of roots is 4 roots, "
+        "over the limit mcp_client_roots = 3 roots"
+    )
+    (served,) = _calls(server, _context(repo, test_log=_log()), list_roots_callback=listing(3))
+    assert not served.is_error, served
+
+
+def test_the_clients_roots_request_is_under_the_calls_time_limit(repo: Path) -> None:
+    import mcp_types
+
+    async def stalled(context: Any) -> mcp_types.ListRootsResult:
+        # Longer than the call may take; the in-process client answers nothing else meanwhile.
+        await anyio.sleep(4)
+        return mcp_types.ListRootsResult(roots=[mcp_types.Root(uri=repo.as_uri())])
+
+    server = create_server(cache=False, roots=[repo], limits=repo_context.Limits(mcp_call_seconds=1))
+    # Were the roots request outside the limit, the call would succeed once they came.
+    # The initialize handshake: the server asks for the roots (roots/list) and waits.
+    (slow,) = _calls(server, _context(repo, test_log=_log()), list_roots_callback=stalled, mode="legacy")
+    assert _error(slow) == (
+        ERROR + "the call took more than 1 seconds, over the limit mcp_call_seconds = 1 seconds"
+    )
+
+
+def test_a_test_id_is_a_test_file_or_a_folder_without_links_leading_out(repo: Path, tmp_path: Path) -> None:
+    from repo_context import mcp_server
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "test_x.py").write_text("def test_x():\n    assert False\n", encoding="utf-8")
+    (repo / "doc.txt").write_text(">>> 1 + 1\n3\n", encoding="utf-8")
+    (repo / "notatest.py").write_text("print('imported')\n", encoding="utf-8")
+    (repo / "tests" / "test_alias.py").symlink_to("test_ratios.py")
+    (repo / "suite" / "deep").mkdir(parents=True)
+    (repo / "suite" / "deep" / "test_out.py").symlink_to(outside / "test_x.py")
+    (repo / ".venv").mkdir()  # pytest does not enter it: its links are not looked at
+    (repo / ".venv" / "python").symlink_to(sys.executable)
+    long_id = "tests/" + "a" * 300_000 + ".py::test_x"
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    results = _calls(
+        server,
+        *(
+            _context(repo, test=node)
+            for node in (long_id, "doc.txt", "notatest.py", "tests/conftest.py", "tests/test_alias.py")
+        ),
+        _context(repo, test="suite"),
+        _context(repo, test="."),
+    )
+    assert [_error(r) for r in results] == [
+        ERROR + f"test: not a test node id: {long_id[:200]}... (longer than a test id can be)",
+        ERROR + "test: not a test file (named test_*.py or *_test.py): doc.txt",
+        ERROR + "test: not a test file (named test_*.py or *_test.py): notatest.py",
+        ERROR + "test: no such test file or folder in the repository: tests/conftest.py",
+        ERROR + "test: the test's path is a symbolic link: tests/test_alias.py",
+        ERROR + "test: the folder suite holds a symbolic link leading out of the repository: "
+        "suite/deep/test_out.py",
+        ERROR + "test: the folder . holds a symbolic link leading out of the repository: "
+        "suite/deep/test_out.py",
+    ]
+    root = repo.resolve()
+    limits = repo_context.DEFAULT_LIMITS
+    assert mcp_server._check_test_id(root, "tests", limits) is None
+    assert mcp_server._check_test_id(root, "tests/test_ratios.py::test_other", limits) is None
+    few = limits.replace(max_files=2)
+    with pytest.raises(mcp_server.ToolError) as info:
+        mcp_server._check_test_id(root, "lib", few)
+    assert str(info.value) == (
+        "test: the folder lib holds more than 2 entries to check (the limit max_files)"
+    )
+    assert mcp_server.PYTEST_OPTIONS[-2:] == ("-p", "no:doctest")
+
+
+def test_a_call_given_up_on_lets_go_of_its_workspace(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first call's worker holds its workspace (the lock of its repository) past the
+    # call's limit; the next call on the same repository is served by a new workspace.
+    import threading
+
+    from repo_context import workspace as workspace_module
+
+    release = threading.Event()
+    first = threading.Event()
+    real_refresh = workspace_module.Workspace._refresh
+
+    def refresh(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not first.is_set():
+            first.set()
+            release.wait(60)  # inside the workspace's lock
+        return real_refresh(self, *args, **kwargs)
+
+    monkeypatch.setattr(workspace_module.Workspace, "_refresh", refresh)
+    server = create_server(cache=False, roots=[repo], limits=repo_context.Limits(mcp_call_seconds=3))
+    try:
+        given_up, served = _calls(server, _context(repo, test_log=_log()), _context(repo, test_log=_log()))
+    finally:
+        release.set()
+    assert _error(given_up) == (
+        ERROR + "the call took more than 3 seconds, over the limit mcp_call_seconds = 3 seconds"
+    )
+    assert not served.is_error, served
+    assert served.structured_content["result"]["failure"]["failure_file"] == "lib/ratios.py"
+
+
+def test_a_request_the_sdk_cannot_read_gets_an_error_reply() -> None:
+    import mcp_types
+    from repo_context import mcp_server
+
+    def reply(line: str) -> Any:
+        try:
+            mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except Exception as exc:  # what the SDK's reader hands the server
+            return mcp_server._unreadable_reply(exc)
+        raise AssertionError("the SDK read it")
+
+    call = (
+        '{"jsonrpc":"2.0","id":7,"method":"tools/call",'
+        '"params":{"name":"build","arguments":{"engine":"\\udcff"}}}'
+    )
+    found = reply(call)
+    assert found.message.model_dump(mode="json", exclude_none=True) == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {
+            "code": -32602,
+            "message": "a string of the request holds a lone surrogate (\\ud800-\\udfff), which is not text",
+        },
+    }
+    key = reply('{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"\\ud800":1}}')
+    assert key.message.id == "a" and key.message.error.code == -32602
+    # A notification (no id) has no reply; nor has text that is not JSON at all.
+    assert reply('{"jsonrpc":"2.0","method":"notifications/x","params":{"a":"\\udcff"}}') is None
+    assert reply("not json") is None
+
+
+def test_no_os_error_text_carries_a_path_of_the_server(repo: Path, tmp_path: Path) -> None:
+    from repo_context import mcp_server
+
+    missing = OSError(2, "No such file or directory", str(tmp_path / "secret" / "place"))
+    assert mcp_server._os_error(missing) == "cannot read the repository: No such file or directory"
+    assert mcp_server._os_error(NotADirectoryError(f"not a directory: {tmp_path}")) == (
+        "the repository is not a folder"
+    )
+    broken = tmp_path / "broken-python"
+    broken.write_bytes(b"\x00\x01\x02\x03")
+    broken.chmod(0o755)
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=broken)
+    (failed,) = _calls(server, _context(repo, test="tests/test_ratios.py::test_other"))
+    assert _error(failed) == ERROR + "test: cannot start the interpreter: Exec format error"
+
+
+ESCAPING_TEST = """\
+import pathlib, subprocess
+
+
+def test_escapes():
+    child = subprocess.Popen(["sleep", "301"], start_new_session=True)
+    (pathlib.Path(__file__).parent / "escaped.txt").write_text(f"{child.pid}")
+    assert child.pid < 0
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="child subreapers are Linux's")
+def test_a_process_that_leaves_the_runs_session_is_killed_too(repo: Path) -> None:
+    import time
+
+    (repo / "tests" / "test_escapes.py").write_text(ESCAPING_TEST, encoding="utf-8")
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    (ran,) = _calls(server, _context(repo, test="tests/test_escapes.py::test_escapes"))
+    assert not ran.is_error, ran
+    escaped = int((repo / "tests" / "escaped.txt").read_text())
+    for _ in range(100):
+        if not _alive(escaped):
+            break
+        time.sleep(0.05)
+    assert not _alive(escaped)
+
+
+@pytest.mark.parametrize(("kept", "made"), [(1, 3), (2, 2)])
+def test_the_server_keeps_at_most_mcp_workspaces_workspaces(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, kept: int, made: int
+) -> None:
+    from repo_context import mcp_server
+
+    created: list[Path] = []
+
+    class Counted(mcp_server.Workspace):
+        def __init__(self, root: Any, **options: Any) -> None:
+            created.append(Path(root))
+            super().__init__(root, **options)
+
+    monkeypatch.setattr(mcp_server, "Workspace", Counted)
+    server = create_server(cache=False, roots=[repo], limits=repo_context.Limits(mcp_workspaces=kept))
+    # Every folder is a repository of its own: lib, then tests, then lib again.
+    results = _calls(
+        server,
+        _context(repo / "lib", test_log=_log()),
+        _context(repo / "tests", test_log=_log()),
+        _context(repo / "lib", test_log=_log()),
+    )
+    assert [r.is_error for r in results] == [False, False, False]
+    root = repo.resolve()
+    expected = [root / "lib", root / "tests", root / "lib"][:made]
+    assert created == expected

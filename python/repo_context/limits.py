@@ -21,16 +21,17 @@ one of two things, fixed per setting (:func:`behaviour` tells which):
   ``max_log_bytes``, ``max_junit_bytes``, ``max_issue_bytes``, ``max_coverage_bytes``,
   ``max_query_chars``, ``max_candidates``, ``max_total_chars``, and ``max_files`` (a
   repository walk that never ends is most likely the wrong folder). The MCP server's time
-  limits are errors too (a tool error naming the setting): ``mcp_call_seconds`` and
-  ``test_run_seconds``.
+  limits are errors too (a tool error naming the setting): ``mcp_call_seconds``,
+  ``test_run_seconds``, ``max_result_bytes`` and ``mcp_client_roots``.
 * **skipped, not an error**: inside a repository a single oversized file, a folder nested too
   deep, or an unusable ``.gitignore`` is a property of that repository, not of the request, so
   the rest of the repository is still used. The skipped file or folder is recorded in
   :attr:`repo_context.sources.Repository.skipped` with the setting's name and value:
   ``max_file_bytes``, ``max_depth``, ``max_gitignore_bytes``, ``max_gitignore_patterns``,
-  ``max_gitignore_pattern_chars``. A cache value over ``max_cache_value_bytes`` is a miss
-  (derived again), also not an error.
-  ``max_gitignore_pattern_chars``.
+  ``max_gitignore_pattern_chars``, ``max_frames`` (the frames between the first and last
+  halves of a longer traceback). A cache value over ``max_cache_value_bytes`` is a miss
+  (derived again), also not an error. ``mcp_workspaces`` bounds what the MCP server keeps
+  in memory: past it the least recently used workspace is dropped, nothing is refused.
 * **clamped, not an error**: a request for more worker threads than ``max_threads`` (the
   ``threads=`` of :func:`repo_context.build_many` and :func:`repo_context.build_table`,
   ``--threads`` of ``build --jsonl`` and ``rerank``) runs on ``max_threads`` threads, said once
@@ -138,6 +139,18 @@ class Limits:
             ``build_table``, ``--threads``); a larger request is clamped, not an error: it runs
             on ``max_threads`` threads and says so once on standard error (0 counts as 1).
             Default: the cores this process may run on (:func:`cores`).
+        max_frames: traceback frames of one failure whose paths are mapped to repository
+            files (and, apart, its frames past every file, ``TestFailure.beyond``); of a
+            longer traceback the first and last halves are used and the frames
+            between are left out (recorded in :attr:`repo_context.sources.Repository.skipped`
+            under ``"<frames>"``): skipped, not an error. Default 1,000 (Python's default
+            recursion limit).
+        max_result_bytes: bytes (UTF-8 JSON) of one MCP tool result, its text and structured
+            content together. Error. Default 64 MiB.
+        mcp_workspaces: repositories the MCP server keeps a workspace for; past it the least
+            recently used one is dropped (its cache stays on disk): skipped, not an error.
+            Default 8.
+        mcp_client_roots: roots an MCP client may list (``roots/list``). Error. Default 1,000.
 
     Raises:
         InvalidInputError: a value that is not an ``int >= 0`` (``field`` names the setting).
@@ -161,6 +174,10 @@ class Limits:
     test_run_seconds: int = _setting(600, "seconds", "error", "a test run of the MCP server")
     max_cache_value_bytes: int = _setting(256 << 20, "bytes", "skip", "one decompressed cache value")
     max_threads: int = _setting(cores(), "threads", "clamp", "worker threads of one call")
+    max_frames: int = _setting(1_000, "frames", "skip", "traceback frames of one failure")
+    max_result_bytes: int = _setting(64 << 20, "bytes", "error", "one MCP tool result")
+    mcp_workspaces: int = _setting(8, "workspaces", "skip", "workspaces kept by the MCP server")
+    mcp_client_roots: int = _setting(1_000, "roots", "error", "roots listed by an MCP client")
 
     def __post_init__(self) -> None:
         for setting in dataclasses.fields(self):

@@ -11,9 +11,9 @@ Built on the official ``mcp`` Python SDK (2.x, ``MCPServer``). Two tools:
 * ``build``: ``repo-context build`` on a JSON input (candidates, budget, cost, failing files).
 
 Each returns the rendered section as its text content, and the structured result as its
-structured content. One :class:`repo_context.Workspace` per repository folder is kept for the
-life of the server, so a call after the first reuses what was derived (and the on-disk cache
-serves the first call of a new server).
+structured content. One :class:`repo_context.Workspace` per repository folder is kept (the
+``Limits.mcp_workspaces`` most recently used), so a call after the first reuses what was
+derived (and the on-disk cache serves the first call of a new server or workspace).
 
 The client is untrusted (a language model steered by whatever text it reads), so the server
 gives it no more than its configuration allows (the threat model: ``docs/mcp.md``):
@@ -34,16 +34,22 @@ gives it no more than its configuration allows (the threat model: ``docs/mcp.md`
   the ``bin/python`` of the repository's own ``.venv`` or ``venv`` (a virtual environment
   inside the repository), else the call is a tool error; never the server's own
   interpreter, never a tool argument. The test id is passed after ``--``, may not start
-  with ``-`` or ``@``, and its file part must name a file or folder inside the repository.
-  The run is killed (its whole process group) after ``Limits.test_run_seconds`` or when the
-  call's time limit passes.
-* **Time.** The blocking work of a call runs in a worker thread; after
-  ``Limits.mcp_call_seconds`` the call returns a tool error and the worker is abandoned (a
-  test run or a file read stops at the same deadline; the repository walk and the build,
-  bounded by their own limits, finish on their own).
+  with ``-`` or ``@``, and its file part must name a test file (``test_*.py``,
+  ``*_test.py``, not a link) or a folder without links leading out, inside the repository
+  (:func:`_check_test_id`); doctests are not collected. The run is killed (its whole process
+  group, and on Linux every process it left behind: :data:`_REAPER`) after
+  ``Limits.test_run_seconds`` or when the call's time limit passes.
+* **Time.** A call has one time limit, ``Limits.mcp_call_seconds``, over the client's roots
+  request, the tool's work and the making of its result (rendering, JSON, the screen), all
+  blocking work in worker threads; past it the call returns a tool error, the worker is
+  abandoned and the workspace it holds let go (a test run or a file read stops at the same
+  deadline, and the workspace stops at its next stage).
+* **Size.** A result is at most ``Limits.max_result_bytes``; the client's roots at most
+  ``Limits.mcp_client_roots``; an argument the tool does not take is refused.
 * **Secrets.** Every tool result (its text and every string of its structured content) and
   every error text passes through :func:`repo_context.secrets.redact`; the structured result
-  lists what was replaced under ``"redacted"``.
+  lists what was replaced under ``"redacted"``. An error never holds a system error's file
+  name, and echoes an argument cut short.
 
 A tool argument that names a path (now or in a later tool: a coverage report, a source map)
 goes through ``_Scope.confine`` (a folder) or ``_read_regular`` (a file), and one that reaches
@@ -56,16 +62,20 @@ Nothing else in the package imports this module: it needs the ``mcp`` extra
 
 from __future__ import annotations
 
+import contextvars
+import fnmatch
 import json
 import os
 import selectors
 import signal
 import stat
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
 import urllib.request
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -76,16 +86,26 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resolve import ListRoots, Resolve
+from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, InputRequiredResult, ListRootsResult, TextContent
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    CallToolResult,
+    ErrorData,
+    InputRequiredResult,
+    JSONRPCError,
+    ListRootsResult,
+    TextContent,
+)
 
 from . import builder as native
 from . import reference
 from .composer import header_path, render, render_markdown
 from .errors import InvalidInputError
-from .limits import DEFAULT_LIMITS, Limits, limit_error, over, resolve
+from .limits import DEFAULT_LIMITS, Limits, limit_error, over, resolve, utf8_length
 from .secrets import redact_json, redact_text
-from .workspace import ContextResult, Workspace
+from .sources.failure import PATH_MAX
+from .workspace import Workspace
 
 __all__ = ["OUTSIDE", "create_server", "run"]
 
@@ -105,7 +125,8 @@ _INSTRUCTIONS = (
 _RUN_ENABLED = (
     "With a node id and no test output, the test is run first: running a repository's tests "
     "runs that repository's code. The server runs ``python -m pytest -rA --tb=long -p "
-    "no:cacheprovider -- NODEID`` in the repository with the interpreter of its own "
+    "no:cacheprovider -p no:doctest -- NODEID`` (NODEID: a test file named test_*.py or "
+    "*_test.py, or a folder, inside the repository) in the repository with the interpreter of its own "
     "configuration (--python, else the repository's .venv or venv), at most "
     "{seconds} seconds."
 )
@@ -145,12 +166,46 @@ the section, the build result's JSON form and "redacted" (secrets the server rep
 result).
 """
 
+#: pytest's options before ``--`` and the node id: every result reported, long tracebacks,
+#: no cache written into the repository, no doctest collection (only test files run).
+PYTEST_OPTIONS = ("-rA", "--tb=long", "-p", "no:cacheprovider", "-p", "no:doctest")
+
 #: The default of ``Limits.test_run_seconds``: the longest a test run started by
 #: ``context_for_failure`` may take, in seconds (600).
 PYTEST_TIMEOUT = DEFAULT_LIMITS.test_run_seconds
 
 _CHUNK = 1 << 16
 _T = TypeVar("_T")
+
+#: The end of the current tool call's time limit (``time.monotonic()``), set where every
+#: call passes (``_ScreenedServer.call_tool``) and read by the tool's worker.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("_DEADLINE", default=None)
+
+#: The longest text of a tool argument echoed in an error, in characters.
+_ECHO = 200
+
+#: The longest error text a tool call returns, in characters.
+_MESSAGE = 2000
+
+#: The longest test id the server hands pytest, in characters.
+MAX_TEST_ID = 65_536
+
+#: The names pytest collects as test files by default (``python_files``).
+TEST_FILES = ("test_*.py", "*_test.py")
+
+#: Folders pytest never enters by default (``norecursedirs``), not walked when a test folder
+#: is checked for links leading out; a virtual environment (``pyvenv.cfg``) neither.
+_NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
+
+
+def _shown(text: str) -> str:
+    """``text`` as echoed in an error: at most :data:`_ECHO` characters (then ``...``),
+    control characters escaped (:func:`repo_context.composer.header_path`)."""
+    return header_path(text if len(text) <= _ECHO else text[:_ECHO] + "...")
+
+
+def _too_long(path: str) -> bool:
+    return len(path) > PATH_MAX or len(path.encode("utf-8", "surrogatepass")) > PATH_MAX
 
 
 class _Expired(Exception):
@@ -177,7 +232,10 @@ class _Scope:
 
     def confine(self, path: str, field: str) -> Path:
         """``path`` resolved (relative to the server's working folder), if it lies inside the
-        scope; else the tool error ``"{field}: the path is outside the server's roots"``."""
+        scope; else the tool error ``"{field}: the path is outside the server's roots"`` (for
+        a path longer than ``PATH_MAX`` bytes too, which names nothing, without resolving it)."""
+        if _too_long(path):
+            raise ToolError(f"{field}: {OUTSIDE}")
         try:
             real = Path(os.path.realpath(path))
         except (ValueError, OSError):  # a NUL byte; a path the system cannot take
@@ -240,7 +298,7 @@ def _read_regular(
     before it is opened (``os.stat``) and again on the opened file (``os.fstat``: the open
     neither follows a link nor blocks), so reading never waits on a writer."""
     real = scope.confine(path, arg)
-    shown = header_path(path)
+    shown = _shown(path)
     try:
         info = os.stat(real)
         if not stat.S_ISREG(info.st_mode):
@@ -299,24 +357,154 @@ def _interpreter(root: Path, configured: Path | None) -> Path:
     )
 
 
-def _check_test_id(root: Path, node_id: str) -> None:
-    """A tool error unless ``node_id`` is a test id to hand pytest: not an option or an
-    argument file (a leading ``-`` or ``@``), its file part (before the first ``::``) a file
-    or folder inside the repository ``root`` (resolved)."""
-    shown = header_path(node_id)
+def _check_test_id(root: Path, node_id: str, limits: Limits, deadline: float | None = None) -> None:
+    """A tool error unless ``node_id`` is a test id to hand pytest: at most
+    :data:`MAX_TEST_ID` characters, not an option or an argument file (a leading ``-`` or
+    ``@``), and its file part (before the first ``::``, at most ``PATH_MAX`` bytes) inside
+    the repository ``root`` once resolved, itself not a symbolic link, and either a regular
+    file named as pytest names test files (:data:`TEST_FILES`) or a folder holding no
+    symbolic link that leads out of the repository (walked without following links, folders
+    pytest does not enter by default left out, at most ``limits.max_files`` entries, before
+    ``deadline``, a ``time.monotonic()`` value, else ``_Expired``)."""
+    shown = _shown(node_id)
     if not node_id:
         raise ToolError("test: the node id is empty")
     if node_id[0] in "-@":
         raise ToolError(f"test: not a test node id: {shown} (it may not start with '-' or '@')")
     part = node_id.split("::", 1)[0]
+    if len(node_id) > MAX_TEST_ID or _too_long(part):
+        raise ToolError(f"test: not a test node id: {shown} (longer than a test id can be)")
+    given = root / part
     try:
-        real = Path(os.path.realpath(root / part))
+        real = Path(os.path.realpath(given))
+        if not real.is_relative_to(root):
+            raise ToolError(f"test: the test's path is outside the repository: {shown}")
+        info = os.lstat(given)
     except (ValueError, OSError):
-        raise ToolError(f"test: not a test node id: {shown}") from None
-    if not real.is_relative_to(root):
-        raise ToolError(f"test: the test's path is outside the repository: {shown}")
-    if not (real.is_file() or real.is_dir()):
-        raise ToolError(f"test: no such test file or folder in the repository: {header_path(part)}")
+        raise ToolError(f"test: no such test file or folder in the repository: {_shown(part)}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise ToolError(f"test: the test's path is a symbolic link: {_shown(part)}")
+    if stat.S_ISREG(info.st_mode):
+        if not any(fnmatch.fnmatchcase(real.name, pattern) for pattern in TEST_FILES):
+            raise ToolError(f"test: not a test file (named {' or '.join(TEST_FILES)}): {_shown(part)}")
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"test: no such test file or folder in the repository: {_shown(part)}")
+    found = _link_leading_out(root, real, limits.max_files, deadline)
+    if found is not None:
+        raise ToolError(f"test: the folder {_shown(part)} {found}")
+
+
+def _link_leading_out(root: Path, folder: Path, maximum: int, deadline: float | None = None) -> str | None:
+    """Why the test folder ``folder`` may not be run (words after its name), or ``None``: it
+    holds a symbolic link whose target lies outside the repository ``root`` (pytest would
+    collect a test file there), or more than ``maximum`` entries to check."""
+    pending = [folder]
+    seen = 0
+    while pending:
+        here = pending.pop()
+        try:
+            entries = list(os.scandir(here))
+        except OSError:
+            continue  # pytest cannot enter it either
+        if deadline is not None and time.monotonic() > deadline:
+            raise _Expired
+        for entry in entries:
+            seen += 1
+            if seen > maximum:
+                return f"holds more than {maximum} entries to check (the limit max_files)"
+            if entry.is_symlink():
+                if not Path(os.path.realpath(entry.path)).is_relative_to(root):
+                    rel = Path(entry.path).relative_to(root).as_posix()
+                    return f"holds a symbolic link leading out of the repository: {_shown(rel)}"
+            elif entry.is_dir(follow_symlinks=False):
+                name = entry.name
+                if not any(fnmatch.fnmatchcase(name, pattern) for pattern in _NORECURSE) and not (
+                    os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))
+                ):
+                    pending.append(Path(entry.path))
+    return None
+
+
+#: The reaper a test run is started under on Linux (``python -c _REAPER FD COMMAND...``, the
+#: server's own interpreter; ``FD`` is where it writes why the command could not start): a
+#: child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so that every process the run leaves
+#: behind, in a session of its own or not, becomes its child; when the run ends, or on
+#: SIGTERM, it kills every child it has, generation after generation (an orphan of a killed
+#: process becomes its child in turn), reaps them, and exits with the run's status.
+_REAPER = r"""
+import ctypes, os, signal, subprocess, sys
+
+
+def children():
+    me, found = os.getpid(), []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[-1].split()
+            except OSError:
+                continue
+            if len(fields) > 1 and int(fields[1]) == me:
+                found.append(int(name))
+    return found
+
+
+def reap():
+    for _ in range(100000):
+        found = children()
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in found:
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+
+
+def stop(signum, frame):
+    reap()
+    os._exit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, stop)
+if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:
+    sys.exit(125)
+report = int(sys.argv[1])
+try:
+    run = subprocess.Popen(sys.argv[2:])
+except OSError as exc:
+    os.write(report, (exc.strerror or type(exc).__name__).encode())
+    sys.exit(127)
+os.close(report)
+code = run.wait()
+reap()
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+def _reaping() -> bool:
+    """Whether a run goes under :data:`_REAPER`: where the system has child subreapers
+    (Linux) and the server knows its interpreter. Elsewhere a process that leaves the run's
+    process group (a session of its own) can outlive the run."""
+    return sys.platform == "linux" and bool(sys.executable)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """End the run ``process`` and everything it started: SIGTERM first (the reaper then
+    kills every process the run left, wherever it went), then SIGKILL to its process group."""
+    if process.poll() is None:
+        try:
+            process.send_signal(signal.SIGTERM)
+            process.wait(5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    _kill_group(process)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -335,16 +523,19 @@ def _run_test(
     limits: Limits | None = None,
     deadline: float | None = None,
 ) -> str:
-    """The output of ``python -m pytest -rA --tb=long -p no:cacheprovider -- NODE_ID`` run in
+    """The output of ``python -m pytest -rA --tb=long -p no:cacheprovider -p no:doctest --
+    NODE_ID`` run in
     ``root`` (standard output and standard error, as they come), at most
     ``limits.max_log_bytes`` of it (``limits`` default: ``DEFAULT_LIMITS``).
 
     The run is its own process group (a new session, standard input the null device); the
     whole group is killed when the run ends, writes more than the limit, takes more than
     ``limits.test_run_seconds`` or reaches ``deadline`` (``time.monotonic()``: the call's).
+    On Linux the run goes under :data:`_REAPER`, a child subreaper, which kills every process
+    the run left behind, also one that started a session of its own.
     The node id is passed after ``--`` and is not checked here (:func:`_check_test_id`).
 
-    Raises ``OSError`` if the interpreter cannot be started, ``ToolError`` naming
+    Raises ``ToolError`` if the interpreter cannot be started, ``ToolError`` naming
     ``test_run_seconds`` after that many seconds, ``_Expired`` at ``deadline``,
     ``ResourceLimitError`` for more output than ``max_log_bytes``."""
     limits = resolve(limits)
@@ -352,15 +543,38 @@ def _run_test(
     own = started + limits.test_run_seconds
     stop = own if deadline is None else min(own, deadline)
     maximum = limits.max_log_bytes
-    command = [os.fspath(python), "-m", "pytest", "-rA", "--tb=long", "-p", "no:cacheprovider", "--", node_id]
-    process = subprocess.Popen(
-        command,
-        cwd=root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    command = [os.fspath(python), "-m", "pytest", *PYTEST_OPTIONS, "--", node_id]
+    failed = ""
+    report_read, report_write = os.pipe() if _reaping() else (-1, -1)
+    if report_write >= 0:
+        command = [sys.executable, "-I", "-S", "-c", _REAPER, str(report_write), *command]
+    process: subprocess.Popen[bytes] | None = None
+    try:
+        process = subprocess.Popen(
+            command,
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            pass_fds=(report_write,) if report_write >= 0 else (),
+        )
+    except OSError as exc:
+        failed = exc.strerror or type(exc).__name__
+    finally:
+        if report_write >= 0:
+            os.close(report_write)
+    if report_read >= 0:
+        with os.fdopen(report_read, "rb") as report:  # closed by the reaper once it started
+            failed = failed or report.read(4096).decode("utf-8", errors="replace")
+    if failed:
+        if process is not None:
+            _stop(process)
+            if process.stdout is not None:
+                process.stdout.close()
+            process.wait()
+        raise ToolError(f"test: cannot start the interpreter: {failed}")
+    assert process is not None
     assert process.stdout is not None
     fd = process.stdout.fileno()
     chunks: list[bytes] = []
@@ -380,7 +594,7 @@ def _run_test(
                     if deadline is not None and deadline < own:
                         raise _Expired
                     words = over("test_run_seconds", 0, limits.test_run_seconds, exact=False)
-                    raise ToolError(f"test: the test run took {words}: {header_path(node_id)}")
+                    raise ToolError(f"test: the test run took {words}: {_shown(node_id)}")
                 if not selector.select(min(left, 0.5)):
                     continue
                 chunk = os.read(fd, min(_CHUNK, maximum + 1 - total))
@@ -393,30 +607,79 @@ def _run_test(
                         "pytest_log", "max_log_bytes", "the test output", total, maximum, exact=False
                     )
     finally:
-        _kill_group(process)
+        _stop(process)
         process.stdout.close()
         process.wait()
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
-async def _in_worker(job: Callable[[float], _T], limits: Limits) -> _T:
+def _os_error(exc: OSError) -> str:
+    """The words for an ``OSError`` met reading the repository: its reason only, never the
+    file name it carries (an absolute path of the server's machine)."""
+    if isinstance(exc, NotADirectoryError) and exc.strerror is None:
+        return "the repository is not a folder"
+    return f"cannot read the repository: {exc.strerror or type(exc).__name__}"
+
+
+def _message(text: str) -> str:
+    return text if len(text) <= _MESSAGE else text[:_MESSAGE] + "..."
+
+
+async def _in_worker(
+    job: Callable[[float], _T],
+    limits: Limits,
+    *,
+    abandoned: Callable[[], None] | None = None,
+) -> _T:
     """``job(deadline)`` in a worker thread, ``deadline`` (``time.monotonic()``) the end of
-    the call's time limit ``limits.mcp_call_seconds``: past it the call is a tool error and
-    the worker is abandoned. An error of the input (a bad candidate, budget or cost, a folder
-    or file that cannot be read, an unknown test) becomes a tool error whose message reaches
-    the client."""
-    seconds = limits.mcp_call_seconds
-    deadline = time.monotonic() + seconds
-    with anyio.move_on_after(seconds):
-        try:
-            return await anyio.to_thread.run_sync(job, deadline, abandon_on_cancel=True)
-        except ToolError:
-            raise
-        except _Expired:
-            raise _call_expired(limits) from None
-        except (InvalidInputError, ValueError, LookupError, OSError, TypeError, TimeoutError) as exc:
-            raise ToolError(str(exc)) from exc
-    raise _call_expired(limits)
+    the call's time limit (the one :class:`_ScreenedServer` set for the call, else
+    ``limits.mcp_call_seconds`` from now): past it the call is a tool error, the worker is
+    abandoned and ``abandoned()`` is called (the workspace it holds is let go). An error of
+    the input (a bad candidate, budget or cost, a folder or file that cannot be read, an
+    unknown test) becomes a tool error whose message reaches the client (an ``OSError`` by
+    its reason only, never a path of the server's machine; at most 2,000 characters)."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        deadline = time.monotonic() + limits.mcp_call_seconds
+    expired = True
+    try:
+        with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+            try:
+                result = await anyio.to_thread.run_sync(job, deadline, abandon_on_cancel=True)
+                expired = False
+                return result
+            except ToolError as exc:
+                expired = False
+                raise ToolError(_message(str(exc))) from exc.__cause__
+            except (_Expired, TimeoutError):
+                raise _call_expired(limits) from None
+            except OSError as exc:
+                expired = False
+                raise ToolError(_os_error(exc)) from None
+            except (InvalidInputError, ValueError, LookupError, TypeError) as exc:
+                expired = False
+                raise ToolError(_message(str(exc))) from exc
+        raise _call_expired(limits)
+    finally:
+        if expired and abandoned is not None:
+            abandoned()
+
+
+def _sized(text: str, structured: dict[str, Any], limits: Limits) -> CallToolResult:
+    """The tool result of ``text`` and ``structured`` (made JSON: a JSON round trip), if its
+    UTF-8 JSON is at most ``limits.max_result_bytes``; else ``ResourceLimitError`` (field
+    ``"result"``)."""
+    encoded = json.dumps(structured, allow_nan=False, ensure_ascii=False)
+    maximum = limits.max_result_bytes
+    size, exact = utf8_length(encoded, maximum)
+    if exact:
+        more, exact = utf8_length(text, maximum)
+        size += more
+    if size > maximum:
+        raise limit_error("result", "max_result_bytes", "the result", size, maximum, exact=exact)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=json.loads(encoded)
+    )
 
 
 def _screened(result: CallToolResult) -> CallToolResult:
@@ -435,23 +698,125 @@ def _screened(result: CallToolResult) -> CallToolResult:
     return result.model_copy(update={"content": content, "structured_content": structured})
 
 
+def _has_surrogate(value: object) -> bool:
+    """Whether a string of the JSON value ``value`` (its keys included) holds a lone
+    surrogate (``"\\udcff"``: an escape JSON allows that names no character)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if not item.isascii() and any("\ud800" <= ch <= "\udfff" for ch in item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+def _unreadable_reply(error: Exception) -> SessionMessage | None:
+    """The JSON-RPC error reply to a request line the SDK could not read, when its text is
+    JSON naming a request id (a lone surrogate escape, which Python's JSON reader takes and
+    the SDK's does not): ``-32602`` (invalid params) for a lone surrogate, ``-32700`` (parse
+    error) otherwise; ``None`` when there is no request to answer."""
+    errors = getattr(error, "errors", None)
+    if not callable(errors):
+        return None
+    try:
+        listed = errors()
+        line = listed[0].get("input") if listed else None
+        message = json.loads(line) if isinstance(line, str) else None
+    except (ValueError, TypeError, IndexError, AttributeError):
+        return None
+    if not isinstance(message, dict) or "method" not in message:
+        return None
+    request = message.get("id")
+    if isinstance(request, bool) or not isinstance(request, (str, int)):
+        return None  # a notification, or no usable id: nothing to answer
+    if isinstance(request, str) and _has_surrogate(request):
+        return None
+    if _has_surrogate(message):
+        data = ErrorData(
+            code=-32602,
+            message="a string of the request holds a lone surrogate (\\ud800-\\udfff), which is not text",
+        )
+    else:
+        data = ErrorData(code=-32700, message="the request is not valid JSON-RPC")
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request, error=data))
+
+
 class _ScreenedServer(MCPServer[Any]):
-    """``MCPServer`` whose every tool result and tool error (the SDK's own argument errors,
-    and protocol errors raised during a call, included) passes the secret screen."""
+    """``MCPServer`` whose every tool call runs under one time limit (the client's
+    ``roots/list`` answer, the tool's work and the screen), refuses arguments the tool does
+    not take, and whose every tool result and tool error (the SDK's own argument errors, and
+    protocol errors raised during a call, included) passes the secret screen, the result's
+    in a worker thread."""
+
+    def __init__(self, name: str, *, instructions: str, limits: Limits) -> None:
+        super().__init__(name, instructions=instructions)
+        self._limits = limits
+
+    def _check_arguments(self, name: str, arguments: dict[str, Any]) -> None:
+        tool = self._tool_manager.get_tool(name)
+        if tool is None or not isinstance(arguments, dict):
+            return  # the SDK's own error
+        known = list(tool.parameters.get("properties", {}))
+        unknown = [key for key in arguments if key not in known]
+        if unknown:
+            listed = ", ".join(_shown(str(key)) for key in unknown[:10])
+            more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+            raise ToolError(
+                f"Error executing tool {name}: unknown argument {listed}{more} "
+                f"(the tool takes {', '.join(known)})"
+            )
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        limits = self._limits
+        deadline = time.monotonic() + limits.mcp_call_seconds
+        token = _DEADLINE.set(deadline)
         try:
-            result = await super().call_tool(name, arguments, context)
+            self._check_arguments(name, arguments)
+            with anyio.move_on_after(limits.mcp_call_seconds):  # the roots request too
+                result = await super().call_tool(name, arguments, context)
+                if isinstance(result, CallToolResult):
+                    return await _in_worker(lambda _: _screened(result), limits)
+                return result
+            raise ToolError(f"Error executing tool {name}: {_call_expired(limits)}")
         except UnexpectedToolError as exc:
-            raise UnexpectedToolError(redact_text(str(exc))) from exc.__cause__
+            raise UnexpectedToolError(redact_text(_message(str(exc)))) from exc.__cause__
         except ToolError as exc:
-            raise ToolError(redact_text(str(exc))) from exc.__cause__
+            raise ToolError(redact_text(_message(str(exc)))) from exc.__cause__
         except MCPError as exc:  # a protocol error (the client failed to list its roots)
             data = None if exc.data is None else redact_json(exc.data)[0]
-            raise MCPError(exc.code, redact_text(exc.message), data) from exc
-        return _screened(result) if isinstance(result, CallToolResult) else result
+            raise MCPError(exc.code, redact_text(_message(exc.message)), data) from exc
+        finally:
+            _DEADLINE.reset(token)
+
+    async def run_stdio_async(self) -> None:
+        """Serve over standard I/O (the SDK's transport), answering a request line the SDK
+        cannot read with a JSON-RPC error (:func:`_unreadable_reply`) instead of dropping it,
+        so that the client never waits for a reply that does not come."""
+        async with stdio_server() as (read_stream, write_stream):
+            sender, receiver = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+            async def forward() -> None:
+                async with sender:
+                    async for item in read_stream:
+                        reply = _unreadable_reply(item) if isinstance(item, Exception) else None
+                        if reply is not None:
+                            await write_stream.send(reply)
+                        else:
+                            await sender.send(item)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(forward)
+                await self._lowlevel_server.run(
+                    receiver, write_stream, self._lowlevel_server.create_initialization_options()
+                )
+                group.cancel_scope.cancel()
 
 
 def _folders(roots: Sequence[str | os.PathLike[str]] | None) -> tuple[Path, ...]:
@@ -505,21 +870,40 @@ def create_server(
     limits = resolve(limits)
     folders = _folders(roots)
     interpreter = _interpreter_option(python)
-    server = _ScreenedServer("repo-context", instructions=_INSTRUCTIONS)
-    workspaces: dict[Path, Workspace] = {}
+    server = _ScreenedServer("repo-context", instructions=_INSTRUCTIONS, limits=limits)
+    workspaces: OrderedDict[Path, Workspace] = OrderedDict()
     lock = threading.Lock()
 
     def scope(found: ListRootsResult | None) -> _Scope:
         if found is None:
             return _Scope(folders, None)
+        count = len(found.roots)
+        if count > limits.mcp_client_roots:
+            raise limit_error(
+                "roots", "mcp_client_roots", "the client's list of roots", count, limits.mcp_client_roots
+            )
         client = (_file_root(str(root.uri)) for root in found.roots)
         return _Scope(folders, tuple(folder for folder in client if folder is not None))
 
     def workspace(root: Path) -> Workspace:
+        """The workspace of ``root``: kept for later calls, the ``mcp_workspaces`` most
+        recently used at most (an older one is let go; its cache stays on disk)."""
         with lock:
-            if root not in workspaces:
-                workspaces[root] = Workspace(root, cache_dir=cache_dir, cache=cache, limits=limits)
-            return workspaces[root]
+            found = workspaces.get(root)
+            if found is None:
+                found = Workspace(root, cache_dir=cache_dir, cache=cache, limits=limits)
+                workspaces[root] = found
+            workspaces.move_to_end(root)
+            while len(workspaces) > limits.mcp_workspaces:
+                workspaces.popitem(last=False)
+            return found
+
+    def forget(root: Path, used: list[Workspace]) -> None:
+        """Let go of the workspace a call given up on holds (its worker may hold its lock
+        until it reaches its deadline check): the next call on ``root`` gets a new one."""
+        with lock:
+            if used and workspaces.get(root) is used[0]:
+                del workspaces[root]
 
     run_words = _RUN_ENABLED.format(seconds=limits.test_run_seconds) if allow_run else _RUN_DISABLED
 
@@ -551,11 +935,14 @@ def create_server(
                 "test: running tests is disabled: the server was started without --allow-run "
                 "(running a repository's tests runs its code); give test_log or log_file"
             )
-        allowed = scope(client_roots)
-        root = allowed.confine(repository, "repository")
         cost = {"unit": unit, "encoding": encoding, "template": template, "line_numbers": line_numbers}
+        used: list[Workspace] = []
+        confined: list[Path] = []
 
-        def job(deadline: float) -> ContextResult:
+        def job(deadline: float) -> CallToolResult:
+            allowed = scope(client_roots)
+            root = allowed.confine(repository, "repository")
+            confined.append(root)
             text = test_log
             if text is None and log_file is not None:
                 data = _read_regular(
@@ -579,24 +966,34 @@ def create_server(
                     deadline,
                 )
             ws = workspace(root)
+            used.append(ws)
             if text is None:
                 node_id = str(test)
-                _check_test_id(ws.root, node_id)
+                _check_test_id(ws.root, node_id, limits, deadline)
                 python_path = _interpreter(ws.root, interpreter)
                 text = _run_test(ws.root, node_id, python_path, limits=limits, deadline=deadline)
-            return ws.context(
-                text, junit_xml=report, test=test, query=query, budget=budget, cost=cost, coverage=coverage
+            outcome = ws.context(
+                text,
+                junit_xml=report,
+                test=test,
+                query=query,
+                budget=budget,
+                cost=cost,
+                coverage=coverage,
+                deadline=deadline,
             )
+            if time.monotonic() > deadline:
+                raise _Expired
+            structured = {
+                "section": outcome.section,
+                "result": outcome.to_dict(),
+                "report": outcome.summary(),
+                "timings": dict(outcome.timings),
+            }
+            return _sized(outcome.section, structured, limits)
 
-        outcome = await _in_worker(job, limits)
-        structured = {
-            "section": outcome.section,
-            "result": outcome.to_dict(),
-            "report": outcome.summary(),
-            "timings": dict(outcome.timings),
-        }
-        return CallToolResult(
-            content=[TextContent(type="text", text=outcome.section)], structured_content=structured
+        return await _in_worker(
+            job, limits, abandoned=lambda: forget(confined[0], used) if confined else None
         )
 
     @server.tool(description=_BUILD_DESCRIPTION)
@@ -606,18 +1003,22 @@ def create_server(
             "reference": reference.RepoContextBuilder(limits=limits).build,
         }
         if engine not in engines:
-            raise ToolError(f"engine must be 'native' or 'reference', got {engine!r}")
-        result = await _in_worker(lambda deadline: engines[engine](input), limits)
-        section = (
-            render(result)
-            if result.cost.template is not None
-            else render_markdown(result, order=result.cost.order)
-        )
-        data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
-        return CallToolResult(
-            content=[TextContent(type="text", text=section)],
-            structured_content={"section": section, "result": data},
-        )
+            raise ToolError(f"engine must be 'native' or 'reference', got {_shown(engine)!r}")
+
+        def job(deadline: float) -> CallToolResult:
+            result = engines[engine](input)
+            if time.monotonic() > deadline:
+                raise _Expired
+            section = (
+                render(result)
+                if result.cost.template is not None
+                else render_markdown(result, order=result.cost.order)
+            )
+            if time.monotonic() > deadline:
+                raise _Expired
+            return _sized(section, {"section": section, "result": result.to_dict()}, limits)
+
+        return await _in_worker(job, limits)
 
     return server
 

@@ -694,6 +694,7 @@ class Workspace:
         engine: str = "native",
         trace: TraceTarget | None = None,
         coverage: CoverageInput | None = None,
+        deadline: float | None = None,
     ) -> ContextResult:
         """Build the context for a failing test of the repository.
 
@@ -735,6 +736,11 @@ class Workspace:
         ``test`` names no failure of the log, ``LogFormatError`` (a ``ValueError``) for
         unreadable JUnit XML, ``ValueError`` for an unknown engine, ``OSError`` if the
         repository folder cannot be listed, or the trace cannot be written.
+
+        ``deadline`` (a ``time.monotonic()`` value; the MCP server's call limit) is checked
+        when the workspace's lock is taken and between the stages (refresh, index, parse,
+        gather, build): past it the call stops with ``TimeoutError``, so a call given up on
+        does not keep the workspace busy.
         """
         if engine not in _ENGINES:
             raise ValueError(f"engine must be 'native' or 'reference', got {engine!r}")
@@ -743,8 +749,15 @@ class Workspace:
         if budget is None:
             budget = DEFAULT_MAX_TOKENS if model.unit == "tokens" else DEFAULT_MAX_CHARS
         gathered, failures, timings, reread, reader = self._run(
-            log_text, junit_xml=junit_xml, test=test, query=query, issue=issue, coverage=coverage
+            log_text,
+            junit_xml=junit_xml,
+            test=test,
+            query=query,
+            issue=issue,
+            coverage=coverage,
+            deadline=deadline,
         )
+        _check_deadline(deadline)
         before = time.perf_counter()
         data = gathered.build_input(budget)
         data = {
@@ -771,18 +784,23 @@ class Workspace:
         issue: str | None = None,
         exclude: Sequence[str] = (),
         coverage: CoverageInput | None = None,
+        deadline: float | None = None,
     ) -> tuple[Gathered, tuple[TestFailure, ...], dict[str, float], tuple[str, ...], _Reader]:
         check_context_inputs(self.limits, log_text, junit_xml, query, issue)
         with self._lock:
+            _check_deadline(deadline)
             started = time.perf_counter()
             reader = self._new_reader()
             searchable = _searchable_paths(reader)
             analysed = source_paths(reader)
             reread = self._refresh(reader, sorted(set(searchable) | set(analysed)))
             refreshed = time.perf_counter()
+            _check_deadline(deadline)
             index = self._search_index(reader, searchable, analysed)
             derived = time.perf_counter()
+            _check_deadline(deadline)
             failures = tuple(parse_test_output(log_text, junit_xml=junit_xml))
+            _check_deadline(deadline)
             gathered = gather(
                 reader,
                 log_text,
@@ -1045,6 +1063,12 @@ class Workspace:
         with Progress(transient=True, console=_stderr_console()) as bar:
             task = bar.add_task(f"indexing {total} files", total=total)
             yield lambda: bar.advance(task)
+
+
+def _check_deadline(deadline: float | None) -> None:
+    """``TimeoutError`` once ``deadline`` (``time.monotonic()``) has passed."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise TimeoutError("the call's time limit passed")
 
 
 def _stderr_console() -> Any:

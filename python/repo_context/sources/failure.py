@@ -25,10 +25,12 @@ import itertools
 import os
 import posixpath
 import re
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..limits import describe
 from .files import (
     WINDOW_UNREADABLE,
     PolicyOmission,
@@ -172,15 +174,74 @@ def _under_root(repo: Repository, path: str) -> str | None:
         return None
 
 
-def _local_file(repo: Repository, path: str) -> Path | None:
-    """The file ``path`` names on this machine (relative: under the repository), if it
-    exists."""
+#: The longest path, in bytes, that can name a file (``PATH_MAX`` on Linux): a longer path
+#: printed in a log names nothing, and is not looked up.
+PATH_MAX = 4096
+
+#: Symbolic links followed while resolving one path inside the repository (Linux's own).
+_MAX_LINKS = 40
+
+
+def _too_long(path: str) -> bool:
+    """Whether ``path`` is longer than any path that can name a file (:data:`PATH_MAX`
+    bytes, a lone surrogate counted as 3), told without touching the filesystem."""
+    return len(path) > PATH_MAX or len(path.encode("utf-8", "surrogatepass")) > PATH_MAX
+
+
+def _shortened(path: str) -> str:
+    return path if len(path) <= 200 else path[:200] + "..."
+
+
+def _local_file(repo: Repository, path: str) -> bool:
+    """Whether ``path`` (relative: under the repository) names something inside the
+    repository, resolved component by component without leaving it: a path that lies
+    outside as written, or whose resolution leaves the repository through a symbolic
+    link or ``..``, is not looked at past the point where it leaves, and names nothing,
+    exactly as a path that names nothing (so the answer never tells what exists outside)."""
     try:
         where = Path(path)
         full = where if where.is_absolute() else repo.root / where
-        return full if full.exists() else None
-    except (OSError, ValueError):
-        return None
+        rest = list(full.relative_to(repo.root).parts)  # as written: no ``..`` resolved yet
+    except ValueError:
+        return False
+    root = str(repo.root)
+    here: list[str] = []
+    links = 0
+    rest.reverse()
+    while rest:
+        name = rest.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            if not here:
+                return False  # above the repository
+            here.pop()
+            continue
+        current = os.path.join(root, *here, name)
+        try:
+            info = os.lstat(current)
+        except (OSError, ValueError):
+            return False
+        if not stat.S_ISLNK(info.st_mode):
+            here.append(name)
+            continue
+        links += 1
+        try:
+            target = os.readlink(current)
+        except (OSError, ValueError):
+            return False
+        if links > _MAX_LINKS or len(target) > PATH_MAX:
+            return False
+        if os.path.isabs(target):
+            try:
+                parts = list(Path(target).relative_to(repo.root).parts)
+            except ValueError:
+                return False  # the link leads out: not followed
+            here = []
+        else:
+            parts = list(Path(target).parts)
+        rest.extend(reversed(parts))
+    return True
 
 
 def map_path(
@@ -188,21 +249,25 @@ def map_path(
 ) -> tuple[str | None, str | None, str | None]:
     """The repository file a path printed by a tool names (a traceback frame, a coverage
     report's file), as :func:`resolve_frames` maps frames: ``(rel, None, None)`` for the
-    repository-relative path of the file; else ``(None, where, why)``: a file here that the
-    reader will not read, or a file outside the repository or installed code (``why``
-    ``WINDOW_UNREADABLE``, or ``None`` for a file outside the repository: nothing to report),
-    or a path from another machine that matches several files or none (``FRAME_AMBIGUOUS``,
-    ``FRAME_UNMATCHED``) or is not one to map (``why`` ``None``); ``where`` is how to name the
-    path in an omission. ``names`` is a cache of the repository's files by file name, filled
-    on first use (pass the same ``dict`` for many paths)."""
-    rel = repo.relative(path)
-    if rel is not None:
-        return rel, None, None
+    repository-relative path of the file; else ``(None, where, why)``: a file inside the
+    repository that the reader will not read (``why`` ``WINDOW_UNREADABLE``), or a path from
+    another machine, from outside the repository folder or leading out of it through a link
+    or ``..`` (looked up only inside the repository: what exists outside never changes the
+    answer) that matches several files or none (``FRAME_AMBIGUOUS``, ``FRAME_UNMATCHED``) or
+    is not one to map (installed code, a pseudo-file: ``why`` ``None``); a path longer than
+    :data:`PATH_MAX` bytes matches no file (``FRAME_UNMATCHED``, ``where`` cut to 200
+    characters). ``where`` is how to name the path in an omission. ``names`` is a cache of
+    the repository's files by file name, filled on first use (pass the same ``dict`` for
+    many paths)."""
+    if _too_long(path):
+        return None, _shortened(path.replace("\\", "/")), FRAME_UNMATCHED
     textual = _under_root(repo, path)
-    if _local_file(repo, path) is not None:
-        # A file here: outside the repository (not a project file), installed code, or one
-        # the reader will not read.
-        return None, textual, WINDOW_UNREADABLE if textual is not None else None
+    if textual is not None and _local_file(repo, path):
+        rel = repo.relative(path)
+        if rel is not None:
+            return rel, None, None
+        # A file here the reader will not read (ignored, binary, oversized, a secret).
+        return None, textual, WINDOW_UNREADABLE
     if names is None:
         names = {}
     if not names:
@@ -215,6 +280,19 @@ def map_path(
     return None, textual if textual is not None and "\\" not in path else printed, why
 
 
+def _bounded_frames(repo: Repository, frames: Sequence[Frame], what: str) -> Sequence[Frame]:
+    """The ``frames`` of a failure to map, at most ``max_frames`` of the repository's limits:
+    of more, the first and last halves (the test's own frames and the deepest, where it
+    failed), the frames between skipped and recorded in ``repo.skipped`` under
+    ``"<frames>"`` (``what`` names them in the record)."""
+    maximum = repo.resource_limits.max_frames
+    if len(frames) <= maximum:
+        return frames
+    repo.skipped["<frames>"] = describe("max_frames", what, len(frames), maximum)
+    first = maximum // 2
+    return [*frames[:first], *frames[len(frames) - (maximum - first) :]]
+
+
 def resolve_frames(
     repo: Repository, failure: TestFailure, *, from_test_id: bool = True
 ) -> tuple[list[ProjectFrame], list[PolicyOmission]]:
@@ -225,16 +303,21 @@ def resolve_frames(
     A frame's path is the repository file it names (a relative path taken from the
     repository folder). A path that names no file here (a Windows path
     ``pkg\\calc.py``, ``C:\\Users\\dev\\repo1\\pkg\\calc.py``, a CI checkout folder
-    ``/home/runner/work/x/x/pkg/calc.py``) is mapped to the repository file whose path
+    ``/home/runner/work/x/x/pkg/calc.py``, a path outside the repository folder or one
+    whose symbolic links lead out of it) is mapped to the repository file whose path
     has the longest tail of folder and file names in common with it (``\\`` read as
     ``/``), when exactly one file has it; installed code (``site-packages``,
     ``lib/python3.11``) and pseudo-files (``<frozen ...>``) are never mapped.
 
+    At most ``max_frames`` frames are mapped (:mod:`repo_context.limits`: of a longer
+    traceback its first and last halves); a path longer than :data:`PATH_MAX` bytes names
+    no file and is not looked up.
+
     Omissions (reason ``policy``, source ``failure``, lines ``line..line``): a frame whose
     line is past the end of its file (:data:`FRAME_PAST_END`; a line past ``2**31 - 1``,
     ``TestFailure.beyond``, is past the end of every file and reported at line ``2**31``); a file under the
-    repository folder the reader will not read (ignored, binary, oversized, a link leading
-    out: ``WINDOW_UNREADABLE``); a path from elsewhere that matches several files
+    repository folder the reader will not read (ignored, binary, oversized:
+    ``WINDOW_UNREADABLE``); a path from elsewhere that matches several files
     (:data:`FRAME_AMBIGUOUS`) or none (:data:`FRAME_UNMATCHED`), under the path as printed.
     """
     by_segment: dict[int, list[ProjectFrame]] = {}
@@ -248,7 +331,8 @@ def resolve_frames(
             omitted.append(PolicyOmission(path, line, line, "failure", why))
 
     beyond = set(failure.beyond)
-    for frame in (*failure.frames, *failure.beyond):
+    bounded = _bounded_frames(repo, failure.frames, "the traceback")
+    for frame in (*bounded, *_bounded_frames(repo, failure.beyond, "the list of frames past every file")):
         if frame.path.startswith("<"):
             continue  # <frozen ...>, <string>: no file
         rel, where, why = map_path(repo, frame.path, names)

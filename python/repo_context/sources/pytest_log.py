@@ -406,6 +406,7 @@ class _Builder:
         self.in_syntax = False  # inside a SyntaxError's quoted location (file line, source, caret)
         self.frame_count = 0
         self.beyond: list[Frame] = []  # frames past 2**31 - 1 (TestFailure.beyond)
+        self._beyond_seen: set[Frame] = set()  # the same, to tell a repeated one in O(1)
 
     @property
     def current(self) -> _Segment:
@@ -522,7 +523,8 @@ class _Builder:
         kept in :attr:`beyond`, to be reported as past the end of its file."""
         if _beyond(digits):
             frame = Frame(path, BEYOND_LINE, function, len(self.segments) - 1)
-            if frame not in self.beyond:
+            if frame not in self._beyond_seen:
+                self._beyond_seen.add(frame)
                 self.beyond.append(frame)
 
     def _message(self, text: str) -> None:
