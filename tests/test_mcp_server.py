@@ -178,7 +178,7 @@ ERROR = "Error executing tool context_for_failure: "
 OUTSIDE = "the path is outside the server's roots"
 # A GitHub token, assembled here so that the file itself holds none.
 TOKEN = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
-REDACTED = "[REDACTED: github-token]"
+REDACTED = "[REDACTED: GitHubTokenDetector]"
 
 
 def _calls(server: Any, *calls: tuple[str, dict[str, Any]], **client: Any) -> list[Any]:
@@ -566,8 +566,8 @@ def test_every_result_and_error_passes_the_secret_screen(repo: Path) -> None:
     assert _text(built) == section.replace(TOKEN, REDACTED)
     assert built.structured_content == {**expected, "redacted": records}
     assert [(r["where"], r["kind"]) for r in records] == [
-        ("$.section", "github-token"),
-        ("$.result.items[0].content", "github-token"),
+        ("$.section", "GitHubTokenDetector"),
+        ("$.result.items[0].content", "GitHubTokenDetector"),
     ]
     assert TOKEN not in json.dumps(built.structured_content)
     assert _error(node) == ERROR + f"test: not a test node id: @{REDACTED} (it may not start with '-' or '@')"
@@ -745,7 +745,7 @@ def test_the_screen_covers_every_tool_and_protocol_errors(repo: Path) -> None:
     assert results[0].structured_content == {
         "result": f"say {REDACTED}",
         "redacted": [
-            {"where": "$.result", "kind": "github-token", "reason": "policy", "why": SECRET_REDACTED}
+            {"where": "$.result", "kind": "GitHubTokenDetector", "reason": "policy", "why": SECRET_REDACTED}
         ],
     }
     assert _error(results[1]) == f"Error executing tool echo: cannot echo {REDACTED}"

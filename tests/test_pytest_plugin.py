@@ -457,6 +457,6 @@ def test_a_secret_in_a_node_id_never_reaches_a_file_name() -> None:
     token = "AKIA" + "IOSFODNN7ABCDEFQ"
     name = context_file_name(f"tests/test_a.py::test_key[{token}]")
     assert token not in name
-    assert name.startswith("tests_test_a.py_test_key_REDACTED_aws-access-key-id-")
+    assert name.startswith("tests_test_a.py_test_key_REDACTED_AWSKeyDetector-")
     github = "ghp_" + "JBd0Kh8oOOL8dKLzdocJ2isAjIhKtJ0RlgLK"
     assert github not in context_file_name(f"tests/test_a.py::test_{github}_x")

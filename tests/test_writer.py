@@ -1065,7 +1065,7 @@ def test_path_errors_of_every_command_are_redacted(
 ) -> None:
     folder = project["folder"]
     missing = f"nope_{GITHUB}.txt"
-    shown = "nope_[REDACTED: github-token].txt"
+    shown = "nope_[REDACTED: GitHubTokenDetector].txt"
     cases = [
         (
             ["context", "--repo", str(project["repo"]), "--pytest-log", missing],
@@ -1075,21 +1075,21 @@ def test_path_errors_of_every_command_are_redacted(
         (
             ["context", "--repo", f"{folder}/nope_{AWS}", "--pytest-log", str(project["log"])],
             2,
-            f"repo-context context: not a directory: {folder}/nope_[REDACTED: aws-access-key-id]\n",
+            f"repo-context context: not a directory: {folder}/nope_[REDACTED: AWSKeyDetector]\n",
         ),
         (
             context(project, "--report", f"{folder}/nodir_{GITHUB}/x.md"),
             1,
-            f"repo-context context: cannot write {folder}/nodir_[REDACTED: github-token]/x.md: the folder "
-            f"{folder}/nodir_[REDACTED: github-token] does not exist\n",
+            f"repo-context context: cannot write {folder}/nodir_[REDACTED: GitHubTokenDetector]/x.md: the folder "
+            f"{folder}/nodir_[REDACTED: GitHubTokenDetector] does not exist\n",
         ),
         (["build", missing], 2, f"repo-context build: cannot read {shown}: No such file or directory\n"),
         (["replay", missing], 2, f"repo-context replay: cannot read {shown}: No such file or directory\n"),
         (
             rerank(parquet_in, "--out", f"{folder}/nodir_{GITHUB}/o.parquet"),
             1,
-            f"repo-context rerank: cannot write {folder}/nodir_[REDACTED: github-token]/o.parquet: the "
-            f"folder {folder}/nodir_[REDACTED: github-token] does not exist\n",
+            f"repo-context rerank: cannot write {folder}/nodir_[REDACTED: GitHubTokenDetector]/o.parquet: the "
+            f"folder {folder}/nodir_[REDACTED: GitHubTokenDetector] does not exist\n",
         ),
     ]
     for args, status, message in cases:
@@ -1111,7 +1111,7 @@ def test_replay_prints_paths_redacted(tmp_path: Path, capsys: Any) -> None:
     assert main(["replay", str(trace)]) == 0
     out = capsys.readouterr().out
     assert GITHUB not in out
-    assert "  dropped pkg/[REDACTED: github-token].py:1-1 (budget)\n" in out
+    assert "  dropped pkg/[REDACTED: GitHubTokenDetector].py:1-1 (budget)\n" in out
 
 
 # --- eval: arguments before anything is made; --out only for a complete run ------------------
@@ -1198,10 +1198,10 @@ def test_a_signal_between_two_renames_waits_until_both_are_done(tmp_path: Path, 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (f"cannot read nope_{GITHUB}.txt", "cannot read nope_[REDACTED: github-token].txt"),
-        (f"a_{GITHUB}_b", "a_[REDACTED: github-token]_b"),
-        (f"x_{AWS}_y and z_{GITHUB}", "x_[REDACTED: aws-access-key-id]_y and z_[REDACTED: github-token]"),
-        (f"{GITHUB}.py", "[REDACTED: github-token].py"),  # standing alone: the detector's own
+        (f"cannot read nope_{GITHUB}.txt", "cannot read nope_[REDACTED: GitHubTokenDetector].txt"),
+        (f"a_{GITHUB}_b", "a_[REDACTED: GitHubTokenDetector]_b"),
+        (f"x_{AWS}_y and z_{GITHUB}", "x_[REDACTED: AWSKeyDetector]_y and z_[REDACTED: GitHubTokenDetector]"),
+        (f"{GITHUB}.py", "[REDACTED: GitHubTokenDetector].py"),  # standing alone: the detector's own
         ("tests_test_a.py_test_key_value-afe1978a07.md", "tests_test_a.py_test_key_value-afe1978a07.md"),
         ("plain message, no secret_in_it", "plain message, no secret_in_it"),
     ],
@@ -1253,7 +1253,7 @@ def test_a_secret_glued_to_a_file_name_never_reaches_the_markdown(tmp_path: Path
     )
     assert main(["context", "--repo", str(repo), "--pytest-log", str(log), "--no-cache"]) == 0
     out, err = capsys.readouterr()
-    assert "### pkg/calc_[REDACTED: aws-access-key-id].py:1-2" in out
+    assert "### pkg/calc_[REDACTED: AWSKeyDetector].py:1-2" in out
     assert AWS not in out and AWS not in err
     assert "repo-context context: warning: 1 secret redacted from this output (reason policy): " in err
     window = {
@@ -1268,6 +1268,6 @@ def test_a_secret_glued_to_a_file_name_never_reaches_the_markdown(tmp_path: Path
     data.write_text(json.dumps({"candidates": [window], "max_chars": 100}))
     assert main(["build", str(data), "--format", "markdown"]) == 0
     out, err = capsys.readouterr()
-    assert "pkg/calc_[REDACTED: aws-access-key-id].py" in out and AWS not in out
-    note = "1 secret redacted from this output (reason policy): aws-access-key-id"
+    assert "pkg/calc_[REDACTED: AWSKeyDetector].py" in out and AWS not in out
+    note = "1 secret redacted from this output (reason policy): AWSKeyDetector"
     assert err == f"repo-context build: warning: {note}\n"
