@@ -1080,16 +1080,16 @@ def test_path_errors_of_every_command_are_redacted(
         (
             context(project, "--report", f"{folder}/nodir_{GITHUB}/x.md"),
             1,
-            f"repo-context context: cannot write {folder}/nodir_[REDACTED: GitHubTokenDetector]/x.md: the folder "
-            f"{folder}/nodir_[REDACTED: GitHubTokenDetector] does not exist\n",
+            f"repo-context context: cannot write {folder}/nodir_[REDACTED: GitHubTokenDetector]/x.md: "
+            f"the folder {folder}/nodir_[REDACTED: GitHubTokenDetector] does not exist\n",
         ),
         (["build", missing], 2, f"repo-context build: cannot read {shown}: No such file or directory\n"),
         (["replay", missing], 2, f"repo-context replay: cannot read {shown}: No such file or directory\n"),
         (
             rerank(parquet_in, "--out", f"{folder}/nodir_{GITHUB}/o.parquet"),
             1,
-            f"repo-context rerank: cannot write {folder}/nodir_[REDACTED: GitHubTokenDetector]/o.parquet: the "
-            f"folder {folder}/nodir_[REDACTED: GitHubTokenDetector] does not exist\n",
+            f"repo-context rerank: cannot write {folder}/nodir_[REDACTED: GitHubTokenDetector]/o.parquet: "
+            f"the folder {folder}/nodir_[REDACTED: GitHubTokenDetector] does not exist\n",
         ),
     ]
     for args, status, message in cases:
