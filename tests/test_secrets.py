@@ -400,3 +400,126 @@ def test_a_rule_that_does_not_compile_is_refused_and_the_rules_in_use_kept() -> 
     with pytest.raises(ValueError, match="no capture group"):
         _core.install_secret_rules([("X", "abc", "token", True, None)])
     assert _core.secret_kinds() == before == list(KINDS)
+
+
+# --- credentials in configuration files and on command lines ------------------------------
+
+CLI_PASSWORD = J(["Xk9mQ2", "vLp7zRw3"])
+# base64("bob:S3cr3tPass1"), as Docker's `config.json` stores it
+DOCKER_AUTH = J(["Ym9iOlMz", "Y3IzdFBhc3Mx"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"mysql -u root -p{CLI_PASSWORD} mydb\n",
+        f"mysqldump -uroot -p{CLI_PASSWORD} shop > shop.sql\n",
+        f"mysql --password={CLI_PASSWORD} -h db\n",
+        f"mysql -u root -p'{CLI_PASSWORD}' mydb\n",
+        f"PGPASSWORD={CLI_PASSWORD} psql -h db -U app\n",
+        f"export PGPASSWORD='{CLI_PASSWORD}'\n",
+        f"MYSQL_PWD={CLI_PASSWORD} mysql -u app\n",
+        f"sshpass -p {CLI_PASSWORD} ssh deploy@host\n",
+        f"redis-cli -h cache -a {CLI_PASSWORD} ping\n",
+        f"mongosh --username app --password {CLI_PASSWORD} app\n",
+        f"docker login -u bot -p {CLI_PASSWORD} registry.internal\n",
+        f"docker login --password={CLI_PASSWORD} ghcr.io\n",
+    ],
+)
+def test_a_password_on_a_command_line_is_redacted_exactly(text: str) -> None:
+    start = text.index(CLI_PASSWORD)
+    assert find_secrets(text) == [Secret(start, start + len(CLI_PASSWORD), "command-line-password")]
+    assert redact_text(text) == text.replace(CLI_PASSWORD, "[REDACTED: command-line-password]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mysql -u root -p mydb\n",  # prompts
+        "mysql -u root -p$PASS mydb\n",
+        'mysql -u root -p"$MYSQL_PASSWORD" mydb\n',
+        "mysql -u root -p'${MYSQL_PASSWORD}' mydb\n",
+        "mysql -u root -pxxx mydb\n",
+        "mysql -u root -p**** mydb\n",
+        "mysql --password -h db\n",  # prompts
+        "mysql -u root --password mydb\n",
+        "mysql -P3306 -h db\n",  # the port
+        "PGPASSWORD=$PGPASS psql\n",
+        'PGPASSWORD="${DB_PASSWORD}" psql\n',
+        'sshpass -p "$SSHPASS" ssh host\n',
+        "sshpass -e ssh host\n",
+        "redis-cli -a $REDIS_PASSWORD ping\n",
+        "mongosh --password\n",
+        "docker login -u bot --password-stdin registry.internal\n",
+        "docker run -p 8080:80 nginx\n",
+        "mysql -u root -p mydb | grep -pattern\n",
+        "mysql -u root -pchangeme mydb\n",
+    ],
+)
+def test_placeholder_and_prompting_command_lines_are_not_secrets(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        J(['{"auths":{"https://index.docker.io/v1/":{"auth":"', DOCKER_AUTH, '"}}}']),
+        J(['{\n  "auths": {\n    "ghcr.io": {\n      "auth": "', DOCKER_AUTH, '"\n    }\n  }\n}\n']),
+        J(['{"registry.internal": {"auth": "', DOCKER_AUTH, '", "email": "a@b.c"}}']),
+        J(['cfg = "{\\"auths\\": {\\"quay.io\\": {\\"auth\\": \\"', DOCKER_AUTH, '\\"}}}"\n']),
+        J(["{'auths': {'r': {'auth': '", DOCKER_AUTH, "'}}}"]),
+    ],
+)
+def test_a_docker_auth_value_is_redacted_exactly(text: str) -> None:
+    start = text.index(DOCKER_AUTH)
+    assert find_secrets(text) == [Secret(start, start + len(DOCKER_AUTH), "docker-auth")]
+    assert DOCKER_AUTH not in redact_text(text)
+
+
+def test_a_kubernetes_docker_config_secret_is_redacted_whole() -> None:
+    import base64
+
+    config = J(
+        ['{"auths":{"registry.internal":{"username":"bob","password":"S3cr3tPass1","auth":"', DOCKER_AUTH]
+    )
+    blob = base64.b64encode((config + '"}}}').encode()).decode()
+    text = f"type: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: {blob}\n"
+    start = text.index(blob)
+    assert find_secrets(text) == [Secret(start, start + len(blob), "docker-auth")]
+    assert redact_text(text) == text.replace(blob, "[REDACTED: docker-auth]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"auths":{"r":{"auth":"dXNlcjpwYXNz"}}}',  # base64("user:pass"): a placeholder
+        '{"auth": "basic"}',
+        '{"auth": "dG9rZW4"}',  # base64("token"): no user:password
+        '{"auths":{"r":{}}}',
+    ],
+)
+def test_docker_auth_values_that_are_no_credentials(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+STRIPE_TEST = J(["sk", "_test_", "4eC39HqLyjWDarjtT1zdp7dc"])
+
+
+@pytest.mark.parametrize(
+    ("text", "token", "kind"),
+    [
+        (f"def test_{GITHUB}():\n", GITHUB, "GitHubTokenDetector"),
+        (f"def test_refund_{STRIPE_TEST}():\n", STRIPE_TEST, "stripe-key"),
+        (f"tests/test_hub.py::test_login_{HF}\n", HF, "huggingface-token"),
+        (f"x_{NPM}\n", NPM, "npm-token"),
+    ],
+)
+def test_an_underscore_before_a_token_is_a_boundary(text: str, token: str, kind: str) -> None:
+    start = text.index(token)
+    assert find_secrets(text) == [Secret(start, start + len(token), kind)]
+
+
+@pytest.mark.parametrize("token", [GITHUB, STRIPE_TEST, HF, NPM])
+def test_a_letter_or_digit_before_a_token_is_not_a_boundary(token: str) -> None:
+    assert find_secrets(f"x{token}\n") == []
+    assert find_secrets(f"9{token}\n") == []
