@@ -293,19 +293,7 @@ def _with_withheld_failures(result: BuildResult, gathered: Gathered) -> BuildRes
             added.append(MissingEvidence(path, (), tuple(w.to_dict() for w in withheld)))
     if not added:
         return result
-    return BuildResult(
-        result.items,
-        result.selected,
-        result.used_chars,
-        result.truncated,
-        result.omitted,
-        result.failure_files,
-        result.cost,
-        result.budget,
-        result.used,
-        result.blocks,
-        [*result.missing_critical, *added],
-    )
+    return _rebuilt(result, result.items, [*result.missing_critical, *added])
 
 
 def _redaction_summary(redactions: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -455,6 +443,11 @@ def _restamped(result: BuildResult, reader: Repository) -> BuildResult:
             changed = True
     if not changed:
         return result
+    return _rebuilt(result, items, result.missing_critical)
+
+
+def _rebuilt(result: BuildResult, items: Sequence[Any], missing_critical: Sequence[Any]) -> BuildResult:
+    """``result`` with its ``items`` and ``missing_critical`` replaced, every other field kept."""
     return BuildResult(
         items,
         result.selected,
@@ -466,7 +459,7 @@ def _restamped(result: BuildResult, reader: Repository) -> BuildResult:
         result.budget,
         result.used,
         result.blocks,
-        result.missing_critical,
+        missing_critical,
     )
 
 
