@@ -9,8 +9,8 @@
 //!   plugin's name) and one of a few named [`Check`]s;
 //! * *built-in* rules ([`BUILTIN_KINDS`]): the formats that set lacks (vendor tokens such as
 //!   Shopify, DigitalOcean, Vault, Mailgun, Google, Anthropic, Hugging Face; credentials in
-//!   code such as an `Authorization` header, `curl -u`, `mysql -p<pw>`, a Docker `auth`
-//!   value, an auth tuple, an Azure SAS signature, a base64-encoded PEM key) and the keyword assignments and URL passwords, whose
+//!   code such as an `Authorization` header, `curl -u`, an auth tuple, an Azure SAS
+//!   signature, a base64-encoded PEM key) and the keyword assignments and URL passwords, whose
 //!   values are judged by their entropy and by placeholder rules in code.
 //!
 //! **Time.** Every expression is compiled by the `regex` crate, whose engines (lazy DFA,
@@ -657,51 +657,13 @@ fn sas_signature(hit: &Hit<'_>) -> Option<(usize, usize)> {
 /// The base64 credentials of an `Authorization: Basic` header: `user:password`, printable,
 /// a credential ([`credential`]).
 fn basic_header(hit: &Hit<'_>) -> Option<(usize, usize)> {
-    keep(hit, user_password(hit.secret()))
-}
-
-/// Whether `b64` is the base64 of a printable `user:password` that is a credential
-/// ([`credential`]): an `Authorization: Basic` value, a Docker `auth` value.
-fn user_password(b64: &[u8]) -> bool {
-    let Some(decoded) = base64_decode(b64) else {
-        return false;
-    };
+    let decoded = base64_decode(hit.secret())?;
     let printable = decoded.iter().all(|b| b.is_ascii_graphic() || *b == b' ');
-    match decoded.iter().position(|&b| b == b':') {
-        Some(colon) => printable && credential(&decoded[..colon], &decoded[colon + 1..], b""),
-        None => false,
-    }
-}
-
-/// A base64 Docker configuration (`.dockerconfigjson`, `.dockercfg` of a Kubernetes
-/// secret): it decodes to JSON in which some `"auth"` value is a credential
-/// ([`user_password`]).
-fn docker_config_b64(hit: &Hit<'_>) -> Option<(usize, usize)> {
-    let s = hit.secret();
-    // The decodable part: whole groups of four (a blob cut by a line end still decodes).
-    let decoded = base64_decode(&s[..s.len() / 4 * 4]).unwrap_or_default();
-    let blank = |b: &u8| b" \t\r\n".contains(b);
-    let mut rest = decoded.as_slice();
-    while let Some(i) = rest.windows(6).position(|w| w == b"\"auth\"") {
-        rest = &rest[i + 6..];
-        let n = rest.iter().take_while(|b| blank(b)).count();
-        let Some(after) = rest[n..].strip_prefix(b":") else {
-            continue;
-        };
-        let n = after.iter().take_while(|b| blank(b)).count();
-        let Some(value) = after[n..].strip_prefix(b"\"") else {
-            continue;
-        };
-        let len = value
-            .iter()
-            .take_while(|&&b| base64_byte(b) || b == b'=')
-            .count();
-        if user_password(&value[..len]) {
-            return Some(hit.secret);
-        }
-        rest = &value[len..];
-    }
-    None
+    let colon = decoded.iter().position(|&b| b == b':')?;
+    keep(
+        hit,
+        printable && credential(&decoded[..colon], &decoded[colon + 1..], b""),
+    )
 }
 
 fn bearer(hit: &Hit<'_>) -> Option<(usize, usize)> {
@@ -845,29 +807,12 @@ macro_rules! assign {
     };
 }
 
-/// Where a vendor token may start: at the start of the text or after a byte that is not a
-/// letter or digit. An `_` counts as a boundary (`test_ghp_...` in a test's name holds a
-/// token), a letter or digit does not (`xghp_...` is the tail of a longer word).
-macro_rules! token_start {
-    () => {
-        r"(?:^|[^0-9A-Za-z])"
-    };
-}
-/// A password value on a command line or in an environment assignment: no blank, quote or
-/// shell operator, not starting with `-` (the next option after a flag that prompts).
-macro_rules! cli_value {
-    () => {
-        r#"["']?([^\s"'`;&|-][^\s"'`;&|]*)"#
-    };
-}
-
 /// The built-in rules, in order after the installed ones (an overlap keeps the kind of the
 /// finding that starts first, or of the earlier rule on a tie).
 ///
-/// A vendor token starts at `token_start!` (group 1 is the token), so that it is not the tail
-/// of a longer word; `\b{start-half}` (the byte before is not a word byte, `[0-9A-Za-z_]`)
-/// starts a command name and Mailgun's `key-` (`cache_key-<md5>` is no key); lengths are
-/// checked in code, which keeps the automata small.
+/// `\b{start-half}` asserts that the byte before is not a word byte (`[0-9A-Za-z_]`), so that
+/// a token is not the tail of a longer word; lengths are checked in code, which keeps the
+/// automata small.
 const BUILTINS: &[Builtin] = &[
     Builtin {
         kind: "base64-private-key",
@@ -881,12 +826,12 @@ const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         kind: "github-fine-grained-token",
-        pattern: concat!(token_start!(), r"(github_pat_[A-Za-z0-9_]+)"),
+        pattern: r"\b{start-half}github_pat_[A-Za-z0-9_]+",
         check: github_pat,
     },
     Builtin {
         kind: "slack-token",
-        pattern: concat!(token_start!(), r"((?:xox[abeoprs]|xapp)-[0-9A-Za-z-]+)"),
+        pattern: r"\b{start-half}(?:xox[abeoprs]|xapp)-[0-9A-Za-z-]+",
         check: slack,
     },
     Builtin {
@@ -896,20 +841,17 @@ const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         kind: "google-api-key",
-        pattern: concat!(token_start!(), r"(AIza[0-9A-Za-z_-]+)"),
+        pattern: r"\b{start-half}AIza[0-9A-Za-z_-]+",
         check: google,
     },
     Builtin {
         kind: "stripe-key",
-        pattern: concat!(
-            token_start!(),
-            r"((?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]+)"
-        ),
+        pattern: r"\b{start-half}(?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]+",
         check: stripe,
     },
     Builtin {
         kind: "npm-token",
-        pattern: concat!(token_start!(), r"(npm_[0-9A-Za-z]+)"),
+        pattern: r"\b{start-half}npm_[0-9A-Za-z]+",
         check: npm,
     },
     Builtin {
@@ -919,20 +861,17 @@ const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         kind: "anthropic-key",
-        pattern: concat!(token_start!(), r"(sk-ant-[a-z]+[0-9]*-[0-9A-Za-z_-]+)"),
+        pattern: r"\b{start-half}sk-ant-[a-z]+[0-9]*-[0-9A-Za-z_-]+",
         check: anthropic,
     },
     Builtin {
         kind: "openai-key",
-        pattern: concat!(
-            token_start!(),
-            r"(sk-(?:(?:proj|svcacct|admin)-[0-9A-Za-z_-]+|[0-9A-Za-z_-]*T3BlbkFJ[0-9A-Za-z_-]+))"
-        ),
+        pattern: r"\b{start-half}sk-(?:(?:proj|svcacct|admin)-[0-9A-Za-z_-]+|[0-9A-Za-z_-]*T3BlbkFJ[0-9A-Za-z_-]+)",
         check: openai,
     },
     Builtin {
         kind: "huggingface-token",
-        pattern: concat!(token_start!(), r"((?:hf_|api_org_)[0-9A-Za-z]+)"),
+        pattern: r"\b{start-half}(?:hf_|api_org_)[0-9A-Za-z]+",
         check: huggingface,
     },
     Builtin {
@@ -947,17 +886,17 @@ const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         kind: "shopify-token",
-        pattern: concat!(token_start!(), r"(shp(?:at|ca|pa|ss)_[0-9A-Fa-f]+)"),
+        pattern: r"\b{start-half}shp(?:at|ca|pa|ss)_[0-9A-Fa-f]+",
         check: shopify,
     },
     Builtin {
         kind: "digitalocean-token",
-        pattern: concat!(token_start!(), r"(do[opr]_v1_[0-9a-f]+)"),
+        pattern: r"\b{start-half}do[opr]_v1_[0-9a-f]+",
         check: digitalocean,
     },
     Builtin {
         kind: "vault-token",
-        pattern: concat!(token_start!(), r"(hv[sbr]\.[0-9A-Za-z_-]+)"),
+        pattern: r"\b{start-half}hv[sbr]\.[0-9A-Za-z_-]+",
         check: vault,
     },
     Builtin {
@@ -984,49 +923,6 @@ const BUILTINS: &[Builtin] = &[
         kind: "command-line-password",
         pattern: r#"\b{start-half}(?:curl|wget|http)\b[^\n]*?[ \t](?:--password|--http-password|--proxy-password)[ \t=]*["']?([^\s"'@]+)"#,
         check: password_arg,
-    },
-    // MySQL and MariaDB clients take the password glued to `-p` or after `--password=`
-    // (`-p` alone, or `--password` with a blank after it, prompts).
-    Builtin {
-        kind: "command-line-password",
-        pattern: concat!(
-            r#"\b{start-half}(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|mysqlslap|mysqlbinlog|mysqlsh|mariadb|mariadb-dump|mariadb-admin)\b[^\n|;&]*?[ \t](?:-p|--password=)"#,
-            cli_value!()
-        ),
-        check: password_arg,
-    },
-    // `sshpass -p pw`, `redis-cli -a pw`/`--pass pw`, the MongoDB tools' `-p pw`/`--password
-    // pw`, and `docker login -p pw` (and the other registry clients' `login`).
-    Builtin {
-        kind: "command-line-password",
-        pattern: concat!(
-            r#"\b{start-half}(?:sshpass\b[^\n|;&]*?[ \t]-p[ \t]*|redis-cli\b[^\n|;&]*?[ \t](?:-a|--pass)[ \t]+|(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop)\b[^\n|;&]*?[ \t](?:-p|--password)(?:[ \t]+|=)|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+login\b[^\n|;&]*?[ \t](?:-p|--password)(?:[ \t]+|=))"#,
-            cli_value!()
-        ),
-        check: password_arg,
-    },
-    // The clients' password variables: `PGPASSWORD=pw psql`, `MYSQL_PWD`, `REDISCLI_AUTH`,
-    // `SSHPASS`.
-    Builtin {
-        kind: "command-line-password",
-        pattern: concat!(
-            r#"\b{start-half}(?:PGPASSWORD|MYSQL_PWD|REDISCLI_AUTH|SSHPASS)[ \t]*=[ \t]*"#,
-            cli_value!()
-        ),
-        check: password_arg,
-    },
-    // Docker's `config.json` (and `.dockercfg`): `"auth": "<base64 of user:password>"`.
-    Builtin {
-        kind: "docker-auth",
-        pattern: r#"\\?["']auth\\?["'][ \t]*:[ \t]*\\?["']([A-Za-z0-9+/]+={0,2})\\?["']"#,
-        check: basic_header,
-    },
-    // A Kubernetes `.dockerconfigjson`/`.dockercfg`: that JSON in base64 (`{"auths"` or
-    // `{"https://`).
-    Builtin {
-        kind: "docker-auth",
-        pattern: r"(?:eyJhdXRocyI|eyJodHRwczovL)[A-Za-z0-9+/]+={0,2}",
-        check: docker_config_b64,
     },
     Builtin {
         kind: "auth-tuple",
@@ -1499,78 +1395,6 @@ mod tests {
     }
 
     #[test]
-    fn command_line_passwords_glued_to_their_flag() {
-        let pw = "Xk9mQ2vLp7zRw3";
-        for line in [
-            format!("mysql -u root -p{pw} mydb"),
-            format!("mysqldump -uroot -p'{pw}' shop > shop.sql"),
-            format!("mysql --password={pw} -h db"),
-            format!("PGPASSWORD={pw} psql -h db -U app"),
-            format!("sshpass -p {pw} ssh deploy@host"),
-            format!("sshpass -p'{pw}' ssh deploy@host"),
-            format!("redis-cli -h cache -a {pw} ping"),
-            format!("mongosh --username app --password {pw} db"),
-            format!("docker login -u bot -p {pw} registry.internal"),
-        ] {
-            assert_eq!(
-                kinds(&line),
-                vec![("command-line-password".to_owned(), pw)],
-                "{line}"
-            );
-        }
-        for line in [
-            "mysql -u root -p mydb",
-            "mysql -u root -p$PASS mydb",
-            "mysql -u root -p\"$MYSQL_PASSWORD\" mydb",
-            "mysql -u root -p\"${MYSQL_PASSWORD}\" mydb",
-            "mysql -u root -pxxx mydb",
-            "mysql --password -h db",
-            "mysql -u root --password mydb",
-            "mysql -P3306 -h db",
-            "PGPASSWORD=$PGPASS psql",
-            "sshpass -p \"$SSHPASS\" ssh host",
-            "sshpass -e ssh host",
-            "redis-cli -a \"$REDIS_PASSWORD\" ping",
-            "docker login -u bot --password-stdin registry.internal",
-            "docker run -p 8080:80 nginx",
-            "mysql -u root -p mydb | grep -pattern",
-        ] {
-            assert_eq!(kinds(line), vec![], "{line}");
-        }
-    }
-
-    #[test]
-    fn docker_config_auth() {
-        // base64("bob:S3cr3tPass1")
-        let auth = "Ym9iOlMzY3IzdFBhc3Mx";
-        let json = format!(r#"{{"auths":{{"https://index.docker.io/v1/":{{"auth":"{auth}"}}}}}}"#);
-        assert_eq!(kinds(&json), vec![("docker-auth".to_owned(), auth)]);
-        // base64("user:pass"): a placeholder.
-        assert_eq!(kinds(r#"{"auths":{"r":{"auth":"dXNlcjpwYXNz"}}}"#), vec![]);
-        assert_eq!(kinds(r#"{"auth": "basic"}"#), vec![]);
-        // The whole JSON in base64, as in a Kubernetes secret.
-        let blob = "eyJhdXRocyI6eyJodHRwczovL2luZGV4LmRvY2tlci5pby92MS8iOnsiYXV0aCI6IlltOWlPbE16WTNJemRGQmhjM014In19fQ==";
-        assert_eq!(
-            kinds(&format!("  .dockerconfigjson: {blob}\n")),
-            vec![("docker-auth".to_owned(), blob)]
-        );
-    }
-
-    #[test]
-    fn an_underscore_before_a_token_prefix_is_a_boundary() {
-        let stripe = format!("sk_live_{}", "a1B2".repeat(6));
-        assert_eq!(
-            kinds(&format!("def test_{stripe}():")),
-            vec![("stripe-key".to_owned(), stripe.as_str())]
-        );
-        assert_eq!(kinds(&format!("x{stripe}")), vec![]);
-        assert_eq!(
-            kinds(&format!("{stripe} ")),
-            vec![("stripe-key".to_owned(), stripe.as_str())]
-        );
-    }
-
-    #[test]
     fn adversarial_lines_are_linear() {
         // A quadratic search would take minutes on these; a linear one milliseconds.
         for unit in [
@@ -1592,13 +1416,6 @@ mod tests {
             "LS0tLS1CRUdJTi",
             "eyJhbGciOiJIUzI1NiJ9.",
             "://a:b",
-            "mysql -p",
-            "sshpass ",
-            "docker login ",
-            "PGPASSWORD=",
-            "\"auth\":\"",
-            "eyJhdXRocyI6",
-            "_sk_live_",
         ] {
             let text = unit.repeat(1_000_000 / unit.len());
             let detector = Detector::new(&sample_rules()).unwrap();

@@ -453,7 +453,6 @@ for prefix, n, form, template in [
 spec("stripe-key", "test key", "STRIPE_KEY={s}", lambda: "sk_test_" + rand(ALNUM, 99))
 spec("stripe-key", "yaml", "stripe_secret: {s}", lambda: "sk_test_" + rand(ALNUM, 24))
 spec("stripe-key", "restricted test key", "stripe.api_key = '{s}'", lambda: "rk_test_" + rand(ALNUM, 99))
-spec("stripe-key", "in a test's name", "def test_refund_{s}():", lambda: "sk_test_" + rand(ALNUM, 24))
 
 # Telegram: bot tokens are the bot id, ":", and 35 characters (Bot API docs, "Authorizing
 # your bot").
@@ -492,12 +491,6 @@ for form, template in [
     ("header", "Authorization: Bearer {s}"),
 ]:
     spec("huggingface-token", form, template, lambda: "hf_" + rand(LOWER + UPPER, 34))
-spec(
-    "huggingface-token",
-    "in a test id",
-    "tests/test_hub.py::test_login_{s}",
-    lambda: "hf_" + rand(LOWER + UPPER, 34),
-)
 
 # Shopify: "shpat_"/"shpca_"/"shppa_"/"shpss_" + 32 hex characters.
 for prefix, form, template in [
@@ -551,62 +544,6 @@ for form, template in [
     ("wget", "wget --user=ops --password={s} https://files.internal/backup.tgz"),
 ]:
     spec("command-line-password", form, template, lambda: rand(ALNUM, 8) + rand(DIGITS, 2))
-# Database, SSH, Redis, MongoDB and registry clients (their manuals): MySQL's `-p<password>`
-# glued to the flag or `--password=<password>`, `PGPASSWORD`, `sshpass -p`, `redis-cli -a`,
-# `mongosh --password`, `docker login -p`.
-for form, template in [
-    ("mysql -p", "mysql -u root -p{s} shop"),
-    ("mysqldump -p", "mysqldump -uroot -p{s} --all-databases > all.sql"),
-    ("mysql --password=", "mysql --host=db.internal --password={s} -e 'SELECT 1'"),
-    ("mariadb quoted", "mariadb -u app -p'{s}' app < schema.sql"),
-    ("PGPASSWORD", "PGPASSWORD={s} psql -h db.internal -U app app"),
-    ("sshpass", "sshpass -p {s} ssh deploy@10.0.0.7 uptime"),
-    ("redis-cli", "redis-cli -h cache.internal -p 6379 -a {s} ping"),
-    ("mongosh", "mongosh --host mongo-0 --username admin --password {s} --authenticationDatabase admin"),
-    ("docker login", "docker login -u ci-bot -p {s} registry.internal:5000"),
-]:
-    spec("command-line-password", form, template, lambda: rand(ALNUM, 10) + rand(DIGITS, 2))
-spec(
-    "command-line-password", "PGPASSWORD letters", "export PGPASSWORD='{s}'", lambda: rand(LOWER + UPPER, 12)
-)
-
-
-# Docker registry credentials: `auth` is base64 of `username:password` in `config.json`
-# (`auths`) and the older `.dockercfg`; Kubernetes secrets of type
-# `kubernetes.io/dockerconfigjson` hold that JSON itself in base64 (Docker docs, "docker
-# login"; Kubernetes docs, "Pull an Image from a Private Registry").
-def docker_json(top: bool = True) -> str:
-    password = rand(ALNUM, 14)
-    registry = {"username": "ci-bot", "password": password, "auth": basic("ci-bot", password)}
-    config = (
-        {"auths": {"registry.internal:5000": registry}} if top else {"https://registry.internal": registry}
-    )
-    return b64(json.dumps(config, separators=(",", ":")).encode())
-
-
-for form, template in [
-    ("config.json", '{{"auths":{{"https://index.docker.io/v1/":{{"auth":"{s}"}}}}}}'),
-    ("config.json pretty", '{{\n  "auths": {{\n    "ghcr.io": {{\n      "auth": "{s}"\n    }}\n  }}\n}}'),
-    (".dockercfg", '{{"registry.internal:5000": {{"auth": "{s}", "email": "ci@acme.io"}}}}'),
-    (
-        "escaped in a string",
-        'DOCKER_CONFIG_JSON = "{{\\"auths\\": {{\\"quay.io\\": {{\\"auth\\": \\"{s}\\"}}}}}}"',
-    ),
-]:
-    spec("docker-auth", form, template, lambda: basic("deploy", rand(ALNUM, 12) + rand(DIGITS, 2)))
-spec(
-    "docker-auth",
-    "kubernetes secret",
-    "type: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: {s}",
-    docker_json,
-)
-spec(
-    "docker-auth",
-    "kubernetes dockercfg",
-    "type: kubernetes.io/dockercfg\ndata:\n  .dockercfg: {s}",
-    lambda: docker_json(top=False),
-)
-
 for form, template in [
     ("requests auth tuple", "requests.get(url, auth=('svc-report', '{s}'))"),
     ("HTTPBasicAuth", "auth = HTTPBasicAuth('admin', '{s}')"),
