@@ -241,6 +241,26 @@ class Redaction:
     kinds: tuple[str, ...]
 
 
+_ENDING = re.compile(r"\r\n|\r|\n")
+
+
+def _kept_endings(text: str, start: int, end: int) -> tuple[str, str]:
+    """The line endings to keep around the replacement of ``text[start:end]``, so that the text
+    keeps its number of lines (``\\n``, ``\\r\\n`` and ``\\r`` end a line): a ``\\n`` that
+    completes a ``\\r`` just before the secret stays before the replacement; the endings inside
+    the secret follow it, a lone ``\\r`` written as ``\\n`` (so two endings never merge into one)
+    but for the last, which may complete a ``\\r\\n`` with the text after the secret."""
+    secret = text[start:end]
+    lead = ""
+    if secret.startswith("\n") and start > 0 and text[start - 1] == "\r":
+        lead, secret = "\n", secret[1:]
+    found = _ENDING.findall(secret)
+    kept = ["\n" if e == "\r" else e for e in found]
+    if secret.endswith("\r"):
+        kept[-1] = "\r"
+    return lead, "".join(kept)
+
+
 def redact(text: str) -> Redaction:
     """``text`` with every secret (:func:`find_secrets`) replaced by :func:`redaction` of its
     kind, the line endings inside a secret (a private key block) kept after the replacement, so
@@ -259,9 +279,8 @@ def redact(text: str) -> Redaction:
         parts: list[str] = []
         at = 0
         for start, end, kind in found:
-            secret = text[start:end]
-            endings = "".join(line[len(line.rstrip("\r\n")) :] for line in secret.splitlines(keepends=True))
-            parts += [text[at:start], redaction(kind), endings]
+            lead, endings = _kept_endings(text, start, end)
+            parts += [text[at:start], lead, redaction(kind), endings]
             at = end
         parts.append(text[at:])
         text = "".join(parts)

@@ -18,6 +18,7 @@ Run: ``python tests/fuzz/fuzz_secrets.py [libFuzzer arguments] [corpus folders]`
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from _common import fuzz_main, instrumented
 with instrumented():
     from repo_context import secrets
     from repo_context.sources.files import split_lines
+
 
 def check(data: bytes) -> None:
     """One text: the invariants in the module docstring."""
@@ -48,8 +50,17 @@ def check(data: bytes) -> None:
         at = 0
         for secret in found:
             inside = expected[secret.start : secret.end]
-            endings = "".join(line[len(line.rstrip("\r\n")) :] for line in inside.splitlines(keepends=True))
-            parts += [expected[at : secret.start], secrets.redaction(secret.kind), endings]
+            # A "\n" completing a "\r" before the secret stays before the replacement; the
+            # secret's own endings follow it, a lone "\r" as "\n" unless it ends the secret.
+            lead = ""
+            if inside.startswith("\n") and secret.start > 0 and expected[secret.start - 1] == "\r":
+                lead, inside = "\n", inside[1:]
+            ends = re.findall(r"\r\n|\r|\n", inside)
+            ends = [
+                e if e != "\r" or (i == len(ends) - 1 and inside.endswith("\r")) else "\n"
+                for i, e in enumerate(ends)
+            ]
+            parts += [expected[at : secret.start], lead, secrets.redaction(secret.kind), "".join(ends)]
             at = secret.end
         parts.append(expected[at:])
         expected = "".join(parts)
