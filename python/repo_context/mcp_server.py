@@ -63,6 +63,7 @@ Nothing else in the package imports this module: it needs the ``mcp`` extra
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import fnmatch
 import json
 import os
@@ -108,7 +109,10 @@ from .composer import header_path, render, render_markdown
 from .errors import InvalidInputError
 from .limits import DEFAULT_LIMITS, Limits, limit_error, over, resolve, utf8_length
 from .secrets import redact_json, redact_text
+from .sources.execution import ExecutionRecord
 from .sources.failure import PATH_MAX
+from .sources.files import Repository
+from .sources.rerun import RERUN_MODES, RerunReport, rerun_for_log
 from .workspace import Workspace
 
 __all__ = ["OUTSIDE", "create_server", "run"]
@@ -146,7 +150,9 @@ unittest, a traceback, or a JUnit XML report); or log_file: a file holding it. t
 id (or name) of the failing test to build for (default: the first failure). junit_xml: the
 run's JUnit XML report, if any; or junit_file: a file holding it. coverage_file: a coverage
 report of the failing tests (coverage.py's .coverage data file, its JSON report, LCOV or
-Cobertura XML): the code they executed is failure evidence. query: extra search words.
+Cobertura XML): the code they executed is failure evidence. rerun: true (or "failing"; "files"
+for every test of their files) re-runs the failing tests under a tracer for that evidence (only
+on a server started with --allow-run). query: extra search words.
 budget: in the cost's unit (default 16000 characters or 4000 tokens). unit: "chars" or
 "tokens"; encoding: "o200k_base" (default) or "cl100k_base"; template: "markdown" or "xml"
 (the budget counts the rendered section); line_numbers: number the lines.
@@ -468,6 +474,68 @@ def _run_test(
     return done.output.decode("utf-8", errors="replace")
 
 
+def _rerun_mode(rerun: bool | str | None, allow_run: bool, coverage_file: str | None) -> str | None:
+    """The re-run mode of the ``rerun`` argument (``None``: no re-run); a tool error for an
+    unknown mode, a re-run on a server without ``--allow-run``, or with ``coverage_file``."""
+    if rerun is None or rerun is False:
+        return None
+    mode = "failing" if rerun is True else rerun
+    if mode not in RERUN_MODES:
+        raise ToolError(f"rerun: must be true or one of {', '.join(RERUN_MODES)}, got {_shown(str(rerun))!r}")
+    if not allow_run:
+        raise ToolError(
+            "rerun: running tests is disabled: the server was started without --allow-run "
+            "(running a repository's tests runs its code)"
+        )
+    if coverage_file is not None:
+        raise ToolError("rerun: give coverage_file or rerun, not both")
+    return str(mode)
+
+
+def _traced_rerun(
+    root: Path,
+    text: str,
+    junit: str | bytes | None,
+    test: str | None,
+    mode: str,
+    python: Path,
+    limits: Limits,
+    deadline: float,
+) -> tuple[ExecutionRecord, RerunReport]:
+    """The traced re-run of the failing tests of the log ``text`` (``test`` alone when
+    given) with the server's interpreter ``python``: every test id passes the rule of a test
+    the server runs (:func:`_check_test_id`; one that does not is left out and noted). The
+    report names the interpreter ``python`` only (not its path on the server's machine)."""
+
+    def check(node_id: str) -> str | None:
+        try:
+            _check_test_id(root, node_id, limits, deadline)
+        except ToolError as exc:
+            return str(exc).removeprefix("test: ")
+        return None
+
+    record, found = rerun_for_log(
+        Repository(root, limits=limits),
+        text,
+        junit_xml=junit,
+        test=test,
+        mode=mode,
+        python=python,
+        current=False,
+        limits=limits,
+        deadline=deadline,
+        check=check,
+    )
+    shown = os.fspath(python)
+    found = dataclasses.replace(
+        found,
+        python="python",
+        command=("python", *found.command[1:]),
+        notes=tuple(note.replace(shown, "python") for note in found.notes),
+    )
+    return record, found
+
+
 def _os_error(exc: OSError) -> str:
     """The words for an ``OSError`` met reading the repository: its reason only, never the
     file name it carries (an absolute path of the server's machine)."""
@@ -778,7 +846,9 @@ def create_server(
         encoding: str | None = None,
         template: str = "markdown",
         line_numbers: bool = False,
+        rerun: bool | str | None = None,
     ) -> CallToolResult:
+        mode = _rerun_mode(rerun, allow_run, coverage_file)
         if test_log is None and log_file is None and test is None:
             raise ToolError("give test_log (the test output), log_file, or test (a node id to run)")
         if test_log is not None and log_file is not None:
@@ -809,7 +879,7 @@ def create_server(
                 report = _read_regular(
                     allowed, junit_file, "junit_file", "max_junit_bytes", "junit_xml", limits, deadline
                 )
-            coverage: bytes | None = None
+            coverage: bytes | ExecutionRecord | None = None
             if coverage_file is not None:
                 coverage = _read_regular(
                     allowed,
@@ -827,6 +897,11 @@ def create_server(
                 _check_test_id(ws.root, node_id, limits, deadline)
                 python_path = _interpreter(ws.root, interpreter)
                 text = _run_test(ws.root, node_id, python_path, limits=limits, deadline=deadline)
+            rerun_report: RerunReport | None = None
+            if mode is not None:
+                coverage, rerun_report = _traced_rerun(
+                    ws.root, text, report, test, mode, _interpreter(ws.root, interpreter), limits, deadline
+                )
             outcome = ws.context(
                 text,
                 junit_xml=report,
@@ -837,6 +912,8 @@ def create_server(
                 coverage=coverage,
                 deadline=deadline,
             )
+            if rerun_report is not None:
+                outcome = dataclasses.replace(outcome, rerun=rerun_report)
             if time.monotonic() > deadline:
                 raise _Expired
             structured = {
