@@ -348,15 +348,24 @@ def test_the_tracer_runs_unchanged_on_every_python(
         ]
 
 
-def _has_pytest(python: str) -> bool:
-    return subprocess.run([python, "-c", "import pytest"], capture_output=True, check=False).returncode == 0
+def _extra_path(version: str) -> dict[str, str]:
+    """An interpreter's extra ``PYTHONPATH`` for pytest, if one is set for it
+    (``REPO_CONTEXT_TEST_PYTHONPATH_3_6`` for 3.6, say: a folder pytest was installed into)."""
+    found = os.environ.get("REPO_CONTEXT_TEST_PYTHONPATH_" + version.replace(".", "_"))
+    return {"PYTHONPATH": found} if found else {}
+
+
+def _has_pytest(python: str, version: str) -> bool:
+    env = {**os.environ, **_extra_path(version)}
+    done = subprocess.run([python, "-c", "import pytest"], capture_output=True, check=False, env=env)
+    return done.returncode == 0
 
 
 @pytest.mark.parametrize(("version", "python"), PYTHONS or [pytest.param("", "", marks=pytest.mark.skip)])
 def test_the_rerun_on_every_python_that_has_pytest(version: str, python: str, repo: Path, log: str) -> None:
-    if not _has_pytest(python):
+    if not _has_pytest(python, version):
         pytest.skip(f"no pytest in Python {version}")
-    record, report = rerun_for_log(repo, log, python=python, mode="files")
+    record, report = rerun_for_log(repo, log, python=python, mode="files", env=_extra_path(version) or None)
     assert report.notes == ()
     assert report.python_version is not None and report.python_version.startswith(version + ".")
     assert report.outcomes == {
@@ -370,3 +379,34 @@ def test_the_rerun_on_every_python_that_has_pytest(version: str, python: str, re
         FAILING[0]
     ].edges
     assert _line(CALC, "return x - 1") in runs[FAILING[1]].lines["pkg/calc.py"]
+
+
+def test_the_mcp_server_reruns_only_when_allowed(repo: Path, log: str) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import Client
+    from repo_context.mcp_server import create_server
+
+    async def call(server: object, **arguments: object) -> object:
+        async with Client(server) as client:  # type: ignore[arg-type]
+            return await client.call_tool(
+                "context_for_failure", {"repository": str(repo), "test_log": log, **arguments}
+            )
+
+    closed = create_server(cache=False, roots=[repo])
+    refused = anyio.run(lambda: call(closed, rerun=True))
+    assert refused.is_error  # type: ignore[attr-defined]
+    assert "rerun: running tests is disabled" in refused.content[0].text  # type: ignore[attr-defined]
+    opened = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    both = anyio.run(lambda: call(opened, rerun="files", coverage_file=str(repo / "x")))
+    assert "rerun: give coverage_file or rerun, not both" in both.content[0].text  # type: ignore[attr-defined]
+    unknown = anyio.run(lambda: call(opened, rerun="everything"))
+    assert "rerun: must be true or one of failing, files" in unknown.content[0].text  # type: ignore[attr-defined]
+    done = anyio.run(lambda: call(opened, rerun="files"))
+    assert not done.is_error  # type: ignore[attr-defined]
+    found = done.structured_content["result"]["rerun"]  # type: ignore[attr-defined]
+    # The interpreter is named, not shown with its path on the server's machine.
+    assert found["python"] == "python" and found["command"][0] == "python"
+    assert found["outcomes"]["tests/test_calc.py::test_passes"] == "passed"
+    assert found["notes"] == []
+    assert "- re-run (files): 1 test id, exit 1" in done.structured_content["report"]  # type: ignore[attr-defined]
