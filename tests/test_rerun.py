@@ -410,3 +410,13 @@ def test_the_mcp_server_reruns_only_when_allowed(repo: Path, log: str) -> None:
     assert found["outcomes"]["tests/test_calc.py::test_passes"] == "passed"
     assert found["notes"] == []
     assert "- re-run (files): 1 test id, exit 1" in done.structured_content["report"]  # type: ignore[attr-defined]
+
+
+def test_node_ids_are_made_relative_to_the_repository(tmp_path: Path) -> None:
+    # pytest's root folder is the parent (its ini file is there): its node ids start with
+    # repo/; the record's and the outcomes' are the repository's.
+    repo = _repo(tmp_path / "repo")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    record, report = rerun(repo, [FAILING[0]], python=sys.executable)
+    assert report.outcomes == {FAILING[0]: "failed"} and report.notes == ()
+    assert {run.test for run in record.runs} == {None, FAILING[0]}

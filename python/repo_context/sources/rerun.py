@@ -482,6 +482,13 @@ def _record(
     defs: dict[str, dict[int, int]] = {}
     monitoring: bool | None = None
     version: str | None = None
+    rootdir = next((str(d["rootdir"]) for d in records if isinstance(d.get("rootdir"), str)), None)
+    rebased: dict[str, str] = {}
+
+    def node(test: str) -> str:
+        if test not in rebased:
+            rebased[test] = _rebase(test, rootdir, repo.root)
+        return rebased[test]
 
     def usable(path: object) -> bool:
         if not isinstance(path, str):
@@ -500,7 +507,7 @@ def _record(
         if isinstance(found, dict):
             for test, outcome in found.items():
                 if isinstance(test, str) and isinstance(outcome, str):
-                    outcomes.setdefault(test, outcome)
+                    outcomes.setdefault(node(test), outcome)
         if monitoring is None and isinstance(data.get("monitoring"), bool):
             monitoring = bool(data["monitoring"])
         if version is None and isinstance(data.get("python"), str):
@@ -509,7 +516,7 @@ def _record(
             if not isinstance(run, dict):
                 continue
             test = run.get("test")
-            key = test if isinstance(test, str) else None
+            key = node(test) if isinstance(test, str) else None
             here = lines.setdefault(key, {})
             for path, numbers in (run.get("lines") or {}).items():
                 if usable(path) and isinstance(numbers, list):
@@ -547,6 +554,20 @@ def _record(
         measured = frozenset(path for run in runs for path in run.lines)
     record = ExecutionRecord(RERUN_SOURCE, tuple(runs), True, measured)
     return record, outcomes, len(records), monitoring, version
+
+
+def _rebase(test: str, rootdir: str | None, root: Path) -> str:
+    """The node id ``test`` (relative to pytest's root folder ``rootdir``) relative to the
+    repository folder ``root``, when its file lies inside it; else as it is."""
+    if rootdir is None:
+        return test
+    part, sep, rest = test.partition("::")
+    try:
+        full = Path(os.path.realpath(os.path.join(rootdir, part)))
+        rel = full.relative_to(Path(os.path.realpath(root))).as_posix()
+    except (ValueError, OSError):
+        return test
+    return rel + sep + rest if rel != "." else test
 
 
 def _outcome_notes(

@@ -40,7 +40,7 @@ _INLINE = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>")
 _RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "error": 2, "failed": 3}
 _MAX_DEPTH = 64
 
-_state = {"started": False, "error": None}
+_state = {"started": False, "error": None, "rootdir": None}
 _root = ""
 _out = ""
 _limit = 0
@@ -100,6 +100,11 @@ def set_test(test):
             sys.monitoring.restart_events()
         except Exception:
             pass
+
+
+def set_rootdir(path):
+    """Record pytest's root folder (the node ids are relative to it)."""
+    _state["rootdir"] = path
 
 
 def set_outcome(test, outcome):
@@ -285,6 +290,7 @@ def _write():
             "python": "%d.%d.%d" % sys.version_info[:3],
             "monitoring": _tool is not None,
             "error": _state["error"],
+            "rootdir": _state["rootdir"],
             "outcomes": dict(_outcomes),
             "truncated": None,
         }
