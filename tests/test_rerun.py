@@ -323,9 +323,16 @@ def test_the_tracer_runs_unchanged_on_every_python(
     (repo / "main.py").write_text(SCRIPT, encoding="utf-8")
     out = tmp_path / "out"
     out.mkdir()
+    # The target's own sitecustomize, after the tracer's on the path, runs too.
+    site = tmp_path / "site"
+    site.mkdir()
+    marker = tmp_path / "marker"
+    (site / "sitecustomize.py").write_text(
+        f"with open({str(marker)!r}, 'a') as f:\n    f.write('x')\n", encoding="utf-8"
+    )
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("REPO_CONTEXT_TRACE_")},
-        "PYTHONPATH": str(TRACER_DIR),
+        "PYTHONPATH": os.pathsep.join([str(TRACER_DIR), str(site)]),
         "PYTHONDONTWRITEBYTECODE": "1",
         "REPO_CONTEXT_TRACE_DIR": str(out),
         "REPO_CONTEXT_TRACE_ROOT": str(repo),
@@ -333,6 +340,7 @@ def test_the_tracer_runs_unchanged_on_every_python(
     subprocess.run([python, "main.py"], cwd=repo, env=env, check=True, capture_output=True)
     records = [json.loads(path.read_text()) for path in sorted(out.glob("trace-*.json"))]
     assert len(records) == 2
+    assert marker.read_text() == "xx"
     minor = int(version.split(".")[1])
     compute_def = _line(CALC, "def compute")
     for record in records:

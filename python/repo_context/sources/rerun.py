@@ -418,9 +418,10 @@ def _run(
 
 
 def _read_records(folder: Path, maximum: int) -> tuple[list[dict[str, Any]], list[str]]:
-    """The tracer's records in ``folder`` (oldest first), at most ``maximum`` bytes of them
-    together; the rest, and records that are not valid, are noted."""
-    names = sorted(folder.glob("trace-*.json"), key=lambda p: (p.stat().st_mtime_ns, p.name))
+    """The tracer's records in ``folder``, newest first (pytest's own, which ends last, before
+    its children's), at most ``maximum`` bytes of them together; the rest, and records that
+    are not valid, are noted."""
+    names = sorted(folder.glob("trace-*.json"), key=lambda p: (-p.stat().st_mtime_ns, p.name))
     records: list[dict[str, Any]] = []
     notes: list[str] = []
     total = 0
