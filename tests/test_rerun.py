@@ -428,3 +428,32 @@ def test_node_ids_are_made_relative_to_the_repository(tmp_path: Path) -> None:
     record, report = rerun(repo, [FAILING[0]], python=sys.executable)
     assert report.outcomes == {FAILING[0]: "failed"} and report.notes == ()
     assert {run.test for run in record.runs} == {None, FAILING[0]}
+
+
+PYTESTER = textwrap.dedent(
+    """\
+    pytest_plugins = ["pytester"]
+
+
+    def test_inner(pytester):
+        pytester.makepyfile(
+            "from pkg.calc import compute\\n"
+            "def test_it():\\n"
+            "    assert compute(2) == 6\\n"
+        )
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+        result.assert_outcomes(passed=1)
+    """
+)
+
+
+def test_pytesters_subprocess_runs_are_traced_as_the_outer_test(repo: Path) -> None:
+    (repo / "tests" / "test_pytester.py").write_text(PYTESTER, encoding="utf-8")
+    test_id = "tests/test_pytester.py::test_inner"
+    record, report = rerun(repo, [test_id], python=sys.executable, env={"PYTHONPATH": str(repo)})
+    assert report.outcomes == {test_id: "failed"}  # compute(2) is 2, not 6: the bug
+    assert report.processes == 2
+    (inner,) = [run for run in record.runs if run.test == test_id]
+    assert _line(CALC, "return x - 1") in inner.lines["pkg/calc.py"]
+    compute_def, inner_def = _line(CALC, "def compute"), _line(CALC, "def inner")
+    assert (("pkg/calc.py", compute_def), ("pkg/calc.py", inner_def)) in inner.edges
