@@ -457,3 +457,12 @@ def test_pytesters_subprocess_runs_are_traced_as_the_outer_test(repo: Path) -> N
     assert _line(CALC, "return x - 1") in inner.lines["pkg/calc.py"]
     compute_def, inner_def = _line(CALC, "def compute"), _line(CALC, "def inner")
     assert (("pkg/calc.py", compute_def), ("pkg/calc.py", inner_def)) in inner.edges
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="sys.monitoring: tools coexist")
+def test_a_tracer_replaced_by_another_is_reported(repo: Path, log: str) -> None:
+    (repo / "tests" / "conftest.py").write_text(
+        "import sys\n\ndef pytest_collection_finish(session):\n    sys.settrace(None)\n", encoding="utf-8"
+    )
+    _, report = rerun_for_log(repo, log, python=sys.executable, test=FAILING[0])
+    assert any("another tracer" in note and "replaced the tracer" in note for note in report.notes)

@@ -447,6 +447,11 @@ def _read_records(folder: Path, maximum: int) -> tuple[list[dict[str, Any]], lis
     for data in records:
         if data.get("error"):
             notes.append(f"the tracer could not start in process {data.get('pid')}: {data['error']}")
+        if data.get("displaced"):
+            notes.append(
+                f"in process {data.get('pid')} another tracer (coverage, a debugger) replaced the "
+                "tracer during the run: lines and calls may be missing"
+            )
         if data.get("truncated"):
             notes.append(
                 f"the trace record of process {data.get('pid')} was over max_trace_bytes: "

@@ -21,8 +21,9 @@ module's own code), the caller being the nearest repository frame below the call
 ``sys.monitoring`` (Python 3.12 and later) the events are ``PY_START`` (global) and
 ``LINE`` (set on repository code only); before, ``sys.settrace`` and ``threading.settrace``.
 
-Written for every Python from 3.6 on (no newer syntax); it never raises into the traced
-program.
+With ``sys.settrace``, another tracer that takes its place (coverage, a debugger) is seen
+when the next test starts and said in the record (``"displaced"``). Written for every Python
+from 3.6 on (no newer syntax); it never raises into the traced program.
 """
 
 import atexit
@@ -40,7 +41,7 @@ _INLINE = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>")
 _RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "error": 2, "failed": 3}
 _MAX_DEPTH = 64
 
-_state = {"started": False, "error": None, "rootdir": None}
+_state = {"started": False, "error": None, "rootdir": None, "displaced": False}
 _root = ""
 _out = ""
 _limit = 0
@@ -100,6 +101,8 @@ def set_test(test):
             sys.monitoring.restart_events()
         except Exception:
             pass
+    elif sys.gettrace() is not _global:
+        _state["displaced"] = True  # another tracer (coverage, a debugger) took its place
 
 
 def set_rootdir(path):
@@ -291,6 +294,7 @@ def _write():
             "monitoring": _tool is not None,
             "error": _state["error"],
             "rootdir": _state["rootdir"],
+            "displaced": _state["displaced"],
             "outcomes": dict(_outcomes),
             "truncated": None,
         }
