@@ -946,7 +946,7 @@ def test_unknown_arguments_are_refused_with_the_known_ones(repo: Path) -> None:
     assert _error(many) == (
         ERROR + "unknown argument " + ", ".join(f"x{i}" for i in range(10)) + " and 2 more (the tool "
         "takes repository, test_log, log_file, test, junit_xml, junit_file, coverage_file, query, "
-        "budget, unit, encoding, template, line_numbers)"
+        "budget, unit, encoding, template, line_numbers, rerun)"
     )
 
 
