@@ -39,7 +39,9 @@ from .files import (
     enclosing_function,
     node_span,
 )
+from .logs._common import is_dependency_path
 from .pytest_log import Frame, TestFailure
+from .symbols import ParsedFile, SymbolIndex
 from .window import RADIUS, Window, make_window
 
 __all__ = [
@@ -72,6 +74,8 @@ FRAME_UNMATCHED = "policy: frame path matches no file of the repository"
 # Installed code on the machine that ran the tests: `site-packages`, or a Python's own
 # library (`lib/python3.11/...`, Windows `Python311/Lib/...`).
 _INSTALLED = frozenset({"site-packages", "dist-packages"})
+# (and other languages' dependencies: ``node_modules``, the Go module cache, Cargo's registry,
+# Rust's own library: :func:`.logs._common.is_dependency_path`)
 _PYTHON_DIR = re.compile(r"python\d*+(?:\.\d++)*+", re.IGNORECASE)
 
 #: At most this many definitions are taken as the code under test of a failing test body.
@@ -84,7 +88,8 @@ _UNIT = 2 * RADIUS + 1
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BLOCKS = ("body", "handlers", "orelse", "finalbody", "cases")
-_TEST_DIRS = frozenset({"test", "tests"})
+_TEST_DIRS = frozenset({"test", "tests", "__tests__", "__test__", "spec"})
+_JS_SUFFIXES = frozenset({"js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts"})
 # Exceptions that mean "a check of the test failed" rather than "the code raised".
 _ASSERTIONS = frozenset({"AssertionError", "Failed", "AssertionFailedError"})
 
@@ -105,11 +110,23 @@ class ProjectFrame:
 
 
 def is_test_file(path: str) -> bool:
-    """Whether the repository-relative ``path`` is a test module: ``test_*.py``,
-    ``*_test.py``, ``tests.py``, ``conftest.py``, or a file under a ``test``/``tests``
-    folder."""
+    """Whether the repository-relative ``path`` is a test file: Python's ``test_*.py``,
+    ``*_test.py``, ``tests.py``, ``conftest.py``; JavaScript's and TypeScript's
+    ``*.test.ts``, ``*.spec.js`` (any of ``.js .jsx .mjs .cjs .ts .tsx .mts .cts``); Go's
+    ``*_test.go``; Java's (and Kotlin's) ``*Test.java``, ``*Tests.java``, ``Test*.java``,
+    ``*IT.java``; or a file under a ``test``/``tests``/``__tests__``/``__test__``/``spec``
+    folder (Rust's ``tests/*.rs``, Maven's ``src/test/java``)."""
     folders, _, name = path.rpartition("/")
-    if name.startswith("test_") or name.endswith("_test.py") or name in ("tests.py", "conftest.py"):
+    if name.startswith("test_") or name.endswith(("_test.py", "_test.go")):
+        return True
+    if name in ("tests.py", "conftest.py"):
+        return True
+    stem, dot, suffix = name.rpartition(".")
+    if dot and suffix in _JS_SUFFIXES and stem.endswith((".test", ".spec")):
+        return True
+    if dot and suffix in ("java", "kt", "scala", "groovy") and (
+        stem.endswith(("Test", "Tests", "IT")) or (stem.startswith("Test") and stem[4:5].isupper())
+    ):
         return True
     return any(part in _TEST_DIRS for part in folders.split("/") if part)
 
@@ -125,7 +142,7 @@ def _foreign_parts(path: str) -> list[str] | None:
     if not parts or ".." in parts:
         return None
     lowered = [part.lower() for part in parts]
-    if _INSTALLED & set(lowered):
+    if _INSTALLED & set(lowered) or is_dependency_path(path):
         return None
     for before, after in itertools.pairwise(lowered):
         if (before == "lib" and _PYTHON_DIR.fullmatch(after)) or (
@@ -167,7 +184,7 @@ def _under_root(repo: Repository, path: str) -> str | None:
     try:
         where = Path(path)
         full = Path(os.path.normpath(where if where.is_absolute() else repo.root / where))
-        if _INSTALLED & set(full.parts):
+        if _INSTALLED & set(full.parts) or "node_modules" in full.parts:
             return None
         return full.relative_to(repo.root).as_posix()
     except ValueError:
@@ -564,10 +581,30 @@ def failure_spans(source: SourceFile, line: int) -> list[tuple[int, int]]:
     return spans
 
 
-def failure_windows(repo: Repository, frames: list[ProjectFrame], base_score: float = 0.0) -> list[Window]:
+def unit_spans(parsed: ParsedFile, line: int) -> list[tuple[int, int]] | None:
+    """The failure windows of ``line`` of a file in a language parsed with tree-sitter
+    (JavaScript, TypeScript, Go, Rust, Java), as line ranges, most complete first: the
+    whole function (or method, or the ``test("x", () => {...})`` statement of an anonymous
+    one) around the line, and when it is longer than ``2 * RADIUS + 1`` lines, also the
+    ``RADIUS`` lines either side of the line inside it; ``None`` outside any function."""
+    unit = parsed.unit_at(line)
+    if unit is None:
+        return None
+    start, end = unit
+    spans = [(start, end)]
+    if end - start + 1 > _UNIT:
+        spans.append((max(start, line - RADIUS), min(end, line + RADIUS)))
+    return spans
+
+
+def failure_windows(
+    repo: Repository, frames: list[ProjectFrame], base_score: float = 0.0, symbols: SymbolIndex | None = None
+) -> list[Window]:
     """One or two ``failure`` windows per project frame, in the order of ``frames``
     (:func:`failure_spans`: the whole enclosing function, and a bounded run of whole
-    statements inside a long one; a run of whole statements at module level). Score:
+    statements inside a long one; a run of whole statements at module level). A file in
+    another language the ``symbols`` index parses (JavaScript, TypeScript, Go, Rust, Java)
+    gets the whole syntactic unit around the line (:func:`unit_spans`). Score:
     ``base_score + 1 / (1 + distance)``. A window identical to an earlier one is not
     repeated."""
     windows: list[Window] = []
@@ -577,7 +614,12 @@ def failure_windows(repo: Repository, frames: list[ProjectFrame], base_score: fl
         if source is None or source.line_count == 0:
             continue
         score = base_score + 1.0 / (1 + pf.distance)
-        for start, end in failure_spans(source, pf.line):
+        spans: list[tuple[int, int]] | None = None
+        if source.tree is None and symbols is not None and not pf.path.endswith((".py", ".pyi")):
+            parsed = symbols.parsed(pf.path)
+            if parsed is not None:
+                spans = unit_spans(parsed, pf.line)
+        for start, end in spans or failure_spans(source, pf.line):
             window = make_window(source, start, end, "failure", score)
             key = (window.path, window.start, window.end)
             if key not in seen:

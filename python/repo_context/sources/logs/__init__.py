@@ -53,7 +53,7 @@ _PYTHON = re.compile(
     r"|Traceback \(most recent call last\):$|(?:FAIL|ERROR): \S+ \([\w.]+\)$|Ran \d+ tests? in )"
 )
 _GO_JSON = re.compile(r'^\{.*"Action":\s*+"')
-_TAP = re.compile(r"^TAP version \d++$|^\s*+# Subtest: ")
+_TAP = re.compile(r"^TAP version \d++$|^\s*+# Subtest: |^not ok \d++ ")
 _CARGO = re.compile(
     r"^test \S.* \.\.\. (?:FAILED|ok|ignored)$|^---- .+ stdout ----$"
     r"|^thread '[^']*+' (?:\(\d++\) )?panicked at |^\s*+(?:FAIL|PASS) \[\s*+[\d.]++m?s\] "
@@ -137,7 +137,7 @@ def parse_stack_traces(lines: list[str]) -> list[TestFailure]:
     return failures
 
 
-_GO_TRACE = re.compile(r"^\t(?P<path>\S++\.go):(?P<line>\d++)(?: \+0x[0-9a-f]++)?$")
+_GO_TRACE = re.compile(r"^\t(?P<path>[^\s:]++)(?<=\.go):(?P<line>\d++)(?: \+0x[0-9a-f]++)?$")
 
 
 def _go_location(line: str) -> bool:
@@ -198,7 +198,7 @@ _PARSERS = {
 
 
 _PANIC_AT = re.compile(r"^\s*+thread '[^']*+' (?:\(\d++\) )?panicked at (?P<rest>.*)$")
-_GO_ERROR = re.compile(r"^\s*+(?P<file>[^\s:]++\.go):(?P<line>\d++): ")
+_GO_ERROR = re.compile(r"^\s*+(?P<file>[^\s:]++)(?<=\.go):(?P<line>\d++): ")
 
 
 def report_text_failure(

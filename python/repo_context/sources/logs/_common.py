@@ -3,8 +3,8 @@
 Every stack trace shape read here prints the innermost call first (Node, Java, Go, Rust);
 :class:`~..pytest_log.TestFailure` keeps Python's order (outermost call first within each
 exception of a chain), so the parsers turn each trace around. Frames into dependencies are
-dropped here: ``node_modules``, Node's own modules (``node:internal/...``, ``<anonymous>``),
-the Go module cache (``pkg/mod``) and Go's own library (``.../go/src/...``, ``GOROOT``),
+dropped here: ``node_modules`` (and the system's ``/usr/share/nodejs``), Node's own modules
+(``node:internal/...``, ``<anonymous>``), the Go module cache (``pkg/mod``) and Go's own library (``.../go/src/...``, ``GOROOT``),
 Cargo's registry and git checkouts (``.cargo/registry``, ``.cargo/git``), Rust's own library
 (``/rustc/<hash>/library/...``, ``.rustup/toolchains``), and JVM classes of the JDK, the
 test frameworks and the build tools (:data:`JAVA_DEPENDENCIES`).
@@ -70,6 +70,8 @@ JAVA_DEPENDENCIES = (
     "scala.",
 )
 
+# Libraries a Linux distribution installs for every project (Debian's Node and Go packages).
+_SYSTEM_LIBRARIES = ("/usr/share/nodejs/", "/usr/lib/nodejs/", "/usr/lib/node_modules/", "/usr/share/gocode/")
 _GO_ROOT = re.compile(r"(?:^|/)(?:go(?:-[\d.]++)?|goroot)/src/")
 _RUSTC = re.compile(r"^/rustc/[0-9a-f]++/")
 # `[ERR_ASSERTION]`, `[Error]` after a JavaScript error's name.
@@ -84,7 +86,7 @@ def is_dependency_path(path: str) -> bool:
         return True
     unified = path.replace("\\", "/")
     parts = unified.split("/")
-    if "node_modules" in parts:
+    if "node_modules" in parts or unified.startswith(_SYSTEM_LIBRARIES):
         return True
     if "/pkg/mod/" in unified or _GO_ROOT.search(unified) is not None:
         return True
@@ -220,13 +222,14 @@ def trace_segments(lines: Iterable[str]) -> list[Segment]:
     previous = ""
     for line in lines:
         stripped = line.strip()
-        frame = node_frame(line) or java_frame(line)
-        if frame is None and stripped.startswith("at ") and previous:
+        frame: tuple[str, str, str | None] | None = None
+        if stripped.startswith("at ") and previous:
             # A Rust backtrace: `  3: crate::module::function` then `at ./src/lib.rs:12:9`.
             numbered = previous.split(": ", 1)
             found = split_location(stripped[3:])
             if len(numbered) == 2 and numbered[0].isdigit() and found is not None:
                 frame = (found[0], found[1], numbered[1].strip())
+        frame = frame or node_frame(line) or java_frame(line)
         if frame is not None:
             if not is_dependency_path(frame[0]):
                 segments[-1].frames.append(frame)

@@ -31,10 +31,10 @@ __all__ = ["go_json_text", "parse_go_test"]
 _RUN = re.compile(r"^\s*+=== (?:RUN|CONT|PAUSE|NAME)\s++(?P<name>\S++)$")
 _RESULT = re.compile(r"^(?P<indent>\s*+)--- (?P<status>FAIL|PASS|SKIP): (?P<name>\S++) \([\d.]++s\)$")
 _PACKAGE = re.compile(r"^(?:FAIL|ok)\s++(?P<package>\S++)(?:\s++(?:[\d.]++s|\(cached\)|\[[^\]]*+\]).*+)?$")
-_ERROR_LINE = re.compile(r"^\s++(?P<file>[^\s:]++\.go):(?P<line>\d++): ?(?P<message>.*+)$")
+_ERROR_LINE = re.compile(r"^\s++(?P<file>[^\s:]++)(?<=\.go):(?P<line>\d++): ?(?P<message>.*+)$")
 _BUILD_HEADER = re.compile(r"^# (?P<package>\S++)$")
-_BUILD_LINE = re.compile(r"^(?P<path>[^\s:]++\.go):(?P<line>\d++):(?:\d++:)? (?P<message>.*+)$")
-_TRACE_LOCATION = re.compile(r"^\t(?P<path>\S++\.go):(?P<line>\d++)(?: \+0x[0-9a-f]++)?$")
+_BUILD_LINE = re.compile(r"^(?P<path>[^\s:]++)(?<=\.go):(?P<line>\d++):(?:\d++:)? (?P<message>.*+)$")
+_TRACE_LOCATION = re.compile(r"^\t(?P<path>[^\s:]++)(?<=\.go):(?P<line>\d++)(?: \+0x[0-9a-f]++)?$")
 
 
 def go_json_text(lines: list[str]) -> str:
@@ -82,6 +82,8 @@ def _panic(lines: list[str], start: int) -> tuple[Segment, int]:
     function: str | None = None
     while index < len(lines) and lines[index].strip():
         line = lines[index]
+        if line.startswith(("FAIL", "ok ", "--- ", "=== ", "exit status ", "PASS")):
+            break  # the trace is over (go test prints no blank line after it)
         location = _TRACE_LOCATION.match(line)
         if location is not None:
             if not is_dependency_path(location["path"]):

@@ -34,7 +34,7 @@ _SUREFIRE2 = re.compile(
     r"<<< (?P<kind>FAILURE|ERROR)!$"
 )
 _SUREFIRE3 = re.compile(
-    r"^(?P<qualified>[\w$.]++)\.(?P<method>[^\s.()]++(?:\(\))?+)(?:\[[^\]]*+\])?+ "
+    r"^(?P<full>[\w$.]++)(?:\(\))?+(?:\[[^\]]*+\])?+ "
     r"-- Time elapsed: [\d.,]++ s\s++<<< (?P<kind>FAILURE|ERROR)!$"
 )
 _GRADLE = re.compile(r"^(?P<cls>[\w$.]++) > (?P<method>.+?) FAILED$")
@@ -56,11 +56,9 @@ def _header(line: str) -> tuple[str, str, Status] | None:
             return match["cls"], match["method"], "error" if kind == "ERROR" else "failed"
     match = _SUREFIRE3.match(line)
     if match is not None:
-        return (
-            match["qualified"],
-            match["method"].removesuffix("()"),
-            "error" if match["kind"] == "ERROR" else "failed",
-        )
+        cls, dot, method = match["full"].rpartition(".")
+        if dot and cls:
+            return cls, method, "error" if match["kind"] == "ERROR" else "failed"
     match = _GRADLE.match(line)
     if match is not None:
         return match["cls"], match["method"].removesuffix("()"), "failed"

@@ -36,7 +36,7 @@ _MOCHA_FAILING = re.compile(r"^\s*+\d++ failing\b")
 _MOCHA_HEADER = re.compile(r"^(?P<indent>\s*+)(?P<number>\d++)\) (?P<title>\S.*)$")
 _SPEC_FAIL = re.compile("^(?P<indent> *+)\u2716 " r"(?P<title>.+?) \(\d[\d.]*+m?s\)$")
 _SPEC_LOCATION = re.compile(r"^test at (?P<location>\S.*)$")
-_TAP_NOT_OK = re.compile(r"^(?P<indent> *+)not ok \d++ - (?P<title>.*?)(?: # .*)?+$")
+_TAP_NOT_OK = re.compile(r"^(?P<indent> *+)not ok \d++(?: -)? (?P<title>[^#]*+)(?:#.*+)?$")
 
 
 def _code_frame(line: str) -> tuple[str, str, str | None] | None:
@@ -275,16 +275,27 @@ def parse_node_tap(lines: list[str]) -> list[TestFailure]:
             while index < len(lines) and lines[index].strip() != "...":
                 raw = lines[index]
                 index += 1
-                body = raw[len(indent) + 2 :] if raw.startswith(indent + "  ") else raw.strip()
-                if body and not body.startswith(" ") and ":" in body:
-                    key, _, value = body.partition(":")
+                text = raw[len(indent) + 2 :] if raw.startswith(indent + "  ") else raw.strip()
+                if text and not text.startswith(" ") and ":" in text:
+                    key, _, value = text.partition(":")
                     fields[key] = [] if value.strip() in ("|-", "|", ">-", ">") else [_tap_value(value)]
                 elif key is not None:
-                    fields[key].append(body.strip())
+                    fields[key].append(text.strip())
             index += 1
+        else:  # no YAML block (mocha's TAP reporter): the indented lines under it
+            body: list[str] = []
+            while index < len(lines) and (not lines[index].strip() or lines[index].startswith(indent + " ")):
+                body.append(lines[index])
+                index += 1
+            if any(b.strip() for b in body):
+                segments = _segments(body)
+                _clean_message(segments)
+                title = match["title"].strip()
+                failures.append(build_failure(title, segments, test_id=title, origin="tap"))
+                continue
         if fields.get("failureType", [""])[0] == "subtestsFailed":
             continue
-        title = match["title"]
+        title = match["title"].strip()
         kind = fields.get("name", [""])[0] or None
         message_lines = [m for m in fields.get("error", []) if m]
         frames = [f for f in map(tap_frame, fields.get("stack", [])) if f is not None]
@@ -298,6 +309,6 @@ def parse_node_tap(lines: list[str]) -> list[TestFailure]:
         found = split_location(location) if location else None
         test_id = f"{found[0]} > {title}" if found else title
         failures.append(
-            build_failure(title, [segment], test_id=test_id, message_lines=message_lines, origin="node-tap")
+            build_failure(title, [segment], test_id=test_id, message_lines=message_lines, origin="tap")
         )
     return failures
