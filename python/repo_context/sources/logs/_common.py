@@ -4,8 +4,9 @@ Every stack trace shape read here prints the innermost call first (Node, Java, G
 :class:`~..pytest_log.TestFailure` keeps Python's order (outermost call first within each
 exception of a chain), so the parsers turn each trace around. Frames into dependencies are
 dropped here: ``node_modules`` (and the system's ``/usr/share/nodejs``), Node's own modules
-(``node:internal/...``, ``<anonymous>``), the Go module cache (``pkg/mod``) and Go's own library (``.../go/src/...``, ``GOROOT``),
-Cargo's registry and git checkouts (``.cargo/registry``, ``.cargo/git``), Rust's own library
+(``node:internal/...``, ``<anonymous>``), the Go module cache (``pkg/mod``) and Go's own
+library (``.../go/src/...``, ``GOROOT``), Cargo's registry and git checkouts
+(``.cargo/registry``, ``.cargo/git``), Rust's own library
 (``/rustc/<hash>/library/...``, ``.rustup/toolchains``), and JVM classes of the JDK, the
 test frameworks and the build tools (:data:`JAVA_DEPENDENCIES`).
 
