@@ -63,7 +63,7 @@ _GO = re.compile(
 )
 _VITEST = re.compile(r"\u23af\u23af Failed (?:Tests|Suites) \d|^\s*+Test Files\s++\d")
 _JEST = re.compile(r"^  \u25cf \S|^Test Suites: \d")
-_MOCHA = re.compile(r"^\s*+\d++ (?:passing|failing) \(\d")
+_MOCHA = re.compile(r"^\s*+\d++ (?:passing|failing) \(\d|^  \d++ failing$")
 _NODE_SPEC = re.compile(r"^\u2139 (?:tests|pass|fail) \d|^\u2716 failing tests:$")
 _JAVA = re.compile(
     r"^JUnit version \d|^Failures \(\d++\):$|Tests run: \d++, Failures: \d|<<< (?:FAILURE|ERROR)!$"

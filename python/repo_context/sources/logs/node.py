@@ -291,7 +291,8 @@ def parse_node_tap(lines: list[str]) -> list[TestFailure]:
                 segments = _segments(body)
                 _clean_message(segments)
                 title = match["title"].strip()
-                failures.append(build_failure(title, segments, test_id=title, origin="tap"))
+                status: Status = "error" if '" hook' in title else "failed"
+                failures.append(build_failure(title, segments, test_id=title, status=status, origin="tap"))
                 continue
         if fields.get("failureType", [""])[0] == "subtestsFailed":
             continue
