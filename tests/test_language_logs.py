@@ -568,8 +568,10 @@ def test_each_recorded_log_parses_into_exactly_its_failures_and_frames(
 
 def test_every_fixture_is_listed() -> None:
     listed = {f[0] for f in FIXTURES}
-    logs = {p.name for p in LOGS.iterdir() if p.suffix in (".log", ".xml")}
+    reports = {c[1] for c in COVERAGE}
+    logs = {p.name for p in LOGS.iterdir() if p.suffix in (".log", ".xml") and p.name not in reports}
     assert logs == listed
+    assert reports | listed == {p.name for p in LOGS.iterdir() if p.name != "README.md"}
 
 
 # (repository, log, failing files in error order, the first failure window's lines)
@@ -841,3 +843,71 @@ def test_a_log_of_n_failures_parses_back_into_n_failures_with_all_frames(
     failures = parse_log(text)
     assert [(f.name, [(x.path, x.line) for x in f.frames]) for f in failures] == expected
     assert all(f.message == "bad" for f in failures)
+
+
+# --- coverage reports of these languages ------------------------------------------------
+
+COVERAGE = [
+    (
+        "node",
+        "node-lcov.info",
+        "lcov",
+        {"src/calc.js": set(range(1, 15)), "test/calc.test.js": set(range(1, 17))},
+    ),
+    ("go", "go-cover.out", "go-cover", {"calc/calc.go": {4, 5, 6}}),
+    (
+        "java",
+        "jacoco.xml",
+        "jacoco",
+        {"src/main/java/com/example/Calc.java": {7, 11, 14}, "src/test/java/com/example/CalcTest.java": {10}},
+    ),
+]
+
+
+@pytest.mark.parametrize(("repo", "report", "fmt", "executed"), COVERAGE, ids=[c[1] for c in COVERAGE])
+def test_coverage_reports_of_other_languages_are_execution_evidence(
+    repo: str, report: str, fmt: str, executed: dict[str, set[int]]
+) -> None:
+    from repo_context.sources.coverage import detect_format as coverage_format
+    from repo_context.sources.coverage import read_coverage
+    from repo_context.sources.files import Repository
+
+    data = (LOGS / report).read_bytes()
+    assert coverage_format(data) == fmt
+    record = read_coverage(data, Repository(REPOS / repo))
+    assert record.source == fmt and record.unmapped == ()
+    assert {path: set(record.executed(path)) for path in record.measured} == executed
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (b"mode: set\nnot a block\n", "Go cover profile report: line 2"),
+        (b"mode: count\nx.go:9.1,1.2 1 x\n", "Go cover profile report: line 2"),
+        (
+            b'<report><package name="p"><sourcefile><line nr="1" ci="1"/>'
+            b"</sourcefile></package></report>",
+            "without a name",
+        ),
+        (
+            b'<report><package name="p"><sourcefile name="A.java"><line nr="x" ci="1"/>'
+            b"</sourcefile></package></report>",
+            "line number 'x'",
+        ),
+    ],
+)
+def test_damaged_go_and_jacoco_reports_are_refused(data: bytes, problem: str) -> None:
+    from repo_context.errors import InvalidInputError
+    from repo_context.sources.coverage import read_coverage
+    from repo_context.sources.files import Repository
+
+    with pytest.raises(InvalidInputError, match="coverage") as caught:
+        read_coverage(data, Repository(REPOS / "go"))
+    assert problem in str(caught.value)
+
+
+def test_a_go_cover_profile_adds_executed_units_to_the_context() -> None:
+    log = (LOGS / "go-plain.log").read_text(encoding="utf-8")
+    gathered = gather(REPOS / "go", log, coverage=(LOGS / "go-cover.out").read_bytes())
+    assert gathered.execution is not None and gathered.execution.source == "go-cover"
+    assert any(w.path == "calc/calc.go" and w.start <= 5 <= w.end for w in gathered.candidates)
