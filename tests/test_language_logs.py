@@ -530,6 +530,22 @@ FIXTURES: list[tuple[str, str, list[tuple[str, str, str, str | None, Frames]]]] 
         ],
     ),
     (
+        "tsmap-spec.log",
+        "node-test",
+        [
+            (
+                "divides by zero",
+                "test/calc.test.js > divides by zero",
+                "failed",
+                "RangeError",
+                [
+                    ("/home/ci/calc-tsmap/test/calc.test.js", 7, "TestContext.<anonymous>"),
+                    ("/home/ci/calc-tsmap/dist/calc.js", 10, "divide"),
+                ],
+            ),
+        ],
+    ),
+    (
         "vitest.log",
         "vitest",
         [
@@ -581,6 +597,7 @@ CHAINS = [
     ("node", "node-junit.xml", ["test/calc.test.js"], (6, 8)),
     ("mocha", "mocha-spec.log", ["src/calc.js", "test/calc.spec.js"], (7, 12)),
     ("vitest", "vitest.log", ["src/calc.test.ts"], (5, 7)),
+    ("tsmap", "tsmap-spec.log", ["src/calc.ts", "test/calc.test.js"], (10, 15)),
     ("jest", "jest.log", ["src/__tests__/calc.js"], (4, 6)),
     ("go", "go-plain.log", ["calc/calc_test.go"], (5, 9)),
     ("go", "go-json.log", ["calc/calc_test.go"], (5, 9)),
@@ -885,8 +902,7 @@ def test_coverage_reports_of_other_languages_are_execution_evidence(
         (b"mode: set\nnot a block\n", "Go cover profile report: line 2"),
         (b"mode: count\nx.go:9.1,1.2 1 x\n", "Go cover profile report: line 2"),
         (
-            b'<report><package name="p"><sourcefile><line nr="1" ci="1"/>'
-            b"</sourcefile></package></report>",
+            b'<report><package name="p"><sourcefile><line nr="1" ci="1"/></sourcefile></package></report>',
             "without a name",
         ),
         (
@@ -911,3 +927,45 @@ def test_a_go_cover_profile_adds_executed_units_to_the_context() -> None:
     gathered = gather(REPOS / "go", log, coverage=(LOGS / "go-cover.out").read_bytes())
     assert gathered.execution is not None and gathered.execution.source == "go-cover"
     assert any(w.path == "calc/calc.go" and w.start <= 5 <= w.end for w in gathered.candidates)
+
+
+# --- source maps -------------------------------------------------------------------------
+
+SEGMENT = st.tuples(st.integers(0, 500), st.integers(0, 3), st.integers(0, 9000), st.integers(0, 200))
+
+
+@given(st.lists(st.lists(SEGMENT, max_size=6), min_size=1, max_size=20))
+def test_source_map_mappings_decode_what_was_encoded(lines: list[list[tuple[int, int, int, int]]]) -> None:
+    from repo_context.sources.logs.sourcemap import decode_mappings, encode_vlq
+
+    state = [0, 0, 0, 0]
+    texts = []
+    expected = []
+    for segments in lines:
+        ordered = sorted(segments)
+        state[0] = 0
+        pieces = []
+        for segment in ordered:
+            pieces.append(encode_vlq([v - state[i] for i, v in enumerate(segment)]))
+            state = list(segment)
+        texts.append(",".join(pieces))
+        expected.append(ordered)
+    assert decode_mappings(";".join(texts)) == expected
+
+
+@pytest.mark.parametrize("bad", ["A!", "g", "AA", "AAA", "AAAAAA"])
+def test_damaged_source_map_mappings_are_refused(bad: str) -> None:
+    from repo_context.sources.logs.sourcemap import decode_mappings
+
+    with pytest.raises(ValueError):
+        decode_mappings(bad)
+
+
+def test_a_source_map_over_its_limit_is_not_read() -> None:
+    from repo_context.limits import Limits
+    from repo_context.sources.files import Repository
+
+    repo = Repository(REPOS / "tsmap", limits=Limits(max_source_map_bytes=64))
+    gathered = gather(repo, (LOGS / "tsmap-spec.log").read_text(encoding="utf-8"))
+    assert list(gathered.failure_files) == ["dist/calc.js", "test/calc.test.js"]
+    assert "max_source_map_bytes" in repo.skipped["dist/calc.js.map"]

@@ -40,6 +40,7 @@ from .files import (
     node_span,
 )
 from .logs._common import is_dependency_path
+from .logs.sourcemap import original_line
 from .pytest_log import Frame, TestFailure
 from .symbols import ParsedFile, SymbolIndex
 from .window import RADIUS, Window, make_window
@@ -324,7 +325,9 @@ def resolve_frames(
     whose symbolic links lead out of it) is mapped to the repository file whose path
     has the longest tail of folder and file names in common with it (``\\`` read as
     ``/``), when exactly one file has it; installed code (``site-packages``,
-    ``lib/python3.11``) and pseudo-files (``<frozen ...>``) are never mapped.
+    ``lib/python3.11``) and pseudo-files (``<frozen ...>``) are never mapped. A frame in a
+    compiled ``.js`` file whose source map is in the repository is the line of the source
+    (``.ts``) it maps to (:func:`.logs.sourcemap.original_line`).
 
     At most ``max_frames`` frames are mapped (:mod:`repo_context.limits`: of a longer
     traceback its first and last halves); a path longer than :data:`PATH_MAX` bytes names
@@ -341,6 +344,7 @@ def resolve_frames(
     omitted: list[PolicyOmission] = []
     seen: set[tuple[str, int, str]] = set()
     names: dict[str, list[str]] = {}
+    maps: dict[str, object] = {}
 
     def omit(path: str, line: int, why: str) -> None:
         if (path, line, why) not in seen:
@@ -357,14 +361,20 @@ def resolve_frames(
             if where is not None and why is not None:
                 omit(where, frame.line, why)
             continue
+        line = frame.line
+        if frame not in beyond and rel.endswith((".js", ".mjs", ".cjs")):
+            # Compiled JavaScript with its source map in the repository: the TypeScript source.
+            mapped = original_line(repo, rel, line, maps)
+            if mapped is not None:
+                rel, line = mapped
         source = repo.source(rel)
         if source is None:
-            omit(rel, frame.line, WINDOW_UNREADABLE)
+            omit(rel, line, WINDOW_UNREADABLE)
             continue
-        if frame in beyond or not 1 <= frame.line <= source.line_count:
-            omit(rel, frame.line, FRAME_PAST_END)
+        if frame in beyond or not 1 <= line <= source.line_count:
+            omit(rel, line, FRAME_PAST_END)
             continue
-        by_segment.setdefault(frame.segment, []).append(ProjectFrame(rel, frame.line, 0, frame))
+        by_segment.setdefault(frame.segment, []).append(ProjectFrame(rel, line, 0, frame))
     ordered: list[ProjectFrame] = []
     for segment in sorted(by_segment, reverse=True):
         deepest_first = list(reversed(by_segment[segment]))
