@@ -969,3 +969,37 @@ def test_a_source_map_over_its_limit_is_not_read() -> None:
     gathered = gather(repo, (LOGS / "tsmap-spec.log").read_text(encoding="utf-8"))
     assert list(gathered.failure_files) == ["dist/calc.js", "test/calc.test.js"]
     assert "max_source_map_bytes" in repo.skipped["dist/calc.js.map"]
+
+
+@pytest.mark.parametrize("fmt", ["vitest", "jest", "mocha", "node-test", "tap", "go", "cargo", "java"])
+def test_the_parsers_run_in_linear_time_on_many_failures(fmt: str) -> None:
+    from test_failure_kinds import time_limit
+
+    tests = [(f"n{i}", [i % 4000 + 1, 7, i % 13 + 1]) for i in range(10_000)]
+    text, expected = _render(fmt, tests)
+    with time_limit(120):
+        failures = parse_log(text)
+    assert len(failures) == len(expected)
+    assert [(x.path, x.line) for x in failures[-1].frames] == expected[-1][1]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "    at " + "(" * 200_000,
+        "\tat " + "a." * 100_000 + "(",
+        "  ● " + " \u203a " * 60_000,
+        "\u2716 " + " (1" * 60_000,
+        "not ok 1 " + "# " * 100_000,
+        "--- FAIL: " + "a/" * 100_000 + " (0.00s)",
+        "thread '" + "'" * 200_000 + " panicked at ",
+        "panic: x\n" + "f(\n\t/a.go:1 +0x1\n" * 30_000,
+        "\n".join(["  1) a", "     " + "b " * 50_000]) + "\n  1 failing",
+    ],
+)
+def test_adversarial_logs_parse_in_linear_time(text: str) -> None:
+    from test_failure_kinds import time_limit
+
+    with time_limit(60):
+        parse_log(text)
+        detect_format(text)
