@@ -7,6 +7,7 @@ into exactly its failures, with their names, ids, exception types and frames.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -1003,3 +1004,32 @@ def test_adversarial_logs_parse_in_linear_time(text: str) -> None:
     with time_limit(60):
         parse_log(text)
         detect_format(text)
+
+
+def test_the_mcp_tool_reads_any_runner_log_and_a_junit_report_alone() -> None:
+    pytest.importorskip("mcp")
+    import repo_context
+    from repo_context.mcp_server import create_server
+    from test_mcp_server import _calls, _context
+
+    repo = REPOS / "java"
+    log = (LOGS / "junit4.log").read_text(encoding="utf-8")
+    report = (LOGS / "junit5-report.xml").read_text(encoding="utf-8")
+    server = create_server(cache=False, roots=[DATA])
+    from_log, from_report, from_file = _calls(
+        server,
+        _context(repo, test_log=log, budget=2000),
+        _context(repo, junit_xml=report, budget=2000),
+        _context(repo, junit_file=str(LOGS / "junit5-report.xml"), budget=2000),
+    )
+    expected = repo_context.Workspace(repo, cache=False).context(log, budget=2000)
+    assert not from_log.is_error, from_log
+    assert from_log.structured_content["result"] == json.loads(json.dumps(expected.to_dict()))
+    alone = repo_context.Workspace(repo, cache=False).context("", junit_xml=report, budget=2000)
+    for result in (from_report, from_file):
+        assert not result.is_error, result
+        assert result.structured_content["result"] == json.loads(json.dumps(alone.to_dict()))
+    assert (
+        alone.gathered.failure is not None
+        and alone.gathered.failure.test_id == "com.example.CalcJupiterTest.adds()"
+    )
