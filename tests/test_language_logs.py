@@ -1033,3 +1033,26 @@ def test_the_mcp_tool_reads_any_runner_log_and_a_junit_report_alone() -> None:
         alone.gathered.failure is not None
         and alone.gathered.failure.test_id == "com.example.CalcJupiterTest.adds()"
     )
+
+
+@pytest.mark.parametrize(
+    ("log", "test", "chosen"),
+    [
+        ("cargo-test.log", "tests::divides_by_zero", "src/lib.rs::tests::divides_by_zero"),
+        ("cargo-test.log", "halves", "tests/api.rs::halves"),
+        ("go-plain.log", "TestAt", "example.com/shop/calc.TestAt"),
+        ("junit4.log", "CalcTest.adds", "com.example.CalcTest.adds"),
+        ("junit4.log", "com.example.CalcTest.dividesByZero", "com.example.CalcTest.dividesByZero"),
+        ("jest.log", "calc > divides by zero", "src/__tests__/calc.js > calc > divides by zero"),
+        ("vitest.log", "src/calc.test.ts > calc > adds", "src/calc.test.ts > calc > adds"),
+        ("node-spec.log", "halves", "test/suite.test.js > halves"),
+    ],
+)
+def test_a_failing_test_is_chosen_by_its_id_or_name_in_every_language(
+    log: str, test: str, chosen: str
+) -> None:
+    from repo_context.sources.pytest_log import failing_tests, select_test
+
+    failures = parse_test_output((LOGS / log).read_text(encoding="utf-8"))
+    found = select_test(failing_tests(failures), test)
+    assert found is not None and found.test == chosen
