@@ -122,6 +122,26 @@ FIXTURES: list[tuple[str, str, list[tuple[str, str, str, str | None, Frames]]]] 
         ],
     ),
     (
+        "go-junit.xml",
+        "junit-xml",
+        [
+            (
+                "TestAdd",
+                "example.com/shop/calc.TestAdd",
+                "failed",
+                None,
+                [("example.com/shop/calc/calc_test.go", 7, None)],
+            ),
+            (
+                "TestTable/case",
+                "example.com/shop/calc.TestTable/case",
+                "failed",
+                None,
+                [("example.com/shop/calc/calc_test.go", 16, None)],
+            ),
+        ],
+    ),
+    (
         "go-plain.log",
         "go",
         [
@@ -602,6 +622,7 @@ CHAINS = [
     ("jest", "jest.log", ["src/__tests__/calc.js"], (4, 6)),
     ("go", "go-plain.log", ["calc/calc_test.go"], (5, 9)),
     ("go", "go-json.log", ["calc/calc_test.go"], (5, 9)),
+    ("go", "go-junit.xml", ["calc/calc_test.go"], (5, 9)),
     ("rust", "cargo-test.log", ["src/lib.rs"], (21, 24)),
     ("rust", "nextest.log", ["src/lib.rs"], (21, 24)),
     (
