@@ -1077,3 +1077,23 @@ def test_a_failing_test_is_chosen_by_its_id_or_name_in_every_language(
     failures = parse_test_output((LOGS / log).read_text(encoding="utf-8"))
     found = select_test(failing_tests(failures), test)
     assert found is not None and found.test == chosen
+
+
+def test_a_suite_that_failed_to_run_is_an_error() -> None:
+    vitest = (
+        "\n\u23af\u23af Failed Suites 1 \u23af\u23af\n\n FAIL  src/broken.test.ts [ src/broken.test.ts ]\n"
+        "Error: Failed to load url ./missing\n \u276f src/broken.test.ts:2:1\n\n Test Files  1 failed (1)\n"
+    )
+    jest = (
+        " FAIL  src/broken.test.ts\n  \u25cf Test suite failed to run\n\n    SyntaxError: bad\n\n"
+        "      at Parser.raise (node_modules/@babel/parser/lib/index.js:1:2)\n"
+        "      at Object.<anonymous> (src/broken.test.ts:1:1)\n\nTest Suites: 1 failed, 1 total\n"
+    )
+    got = [
+        (f.name, f.status, f.exception_type, [(x.path, x.line) for x in f.frames]) for f in parse_log(vitest)
+    ]
+    assert got == [("src/broken.test.ts", "error", "Error", [("src/broken.test.ts", 2)])]
+    got = [
+        (f.name, f.status, f.exception_type, [(x.path, x.line) for x in f.frames]) for f in parse_log(jest)
+    ]
+    assert got == [("Test suite failed to run", "error", "SyntaxError", [("src/broken.test.ts", 1)])]

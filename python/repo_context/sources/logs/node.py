@@ -2,7 +2,8 @@
 (``node --test``, its ``spec`` and ``tap`` reporters).
 
 * vitest: the ``FAIL  file > suite > test`` headers of the failed-tests part (several
-  headers over one error share it), the error line, the ``❯ [fn] file:line:col`` code-frame
+  headers over one error share it; ``FAIL  file [ file ]``, a suite that failed to run, is
+  an ``error``), the error line, the ``❯ [fn] file:line:col`` code-frame
   locations (innermost first) and any ``at fn (file:line:col)`` frames;
 * jest (default and ``--verbose``): the ``FAIL  file`` lines and the ``● suite › test``
   reports under them (the summary that repeats them at the end is read once);
@@ -96,12 +97,12 @@ def parse_vitest(lines: list[str]) -> list[TestFailure]:
         _clean_message(segments)
         for title in titles:
             parts = [p.strip() for p in title.split(" > ")]
-            name = parts[-1] if len(parts) > 1 else title
-            if name.startswith("[") and name.endswith("]"):  # a failed suite: `file [ file ]`
-                name = parts[0].split(" [", 1)[0]
-            failures.append(
-                build_failure(" > ".join(parts[1:]) or name, segments, test_id=title, origin="vitest")
-            )
+            status: Status = "failed"
+            name = " > ".join(parts[1:]) or title
+            if len(parts) == 1 and title.endswith(" ]") and " [ " in title:
+                # A suite that failed to run: `FAIL  file [ file ]` (an import, a syntax error).
+                name, status = title.split(" [ ", 1)[0], "error"
+            failures.append(build_failure(name, segments, test_id=title, status=status, origin="vitest"))
         titles.clear()
         body.clear()
 
