@@ -867,6 +867,51 @@ def _render(
     return "\n".join(lines) + "\n", expected
 
 
+def _render_wrapped(
+    fmt: str, tests: list[tuple[str, list[int]]]
+) -> tuple[str, list[tuple[str, list[tuple[str, int]]]]]:
+    """``go-json``: the ``go`` log as ``go test -json`` events; ``junit-xml``: one test case per
+    failure whose ``<failure>`` text is a V8 or JVM trace."""
+    from xml.sax.saxutils import escape, quoteattr
+
+    if fmt == "go-json":
+        text, expected = _render("go", tests)
+        events = [
+            json.dumps({"Action": "output", "Package": "example.com/m/pkg", "Output": line + "\n"})
+            for line in text.splitlines()
+        ]
+        return "\n".join(events) + "\n", expected
+    cases = []
+    expected = []
+    for index, (name, depth) in enumerate(tests):
+        title = f"t_{name}{index}"
+        frames = [(f"pkg/mod_{i}.js", line) for i, line in enumerate(depth)]
+        trace = "\n".join(["Error: bad", *_v8(frames)])
+        failure = f'<failure message="bad">{escape(trace)}</failure>'
+        cases.append(f'<testcase classname="suite" name={quoteattr(title)}>{failure}</testcase>')
+        expected.append((title, frames))
+    return '<?xml version="1.0"?>\n<testsuites><testsuite name="s">' + "".join(
+        cases
+    ) + "</testsuite></testsuites>\n", expected
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@pytest.mark.parametrize("fmt", ["go-json", "junit-xml"])
+@given(tests=TESTS)
+def test_go_json_and_junit_reports_of_n_failures_parse_back_with_all_frames(
+    fmt: str, tests: list[tuple[str, list[int]]]
+) -> None:
+    text, expected = _render_wrapped(fmt, tests)
+    assert detect_format(text) == fmt
+    failures = parse_test_output(text)
+    assert [(f.name, [(x.path, x.line) for x in f.frames]) for f in failures] == expected
+    assert all(f.message == "bad" for f in failures)
+
+
 @pytest.mark.parametrize("fmt", ["vitest", "jest", "mocha", "node-test", "tap", "go", "cargo", "java"])
 @settings(
     max_examples=40,
