@@ -725,10 +725,10 @@ def test_the_test_file_rule_in_every_language(path: str, expected: bool) -> None
     [
         "/app/node_modules/vitest/dist/index.js",
         "node:internal/test_runner/test",
-        "/root/go/pkg/mod/github.com/x/y@v1.2.3/y.go",
+        "/home/ci/go/pkg/mod/github.com/x/y@v1.2.3/y.go",
         "/usr/lib/go-1.19/src/testing/testing.go",
         "/usr/local/go/src/runtime/panic.go",
-        "/root/.cargo/registry/src/index.crates.io-6f17d22bba15001f/serde-1.0.0/src/de.rs",
+        "/home/ci/.cargo/registry/src/index.crates.io-6f17d22bba15001f/serde-1.0.0/src/de.rs",
         "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/core/src/panicking.rs",
         "/usr/share/nodejs/mocha/lib/runner.js",
     ],
