@@ -93,6 +93,7 @@ def test_defaults_and_units() -> None:
         "mcp_client_roots": 1_000,
         "rerun_seconds": 600,
         "max_trace_bytes": 64 << 20,
+        "max_source_map_bytes": 16 << 20,
         "max_cache_value_bytes": 256 << 20,
         "max_threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
     }

@@ -29,7 +29,8 @@ one of two things, fixed per setting (:func:`behaviour` tells which):
   :attr:`repo_context.sources.Repository.skipped` with the setting's name and value:
   ``max_file_bytes``, ``max_depth``, ``max_gitignore_bytes``, ``max_gitignore_patterns``,
   ``max_gitignore_pattern_chars``, ``max_frames`` (the frames between the first and last
-  halves of a longer traceback). A cache value over ``max_cache_value_bytes`` is a miss
+  halves of a longer traceback), ``max_source_map_bytes`` (a larger source map is not read:
+  the frame stays on the compiled file). A cache value over ``max_cache_value_bytes`` is a miss
   (derived again), also not an error. ``mcp_workspaces`` bounds what the MCP server keeps
   in memory: past it the least recently used workspace is dropped, nothing is refused.
   A traced re-run (``--rerun``, :mod:`repo_context.sources.rerun`) that reaches
@@ -101,7 +102,7 @@ class Limits:
         max_input_bytes: bytes of a JSON build input read from a file or standard input
             (``repo-context build``), of one ``build --jsonl`` line, of an ``eval --cases``
             file and of a trace file read for replay. Error. Default 256 MiB.
-        max_log_bytes: bytes (UTF-8) of a test log: ``--pytest-log``, the pytest plugin's report
+        max_log_bytes: bytes (UTF-8) of a test log: ``--log``, the pytest plugin's report
             of one failure, the MCP server's log, the ``log_text`` given to
             :meth:`repo_context.Workspace.context`. Error. Default 64 MiB.
         max_junit_bytes: bytes (UTF-8) of a JUnit XML report (``--junit-xml``). Error.
@@ -163,6 +164,10 @@ class Limits:
             together (each process cuts its own record to it: call edges first, then the
             passing tests' runs); records past it are reported and left out:
             skipped, not an error. Default 64 MiB.
+        max_source_map_bytes: bytes of one source map of the repository (``dist/x.js.map``)
+            read to map a frame in compiled JavaScript back to its TypeScript source; a larger
+            map is not read (the frame stays on the ``.js`` file): skipped, not an error.
+            Default 16 MiB.
 
     Raises:
         InvalidInputError: a value that is not an ``int >= 0`` (``field`` names the setting).
@@ -192,6 +197,7 @@ class Limits:
     mcp_client_roots: int = _setting(1_000, "roots", "error", "roots listed by an MCP client")
     rerun_seconds: int = _setting(600, "seconds", "skip", "a traced re-run of the failing tests")
     max_trace_bytes: int = _setting(64 << 20, "bytes", "skip", "the trace records of one re-run")
+    max_source_map_bytes: int = _setting(16 << 20, "bytes", "skip", "one source map of the repository")
 
     def __post_init__(self) -> None:
         for setting in dataclasses.fields(self):
