@@ -1,0 +1,99 @@
+"""The development set of bugs in other languages: its case list and recorded runs (offline)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections import Counter
+from typing import Any
+
+import pytest
+from repo_context.evaluation.langbugs import (
+    DEFAULT_LANG_CASES,
+    LANGUAGES,
+    is_lang_case,
+    patch_gold,
+    recorded_case,
+    validate_lang_case,
+)
+
+CASES: list[dict[str, Any]] = json.loads(DEFAULT_LANG_CASES.read_text(encoding="utf-8"))
+
+
+def test_every_case_is_valid_and_unique() -> None:
+    for case in CASES:
+        validate_lang_case(case)
+        assert is_lang_case(case)
+    ids = [case["id"] for case in CASES]
+    assert len(ids) == len(set(ids))
+
+
+def test_six_cases_per_language_at_least() -> None:
+    counts = Counter(case["language"] for case in CASES)
+    reached = {language: counts[language] for language in LANGUAGES if counts[language]}
+    assert reached and all(count >= 6 for count in reached.values()), reached
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_gold_is_the_lines_the_patch_changes(case: dict[str, Any]) -> None:
+    gold = [(g["path"], g["start"], g["end"]) for g in case["gold"]]
+    assert patch_gold(case["patch"]) == gold
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_recorded_run_is_a_failing_run(case: dict[str, Any]) -> None:
+    recorded = recorded_case(case)
+    assert recorded.log.strip()
+    marker = {
+        "go": "--- FAIL:",
+        "rust": "test result: FAILED",
+        "java": "tests failed",
+        "javascript": "failing",
+        "typescript": "failing",
+    }[case["language"]]
+    assert marker in recorded.log
+    if case.get("recorded_junit"):
+        assert recorded.junit is not None and ("<failure" in recorded.junit or "<error" in recorded.junit)
+
+
+def test_patch_gold_of_a_pure_deletion_is_the_two_lines_around() -> None:
+    patch = "--- a/x.go\n+++ b/x.go\n@@ -3,4 +3,3 @@\n a\n-b\n c\n d\n"
+    assert patch_gold(patch) == [("x.go", 3, 4)]
+
+
+def test_patch_gold_of_two_runs_in_one_hunk() -> None:
+    patch = "--- a/s.rs\n+++ b/s.rs\n@@ -10,5 +10,5 @@\n a\n-b\n+B\n c\n-d\n+D\n"
+    assert patch_gold(patch) == [("s.rs", 11, 11), ("s.rs", 13, 13)]
+
+
+def test_patch_gold_refuses_a_hunk_without_a_file() -> None:
+    with pytest.raises(ValueError, match="hunk"):
+        patch_gold("@@ -1 +1 @@\n-a\n+b\n")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("id", "../up", "'id'"),
+        ("language", "cobol", "'language'"),
+        ("kind", "made-up", "'kind'"),
+        ("source", {"registry": "npm", "package": "x", "version": "1"}, "'source'"),
+        ("gold", [], "'gold'"),
+        ("gold", [{"path": "/etc/passwd", "start": 1, "end": 1}], "'gold[0].path'"),
+        ("gold", [{"path": "a.go", "start": 3, "end": 2}], "'gold[0]'"),
+        ("test_command", "", "'test_command'"),
+    ],
+)
+def test_a_bad_field_is_named(field: str, value: Any, named: str) -> None:
+    case = copy.deepcopy(CASES[0])
+    case[field] = value
+    with pytest.raises(ValueError, match=re.escape(named)):
+        validate_lang_case(case)
+    assert CASES[0][field] != value  # the input is not mutated
+
+
+def test_a_recorded_path_outside_the_data_folder_is_refused() -> None:
+    case = dict(CASES[0], recorded_log="../realbugs.json")
+    with pytest.raises(ValueError, match="relative"):
+        recorded_case(case)
