@@ -25,12 +25,14 @@
     chunk written before the next is read, so memory is bounded by a chunk, not the file. With
     standard error a terminal, a progress bar (tqdm) counts the lines there.
 
-``repo-context context --repo DIR --pytest-log FILE [--junit-xml FILE] [--test NODEID]
+``repo-context context --repo DIR --log FILE [--junit-xml FILE] [--test NODEID]
 [--query TEXT] [--issue FILE] [--budget N | --max-chars N] [--cost ...] [--template ...]
 [--format markdown|json] [--report FILE] [--cache-dir DIR | --no-cache] [--engine native|reference]``
     Gather failure, reference and search windows for one failing test (``--test``, by
-    default the first of the short test summary) in a pytest log (``FILE``, or ``-`` for
-    standard input) of a run made in ``DIR`` (with ``--issue``, also the definitions an issue
+    default the first of the short test summary) in a test log (``FILE``, or ``-`` for
+    standard input; ``--pytest-log`` is the same option; any format
+    :mod:`repo_context.sources.logs` reads, told from the content; ``--junit-xml`` alone
+    serves as the log) of a run made in ``DIR`` (with ``--issue``, also the definitions an issue
     text names and its own search, ranked after the log's evidence:
     ``repo_context.sources.gather(issue=...)``), build the context (through a
     ``repo_context.Workspace``: what is derived from the repository is cached in ``DIR`` of
@@ -626,11 +628,13 @@ def _cmd_context(args: argparse.Namespace) -> int:
     if not Path(args.repo).is_dir():
         raise _UsageError(f"not a directory: {header_path(args.repo)}")
     outputs = [("--report", args.report), ("--trace", args.trace)]
-    inputs = [("--pytest-log", args.pytest_log), ("--junit-xml", args.junit_xml), ("--issue", args.issue)]
+    if args.pytest_log is None and args.junit_xml is None:
+        raise _UsageError("give --log FILE (the test output) or --junit-xml FILE")
+    inputs = [("--log", args.pytest_log), ("--junit-xml", args.junit_xml), ("--issue", args.issue)]
     _check_outputs(outputs, [*inputs, ("--coverage", args.coverage)])
     _refuse_repository_files(args.repo, outputs)
     limits: Limits = args.limits
-    log_text = _read_log(args.pytest_log, limits)
+    log_text = _read_log(args.pytest_log, limits) if args.pytest_log is not None else ""
     junit_xml: bytes | None = None
     if args.junit_xml is not None:
         junit_xml = _read_input(args.junit_xml, "max_junit_bytes", "junit_xml", limits)
@@ -783,17 +787,23 @@ def _parser() -> argparse.ArgumentParser:
         "--repo", required=True, metavar="DIR", help="the repository folder the tests ran in"
     )
     context.add_argument(
+        "--log",
         "--pytest-log",
-        required=True,
+        dest="pytest_log",
+        default=None,
         metavar="FILE",
-        help="test output (pytest in any --tb style, unittest, a traceback) or a JUnit XML "
-        "report, or - for standard input",
+        help="test output, or - for standard input: pytest (any --tb style), unittest, a "
+        "traceback; vitest, jest, mocha, node --test (spec, TAP); go test (plain, -v, -json); "
+        "cargo test or nextest; JUnit 4/5, Maven Surefire, Gradle; any log with stack traces; "
+        "or a JUnit XML report (the format is told from the content)",
     )
     context.add_argument(
         "--junit-xml",
         metavar="FILE",
         default=None,
-        help="the run's JUnit XML report (pytest --junitxml): fills in tracebacks the log lacks",
+        help="the run's JUnit XML report (pytest --junitxml, Surefire, Gradle, jest-junit, "
+        "go-junit-report, nextest, ...): fills in tracebacks the log lacks; alone, it is the "
+        "test output",
     )
     context.add_argument(
         "--coverage",

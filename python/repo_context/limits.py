@@ -29,7 +29,8 @@ one of two things, fixed per setting (:func:`behaviour` tells which):
   :attr:`repo_context.sources.Repository.skipped` with the setting's name and value:
   ``max_file_bytes``, ``max_depth``, ``max_gitignore_bytes``, ``max_gitignore_patterns``,
   ``max_gitignore_pattern_chars``, ``max_frames`` (the frames between the first and last
-  halves of a longer traceback). A cache value over ``max_cache_value_bytes`` is a miss
+  halves of a longer traceback), ``max_source_map_bytes`` (a larger source map is not read:
+  the frame stays on the compiled file). A cache value over ``max_cache_value_bytes`` is a miss
   (derived again), also not an error. ``mcp_workspaces`` bounds what the MCP server keeps
   in memory: past it the least recently used workspace is dropped, nothing is refused.
 * **clamped, not an error**: a request for more worker threads than ``max_threads`` (the
@@ -151,6 +152,10 @@ class Limits:
             recently used one is dropped (its cache stays on disk): skipped, not an error.
             Default 8.
         mcp_client_roots: roots an MCP client may list (``roots/list``). Error. Default 1,000.
+        max_source_map_bytes: bytes of one source map of the repository (``dist/x.js.map``)
+            read to map a frame in compiled JavaScript back to its TypeScript source; a larger
+            map is not read (the frame stays on the ``.js`` file): skipped, not an error.
+            Default 16 MiB.
 
     Raises:
         InvalidInputError: a value that is not an ``int >= 0`` (``field`` names the setting).
@@ -178,6 +183,7 @@ class Limits:
     max_result_bytes: int = _setting(64 << 20, "bytes", "error", "one MCP tool result")
     mcp_workspaces: int = _setting(8, "workspaces", "skip", "workspaces kept by the MCP server")
     mcp_client_roots: int = _setting(1_000, "roots", "error", "roots listed by an MCP client")
+    max_source_map_bytes: int = _setting(16 << 20, "bytes", "skip", "one source map of the repository")
 
     def __post_init__(self) -> None:
         for setting in dataclasses.fields(self):

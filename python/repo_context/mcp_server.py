@@ -138,9 +138,12 @@ _RUN_DISABLED = (
 _CONTEXT_DESCRIPTION = """Build the code context for a failing test.
 
 repository: the folder the tests ran in. test_log: the test output (pytest in any --tb style,
-unittest, a traceback, or a JUnit XML report); or log_file: a file holding it. test: the node
-id (or name) of the failing test to build for (default: the first failure). junit_xml: the
-run's JUnit XML report, if any; or junit_file: a file holding it. coverage_file: a coverage
+unittest, a traceback; vitest, jest, mocha, node --test (spec or TAP); go test (plain, -v,
+-json); cargo test or nextest; JUnit 4/5, Maven Surefire or Gradle; any log with stack traces;
+or a JUnit XML report), its format told from its content; or log_file: a file holding it.
+test: the id (or name) of the failing test to build for (default: the first failure).
+junit_xml: the run's JUnit XML report, if any (alone, without test_log, it is the test
+output); or junit_file: a file holding it. coverage_file: a coverage
 report of the failing tests (coverage.py's .coverage data file, its JSON report, LCOV or
 Cobertura XML): the code they executed is failure evidence. query: extra search words.
 budget: in the cost's unit (default 16000 characters or 4000 tokens). unit: "chars" or
@@ -924,13 +927,16 @@ def create_server(
         template: str = "markdown",
         line_numbers: bool = False,
     ) -> CallToolResult:
-        if test_log is None and log_file is None and test is None:
-            raise ToolError("give test_log (the test output), log_file, or test (a node id to run)")
+        reported = junit_xml is not None or junit_file is not None
+        if test_log is None and log_file is None and test is None and not reported:
+            raise ToolError(
+                "give test_log (the test output), log_file, junit_xml, junit_file, or test (a node id to run)"
+            )
         if test_log is not None and log_file is not None:
             raise ToolError("give test_log or log_file, not both")
         if junit_xml is not None and junit_file is not None:
             raise ToolError("give junit_xml or junit_file, not both")
-        if test_log is None and log_file is None and not allow_run:
+        if test_log is None and log_file is None and not reported and not allow_run:
             raise ToolError(
                 "test: running tests is disabled: the server was started without --allow-run "
                 "(running a repository's tests runs its code); give test_log or log_file"
@@ -967,6 +973,8 @@ def create_server(
                 )
             ws = workspace(root)
             used.append(ws)
+            if text is None and report is not None:
+                text = ""  # the JUnit report alone is the test output
             if text is None:
                 node_id = str(test)
                 _check_test_id(ws.root, node_id, limits, deadline)

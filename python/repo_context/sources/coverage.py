@@ -8,8 +8,14 @@
   ``dynamic_context = test_function``): one run per context;
 * coverage.py's JSON report (``coverage json``; with ``--show-contexts``, one run per
   context);
-* LCOV (``lcov.info``: ``SF:``/``DA:`` records) and Cobertura XML (``coverage xml``, parsed
-  with defusedxml): one run of every test of the report.
+* LCOV (``lcov.info``: ``SF:``/``DA:`` records; node's ``--experimental-test-coverage
+  --test-reporter=lcov``, c8/istanbul, cargo-llvm-cov) and Cobertura XML (``coverage xml``,
+  parsed with defusedxml): one run of every test of the report;
+* Go cover profiles (``go test -coverprofile``: ``mode: set|count|atomic``, then
+  ``file.go:l.c,l.c statements count`` blocks; the paths are import paths, mapped by their
+  tail) and JaCoCo XML (``<report>``: ``<package name="com/x">``, ``<sourcefile
+  name="X.java">``, ``<line nr ci>``; the package path and the file name, mapped by their
+  tail to the source root that holds them): one run of every test of the report.
 
 Each file's path is mapped to the repository as traceback frames are
 (:func:`~repo_context.sources.failure.map_path`: a relative path from the repository
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import stat
 import tempfile
@@ -44,10 +51,14 @@ __all__ = [
 ]
 
 #: The formats :func:`read_coverage` reads, by the name :func:`detect_format` gives.
-FORMATS = ("coverage-data", "coverage-json", "lcov", "cobertura")
+FORMATS = ("coverage-data", "coverage-json", "lcov", "cobertura", "go-cover", "jacoco")
 
 FIELD = "coverage"
 _SQLITE = b"SQLite format 3\x00"
+# The root element of a JaCoCo XML report (after the XML declaration and its DOCTYPE).
+_JACOCO = re.compile(rb"^(?:<\?[^>]*+>\s*+)?(?:<!DOCTYPE report[^>]*+>\s*+)?<report[\s>]")
+# A Go cover profile block: `path:startline.col,endline.col statements count`.
+_GO_BLOCK = re.compile(r"^(?P<path>.+):(?P<start>\d++)\.\d++,(?P<end>\d++)\.\d++ \d++ (?P<count>\d++)$")
 _CHUNK = 1 << 20
 
 # A raw report: context (None: no per-test data) -> report path -> executed lines.
@@ -57,18 +68,22 @@ _Raw = dict[str | None, dict[str, set[int]]]
 def detect_format(data: bytes) -> str | None:
     """The format of a report's bytes (one of :data:`FORMATS`), by content alone, or
     ``None``: an SQLite database is coverage.py's data file, a JSON object coverage.py's JSON
-    report, an XML document Cobertura, text with ``SF:`` records LCOV."""
+    report, an XML document whose root is ``<report>`` JaCoCo, another XML document
+    Cobertura, text starting with ``mode: set|count|atomic`` a Go cover profile, text with
+    ``SF:`` records LCOV."""
     if data.startswith(_SQLITE):
         return "coverage-data"
     text = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
     if text.startswith(b"{"):
         return "coverage-json"
     if text.startswith(b"<"):
-        return "cobertura"
+        return "jacoco" if _JACOCO.search(text) is not None else "cobertura"
     for line in data[: 1 << 16].splitlines():
         line = line.strip()
         if not line or line.startswith((b"TN:", b"#")):
             continue
+        if line.startswith(b"mode:") and line[5:].strip() in (b"set", b"count", b"atomic"):
+            return "go-cover"
         return "lcov" if line.startswith(b"SF:") else None
     return None
 
@@ -130,14 +145,17 @@ def read_coverage(data: bytes | str, repo: Repository, *, limits: Limits | None 
     if kind is None:
         raise InvalidInputError(
             FIELD,
-            "unknown format: not a coverage.py data file (SQLite), coverage.py JSON, LCOV or "
-            "Cobertura XML report (to read a file, pass a path, os.PathLike)",
+            "unknown format: not a coverage.py data file (SQLite), coverage.py JSON, LCOV, "
+            "Cobertura XML, Go cover profile or JaCoCo XML report (to read a file, pass a path, "
+            "os.PathLike)",
         )
     reader = {
         "coverage-data": _data_file,
         "coverage-json": _json_report,
         "lcov": _lcov,
         "cobertura": _cobertura,
+        "go-cover": _go_cover,
+        "jacoco": _jacoco,
     }[kind]
     raw, per_test, measured = reader(data)
     return _record(kind, raw, per_test, measured, repo)
@@ -302,6 +320,62 @@ def _cobertura(data: bytes) -> tuple[_Raw, bool, set[str]]:
             number = _line(line.get("number"), kind)
             if hits > 0 and number > 0:
                 found.add(number)
+    return {None: lines}, False, set(lines)
+
+
+def _go_cover(data: bytes) -> tuple[_Raw, bool, set[str]]:
+    """A Go cover profile: every line of a block run at least once is executed (a block's
+    lines from its first to its last, both included)."""
+    kind = "Go cover profile"
+    lines: dict[str, set[int]] = {}
+    for number, raw_line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        text = raw_line.strip()
+        if not text or text.startswith("mode:"):
+            continue
+        match = _GO_BLOCK.match(text)
+        if match is None:
+            raise _damaged(kind, f"line {number}: not a block 'file.go:l.c,l.c statements count'")
+        start, end = _line(match["start"], kind), _line(match["end"], kind)
+        found = lines.setdefault(match["path"], set())
+        if int(match["count"]) > 0 and 0 < start <= end:
+            if end - start > 1_000_000:
+                raise _damaged(kind, f"line {number}: a block of more than a million lines")
+            found.update(range(start, end + 1))
+    return {None: lines}, False, set(lines)
+
+
+def _jacoco(data: bytes) -> tuple[_Raw, bool, set[str]]:
+    """A JaCoCo XML report (parsed with defusedxml: its DOCTYPE is allowed, entities and
+    external references are refused): a line with covered instructions (``ci > 0``) is
+    executed; a source file's path is its package's path and its name."""
+    from xml.etree.ElementTree import Element, ParseError
+
+    from defusedxml import DefusedXmlException  # type: ignore[import-untyped,unused-ignore]
+    from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped,unused-ignore]
+
+    kind = "JaCoCo XML"
+    try:
+        root: Element = fromstring(data)
+    except (ParseError, DefusedXmlException, ValueError, LookupError) as exc:
+        raise _damaged(kind, exc) from None
+    if root.tag != "report":
+        raise _damaged(kind, f"root element <{root.tag}>, not <report>")
+    lines: dict[str, set[int]] = {}
+    for package in root.iter("package"):
+        prefix = (package.get("name") or "").strip("/")
+        for source in package.iter("sourcefile"):
+            name = source.get("name")
+            if not name:
+                raise _damaged(kind, "a <sourcefile> without a name")
+            found = lines.setdefault(f"{prefix}/{name}" if prefix else name, set())
+            for line in source.iter("line"):
+                try:
+                    covered = int(line.get("ci", "0"))
+                except ValueError:
+                    raise _damaged(kind, f"ci {line.get('ci')!r} is not an integer") from None
+                number = _line(line.get("nr"), kind)
+                if covered > 0 and number > 0:
+                    found.add(number)
     return {None: lines}, False, set(lines)
 
 

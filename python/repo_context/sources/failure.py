@@ -39,7 +39,10 @@ from .files import (
     enclosing_function,
     node_span,
 )
+from .logs._common import is_dependency_path
+from .logs.sourcemap import original_line
 from .pytest_log import Frame, TestFailure
+from .symbols import ParsedFile, SymbolIndex
 from .window import RADIUS, Window, make_window
 
 __all__ = [
@@ -72,6 +75,8 @@ FRAME_UNMATCHED = "policy: frame path matches no file of the repository"
 # Installed code on the machine that ran the tests: `site-packages`, or a Python's own
 # library (`lib/python3.11/...`, Windows `Python311/Lib/...`).
 _INSTALLED = frozenset({"site-packages", "dist-packages"})
+# (and other languages' dependencies: ``node_modules``, the Go module cache, Cargo's registry,
+# Rust's own library: :func:`.logs._common.is_dependency_path`)
 _PYTHON_DIR = re.compile(r"python\d*+(?:\.\d++)*+", re.IGNORECASE)
 
 #: At most this many definitions are taken as the code under test of a failing test body.
@@ -84,7 +89,8 @@ _UNIT = 2 * RADIUS + 1
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BLOCKS = ("body", "handlers", "orelse", "finalbody", "cases")
-_TEST_DIRS = frozenset({"test", "tests"})
+_TEST_DIRS = frozenset({"test", "tests", "__tests__", "__test__", "spec"})
+_JS_SUFFIXES = frozenset({"js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts"})
 # Exceptions that mean "a check of the test failed" rather than "the code raised".
 _ASSERTIONS = frozenset({"AssertionError", "Failed", "AssertionFailedError"})
 
@@ -105,11 +111,23 @@ class ProjectFrame:
 
 
 def is_test_file(path: str) -> bool:
-    """Whether the repository-relative ``path`` is a test module: ``test_*.py``,
-    ``*_test.py``, ``tests.py``, ``conftest.py``, or a file under a ``test``/``tests``
-    folder."""
+    """Whether the repository-relative ``path`` is a test file: Python's ``test_*.py``,
+    ``*_test.py``, ``tests.py``, ``conftest.py``; JavaScript's and TypeScript's
+    ``*.test.ts``, ``*.spec.js`` (any of ``.js .jsx .mjs .cjs .ts .tsx .mts .cts``); Go's
+    ``*_test.go``; Java's (and Kotlin's) ``*Test.java``, ``*Tests.java``, ``Test*.java``,
+    ``*IT.java``; or a file under a ``test``/``tests``/``__tests__``/``__test__``/``spec``
+    folder (Rust's ``tests/*.rs``, Maven's ``src/test/java``)."""
     folders, _, name = path.rpartition("/")
-    if name.startswith("test_") or name.endswith("_test.py") or name in ("tests.py", "conftest.py"):
+    if name.startswith("test_") or name.endswith(("_test.py", "_test.go")):
+        return True
+    if name in ("tests.py", "conftest.py"):
+        return True
+    stem, dot, suffix = name.rpartition(".")
+    if dot and suffix in _JS_SUFFIXES and stem.endswith((".test", ".spec")):
+        return True
+    if dot and suffix in ("java", "kt", "scala", "groovy") and (
+        stem.endswith(("Test", "Tests", "IT")) or (stem.startswith("Test") and stem[4:5].isupper())
+    ):
         return True
     return any(part in _TEST_DIRS for part in folders.split("/") if part)
 
@@ -125,7 +143,7 @@ def _foreign_parts(path: str) -> list[str] | None:
     if not parts or ".." in parts:
         return None
     lowered = [part.lower() for part in parts]
-    if _INSTALLED & set(lowered):
+    if _INSTALLED & set(lowered) or is_dependency_path(path):
         return None
     for before, after in itertools.pairwise(lowered):
         if (before == "lib" and _PYTHON_DIR.fullmatch(after)) or (
@@ -167,7 +185,7 @@ def _under_root(repo: Repository, path: str) -> str | None:
     try:
         where = Path(path)
         full = Path(os.path.normpath(where if where.is_absolute() else repo.root / where))
-        if _INSTALLED & set(full.parts):
+        if _INSTALLED & set(full.parts) or "node_modules" in full.parts:
             return None
         return full.relative_to(repo.root).as_posix()
     except ValueError:
@@ -307,7 +325,9 @@ def resolve_frames(
     whose symbolic links lead out of it) is mapped to the repository file whose path
     has the longest tail of folder and file names in common with it (``\\`` read as
     ``/``), when exactly one file has it; installed code (``site-packages``,
-    ``lib/python3.11``) and pseudo-files (``<frozen ...>``) are never mapped.
+    ``lib/python3.11``) and pseudo-files (``<frozen ...>``) are never mapped. A frame in a
+    compiled ``.js`` file whose source map is in the repository is the line of the source
+    (``.ts``) it maps to (:func:`.logs.sourcemap.original_line`).
 
     At most ``max_frames`` frames are mapped (:mod:`repo_context.limits`: of a longer
     traceback its first and last halves); a path longer than :data:`PATH_MAX` bytes names
@@ -324,6 +344,7 @@ def resolve_frames(
     omitted: list[PolicyOmission] = []
     seen: set[tuple[str, int, str]] = set()
     names: dict[str, list[str]] = {}
+    maps: dict[str, object] = {}
 
     def omit(path: str, line: int, why: str) -> None:
         if (path, line, why) not in seen:
@@ -340,14 +361,20 @@ def resolve_frames(
             if where is not None and why is not None:
                 omit(where, frame.line, why)
             continue
+        line = frame.line
+        if frame not in beyond and rel.endswith((".js", ".mjs", ".cjs")):
+            # Compiled JavaScript with its source map in the repository: the TypeScript source.
+            mapped = original_line(repo, rel, line, maps)
+            if mapped is not None:
+                rel, line = mapped
         source = repo.source(rel)
         if source is None:
-            omit(rel, frame.line, WINDOW_UNREADABLE)
+            omit(rel, line, WINDOW_UNREADABLE)
             continue
-        if frame in beyond or not 1 <= frame.line <= source.line_count:
-            omit(rel, frame.line, FRAME_PAST_END)
+        if frame in beyond or not 1 <= line <= source.line_count:
+            omit(rel, line, FRAME_PAST_END)
             continue
-        by_segment.setdefault(frame.segment, []).append(ProjectFrame(rel, frame.line, 0, frame))
+        by_segment.setdefault(frame.segment, []).append(ProjectFrame(rel, line, 0, frame))
     ordered: list[ProjectFrame] = []
     for segment in sorted(by_segment, reverse=True):
         deepest_first = list(reversed(by_segment[segment]))
@@ -564,10 +591,30 @@ def failure_spans(source: SourceFile, line: int) -> list[tuple[int, int]]:
     return spans
 
 
-def failure_windows(repo: Repository, frames: list[ProjectFrame], base_score: float = 0.0) -> list[Window]:
+def unit_spans(parsed: ParsedFile, line: int) -> list[tuple[int, int]] | None:
+    """The failure windows of ``line`` of a file in a language parsed with tree-sitter
+    (JavaScript, TypeScript, Go, Rust, Java), as line ranges, most complete first: the
+    whole function (or method, or the ``test("x", () => {...})`` statement of an anonymous
+    one) around the line, and when it is longer than ``2 * RADIUS + 1`` lines, also the
+    ``RADIUS`` lines either side of the line inside it; ``None`` outside any function."""
+    unit = parsed.unit_at(line)
+    if unit is None:
+        return None
+    start, end = unit
+    spans = [(start, end)]
+    if end - start + 1 > _UNIT:
+        spans.append((max(start, line - RADIUS), min(end, line + RADIUS)))
+    return spans
+
+
+def failure_windows(
+    repo: Repository, frames: list[ProjectFrame], base_score: float = 0.0, symbols: SymbolIndex | None = None
+) -> list[Window]:
     """One or two ``failure`` windows per project frame, in the order of ``frames``
     (:func:`failure_spans`: the whole enclosing function, and a bounded run of whole
-    statements inside a long one; a run of whole statements at module level). Score:
+    statements inside a long one; a run of whole statements at module level). A file in
+    another language the ``symbols`` index parses (JavaScript, TypeScript, Go, Rust, Java)
+    gets the whole syntactic unit around the line (:func:`unit_spans`). Score:
     ``base_score + 1 / (1 + distance)``. A window identical to an earlier one is not
     repeated."""
     windows: list[Window] = []
@@ -577,7 +624,12 @@ def failure_windows(repo: Repository, frames: list[ProjectFrame], base_score: fl
         if source is None or source.line_count == 0:
             continue
         score = base_score + 1.0 / (1 + pf.distance)
-        for start, end in failure_spans(source, pf.line):
+        spans: list[tuple[int, int]] | None = None
+        if source.tree is None and symbols is not None and not pf.path.endswith((".py", ".pyi")):
+            parsed = symbols.parsed(pf.path)
+            if parsed is not None:
+                spans = unit_spans(parsed, pf.line)
+        for start, end in spans or failure_spans(source, pf.line):
             window = make_window(source, start, end, "failure", score)
             key = (window.path, window.start, window.end)
             if key not in seen:

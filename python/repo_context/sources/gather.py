@@ -260,7 +260,11 @@ def gather(
             ),
             *issue_search,
         ]
-    failure_found = [] if "failure" in exclude else failure_windows(repository, frames, base_score=tier + 2.0)
+    failure_found = (
+        []
+        if "failure" in exclude
+        else failure_windows(repository, frames, base_score=tier + 2.0, symbols=symbol_index)
+    )
     executed: list[Window] = []
     record: ExecutionRecord | None = None
     if coverage is not None:

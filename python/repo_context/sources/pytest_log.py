@@ -1141,6 +1141,12 @@ def parse_junit_xml(data: str | bytes) -> list[TestFailure]:
                     builder.feed(line)
             status: Status = "error" if kind == "error" else "failed"
             failure = builder.build(test_id=test_id or None, status=status, origin="junit")
+            if not failure.frames and not failure.beyond and element.text:
+                # Not a Python report: a JavaScript, Java, Go or Rust trace (:mod:`.logs`).
+                from .logs import report_text_failure
+
+                other = report_text_failure(element.text, name, test_id=test_id or None, status=status)
+                failure = other if other is not None else failure
             attr_type = (element.get("type") or "").strip() or None
             attr_message = (element.get("message") or "").strip()
             exc_type = failure.exception_type or attr_type
@@ -1220,8 +1226,10 @@ def parse_test_output(text: str | bytes = "", junit_xml: str | bytes | None = No
     if is_junit_xml(text):
         failures = parse_junit_xml(text)
     else:
+        from .logs import parse_log
+
         log = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
-        failures = parse_pytest_log(log)
+        failures = parse_log(log)  # pytest's shapes, or another runner's (:mod:`.logs`)
     if junit_xml is None:
         return failures
     reported = parse_junit_xml(junit_xml)
