@@ -17,6 +17,8 @@ from repo_context.evaluation.langbugs import (
     recorded_case,
     validate_lang_case,
 )
+from repo_context.sources.logs import detect_format, parse_log
+from repo_context.sources.pytest_log import parse_junit_xml
 
 CASES: list[dict[str, Any]] = json.loads(DEFAULT_LANG_CASES.read_text(encoding="utf-8"))
 
@@ -60,6 +62,19 @@ def test_recorded_run_is_a_failing_run(case: dict[str, Any]) -> None:
     assert marker in recorded.log
     if case.get("recorded_junit"):
         assert recorded.junit is not None and ("<failure" in recorded.junit or "<error" in recorded.junit)
+
+
+#: The log format each language's runner writes, as the log readers detect it.
+RUNNER_FORMAT = {"go": "go", "rust": "cargo", "java": "java", "javascript": "mocha", "typescript": "mocha"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_recorded_run_is_read_as_its_runners_failures(case: dict[str, Any]) -> None:
+    recorded = recorded_case(case)
+    assert detect_format(recorded.log) == RUNNER_FORMAT[case["language"]]
+    assert parse_log(recorded.log)
+    if recorded.junit is not None:
+        assert parse_junit_xml(recorded.junit.encode("utf-8"))
 
 
 def test_patch_gold_of_a_pure_deletion_is_the_two_lines_around() -> None:
