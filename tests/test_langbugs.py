@@ -6,17 +6,20 @@ import copy
 import json
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 from repo_context.evaluation.langbugs import (
     DEFAULT_LANG_CASES,
     LANGUAGES,
+    _source_entries,
     is_lang_case,
     patch_gold,
     recorded_case,
     validate_lang_case,
 )
+from repo_context.evaluation.realbugs import PreparationError
 from repo_context.sources.logs import detect_format, parse_log
 from repo_context.sources.pytest_log import parse_junit_xml
 
@@ -117,3 +120,22 @@ def test_a_recorded_path_outside_the_data_folder_is_refused() -> None:
     case = dict(CASES[0], recorded_log="../realbugs.json")
     with pytest.raises(ValueError, match="relative"):
         recorded_case(case)
+
+
+def test_source_entries_are_the_deb_src_twins_of_the_machines_sources(tmp_path: Path) -> None:
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list").write_text("# a comment\ndeb http://mirror.example/debian stable main\n")
+    (tmp_path / "sources.list.d" / "extra.sources").write_text(
+        "Types: deb\nURIs: http://mirror.example/debian\nSuites: stable\nComponents: main\n\n"
+        "Types: deb-src\nURIs: http://mirror.example/other\nSuites: stable\nComponents: main\n"
+    )
+    one_line, deb822 = _source_entries(tmp_path)
+    assert one_line == "deb-src http://mirror.example/debian stable main\n"
+    assert deb822 == (
+        "Types: deb-src\nURIs: http://mirror.example/debian\nSuites: stable\nComponents: main\n\n"
+    )
+
+
+def test_no_package_source_is_a_preparation_error(tmp_path: Path) -> None:
+    with pytest.raises(PreparationError, match="no Debian package source"):
+        _source_entries(tmp_path)

@@ -16,7 +16,7 @@ system properties).
   ``apt-get download PACKAGE=VERSION`` and unpacked with ``dpkg-deb -x``; ``source.path`` is the
   project's folder inside the package;
 - ``"debian-source"``: a Debian source package: fetched with ``apt-get source --download-only``
-  (with a private apt configuration that adds the ``deb-src`` line of the machine's Debian release,
+  (with a private apt configuration whose sources are the ``deb-src`` twins of the machine's own,
   so the system's own lists are not touched); the upstream tarball (``*.orig.tar.*``) is the tree;
 - ``"crates.io"``: a crate release, fetched with ``cargo vendor`` of a scratch crate that
   depends on ``=VERSION`` (the registry's checksums verified by cargo).
@@ -220,28 +220,48 @@ def _run(cmd: list[str], *, cwd: Path | None = None, what: str, env: Mapping[str
     return proc.stdout
 
 
-def _debian_release() -> str:
-    """The codename of this Debian release (``bookworm``), from ``/etc/os-release``."""
-    try:
-        text = Path("/etc/os-release").read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PreparationError(f"not a Debian system (no /etc/os-release): {exc}") from exc
-    for line in text.splitlines():
-        if line.startswith("VERSION_CODENAME="):
-            return line.split("=", 1)[1].strip().strip('"')
-    raise PreparationError("cannot tell the Debian release (no VERSION_CODENAME in /etc/os-release)")
+def _source_entries(etc: Path = Path("/etc/apt")) -> tuple[str, str]:
+    """The machine's own apt sources turned into source-package ones: ``(one-line entries,
+    deb822 entries)``, each ``deb`` entry of ``sources.list``, ``sources.list.d/*.list`` and
+    ``sources.list.d/*.sources`` as ``deb-src``. Raises :class:`PreparationError` when there
+    is none."""
+    lines: list[str] = []
+    stanzas: list[str] = []
+    list_files = [etc / "sources.list", *sorted((etc / "sources.list.d").glob("*.list"))]
+    for path in list_files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        lines += [
+            "deb-src " + line.split(None, 1)[1] for line in text.splitlines() if line.startswith("deb ")
+        ]
+    for path in sorted((etc / "sources.list.d").glob("*.sources")):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        for stanza in text.split("\n\n"):
+            fields = stanza.strip().splitlines()
+            if any(f.split(":", 1)[0] == "Types" and "deb" in f.split(":", 1)[1].split() for f in fields):
+                kept = [f for f in fields if f.split(":", 1)[0] not in ("Types", "Enabled")]
+                stanzas.append("\n".join(["Types: deb-src", *kept]))
+    if not lines and not stanzas:
+        raise PreparationError("no Debian package source in /etc/apt to take the source packages from")
+    return "".join(line + "\n" for line in lines), "".join(stanza + "\n\n" for stanza in stanzas)
 
 
 def _apt_source_options(work: Path, log: Callable[[str], None]) -> list[str]:
-    """apt options of a private configuration with the ``deb-src`` line of this release; its
-    lists are fetched once under ``work/apt``."""
+    """apt options of a private configuration whose sources are the ``deb-src`` twins of the
+    machine's own (:func:`_source_entries`); its lists are fetched once under ``work/apt``
+    (the system's lists are not touched)."""
     apt = work / "apt"
     lists = apt / "lists"
     options = [
         "-o",
         f"Dir::Etc::SourceList={apt / 'sources.list'}",
         "-o",
-        "Dir::Etc::SourceParts=/dev/null",
+        f"Dir::Etc::SourceParts={apt / 'sources.list.d'}",
         "-o",
         f"Dir::State::Lists={lists}",
         "-o",
@@ -249,7 +269,10 @@ def _apt_source_options(work: Path, log: Callable[[str], None]) -> list[str]:
     ]
     if not (apt / "updated").is_file():
         (lists / "partial").mkdir(parents=True, exist_ok=True)
-        write_file(apt / "sources.list", f"deb-src http://deb.debian.org/debian {_debian_release()} main\n")
+        (apt / "sources.list.d").mkdir(parents=True, exist_ok=True)
+        one_line, deb822 = _source_entries()
+        write_file(apt / "sources.list", one_line)
+        write_file(apt / "sources.list.d" / "deb-src.sources", deb822)
         log("fetching the Debian source package lists")
         _run(["apt-get", "-qq", *options, "update"], what="apt-get update (deb-src)")
         write_file(apt / "updated", "")
