@@ -45,7 +45,10 @@ def test_cases_per_language() -> None:
     assert all(counts[language] >= MINIMUM[language] for language in LANGUAGES), counts
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+INJECTED = [case for case in CASES if case["kind"] == "injected"]
+
+
+@pytest.mark.parametrize("case", INJECTED, ids=[c["id"] for c in INJECTED])
 def test_gold_is_the_lines_the_patch_changes(case: dict[str, Any]) -> None:
     gold = [(g["path"], g["start"], g["end"]) for g in case["gold"]]
     assert patch_gold(case["patch"]) == gold
@@ -114,6 +117,22 @@ def test_a_bad_field_is_named(field: str, value: Any, named: str) -> None:
     with pytest.raises(ValueError, match=re.escape(named)):
         validate_lang_case(case)
     assert CASES[0][field] != value  # the input is not mutated
+
+
+def test_a_release_pair_names_its_fixed_release_and_overlay() -> None:
+    pair = next(case for case in CASES if case["kind"] == "release-pair")
+    validate_lang_case(pair)
+    for field, value in (("fixed_version", ""), ("overlay", []), ("overlay", ["../up"])):
+        broken = copy.deepcopy(pair)
+        broken["source"][field] = value
+        with pytest.raises(ValueError, match=re.escape(f"'source.{field}'")):
+            validate_lang_case(broken)
+
+
+def test_an_injected_bug_needs_its_patch() -> None:
+    case = {key: value for key, value in CASES[0].items() if key != "patch"}
+    with pytest.raises(ValueError, match="'patch'"):
+        validate_lang_case(case)
 
 
 def test_a_recorded_path_outside_the_data_folder_is_refused() -> None:

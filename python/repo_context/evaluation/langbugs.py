@@ -19,7 +19,10 @@ system properties).
   (with a private apt configuration whose sources are the ``deb-src`` twins of the machine's own,
   so the system's own lists are not touched); the upstream tarball (``*.orig.tar.*``) is the tree;
 - ``"crates.io"``: a crate release, fetched with ``cargo vendor`` of a scratch crate that
-  depends on ``=VERSION`` (the registry's checksums verified by cargo).
+  depends on ``=VERSION`` (the registry's checksums verified by cargo). A ``"release-pair"``
+  case (a real bug) names the release that fixed it (``source.fixed_version``) and the paths of
+  that release laid over the buggy one (``source.overlay``: its regression tests); it has no
+  ``patch``.
 
 :func:`prepare_lang_case` makes ``<work>/<id>/repo`` (the release with the patch applied and the
 case's ``setup`` commands run), runs the test command there and keeps ``failing.log`` and, when
@@ -117,9 +120,19 @@ def validate_lang_case(case: Mapping[str, Any]) -> None:
     for key in ("package", "version"):
         if not isinstance(source.get(key), str) or not source[key]:
             raise bad(f"source.{key}", "must be a non-empty string")
-    for key in ("patch", "test_command", "recorded_log"):
+    for key in ("test_command", "recorded_log"):
         if not isinstance(case.get(key), str) or not case[key]:
             raise bad(key, "must be a non-empty string")
+    if case["kind"] == "injected" and (not isinstance(case.get("patch"), str) or not case["patch"]):
+        raise bad("patch", "must be a non-empty string for an injected bug")
+    if case["kind"] == "release-pair":
+        overlay = source.get("overlay")
+        if not isinstance(source.get("fixed_version"), str) or not source["fixed_version"]:
+            raise bad("source.fixed_version", "must name the fixed release of a release pair")
+        if not isinstance(overlay, list) or not overlay or not all(isinstance(o, str) and o for o in overlay):
+            raise bad("source.overlay", "must list the fixed release's paths laid over the buggy one")
+        if any(Path(o).is_absolute() or ".." in Path(o).parts for o in overlay):
+            raise bad("source.overlay", "must hold relative paths inside the tree")
     gold = case.get("gold")
     if not isinstance(gold, list) or not gold:
         raise bad("gold", "must be a non-empty list")
@@ -390,6 +403,21 @@ def _lay_tree(case: Mapping[str, Any], work: Path, repo: Path, log: Callable[[st
     else:
         _copy_tree(_fetch_crate(source, work, log), repo)
         (repo / ".cargo-checksum.json").unlink(missing_ok=True)
+    if case["kind"] == "release-pair":
+        if registry != "crates.io":
+            raise PreparationError(f"case {case['id']}: release pairs are read from crates.io only")
+        fixed = _fetch_crate({"package": source["package"], "version": source["fixed_version"]}, work, log)
+        for part in source["overlay"]:
+            log(f"laying {part} of {source['package']} {source['fixed_version']} over the tree")
+            target = repo / part
+            if target.is_dir():
+                shutil.rmtree(target)
+            else:
+                target.unlink(missing_ok=True)
+            if (fixed / part).is_dir():
+                shutil.copytree(fixed / part, target)
+            else:
+                shutil.copyfile(fixed / part, target)
 
 
 def _env(case: Mapping[str, Any]) -> dict[str, str]:
@@ -430,8 +458,11 @@ def prepare_lang_case(
     for command in case.get("setup", []):
         log(f"+ {command}")
         _run(["bash", "-c", str(command)], cwd=repo, what="setup", env=env)
-    write_file(out / "bug.patch", str(case["patch"]))
-    _run(["patch", "-p1", "--no-backup-if-mismatch", "-i", str(out / "bug.patch")], cwd=repo, what="patch")
+    if case.get("patch"):
+        write_file(out / "bug.patch", str(case["patch"]))
+        _run(
+            ["patch", "-p1", "--no-backup-if-mismatch", "-i", str(out / "bug.patch")], cwd=repo, what="patch"
+        )
     log(f"running {case['test_command']}")
     with atomic_output(out / "failing.log") as log_file:
         proc = subprocess.run(
