@@ -455,7 +455,7 @@ def test_context_bad_arguments_exit_2(failing_repo: tuple[Path, Path], tmp_path:
     ("args", "expected"),
     [
         (["build", "--engine", "foo"], "argument --engine: invalid choice: 'foo'"),
-        (["context", "--repo", "."], "give --log FILE (the test output) or --junit-xml FILE"),
+        (["context", "--repo", "."], "one of the arguments --log (--pytest-log) --junit-xml is required"),
         (["frob"], "invalid choice: 'frob'"),
         ([], "the following arguments are required: COMMAND"),
         (["build", "--budget", "many"], "argument --budget: invalid int value: 'many'"),

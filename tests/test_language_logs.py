@@ -7,6 +7,7 @@ into exactly its failures, with their names, ids, exception types and frames.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,26 @@ FIXTURES: list[tuple[str, str, list[tuple[str, str, str, str | None, Frames]]]] 
                     ("/home/ci/shop/calc/calc_test.go", 23, "calc.TestAt"),
                     ("/home/ci/shop/calc/calc.go", 10, "calc.At"),
                 ],
+            ),
+        ],
+    ),
+    (
+        "go-junit.xml",
+        "junit-xml",
+        [
+            (
+                "TestAdd",
+                "example.com/shop/calc.TestAdd",
+                "failed",
+                None,
+                [("example.com/shop/calc/calc_test.go", 7, None)],
+            ),
+            (
+                "TestTable/case",
+                "example.com/shop/calc.TestTable/case",
+                "failed",
+                None,
+                [("example.com/shop/calc/calc_test.go", 16, None)],
             ),
         ],
     ),
@@ -601,6 +622,7 @@ CHAINS = [
     ("jest", "jest.log", ["src/__tests__/calc.js"], (4, 6)),
     ("go", "go-plain.log", ["calc/calc_test.go"], (5, 9)),
     ("go", "go-json.log", ["calc/calc_test.go"], (5, 9)),
+    ("go", "go-junit.xml", ["calc/calc_test.go"], (5, 9)),
     ("rust", "cargo-test.log", ["src/lib.rs"], (21, 24)),
     ("rust", "nextest.log", ["src/lib.rs"], (21, 24)),
     (
@@ -969,3 +991,89 @@ def test_a_source_map_over_its_limit_is_not_read() -> None:
     gathered = gather(repo, (LOGS / "tsmap-spec.log").read_text(encoding="utf-8"))
     assert list(gathered.failure_files) == ["dist/calc.js", "test/calc.test.js"]
     assert "max_source_map_bytes" in repo.skipped["dist/calc.js.map"]
+
+
+@pytest.mark.parametrize("fmt", ["vitest", "jest", "mocha", "node-test", "tap", "go", "cargo", "java"])
+def test_the_parsers_run_in_linear_time_on_many_failures(fmt: str) -> None:
+    from test_failure_kinds import time_limit
+
+    tests = [(f"n{i}", [i % 4000 + 1, 7, i % 13 + 1]) for i in range(10_000)]
+    text, expected = _render(fmt, tests)
+    with time_limit(120):
+        failures = parse_log(text)
+    assert len(failures) == len(expected)
+    assert [(x.path, x.line) for x in failures[-1].frames] == expected[-1][1]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "    at " + "(" * 200_000,
+        "\tat " + "a." * 100_000 + "(",
+        "  ● " + " \u203a " * 60_000,
+        "\u2716 " + " (1" * 60_000,
+        "not ok 1 " + "# " * 100_000,
+        "--- FAIL: " + "a/" * 100_000 + " (0.00s)",
+        "thread '" + "'" * 200_000 + " panicked at ",
+        "panic: x\n" + "f(\n\t/a.go:1 +0x1\n" * 30_000,
+        "\n".join(["  1) a", "     " + "b " * 50_000]) + "\n  1 failing",
+    ],
+)
+def test_adversarial_logs_parse_in_linear_time(text: str) -> None:
+    from test_failure_kinds import time_limit
+
+    with time_limit(60):
+        parse_log(text)
+        detect_format(text)
+
+
+def test_the_mcp_tool_reads_any_runner_log_and_a_junit_report_alone() -> None:
+    pytest.importorskip("mcp")
+    import repo_context
+    from repo_context.mcp_server import create_server
+    from test_mcp_server import _calls, _context
+
+    repo = REPOS / "java"
+    log = (LOGS / "junit4.log").read_text(encoding="utf-8")
+    report = (LOGS / "junit5-report.xml").read_text(encoding="utf-8")
+    server = create_server(cache=False, roots=[DATA])
+    from_log, from_report, from_file = _calls(
+        server,
+        _context(repo, test_log=log, budget=2000),
+        _context(repo, junit_xml=report, budget=2000),
+        _context(repo, junit_file=str(LOGS / "junit5-report.xml"), budget=2000),
+    )
+    expected = repo_context.Workspace(repo, cache=False).context(log, budget=2000)
+    assert not from_log.is_error, from_log
+    assert from_log.structured_content["result"] == json.loads(json.dumps(expected.to_dict()))
+    alone = repo_context.Workspace(repo, cache=False).context("", junit_xml=report, budget=2000)
+    for result in (from_report, from_file):
+        assert not result.is_error, result
+        assert result.structured_content["result"] == json.loads(json.dumps(alone.to_dict()))
+    assert (
+        alone.gathered.failure is not None
+        and alone.gathered.failure.test_id == "com.example.CalcJupiterTest.adds()"
+    )
+
+
+@pytest.mark.parametrize(
+    ("log", "test", "chosen"),
+    [
+        ("cargo-test.log", "tests::divides_by_zero", "src/lib.rs::tests::divides_by_zero"),
+        ("cargo-test.log", "halves", "tests/api.rs::halves"),
+        ("go-plain.log", "TestAt", "example.com/shop/calc.TestAt"),
+        ("junit4.log", "CalcTest.adds", "com.example.CalcTest.adds"),
+        ("junit4.log", "com.example.CalcTest.dividesByZero", "com.example.CalcTest.dividesByZero"),
+        ("jest.log", "calc > divides by zero", "src/__tests__/calc.js > calc > divides by zero"),
+        ("vitest.log", "src/calc.test.ts > calc > adds", "src/calc.test.ts > calc > adds"),
+        ("node-spec.log", "halves", "test/suite.test.js > halves"),
+    ],
+)
+def test_a_failing_test_is_chosen_by_its_id_or_name_in_every_language(
+    log: str, test: str, chosen: str
+) -> None:
+    from repo_context.sources.pytest_log import failing_tests, select_test
+
+    failures = parse_test_output((LOGS / log).read_text(encoding="utf-8"))
+    found = select_test(failing_tests(failures), test)
+    assert found is not None and found.test == chosen

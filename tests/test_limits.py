@@ -91,6 +91,7 @@ def test_defaults_and_units() -> None:
         "max_result_bytes": 64 << 20,
         "mcp_workspaces": 8,
         "mcp_client_roots": 1_000,
+        "max_source_map_bytes": 16 << 20,
         "max_cache_value_bytes": 256 << 20,
         "max_threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
     }

@@ -628,8 +628,6 @@ def _cmd_context(args: argparse.Namespace) -> int:
     if not Path(args.repo).is_dir():
         raise _UsageError(f"not a directory: {header_path(args.repo)}")
     outputs = [("--report", args.report), ("--trace", args.trace)]
-    if args.pytest_log is None and args.junit_xml is None:
-        raise _UsageError("give --log FILE (the test output) or --junit-xml FILE")
     inputs = [("--log", args.pytest_log), ("--junit-xml", args.junit_xml), ("--issue", args.issue)]
     _check_outputs(outputs, [*inputs, ("--coverage", args.coverage)])
     _refuse_repository_files(args.repo, outputs)
@@ -944,7 +942,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     place; output for a closed standard output fails (status 1)."""
     reserve_standard_fds()
     try:
-        args = _parser().parse_args(argv)
+        parser = _parser()
+        args = parser.parse_args(argv)
+        if getattr(args, "run", None) is _cmd_context and args.pytest_log is None and args.junit_xml is None:
+            parser.error("one of the arguments --log (--pytest-log) --junit-xml is required")
     except SystemExit as exc:  # --help (0) or a usage error (2), already reported
         return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
     except OutputError as exc:  # --help could not be written

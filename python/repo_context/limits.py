@@ -98,7 +98,7 @@ class Limits:
         max_input_bytes: bytes of a JSON build input read from a file or standard input
             (``repo-context build``), of one ``build --jsonl`` line, of an ``eval --cases``
             file and of a trace file read for replay. Error. Default 256 MiB.
-        max_log_bytes: bytes (UTF-8) of a test log: ``--pytest-log``, the pytest plugin's report
+        max_log_bytes: bytes (UTF-8) of a test log: ``--log``, the pytest plugin's report
             of one failure, the MCP server's log, the ``log_text`` given to
             :meth:`repo_context.Workspace.context`. Error. Default 64 MiB.
         max_junit_bytes: bytes (UTF-8) of a JUnit XML report (``--junit-xml``). Error.

@@ -3,7 +3,8 @@
 The input is a test log as bytes, read as the command line reads it (UTF-8, undecodable
 bytes replaced). Invariants:
 
-* ``parse_pytest_log``, ``parse_test_output``, ``parse_outcomes``, ``summary_order``,
+* ``parse_pytest_log``, ``parse_test_output`` (any runner's log: ``sources.logs.parse_log``,
+  the same as ``parse_pytest_log`` for a log detected as Python's), ``parse_outcomes``, ``summary_order``,
   ``failing_tests`` and ``select_test`` raise nothing, except the documented
   ``LogFormatError`` (the text is an XML document that is not readable JUnit) and
   ``UnknownTestError`` (never for an id the log itself gives);
@@ -31,6 +32,9 @@ with instrumented():
 
 _MAX_LINE = 2**31 - 1
 _STAMP = "2024-05-01T10:00:00.1234567Z "
+# pytest's shapes, and the other runners' (``repo_context.sources.logs``).
+ORIGINS = ("pytest", "unittest", "junit", "traceback", "summary")
+ORIGINS += ("vitest", "jest", "mocha", "node-test", "tap", "go", "cargo", "java", "stack-trace")
 
 
 def _well_formed(failures: list[pl.TestFailure]) -> None:
@@ -38,7 +42,7 @@ def _well_formed(failures: list[pl.TestFailure]) -> None:
         assert isinstance(failure, pl.TestFailure)
         assert failure.status in ("failed", "error"), failure.status
         assert failure.phase in (None, "collect", "setup", "call", "teardown"), failure.phase
-        assert failure.origin in ("pytest", "unittest", "junit", "traceback", "summary"), failure.origin
+        assert failure.origin in ORIGINS, failure.origin
         assert all(isinstance(line, str) for line in failure.message_lines)
         for index, link in enumerate(failure.chain):
             assert link.segment == index, (link.segment, index)
@@ -76,7 +80,16 @@ def check(data: bytes) -> None:
         except pl.LogFormatError:
             pass
     else:
-        assert pl.parse_test_output(data) == failures
+        # Any runner's log: the format told from the content (a pytest log reads as before).
+        from repo_context.sources.logs import detect_format, parse_log
+
+        read = parse_log(text)
+        _well_formed(read)
+        assert pl.parse_test_output(data) == read
+        if detect_format(text) == "python":
+            assert read == failures
+        if "\r" not in text:
+            assert parse_log(text.replace("\n", "\r\n")) == read, "CRLF line endings changed the failures"
     outcomes = pl.parse_outcomes(text)
     assert all(o.status in ("passed", "failed", "error", "skipped", "xfailed", "xpassed") for o in outcomes)
     order = pl.summary_order(data)

@@ -1,7 +1,7 @@
 """Candidate sources for a failing test in a real repository.
 
-:func:`gather` reads a pytest log and a repository folder and returns candidate windows
-from three sources, ready for ``repo_context.build``:
+:func:`gather` reads a test log (pytest's, or another runner's: :mod:`.logs`) and a
+repository folder and returns candidate windows from three sources, ready for ``repo_context.build``:
 
 * **failure** (:mod:`.failure`): the function around each traceback frame that lies in the
   repository; the deepest such frame's file is the failure file;
@@ -18,6 +18,7 @@ Every window's ``content`` is exactly its lines of the file (line endings kept),
 from .failure import ProjectFrame, failure_windows, project_frames, resolve_frames
 from .files import Repository, SourceFile
 from .gather import Gathered, gather
+from .logs import detect_format, parse_log
 from .pytest_log import FailingTest, Frame, TestFailure, UnknownTestError, parse_pytest_log, strip_ansi
 from .references import DefinitionIndex, names_on_line, reference_evidence, reference_windows
 from .search import build_query, chunk_spans, search_windows, tokenize
@@ -41,9 +42,11 @@ __all__ = [
     "Window",
     "build_query",
     "chunk_spans",
+    "detect_format",
     "failure_windows",
     "gather",
     "names_on_line",
+    "parse_log",
     "parse_pytest_log",
     "project_frames",
     "reference_evidence",

@@ -33,6 +33,7 @@ import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from xml.etree.ElementTree import Element
 
 from ..composer import header_path
 from ..errors import InvalidInputError
@@ -279,7 +280,7 @@ def _lcov(data: bytes) -> tuple[_Raw, bool, set[str]]:
 
 
 def _cobertura(data: bytes) -> tuple[_Raw, bool, set[str]]:
-    from xml.etree.ElementTree import Element, ParseError
+    from xml.etree.ElementTree import ParseError
 
     from defusedxml import DefusedXmlException  # type: ignore[import-untyped,unused-ignore]
     from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped,unused-ignore]
@@ -311,16 +312,21 @@ def _cobertura(data: bytes) -> tuple[_Raw, bool, set[str]]:
             else:
                 if sources:
                     path = f"{sources[0].rstrip('/')}/{name}"
-        found = lines.setdefault(path, set())
-        for line in cls.iter("line"):
-            try:
-                hits = int(line.get("hits", "0"))
-            except ValueError:
-                raise _damaged(kind, f"hits {line.get('hits')!r} is not an integer") from None
-            number = _line(line.get("number"), kind)
-            if hits > 0 and number > 0:
-                found.add(number)
+        _executed_lines(cls, "hits", "number", kind, lines.setdefault(path, set()))
     return {None: lines}, False, set(lines)
+
+
+def _executed_lines(element: Element, count: str, number: str, kind: str, found: set[int]) -> None:
+    """Add to ``found`` the line (attribute ``number``) of every ``<line>`` under ``element``
+    whose attribute ``count`` (hits, covered instructions) is positive."""
+    for line in element.iter("line"):
+        try:
+            hits = int(line.get(count, "0"))
+        except ValueError:
+            raise _damaged(kind, f"{count} {line.get(count)!r} is not an integer") from None
+        at = _line(line.get(number), kind)
+        if hits > 0 and at > 0:
+            found.add(at)
 
 
 def _go_cover(data: bytes) -> tuple[_Raw, bool, set[str]]:
@@ -348,7 +354,7 @@ def _jacoco(data: bytes) -> tuple[_Raw, bool, set[str]]:
     """A JaCoCo XML report (parsed with defusedxml: its DOCTYPE is allowed, entities and
     external references are refused): a line with covered instructions (``ci > 0``) is
     executed; a source file's path is its package's path and its name."""
-    from xml.etree.ElementTree import Element, ParseError
+    from xml.etree.ElementTree import ParseError
 
     from defusedxml import DefusedXmlException  # type: ignore[import-untyped,unused-ignore]
     from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped,unused-ignore]
@@ -367,15 +373,8 @@ def _jacoco(data: bytes) -> tuple[_Raw, bool, set[str]]:
             name = source.get("name")
             if not name:
                 raise _damaged(kind, "a <sourcefile> without a name")
-            found = lines.setdefault(f"{prefix}/{name}" if prefix else name, set())
-            for line in source.iter("line"):
-                try:
-                    covered = int(line.get("ci", "0"))
-                except ValueError:
-                    raise _damaged(kind, f"ci {line.get('ci')!r} is not an integer") from None
-                number = _line(line.get("nr"), kind)
-                if covered > 0 and number > 0:
-                    found.add(number)
+            path = f"{prefix}/{name}" if prefix else name
+            _executed_lines(source, "ci", "nr", kind, lines.setdefault(path, set()))
     return {None: lines}, False, set(lines)
 
 

@@ -1145,7 +1145,9 @@ def parse_junit_xml(data: str | bytes) -> list[TestFailure]:
                 # Not a Python report: a JavaScript, Java, Go or Rust trace (:mod:`.logs`).
                 from .logs import report_text_failure
 
-                other = report_text_failure(element.text, name, test_id=test_id or None, status=status)
+                other = report_text_failure(
+                    element.text, name, test_id=test_id or None, status=status, package=classname
+                )
                 failure = other if other is not None else failure
             attr_type = (element.get("type") or "").strip() or None
             attr_message = (element.get("message") or "").strip()

@@ -202,11 +202,19 @@ _GO_ERROR = re.compile(r"^\s*+(?P<file>[^\s:]++)(?<=\.go):(?P<line>\d++): ")
 
 
 def report_text_failure(
-    text: str, name: str | None, *, test_id: str | None, status: Status, origin: str = "junit"
+    text: str,
+    name: str | None,
+    *,
+    test_id: str | None,
+    status: Status,
+    origin: str = "junit",
+    package: str | None = None,
 ) -> TestFailure | None:
     """The failure that the text of a JUnit ``<failure>`` or ``<error>`` element gives when
     it is not a Python report: a V8, JVM, Go or Rust stack trace, a Rust panic line (the
-    deepest frame), Go's ``file_test.go:12:`` lines; ``None`` when it has no frame."""
+    deepest frame), Go's ``file_test.go:12:`` lines (given the import path ``package``, the
+    test case's ``classname`` in go-junit-report's reports, when it has a ``/``); ``None``
+    when it has no frame."""
     from .rust import _panic_location
 
     lines = clean_lines(text)
@@ -221,7 +229,10 @@ def report_text_failure(
             continue
         go = _GO_ERROR.match(line)
         if go is not None:
-            extra.append((go["file"], go["line"], None))
+            path = go["file"]
+            if "/" not in path and package and "/" in package:
+                path = f"{package.rstrip('/')}/{path}"
+            extra.append((path, go["line"], None))
     if extra:
         known = {(p, d) for s in segments for p, d, _ in s.frames}
         segments[0].frames[:0] = [f for f in extra if (f[0], f[1]) not in known]

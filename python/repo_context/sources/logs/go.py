@@ -20,6 +20,7 @@ after it), so that the repository file with the longest common tail is found. Te
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 
@@ -165,12 +166,17 @@ def parse_go_test(lines: list[str]) -> list[TestFailure]:
         if running is not None and line.startswith((" ", "\t")):
             running.output.append(line)
         index += 1
-    failed = {item.name for item in order if isinstance(item, _Test)}
+    names = sorted(item.name for item in order if isinstance(item, _Test))
+
+    def has_failed_subtest(name: str) -> bool:
+        at = bisect.bisect_left(names, name + "/")
+        return at < len(names) and names[at].startswith(name + "/")
+
     failures: list[TestFailure] = []
     for item in order:
         if isinstance(item, TestFailure):
             failures.append(item)
-        elif item.panic is not None or item.output or not any(n.startswith(item.name + "/") for n in failed):
+        elif item.panic is not None or item.output or not has_failed_subtest(item.name):
             # (a test that failed only because its subtests did is left out)
             failures.append(_failure(item))
     return failures

@@ -60,6 +60,7 @@ def parse_cargo_test(lines: list[str]) -> list[TestFailure]:
     their reports (tests that failed without one, after them, in the order named)."""
     source: str | None = None
     named: list[tuple[str, str | None]] = []  # failed tests as named, with their binary's source
+    named_set: set[str] = set()
     reports: dict[str, tuple[str | None, list[str]]] = {}
     order: list[str] = []
     current: list[str] | None = None
@@ -72,7 +73,8 @@ def parse_cargo_test(lines: list[str]) -> list[TestFailure]:
         nextest = _NEXTEST_FAIL.match(line) if failed is None else None
         if failed is not None or nextest is not None:
             name = (failed or nextest)["name"].strip()  # type: ignore[index]
-            if all(n != name for n, _ in named):
+            if name not in named_set:
+                named_set.add(name)
                 named.append((name, source if failed is not None else nextest["binary"]))  # type: ignore[index]
             if nextest is not None:
                 current = None
