@@ -30,7 +30,9 @@ Metrics of one selection (the windows that made it into the section):
   each with a fresh token counter or builder.
 
 Both kinds of case are evaluated: PyPI release pairs (``realbugs.json``) and SWE-bench-style cases
-(``realbugs2.json``: a tarred tree given with ``trees``, :mod:`repo_context.evaluation.realbugs2`).
+(``realbugs2.json``: a tarred tree given with ``trees``, :mod:`repo_context.evaluation.realbugs2`),
+and, with ``--cases`` naming ``langbugs.json``, bugs in Go, Rust, Java and JavaScript projects
+downloaded from their registries (:mod:`repo_context.evaluation.langbugs`).
 Each case is gathered once per variant (:data:`VARIANTS`: the failing log alone, with the issue text
 as ``gather(issue=...)``, or with it as extra search words), and recall is reported in two steps:
 *candidate recall* (every gold hunk inside one gathered candidate, whatever the budget:
@@ -68,6 +70,7 @@ from ..merge import RangeMerger
 from ..sources import Gathered, Repository, gather
 from ..sources.gather import SOURCES
 from ..types import Candidate, TokenCounter
+from .langbugs import is_lang_case, prepare_lang_case
 from .realbugs import GoldRange, PreparationError, PreparedCase, gold_ranges, prepare
 from .realbugs2 import DEFAULT_CASES2, is_tree_case, prepare_tree_case
 
@@ -559,7 +562,11 @@ def prepare_case(
     """Prepare either kind of case under ``work/<id>/``: a SWE-bench-style case (with
     ``fail_to_pass``) from ``trees/<id>.tar.gz``
     (:func:`~repo_context.evaluation.realbugs2.prepare_tree_case`), a PyPI release pair from
-    PyPI (:func:`~repo_context.evaluation.realbugs.prepare`). Raises :class:`PreparationError`."""
+    PyPI (:func:`~repo_context.evaluation.realbugs.prepare`), a case of another language
+    (``langbugs.json``) from its registry (:func:`~repo_context.evaluation.langbugs.prepare_lang_case`).
+    Raises :class:`PreparationError`."""
+    if is_lang_case(case):
+        return prepare_lang_case(case, work, refresh=refresh, log=log)
     if is_tree_case(case):
         return prepare_tree_case(case, work, trees, refresh=refresh, log=log)
     return prepare(case, work, refresh=refresh, log=log)
