@@ -40,11 +40,15 @@ from .symbols import SymbolIndex
 from .window import RADIUS, Window, make_window
 
 __all__ = [
+    "CALLED_SOURCE",
     "EXECUTED_SOURCE",
+    "MAX_CALLED",
     "MAX_EXECUTED_UNITS",
     "NOT_EXECUTED_SOURCE",
     "ExecutionRecord",
     "TestRun",
+    "call_distances",
+    "called_windows",
     "context_test_id",
     "demote_unexecuted",
     "execution_windows",
@@ -70,6 +74,14 @@ _MODULE_LEVEL = 0.2
 _TEST_FILE = 0.5
 # Scores stay below the deepest frame's failure window (``T + 3``).
 _TOP = 0.999
+# Without a spectrum, a unit the failing runs called from a frame's function: this much
+# divided by ``1 + frame distance + calls`` (``calls`` steps down the recorded call graph).
+_CALLED = 0.9
+#: The ``source`` of a reference window of a function a frame's function called in the
+#: failing run (a recorded call edge, not a static guess).
+CALLED_SOURCE = "execution: called by the failing code"
+#: At most this many recorded callees become reference windows.
+MAX_CALLED = 12
 
 
 @dataclass(frozen=True)
@@ -79,13 +91,18 @@ class TestRun:
     coverage context such as ``tests/test_x.py::test_y|run`` or ``test_x.test_y``), ``None``
     for code run outside any test (imports, collection), or for a report without per-test
     data. ``failed`` is the run's outcome when the recorder knows it, ``None`` when it is to
-    be taken from the log (:func:`run_outcomes`)."""
+    be taken from the log (:func:`run_outcomes`). ``edges`` are the calls the run made
+    between repository functions, ``((caller path, caller def line), (callee path, callee
+    def line))``, a def line being the function's first line as the interpreter counts it
+    (``co_firstlineno``: its first decorator); empty when the recorder has no call data (a
+    coverage report)."""
 
     __test__ = False  # not a pytest test class
 
     test: str | None
     lines: Mapping[str, frozenset[int]]
     failed: bool | None = None
+    edges: frozenset[tuple[tuple[str, int], tuple[str, int]]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -278,6 +295,122 @@ def _runs_a_body(repo: Repository, symbols: SymbolIndex, path: str, lines: Itera
     return False
 
 
+def _functions(symbols: SymbolIndex, path: str) -> list[tuple[int, int]]:
+    """The function definitions of ``path`` as line spans, the shortest first."""
+    parsed = symbols.parsed(path)
+    if parsed is None:
+        return []
+    spans = {(d.start, d.end) for d in parsed.definitions if d.kind == "function"}
+    return sorted(spans, key=lambda span: (span[1] - span[0], span[0]))
+
+
+def _function_of(spans: list[tuple[int, int]], def_line: int) -> tuple[int, int] | None:
+    """The function whose recorded first line is ``def_line``: the innermost one holding it,
+    else (a definition that starts after its decorators) the first starting within a few
+    lines below it."""
+    inner = next(((a, b) for a, b in spans if a <= def_line <= b), None)
+    if inner is not None:
+        return inner
+    below = [(a, b) for a, b in spans if def_line < a <= def_line + 8]
+    return min(below) if below else None
+
+
+_Node = tuple[str, int, int]
+
+
+def _call_graph(symbols: SymbolIndex, runs: Sequence[TestRun]) -> dict[_Node, set[_Node]]:
+    """The recorded calls of ``runs`` as caller function -> callee functions (path, lines)."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    graph: dict[_Node, set[_Node]] = {}
+    for run in runs:
+        for (caller_path, caller_line), (callee_path, callee_line) in run.edges:
+            ends: list[_Node] = []
+            for path, line in ((caller_path, caller_line), (callee_path, callee_line)):
+                if path not in spans:
+                    spans[path] = _functions(symbols, path)
+                span = _function_of(spans[path], line)
+                if span is None:
+                    break
+                ends.append((path, *span))
+            if len(ends) == 2 and ends[0] != ends[1]:
+                graph.setdefault(ends[0], set()).add(ends[1])
+    return graph
+
+
+def _frame_functions(symbols: SymbolIndex, frames: Sequence[ProjectFrame]) -> dict[_Node, int]:
+    """The functions around ``frames``, each with the smallest distance of a frame in it."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    framed: dict[_Node, int] = {}
+    for pf in frames:
+        if pf.path not in spans:
+            spans[pf.path] = _functions(symbols, pf.path)
+        span = next(((a, b) for a, b in spans[pf.path] if a <= pf.line <= b), None)
+        if span is not None:
+            node = (pf.path, *span)
+            framed[node] = min(pf.distance, framed.get(node, pf.distance))
+    return framed
+
+
+def call_distances(
+    symbols: SymbolIndex, runs: Sequence[TestRun], frames: Sequence[ProjectFrame]
+) -> dict[_Node, float]:
+    """Per function ``(path, start, end)`` the failing runs called, down the recorded call
+    graph of ``runs`` (:attr:`TestRun.edges`) from the functions around ``frames``: ``1 +
+    frame distance + calls``, the smallest over the frames (a frame's own function is not
+    in the map). Empty without call data."""
+    graph = _call_graph(symbols, runs)
+    if not graph:
+        return {}
+    framed = _frame_functions(symbols, frames)
+    seen: dict[_Node, float] = {}
+    frontier = sorted((1.0 + distance, node) for node, distance in framed.items())
+    while frontier:  # Dijkstra with unit steps: the frontier stays short
+        depth, node = frontier.pop(0)
+        if seen.get(node, math.inf) <= depth:
+            continue
+        seen[node] = depth
+        frontier.extend((depth + 1, callee) for callee in graph.get(node, ()) if callee not in seen)
+        frontier.sort()
+    return {node: depth for node, depth in seen.items() if node not in framed}
+
+
+def called_windows(
+    repo: Repository,
+    record: ExecutionRecord,
+    failing: Sequence[FailingTest],
+    frames: Sequence[ProjectFrame],
+    symbols: SymbolIndex,
+    base_score: float,
+    *,
+    limit: int = MAX_CALLED,
+) -> list[Window]:
+    """``reference`` windows of the functions the failing runs of ``record`` called straight
+    from a frame's function (one recorded call: the callees that really ran, where the
+    static one-hop sources guess), scoring ``base_score + 0.5 / (1 + frame distance)``, best
+    first, at most ``limit``; source :data:`CALLED_SOURCE`. Test files' functions are left
+    out (helpers of the test, not code under test). Empty without call data."""
+    outcomes = run_outcomes(record, failing)
+    failed_runs = [run for run, outcome in zip(record.runs, outcomes, strict=True) if outcome is True]
+    graph = _call_graph(symbols, failed_runs)
+    framed = _frame_functions(symbols, frames)
+    depths: dict[_Node, int] = {}
+    for node, distance in framed.items():
+        for callee in graph.get(node, ()):
+            if callee not in framed and not is_test_file(callee[0]):
+                depths[callee] = min(distance + 2, depths.get(callee, distance + 2))
+    picked = sorted((depth, *node) for node, depth in depths.items())
+    windows: list[Window] = []
+    for depth, path, start, end in picked:
+        source = repo.source(path)
+        if source is None or source.line_count == 0:
+            continue
+        score = round(base_score + 0.5 / depth, 6)
+        windows.append(replace(make_window(source, start, end, "reference", score), source=CALLED_SOURCE))
+        if len(windows) >= limit:
+            break
+    return windows
+
+
 def _overlaps(window: Window, unit: _Unit) -> bool:
     return window.path == unit.path and window.start <= unit.end and unit.start <= window.end
 
@@ -311,6 +444,7 @@ def execution_windows(
     spectrum = record.per_test and bool(passed_runs)
     failing_files = {pf.path for pf in frames}
     frame_lines = {(pf.path, pf.line): pf.distance for pf in frames}
+    calls = {} if spectrum else call_distances(symbols, failed_runs, frames)
 
     scored: list[tuple[float, int, str, int, _Unit, int]] = []
     paths = sorted({path for run in failed_runs for path in run.lines})
@@ -349,6 +483,9 @@ def execution_windows(
                     closeness = _STATICALLY_PROPOSED
                 else:
                     closeness = _OTHER
+                called = calls.get((path, unit.start, unit.end))
+                if called is not None and not distances:
+                    closeness = max(closeness, _CALLED / called)
                 best *= closeness
             if not unit.function:
                 best *= _MODULE_LEVEL

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..limits import check_context_inputs
 from .coverage import CoverageInput, execution_record
-from .execution import ExecutionRecord, demote_unexecuted, execution_windows
+from .execution import ExecutionRecord, called_windows, demote_unexecuted, execution_windows
 from .failure import (
     ProjectFrame,
     called_code_windows,
@@ -169,7 +169,9 @@ def gather(
     tests executed is a ``failure`` window scored by suspiciousness
     (:func:`~.execution.execution_windows`, source ``coverage: ...``), and the reference
     windows they never executed are moved below every search window
-    (:func:`~.execution.demote_unexecuted`).
+    (:func:`~.execution.demote_unexecuted`). With recorded call edges (a traced re-run), the
+    functions a frame's function really called are reference windows
+    (:func:`~.execution.called_windows`), where the static one-hop sources only guess.
 
     Scores. The builder orders the candidates of the failure file by score alone, whatever
     their reason, so the three sources share one scale there: search windows keep their
@@ -316,6 +318,10 @@ def gather(
         executed = execution_windows(
             repository, record, tests, frames, symbol_index, tier + 2.0, static=[*references, *search]
         )
+        if "callee" not in exclude:
+            # The callees that really ran from a frame's function (recorded call edges).
+            called = called_windows(repository, record, tests, frames, symbol_index, tier + 1.0)
+            references = merge_windows(references, called)
         floor = 0.998 * min((w.score for w in search), default=1.0)
         references, unexecuted = demote_unexecuted(repository, references, record, tests, floor)
         leftover = [*leftover, *unexecuted]
