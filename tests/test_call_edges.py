@@ -82,8 +82,9 @@ EDGES = frozenset(
     {
         (("tests/test_lib.py", 4), ("pkg/lib.py", 18)),  # test -> compute
         (("pkg/lib.py", 18), ("pkg/lib.py", 5)),  # compute -> parse
+        (("pkg/lib.py", 0), ("pkg/lib.py", 18)),  # module code -> compute: no caller function
         (("pkg/lib.py", 5), ("pkg/lib.py", 1)),  # parse -> normalize
-        (("pkg/lib.py", 18), ("pkg/lib.py", 13)),  # compute -> decorated (its decorator line)
+        (("pkg/lib.py", 18), ("pkg/lib.py", 14)),  # compute -> decorated (its def line)
         (("pkg/lib.py", 18), ("/elsewhere/x.py", 3)),  # not a repository file: ignored
     }
 )

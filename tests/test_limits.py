@@ -91,6 +91,8 @@ def test_defaults_and_units() -> None:
         "max_result_bytes": 64 << 20,
         "mcp_workspaces": 8,
         "mcp_client_roots": 1_000,
+        "rerun_seconds": 600,
+        "max_trace_bytes": 64 << 20,
         "max_cache_value_bytes": 256 << 20,
         "max_threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
     }

@@ -123,6 +123,7 @@ from .rerank import add_rerank_parser
 from .secrets import SECRET_REDACTED, redact_json
 from .secrets import redaction_note as _redaction_note
 from .sources.pytest_log import LogFormatError, UnknownTestError
+from .sources.rerun import RERUN_MODES
 from .trace import replay
 from .workspace import ContextResult, Workspace, failing_tests_json, missing_lines
 
@@ -622,6 +623,22 @@ def _refuse_repository_files(repo: str, outputs: list[tuple[str, str | None]]) -
             )
 
 
+def _rerun_environment(args: argparse.Namespace) -> dict[str, str] | None:
+    """The ``--rerun-env NAME=VALUE`` variables (``None`` without any); a usage error for
+    one without ``=`` or a name, and for ``--python`` or ``--rerun-env`` without ``--rerun``."""
+    if args.rerun is None and (args.python is not None or args.rerun_env):
+        raise _UsageError("--python and --rerun-env are for --rerun")
+    if not args.rerun_env:
+        return None
+    env: dict[str, str] = {}
+    for item in args.rerun_env:
+        name, sep, value = item.partition("=")
+        if not sep or not name or "\0" in item:
+            raise _UsageError(f"--rerun-env must be NAME=VALUE, got {header_path(item)}")
+        env[name] = value
+    return env
+
+
 def _cmd_context(args: argparse.Namespace) -> int:
     if not Path(args.repo).is_dir():
         raise _UsageError(f"not a directory: {header_path(args.repo)}")
@@ -651,6 +668,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
     if args.format == "markdown":
         # The budget covers what is printed: the section in its template, Markdown by default.
         cost.setdefault("template", "markdown")
+    rerun_env = _rerun_environment(args)
     try:
         workspace = Workspace(args.repo, cache_dir=args.cache_dir, cache=not args.no_cache, limits=limits)
         report = workspace.context(
@@ -664,6 +682,9 @@ def _cmd_context(args: argparse.Namespace) -> int:
             issue=issue,
             trace=args.trace,
             coverage=Path(args.coverage) if args.coverage is not None else None,
+            rerun=args.rerun,
+            python=args.python,
+            rerun_env=rerun_env,
         )
     except OSError as exc:  # (a trace that cannot be written is OutputError, not OSError)
         where = header_path(str(exc.filename or args.repo))
@@ -680,6 +701,9 @@ def _cmd_context(args: argparse.Namespace) -> int:
             f"no traceback frame of the log is a file of {header_path(args.repo)} "
             "(relative paths are taken from there)",
         )
+    if report.rerun is not None:
+        for note in report.rerun.notes:
+            _warn("context", f"re-run: {note}")
     # Warnings come before the output and the report; the status after printing them.
     status = _warn_missing("context", report.result, args.require_failure)
     if args.format == "json":
@@ -802,6 +826,29 @@ def _parser() -> argparse.ArgumentParser:
         help="a coverage report of the failing tests (coverage.py's .coverage data file, its JSON "
         "report, LCOV or Cobertura XML, told apart by content): the code they executed is "
         "failure evidence, ranked by suspiciousness",
+    )
+    context.add_argument(
+        "--rerun",
+        nargs="?",
+        const="failing",
+        default=None,
+        choices=RERUN_MODES,
+        help="re-run the log's failing tests (or --test) under a tracer in the repository, as "
+        "execution evidence: the lines and calls they ran; --rerun=files runs every test of "
+        "their files too (a spectrum). This runs the repository's code",
+    )
+    context.add_argument(
+        "--python",
+        metavar="PATH",
+        default=None,
+        help="the interpreter of --rerun (default: the repository's .venv or venv, else this one)",
+    )
+    context.add_argument(
+        "--rerun-env",
+        metavar="NAME=VALUE",
+        action="append",
+        default=None,
+        help="an environment variable for --rerun (repeatable), e.g. PYTHONPATH=src",
     )
     context.add_argument(
         "--test",

@@ -32,6 +32,10 @@ one of two things, fixed per setting (:func:`behaviour` tells which):
   halves of a longer traceback). A cache value over ``max_cache_value_bytes`` is a miss
   (derived again), also not an error. ``mcp_workspaces`` bounds what the MCP server keeps
   in memory: past it the least recently used workspace is dropped, nothing is refused.
+  A traced re-run (``--rerun``, :mod:`repo_context.sources.rerun`) that reaches
+  ``rerun_seconds`` is killed, and trace records past ``max_trace_bytes`` are cut or left
+  out: either is reported with the context (its re-run notes), which is built from what
+  remains, not an error.
 * **clamped, not an error**: a request for more worker threads than ``max_threads`` (the
   ``threads=`` of :func:`repo_context.build_many` and :func:`repo_context.build_table`,
   ``--threads`` of ``build --jsonl`` and ``rerank``) runs on ``max_threads`` threads, said once
@@ -151,6 +155,14 @@ class Limits:
             recently used one is dropped (its cache stays on disk): skipped, not an error.
             Default 8.
         mcp_client_roots: roots an MCP client may list (``roots/list``). Error. Default 1,000.
+        rerun_seconds: seconds a traced re-run of the failing tests (``--rerun``, ``rerun=``,
+            the MCP ``rerun``) may take, and as much again for its untraced timing run; its
+            process group is then killed and the timeout reported, skipped, not an error.
+            Default 600.
+        max_trace_bytes: bytes of the tracer's records of one re-run, every traced process's
+            together (each process cuts its own record to it: call edges first, then the
+            passing tests' runs); records past it are reported and left out:
+            skipped, not an error. Default 64 MiB.
 
     Raises:
         InvalidInputError: a value that is not an ``int >= 0`` (``field`` names the setting).
@@ -178,6 +190,8 @@ class Limits:
     max_result_bytes: int = _setting(64 << 20, "bytes", "error", "one MCP tool result")
     mcp_workspaces: int = _setting(8, "workspaces", "skip", "workspaces kept by the MCP server")
     mcp_client_roots: int = _setting(1_000, "roots", "error", "roots listed by an MCP client")
+    rerun_seconds: int = _setting(600, "seconds", "skip", "a traced re-run of the failing tests")
+    max_trace_bytes: int = _setting(64 << 20, "bytes", "skip", "the trace records of one re-run")
 
     def __post_init__(self) -> None:
         for setting in dataclasses.fields(self):

@@ -37,7 +37,7 @@ gives it no more than its configuration allows (the threat model: ``docs/mcp.md`
   with ``-`` or ``@``, and its file part must name a test file (``test_*.py``,
   ``*_test.py``, not a link) or a folder without links leading out, inside the repository
   (:func:`_check_test_id`); doctests are not collected. The run is killed (its whole process
-  group, and on Linux every process it left behind: :data:`_REAPER`) after
+  group, and on Linux every process it left behind: :data:`repo_context._run._REAPER`) after
   ``Limits.test_run_seconds`` or when the call's time limit passes.
 * **Time.** A call has one time limit, ``Limits.mcp_call_seconds``, over the client's roots
   request, the tool's work and the making of its result (rendering, JSON, the screen), all
@@ -66,11 +66,7 @@ import contextvars
 import fnmatch
 import json
 import os
-import selectors
-import signal
 import stat
-import subprocess
-import sys
 import threading
 import time
 import urllib.parse
@@ -100,6 +96,14 @@ from mcp_types import (
 
 from . import builder as native
 from . import reference
+from ._run import (
+    DeadlineReached,
+    OutputTooLarge,
+    StartError,
+    TimedOut,
+    repository_python,
+    run_bounded,
+)
 from .composer import header_path, render, render_markdown
 from .errors import InvalidInputError
 from .limits import DEFAULT_LIMITS, Limits, limit_error, over, resolve, utf8_length
@@ -341,16 +345,9 @@ def _interpreter(root: Path, configured: Path | None) -> Path:
     there is none."""
     if configured is not None:
         return configured
-    for env in (".venv", "venv"):
-        folder = Path(os.path.realpath(root / env))
-        candidate = folder / "bin" / "python"
-        if (
-            folder.is_relative_to(root)  # the repository's own, not a link to another place
-            and (folder / "pyvenv.cfg").is_file()  # a virtual environment
-            and candidate.is_file()
-            and os.access(candidate, os.X_OK)
-        ):
-            return candidate
+    found = repository_python(root)
+    if found is not None:
+        return found
     raise ToolError(
         "test: no interpreter to run the test with: the repository has no virtual environment "
         "(.venv or venv, with pyvenv.cfg and bin/python), and the server was started without --python"
@@ -426,95 +423,6 @@ def _link_leading_out(root: Path, folder: Path, maximum: int, deadline: float | 
     return None
 
 
-#: The reaper a test run is started under on Linux (``python -c _REAPER FD COMMAND...``, the
-#: server's own interpreter; ``FD`` is where it writes why the command could not start): a
-#: child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so that every process the run leaves
-#: behind, in a session of its own or not, becomes its child; when the run ends, or on
-#: SIGTERM, it kills every child it has, generation after generation (an orphan of a killed
-#: process becomes its child in turn), reaps them, and exits with the run's status.
-_REAPER = r"""
-import ctypes, os, signal, subprocess, sys
-
-
-def children():
-    me, found = os.getpid(), []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as handle:
-                    fields = handle.read().rsplit(b")", 1)[-1].split()
-            except OSError:
-                continue
-            if len(fields) > 1 and int(fields[1]) == me:
-                found.append(int(name))
-    return found
-
-
-def reap():
-    for _ in range(100000):
-        found = children()
-        if not found:
-            return
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        for pid in found:
-            try:
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
-
-
-def stop(signum, frame):
-    reap()
-    os._exit(128 + signum)
-
-
-signal.signal(signal.SIGTERM, stop)
-if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:
-    sys.exit(125)
-report = int(sys.argv[1])
-try:
-    run = subprocess.Popen(sys.argv[2:])
-except OSError as exc:
-    os.write(report, (exc.strerror or type(exc).__name__).encode())
-    sys.exit(127)
-os.close(report)
-code = run.wait()
-reap()
-sys.exit(code if code >= 0 else 128 - code)
-"""
-
-
-def _reaping() -> bool:
-    """Whether a run goes under :data:`_REAPER`: where the system has child subreapers
-    (Linux) and the server knows its interpreter. Elsewhere a process that leaves the run's
-    process group (a session of its own) can outlive the run."""
-    return sys.platform == "linux" and bool(sys.executable)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """End the run ``process`` and everything it started: SIGTERM first (the reaper then
-    kills every process the run left, wherever it went), then SIGKILL to its process group."""
-    if process.poll() is None:
-        try:
-            process.send_signal(signal.SIGTERM)
-            process.wait(5)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-    _kill_group(process)
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """Kill ``process``'s process group (the run and every child it started)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _run_test(
     root: Path,
     node_id: str,
@@ -531,86 +439,33 @@ def _run_test(
     The run is its own process group (a new session, standard input the null device); the
     whole group is killed when the run ends, writes more than the limit, takes more than
     ``limits.test_run_seconds`` or reaches ``deadline`` (``time.monotonic()``: the call's).
-    On Linux the run goes under :data:`_REAPER`, a child subreaper, which kills every process
-    the run left behind, also one that started a session of its own.
+    On Linux the run goes under :data:`repo_context._run._REAPER`, a child subreaper, which
+    kills every process the run left behind, also one that started a session of its own
+    (:func:`repo_context._run.run_bounded`).
     The node id is passed after ``--`` and is not checked here (:func:`_check_test_id`).
 
     Raises ``ToolError`` if the interpreter cannot be started, ``ToolError`` naming
     ``test_run_seconds`` after that many seconds, ``_Expired`` at ``deadline``,
     ``ResourceLimitError`` for more output than ``max_log_bytes``."""
     limits = resolve(limits)
-    started = time.monotonic()
-    own = started + limits.test_run_seconds
-    stop = own if deadline is None else min(own, deadline)
     maximum = limits.max_log_bytes
     command = [os.fspath(python), "-m", "pytest", *PYTEST_OPTIONS, "--", node_id]
-    failed = ""
-    report_read, report_write = os.pipe() if _reaping() else (-1, -1)
-    if report_write >= 0:
-        command = [sys.executable, "-I", "-S", "-c", _REAPER, str(report_write), *command]
-    process: subprocess.Popen[bytes] | None = None
     try:
-        process = subprocess.Popen(
-            command,
-            cwd=root,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            pass_fds=(report_write,) if report_write >= 0 else (),
+        done = run_bounded(
+            command, root, seconds=limits.test_run_seconds, max_output=maximum, deadline=deadline
         )
-    except OSError as exc:
-        failed = exc.strerror or type(exc).__name__
-    finally:
-        if report_write >= 0:
-            os.close(report_write)
-    if report_read >= 0:
-        with os.fdopen(report_read, "rb") as report:  # closed by the reaper once it started
-            failed = failed or report.read(4096).decode("utf-8", errors="replace")
-    if failed:
-        if process is not None:
-            _stop(process)
-            if process.stdout is not None:
-                process.stdout.close()
-            process.wait()
-        raise ToolError(f"test: cannot start the interpreter: {failed}")
-    assert process is not None
-    assert process.stdout is not None
-    fd = process.stdout.fileno()
-    chunks: list[bytes] = []
-    total = 0
-    ended = False
-    try:
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while True:
-                if not ended and process.poll() is not None:
-                    # The run is over: what it wrote stays in the pipe; a child it left
-                    # behind (which may hold the pipe open) is killed.
-                    ended = True
-                    _kill_group(process)
-                left = stop - time.monotonic()
-                if left <= 0:
-                    if deadline is not None and deadline < own:
-                        raise _Expired
-                    words = over("test_run_seconds", 0, limits.test_run_seconds, exact=False)
-                    raise ToolError(f"test: the test run took {words}: {_shown(node_id)}")
-                if not selector.select(min(left, 0.5)):
-                    continue
-                chunk = os.read(fd, min(_CHUNK, maximum + 1 - total))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-                if total > maximum:
-                    raise limit_error(
-                        "pytest_log", "max_log_bytes", "the test output", total, maximum, exact=False
-                    )
-    finally:
-        _stop(process)
-        process.stdout.close()
-        process.wait()
-    return b"".join(chunks).decode("utf-8", errors="replace")
+    except StartError as exc:
+        raise ToolError(f"test: cannot start the interpreter: {exc}") from None
+    except DeadlineReached:
+        raise _Expired from None
+    except TimedOut:
+        words = over("test_run_seconds", 0, limits.test_run_seconds, exact=False)
+        raise ToolError(f"test: the test run took {words}: {_shown(node_id)}") from None
+    except OutputTooLarge:
+        raise limit_error(
+            "pytest_log", "max_log_bytes", "the test output", maximum + 1, maximum, exact=False
+        ) from None
+    return done.output.decode("utf-8", errors="replace")
 
 
 def _os_error(exc: OSError) -> str:

@@ -36,6 +36,7 @@ from .builder import RepoContextBuilder
 from .builder import build as native_build
 from .composer import header_path, render, render_omitted
 from .cost import Cost
+from .errors import InvalidInputError
 from .evidence import MissingEvidence
 from .limits import Limits, check_context_inputs, resolve
 from .secrets import redact, redact_json, redaction_note
@@ -43,6 +44,7 @@ from .sources.coverage import CoverageInput
 from .sources.files import SECRET_REDACTED_IN_FILE, PolicyOmission, Repository, SourceFile, _parse
 from .sources.gather import Gathered, gather
 from .sources.pytest_log import TestFailure, parse_test_output
+from .sources.rerun import RERUN_MODES, RerunReport, rerun_for_log
 from .sources.search import (
     Chunk,
     SearchIndex,
@@ -115,7 +117,9 @@ class ContextResult:
     ``build``: ranking and packing; ``total``); ``reread`` the repository-relative paths the
     call read again because they were new or changed; ``redactions`` the secrets the reader
     replaced by ``[REDACTED: kind]`` in the selected windows (:func:`reader_redactions`:
-    ``{"where", "path", "lines", "kind", "reason", "why"}`` each, in selection order).
+    ``{"where", "path", "lines", "kind", "reason", "why"}`` each, in selection order);
+    ``rerun`` the traced re-run's report (:class:`repo_context.sources.rerun.RerunReport`;
+    ``None`` without ``rerun``).
 
     A failing file whose failure windows the reader withheld all (a file that is a secret by
     name, say) is in ``result.missing_critical`` too, with those windows under ``withheld``.
@@ -127,6 +131,7 @@ class ContextResult:
     timings: Mapping[str, float] = field(default_factory=dict)
     reread: tuple[str, ...] = ()
     redactions: tuple[dict[str, Any], ...] = ()
+    rerun: RerunReport | None = None
 
     @property
     def failure(self) -> TestFailure | None:
@@ -185,6 +190,8 @@ class ContextResult:
         about.append(f"- budget: {self.result.used} of {self.result.budget} {unit} used ({counted})")
         about.append(f"- digest: {self.result.digest}")
         about.extend(f"- missing failure evidence: {line}" for line in missing_lines(self.result))
+        if self.rerun is not None:
+            about.extend(f"- {header_path(line)}" for line in self.rerun.lines())
         parts = [
             "\n".join(about),
             render_omitted(self.result, self.gathered.candidates).rstrip("\n"),
@@ -212,7 +219,8 @@ class ContextResult:
         without a failure, else ``{"test", "test_id", "error", "message", "failure_file"}``:
         the report name, the node id if the log gives one, the exception type, its message,
         the repository-relative failure file; each may be ``None``), ``"failing_tests"``
-        (every failing test of the log, :func:`failing_tests_json`) and ``"policy_redacted"``
+        (every failing test of the log, :func:`failing_tests_json`), after a re-run ``"rerun"``
+        (:meth:`repo_context.sources.rerun.RerunReport.to_dict`), and ``"policy_redacted"``
         (the secrets replaced by ``[REDACTED: kind]`` in every other string,
         :func:`repo_context.secrets.redact_json`; an empty list when none)."""
         data = self.result.to_dict()
@@ -230,6 +238,8 @@ class ContextResult:
             }
         )
         data["failing_tests"] = failing_tests_json(self.gathered)
+        if self.rerun is not None:
+            data["rerun"] = self.rerun.to_dict()
         redacted_data, redacted = redact_json(data)
         shown: dict[str, Any] = redacted_data
         shown["policy_redacted"] = [*(dict(r) for r in self.redactions), *redacted]
@@ -688,6 +698,9 @@ class Workspace:
         trace: TraceTarget | None = None,
         coverage: CoverageInput | None = None,
         deadline: float | None = None,
+        rerun: bool | str | None = None,
+        python: str | os.PathLike[str] | None = None,
+        rerun_env: Mapping[str, str] | None = None,
     ) -> ContextResult:
         """Build the context for a failing test of the repository.
 
@@ -709,6 +722,14 @@ class Workspace:
         :class:`repo_context.sources.execution.ExecutionRecord`; the units the failing tests
         executed become failure windows ranked by suspiciousness, and the reference windows
         they never executed move below the search windows (:func:`repo_context.sources.gather`).
+        ``rerun`` (``True`` or ``"failing"``; ``"files"``) gets that evidence by re-running the
+        log's failing tests (``test`` alone when given; with ``"files"`` every test of their
+        files, for a spectrum) under a tracer (:mod:`repo_context.sources.rerun`), in the
+        interpreter ``python``, else the repository's ``.venv`` or ``venv``, else the current
+        one, with the extra environment ``rerun_env`` (``PYTHONPATH``, say), within
+        ``limits.rerun_seconds``; what the run did, and what went wrong with it (a test that
+        no longer fails, a timeout, a tracer that did not start), is
+        :attr:`ContextResult.rerun`, in :meth:`ContextResult.summary` and ``to_dict()``.
 
         Verified provenance: every candidate carries ``source_sha256`` (the SHA-256 of the
         bytes of its file as the reader's check read it) and ``source_id`` (the source that
@@ -725,7 +746,9 @@ class Workspace:
         ``max_total_chars``, a ``coverage`` report over ``max_coverage_bytes``;
         ``InvalidInputError`` for an invalid budget or cost, a ``coverage`` report of an unknown
         format or a damaged one, or a path that is not a regular file (field ``coverage``),
-        ``LookupError`` if
+        ``InvalidInputError`` (field ``rerun``) for an unknown ``rerun`` mode or ``rerun``
+        with ``coverage``, (field ``python``) for a ``python`` that is not an executable
+        file or ``python``/``rerun_env`` without ``rerun``; ``LookupError`` if
         ``test`` names no failure of the log, ``LogFormatError`` (a ``ValueError``) for
         unreadable JUnit XML, ``ValueError`` for an unknown engine, ``OSError`` if the
         repository folder cannot be listed, or the trace cannot be written.
@@ -741,6 +764,29 @@ class Workspace:
         model = Cost.parse({"template": "markdown"} if cost is None else cost)
         if budget is None:
             budget = DEFAULT_MAX_TOKENS if model.unit == "tokens" else DEFAULT_MAX_CHARS
+        report: RerunReport | None = None
+        if rerun is not None and rerun is not False:
+            mode = "failing" if rerun is True else rerun
+            if mode not in RERUN_MODES:
+                modes = ", ".join(RERUN_MODES)
+                raise InvalidInputError("rerun", f"must be True or one of {modes}, got {rerun!r}")
+            if coverage is not None:
+                raise InvalidInputError("rerun", "give coverage or rerun, not both")
+            check_context_inputs(self.limits, log_text, junit_xml, query, issue)
+            reading = Repository(self.root, gitignore=self.gitignore, limits=self.limits)
+            coverage, report = rerun_for_log(
+                reading,
+                log_text,
+                junit_xml=junit_xml,
+                test=test,
+                mode=str(mode),
+                python=python,
+                limits=self.limits,
+                env=rerun_env,
+                deadline=deadline,
+            )
+        elif python is not None or rerun_env is not None:
+            raise InvalidInputError("python", "python and rerun_env are for a re-run (rerun=)")
         gathered, failures, timings, reread, reader = self._run(
             log_text,
             junit_xml=junit_xml,
@@ -763,7 +809,9 @@ class Workspace:
         result = _with_withheld_failures(_restamped(result, reader), gathered)
         finished = time.perf_counter()
         times = {**timings, "build": finished - before, "total": finished - started}
-        return ContextResult(result, gathered, failures, times, reread, reader_redactions(reader, result))
+        return ContextResult(
+            result, gathered, failures, times, reread, reader_redactions(reader, result), report
+        )
 
     # -- one call --------------------------------------------------------------------------
 
@@ -1212,6 +1260,9 @@ def context(
     cache: bool = True,
     trace: TraceTarget | None = None,
     coverage: CoverageInput | None = None,
+    rerun: bool | str | None = None,
+    python: str | os.PathLike[str] | None = None,
+    rerun_env: Mapping[str, str] | None = None,
 ) -> ContextResult:
     """The one-call form: ``Workspace(repo, cache_dir=cache_dir, cache=cache).context(...)``
     (see :meth:`Workspace.context`). With the cache (default), a later call, in this process
@@ -1227,4 +1278,7 @@ def context(
         engine=engine,
         trace=trace,
         coverage=coverage,
+        rerun=rerun,
+        python=python,
+        rerun_env=rerun_env,
     )

@@ -92,10 +92,11 @@ class TestRun:
     for code run outside any test (imports, collection), or for a report without per-test
     data. ``failed`` is the run's outcome when the recorder knows it, ``None`` when it is to
     be taken from the log (:func:`run_outcomes`). ``edges`` are the calls the run made
-    between repository functions, ``((caller path, caller def line), (callee path, callee
-    def line))``, a def line being the function's first line as the interpreter counts it
-    (``co_firstlineno``: its first decorator); empty when the recorder has no call data (a
-    coverage report)."""
+    between repository functions, each ``((caller path, caller def line), (callee path,
+    callee def line))``: repository-relative paths, the 1-based line of the ``def`` (or
+    ``class``) keyword, ``0`` for a module's own code; the caller is the nearest repository
+    frame below the callee (a traced re-run records them: :mod:`.rerun`; a coverage
+    report has none, empty)."""
 
     __test__ = False  # not a pytest test class
 
@@ -110,7 +111,8 @@ class ExecutionRecord:
     """The lines the tests executed, per run.
 
     ``source`` names where the record came from (``"coverage-data"``, ``"coverage-json"``,
-    ``"lcov"``, ``"cobertura"``); ``runs`` are the test runs (:class:`TestRun`);
+    ``"lcov"``, ``"cobertura"``, ``"rerun"``: a traced re-run, :mod:`.rerun`); ``runs``
+    are the test runs (:class:`TestRun`);
     ``per_test`` tells whether the runs are one per test (per-test contexts) or one run of
     every test of the report (``TestRun.test`` ``None``), taken to be the failing tests'.
     ``measured`` are the repository files the record measured (executed or not);
