@@ -12,6 +12,7 @@ from pathlib import Path
 from repo_context.sources import gather
 from repo_context.sources.execution import (
     CALLED_SOURCE,
+    WEAK_SOURCE,
     ExecutionRecord,
     TestRun,
     call_distances,
@@ -139,3 +140,13 @@ def test_gather_with_edges_proposes_callees_and_demotes_what_never_ran(tmp_path:
     assert {(w.start, w.end) for w in called} <= {(5, 6), (13, 15)}
     # unused_branch never ran: no reference window of it stays in the reference tier
     assert not any(w.reason == "reference" and (w.start, w.end) == (9, 10) for w in found.candidates)
+
+
+def test_executed_units_far_from_the_failure_are_search_evidence(tmp_path: Path) -> None:
+    found = gather(_repo(tmp_path), LOG, coverage=_record())
+    weak_windows = [w for w in found.candidates if w.source == WEAK_SOURCE]
+    # normalize ran two calls below the failing function: closeness 0.9 / 3 < STRONG
+    assert [(w.path, w.start, w.end, w.reason) for w in weak_windows] == [("pkg/lib.py", 1, 2, "search")]
+    (weak,) = weak_windows
+    lowest_log_search = min(w.score for w in found.candidates if w.source == "search")
+    assert weak.score < lowest_log_search

@@ -9,13 +9,17 @@ run's outcome itself). :func:`execution_windows` turns a record into candidates:
   the failure windows of a traceback frame are cut: :func:`~.failure.failure_spans`; a long
   one also gets a bounded run of whole statements around its most suspicious line, whose
   ``source`` names the whole unit it is part of); executed module- and class-level lines are
-  units too (a bounded run of whole statements);
+  units too (a bounded run of whole statements); a unit of a failing test file other than a
+  function holding a frame is left out (the failing files rank first, and there the test's neighbours would
+  crowd the code under test out, as for search hits);
 * each unit is scored by suspiciousness: with per-test runs where passing tests ran too, the
   Ochiai coefficient ``failed(s) / sqrt(total_failed * (failed(s) + passed(s)))`` of its most
   suspicious line (``failed(s)``, ``passed(s)``: the failing and passing runs that executed
   line ``s``), a unit no failing run executed being left out; otherwise the share of failing
-  runs that executed it, times its closeness to the failing frames (a unit holding a frame,
-  then the failing files, then units the static sources also proposed);
+  runs that executed it, times its closeness to the failing frames (a unit holding a frame;
+  with recorded call edges, a unit called from a frame's function, by the calls between
+  them; then the failing files, then units the static sources also proposed; with call
+  edges, a unit no recorded call reaches from a frame counts half);
 * :func:`demote_unexecuted` moves the ``reference`` windows whose lines the failing runs never
   executed (in files the record measured) to the bottom of the ``search`` tier: a reference
   window ranks above every failure window of a non-failing file, so a definition the failing
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from .failure import ProjectFrame, failure_spans, is_test_file
@@ -45,6 +49,8 @@ __all__ = [
     "MAX_CALLED",
     "MAX_EXECUTED_UNITS",
     "NOT_EXECUTED_SOURCE",
+    "STRONG",
+    "WEAK_SOURCE",
     "ExecutionRecord",
     "TestRun",
     "call_distances",
@@ -57,6 +63,13 @@ __all__ = [
 
 #: The ``source`` (``source_id``) of an executed unit's window.
 EXECUTED_SOURCE = "coverage: executed by the failing tests"
+#: The ``source`` of an executed unit's window when its suspiciousness is below
+#: :data:`STRONG` (a ``search`` window: see :func:`execution_windows`).
+WEAK_SOURCE = "coverage: executed by the failing tests, far from the failure"
+#: An executed unit this suspicious or more is failure evidence (``weak`` in
+#: :func:`execution_windows`): a frame's unit or one its function called, a unit of a failing
+#: file, a unit the static sources proposed too, or an Ochiai of at least this much.
+STRONG = 0.4
 #: The ``source`` of a reference window the failing tests never executed (moved down).
 NOT_EXECUTED_SOURCE = "reference: not executed by the failing tests"
 #: At most this many executed units become windows (the most suspicious).
@@ -77,6 +90,9 @@ _TOP = 0.999
 # Without a spectrum, a unit the failing runs called from a frame's function: this much
 # divided by ``1 + frame distance + calls`` (``calls`` steps down the recorded call graph).
 _CALLED = 0.9
+# With call data, a unit no recorded call path leads to from a frame (a fixture, code run by
+# the test runner) keeps this share of its closeness.
+_UNREACHED = 0.5
 #: The ``source`` of a reference window of a function a frame's function called in the
 #: failing run (a recorded call edge, not a static guess).
 CALLED_SOURCE = "execution: called by the failing code"
@@ -427,9 +443,17 @@ def execution_windows(
     *,
     static: Sequence[Window] = (),
     limit: int = MAX_EXECUTED_UNITS,
+    weak: tuple[float, float] | None = None,
 ) -> list[Window]:
     """The ``failure`` windows of the units the failing runs of ``record`` executed, best
     first, scoring ``base_score + s`` with ``s`` in ``(0, 0.999]`` (see the module).
+
+    With ``weak`` ``(low, high)``, a unit whose suspiciousness ``s`` is below :data:`STRONG`
+    (far down the call graph from the failure, not reached by a recorded call, or of a low
+    Ochiai) is a ``search`` window scoring ``low + (high - low) * s`` instead, its source
+    :data:`WEAK_SOURCE`: that the failing test ran a line is evidence, but no stronger than a
+    search hit, and as failure evidence a large pool of such units would push every search
+    window out of a budget.
 
     ``failing`` are the log's failing tests (:func:`run_outcomes`), ``frames`` the failure's
     project frames (closeness without a spectrum), ``static`` the other sources' windows (a
@@ -477,25 +501,32 @@ def execution_windows(
                 distances = [
                     d for (p, ln), d in frame_lines.items() if p == path and unit.start <= ln <= unit.end
                 ]
+                called = calls.get((path, unit.start, unit.end))
                 if distances:
                     closeness = 1.0 / (1 + min(distances))
+                elif called is not None:
+                    closeness = _CALLED / called
                 elif path in failing_files:
                     closeness = _IN_FAILING_FILE
                 elif any(_overlaps(w, unit) for w in static):
                     closeness = _STATICALLY_PROPOSED
                 else:
                     closeness = _OTHER
-                called = calls.get((path, unit.start, unit.end))
-                if called is not None and not distances:
-                    closeness = max(closeness, _CALLED / called)
+                if calls and called is None and not distances:
+                    closeness *= _UNREACHED
                 best *= closeness
+            holds_frame = any(p == path and unit.start <= ln <= unit.end for p, ln in frame_lines)
+            if path in failing_files and is_test_file(path) and not (holds_frame and unit.function):
+                # The test-file rule: a failing test file ranks before everything else, and
+                # there its other units (helpers, module code) would crowd the code under test.
+                continue
             if not unit.function:
                 best *= _MODULE_LEVEL
-            if is_test_file(path) and not any(
-                p == path and unit.start <= ln <= unit.end for p, ln in frame_lines
-            ):
+            if is_test_file(path) and not holds_frame:
                 best *= _TEST_FILE
             score = round(base_score + max(1e-6, _TOP * best), 6)
+            if weak is not None and best < STRONG:
+                score = round(weak[0] + (weak[1] - weak[0]) * best, 6) - 1e6  # sorted after
             scored.append((score, 0 if path in failing_files else 1, path, unit.start, unit, best_line))
     scored.sort(key=lambda item: (-item[0], item[1], item[2], item[3]))
     windows: list[Window] = []
@@ -514,13 +545,17 @@ def execution_windows(
             if not extra:
                 extra = [(max(unit.start, line - RADIUS), min(unit.end, line + RADIUS))]
             spans.append(extra[-1])
+        far = score < 0
         for i, (start, end) in enumerate(spans):
-            window = make_window(source, start, end, "failure", score)
+            window = make_window(
+                source, start, end, "search" if far else "failure", round(score + 1e6, 6) if far else score
+            )
             key = (window.path, window.start, window.end)
             if key in seen:
                 continue
             seen.add(key)
-            name = EXECUTED_SOURCE if i == 0 else f"{EXECUTED_SOURCE} (part of lines {unit.start}-{unit.end})"
+            kind = WEAK_SOURCE if far else EXECUTED_SOURCE
+            name = kind if i == 0 else f"{kind} (part of lines {unit.start}-{unit.end})"
             windows.append(replace(window, source=name))
     return windows
 
@@ -531,6 +566,8 @@ def demote_unexecuted(
     record: ExecutionRecord,
     failing: Sequence[FailingTest],
     score: float,
+    *,
+    keep: Collection[str] = (),
 ) -> tuple[list[Window], list[Window]]:
     """``windows`` split into those kept and the ``reference`` windows the failing runs of
     ``record`` (or code run outside any test, such as imports) never executed a line of, a
@@ -539,7 +576,9 @@ def demote_unexecuted(
     ``search`` windows scoring ``score`` (meant to be below every search window: they fill
     what is left of a budget), their ``source`` :data:`NOT_EXECUTED_SOURCE`. A window of a
     file the record did not measure is kept: nothing is known of it. Without a failing run in
-    the record every window is kept."""
+    the record every window is kept, and so is a window whose ``source`` is in ``keep`` (a
+    definition named on a failing line: the failure may be the call itself, an argument the
+    definition does not take, so that its body never ran)."""
     outcomes = run_outcomes(record, failing)
     if True not in outcomes:
         return list(windows), []
@@ -558,6 +597,7 @@ def demote_unexecuted(
         ran = executed.get(window.path, set()) - headers[window.path]
         if (
             window.reason == "reference"
+            and window.source not in keep
             and window.path in measured
             and not any(window.start <= line <= window.end for line in ran)
         ):

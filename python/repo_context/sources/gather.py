@@ -23,7 +23,7 @@ from .files import PolicyOmission, Repository
 from .hops import hop_windows
 from .issue import issue_query, issue_windows
 from .pytest_log import FailingTest, TestFailure, failing_tests, parse_test_output, select_test, summary_order
-from .references import reference_windows
+from .references import EVIDENCE_SOURCES, reference_windows
 from .search import TOP_K, SearchIndex, build_query, search_windows
 from .symbols import SymbolIndex
 from .units import import_windows, split_classes
@@ -315,15 +315,25 @@ def gather(
     record: ExecutionRecord | None = None
     if coverage is not None:
         record = execution_record(coverage, repository, repository.resource_limits)
+        lowest = min((w.score for w in search), default=1.0)
         executed = execution_windows(
-            repository, record, tests, frames, symbol_index, tier + 2.0, static=[*references, *search]
+            repository,
+            record,
+            tests,
+            frames,
+            symbol_index,
+            tier + 2.0,
+            static=[*references, *search],
+            weak=(0.991 * lowest, 0.997 * lowest),
         )
         if "callee" not in exclude:
             # The callees that really ran from a frame's function (recorded call edges).
             called = called_windows(repository, record, tests, frames, symbol_index, tier + 1.0)
             references = merge_windows(references, called)
         floor = 0.998 * min((w.score for w in search), default=1.0)
-        references, unexecuted = demote_unexecuted(repository, references, record, tests, floor)
+        references, unexecuted = demote_unexecuted(
+            repository, references, record, tests, floor, keep={EVIDENCE_SOURCES["line"]}
+        )
         leftover = [*leftover, *unexecuted]
         # A unit that is a frame's own window stays that window, with the higher score.
         best = {(w.path, w.start, w.end): w.score for w in executed}
