@@ -39,6 +39,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..composer import CALLER_SOURCE
 from .failure import ProjectFrame
 from .files import Repository, SourceFile
 from .languages import language_for, load
@@ -98,7 +99,7 @@ EVIDENCE_SOURCES = {
     "line": "reference: definition read on a failing line",
     "callee": "reference: definition used by a failing function",
     "test": "reference: definition the failing test uses",
-    "caller": "reference: caller of the failing function",
+    "caller": CALLER_SOURCE,
     "import": "reference: definition imported by the failing code",
 }
 
