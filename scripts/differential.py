@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from repo_context.composer import CALLER_SOURCE
+
 FIELDS = ("path", "start", "end", "content", "reason", "score")
 ITEM_FIELDS = (*FIELDS, "group", "source_sha256", "source_id")
 PATHS = ["a.py", "./a.py", "a.py/", "src/b.py", "src//b.py", "ü/ñ.py", "s\udcff.py", "A.py"]
@@ -208,7 +210,9 @@ def _provenance(rnd: random.Random, fields: dict[str, Any]) -> None:
         else:
             fields["source_sha256"] = rnd.choice(["0" * 64, hashlib.sha256(b"old").hexdigest(), None])
     if rnd.random() < 0.6:
-        fields["source_id"] = rnd.choice(["failure", "reference", "search", "plug-in: ü", None])
+        fields["source_id"] = rnd.choice(
+            ["failure", "reference", "search", "plug-in: ü", None, CALLER_SOURCE, LyingStr(CALLER_SOURCE)]
+        )
     if rnd.random() < 0.05:
         field = rnd.choice(["source_sha256", "source_id"])
         fields[field] = rnd.choice(["", "A" * 64, "abc", 3, "x" * 257, LyingStr("search"), b"0" * 64])

@@ -53,16 +53,25 @@ pub fn reason_name(reason: Reason) -> &'static str {
     }
 }
 
-/// The label of an item: what the evidence is (by reason), and for an item from a failing file
-/// that too, e.g. `"search hit in the failing file"`.
-pub fn label(reason: Reason, failing: bool) -> &'static str {
-    match (reason, failing) {
-        (Reason::Failure, false) => "failure evidence",
-        (Reason::Reference, false) => "referenced definition",
-        (Reason::Search, false) => "search hit",
-        (Reason::Failure, true) => "failure evidence in the failing file",
-        (Reason::Reference, true) => "referenced definition in the failing file",
-        (Reason::Search, true) => "search hit in the failing file",
+/// The `source_id` of a `reference` candidate that calls the failing function: it is labelled
+/// [`CALLER_LABEL`] (`repo_context.composer.CALLER_SOURCE`).
+pub const CALLER_SOURCE: &str = "reference: caller of the failing function";
+/// The label of a `reference` item whose `source_id` is [`CALLER_SOURCE`].
+pub const CALLER_LABEL: &str = "caller of the failing function";
+
+/// The label of an item: what the evidence is (by reason; a `reference` item that is a caller,
+/// `caller`, is labelled so), and for an item from a failing file that too, e.g.
+/// `"search hit in the failing file"`.
+pub fn label(reason: Reason, failing: bool, caller: bool) -> &'static str {
+    match (reason, failing, caller) {
+        (Reason::Reference, false, true) => CALLER_LABEL,
+        (Reason::Reference, true, true) => "caller of the failing function in the failing file",
+        (Reason::Failure, false, _) => "failure evidence",
+        (Reason::Reference, false, false) => "referenced definition",
+        (Reason::Search, false, _) => "search hit",
+        (Reason::Failure, true, _) => "failure evidence in the failing file",
+        (Reason::Reference, true, false) => "referenced definition in the failing file",
+        (Reason::Search, true, _) => "search hit in the failing file",
     }
 }
 
@@ -126,8 +135,9 @@ fn push_header_path(out: &mut String, path: &str) {
 
 /// Render one block (see the module documentation): identical to Python's
 /// `repo_context.composer.render_block(path, start, end, content, reason, failing=failing,
-/// template=..., line_numbers=line_numbers)`.
-#[allow(clippy::too_many_arguments)] // the eight fields of a block, mirroring the Python API
+/// template=..., line_numbers=line_numbers, source_id=...)`, `caller` telling that the
+/// `source_id` is [`CALLER_SOURCE`].
+#[allow(clippy::too_many_arguments)] // the fields of a block, mirroring the Python API
 pub fn block(
     path: &str,
     start: u32,
@@ -135,6 +145,7 @@ pub fn block(
     content: &str,
     reason: Reason,
     failing: bool,
+    caller: bool,
     template: Template,
     line_numbers: bool,
 ) -> String {
@@ -147,6 +158,7 @@ pub fn block(
         content,
         reason,
         failing,
+        caller,
         template,
         line_numbers,
     );
@@ -154,7 +166,7 @@ pub fn block(
 }
 
 /// [`block`], appended to `out` (to render a section into one buffer, or reuse one).
-#[allow(clippy::too_many_arguments)] // the output and the eight fields of a block
+#[allow(clippy::too_many_arguments)] // the output and the fields of a block
 pub fn block_into(
     out: &mut String,
     path: &str,
@@ -163,11 +175,12 @@ pub fn block_into(
     content: &str,
     reason: Reason,
     failing: bool,
+    caller: bool,
     template: Template,
     line_numbers: bool,
 ) {
     let numbering = line_numbers.then(|| Numbering::new(content, start));
-    let tag = label(reason, failing);
+    let tag = label(reason, failing, caller);
     match template {
         Template::Markdown => {
             let ticks = fence_len(content);
@@ -423,6 +436,7 @@ mod tests {
             content,
             Reason::Search,
             false,
+            false,
             Template::Markdown,
             line_numbers,
         )
@@ -435,6 +449,7 @@ mod tests {
             4,
             content,
             Reason::Reference,
+            false,
             false,
             Template::Xml,
             line_numbers,
@@ -458,6 +473,7 @@ mod tests {
                 20,
                 "x = 1\n",
                 Reason::Failure,
+                false,
                 false,
                 Template::Markdown,
                 false
@@ -565,22 +581,49 @@ mod tests {
 
     #[test]
     fn labels() {
-        assert_eq!(label(Reason::Failure, false), "failure evidence");
-        assert_eq!(label(Reason::Reference, false), "referenced definition");
-        assert_eq!(label(Reason::Search, false), "search hit");
+        assert_eq!(label(Reason::Failure, false, false), "failure evidence");
         assert_eq!(
-            label(Reason::Failure, true),
+            label(Reason::Reference, false, false),
+            "referenced definition"
+        );
+        assert_eq!(label(Reason::Search, false, false), "search hit");
+        assert_eq!(
+            label(Reason::Failure, true, false),
             "failure evidence in the failing file"
         );
         assert_eq!(
-            label(Reason::Reference, true),
+            label(Reason::Reference, true, false),
             "referenced definition in the failing file"
         );
         assert_eq!(
-            label(Reason::Search, true),
+            label(Reason::Search, true, false),
             "search hit in the failing file"
         );
-        let out = block("f.py", 1, 1, "", Reason::Search, true, Template::Xml, false);
+        assert_eq!(
+            label(Reason::Reference, false, true),
+            "caller of the failing function"
+        );
+        assert_eq!(
+            label(Reason::Reference, true, true),
+            "caller of the failing function in the failing file"
+        );
+        // Only a reference item is a caller.
+        assert_eq!(label(Reason::Search, false, true), "search hit");
+        assert_eq!(
+            label(Reason::Failure, true, true),
+            "failure evidence in the failing file"
+        );
+        let out = block(
+            "f.py",
+            1,
+            1,
+            "",
+            Reason::Search,
+            true,
+            false,
+            Template::Xml,
+            false,
+        );
         assert_eq!(
             out,
             "<snippet path=\"f.py\" start=\"1\" end=\"1\" reason=\"search\" \
@@ -629,6 +672,7 @@ mod tests {
             top,
             "x\ny",
             Reason::Search,
+            false,
             false,
             Template::Markdown,
             true,
@@ -734,6 +778,7 @@ mod tests {
             1,
             "b",
             Reason::Search,
+            false,
             false,
             Template::Markdown,
             false,

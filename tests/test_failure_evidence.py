@@ -788,7 +788,10 @@ def test_site_packages_and_frozen_frames_are_skipped(tmp_path: Path) -> None:
 
 def test_failure_files_rank_first_in_error_order(repo: Path, logs: dict[str, str]) -> None:
     gathered = gather(repo, logs["tb=long"])  # the first failure: the fixture error
-    assert gathered.failure_files == ("tests/test_core.py",)
+    # Its own frames are in the test file; the other failing tests add the code under test.
+    assert gathered.failure_files == ("tests/test_core.py", "pkg/core.py")
+    first = gathered.failing_tests[0].test
+    assert gather(repo, logs["tb=long"], test=first).failure_files == ("tests/test_core.py",)
     log = logs["tb=long"]
     # Keep only the chained test_cause report.
     start = log.index("_ test_cause _")

@@ -239,6 +239,7 @@ def render_block(
     failing: bool,
     template: str,
     line_numbers: bool,
+    source_id: object = None,
 ) -> str:
     """One item as a block of a prompt section, rendered in Rust: the same text as
     ``repo_context.composer.render_block`` (which it calls for a path or content with lone

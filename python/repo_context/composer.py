@@ -46,6 +46,8 @@ from typing import Any, Protocol
 from .types import BuildResult
 
 __all__ = [
+    "CALLER_LABEL",
+    "CALLER_SOURCE",
     "FAILING_FILE_LABEL",
     "ORDERS",
     "TEMPLATES",
@@ -70,6 +72,12 @@ ORDERS = ("rank", "file")
 
 #: What the label of an item from a failing file adds to the label of its reason.
 FAILING_FILE_LABEL = "in the failing file"
+#: The ``source_id`` of a ``reference`` candidate that calls the failing function (the
+#: context job's references source gives it); such a candidate is labelled
+#: :data:`CALLER_LABEL`, not as a definition: it is the code around a call, not what is called.
+CALLER_SOURCE = "reference: caller of the failing function"
+#: The label of a ``reference`` item whose ``source_id`` is :data:`CALLER_SOURCE`.
+CALLER_LABEL = "caller of the failing function"
 _REASON_LABELS = {
     "failure": "failure evidence",
     "reference": "referenced definition",
@@ -155,18 +163,28 @@ def _reason_name(reason: str) -> str:
     return name
 
 
-def label(reason: str, failing: bool) -> str:
+def label(reason: str, failing: bool, source_id: object = None) -> str:
     """The label of an item: what the evidence is, by ``reason``: ``"failure evidence"``,
-    ``"referenced definition"`` or ``"search hit"``; for an item from a failing file
-    (``failing``) followed by ``" in the failing file"`` (``"search hit in the failing file"``).
-    The label tells the evidence apart where the ranking does not: inside a failing file the
-    order is by score alone.
+    ``"referenced definition"`` or ``"search hit"``, except that a ``reference`` item whose
+    ``source_id`` is exactly :data:`CALLER_SOURCE` is ``"caller of the failing function"``; for
+    an item from a failing file (``failing``) followed by ``" in the failing file"`` (``"search
+    hit in the failing file"``). The label tells the evidence apart where the ranking does not:
+    inside a failing file the order is by score alone.
 
     ``reason`` is ``"failure"``, ``"reference"`` or ``"search"`` (a ``Reason`` member is fine);
-    anything else raises ``ValueError``, even when ``failing``.
+    anything else raises ``ValueError``, even when ``failing``. ``source_id`` is the item's
+    provenance (any value; only the exact ``str`` text of :data:`CALLER_SOURCE` changes the label).
     """
     name = _reason_name(reason)
-    return f"{_REASON_LABELS[name]} {FAILING_FILE_LABEL}" if failing else _REASON_LABELS[name]
+    base = _REASON_LABELS[name]
+    if name == "reference" and _is_caller(source_id):
+        base = CALLER_LABEL
+    return f"{base} {FAILING_FILE_LABEL}" if failing else base
+
+
+def _is_caller(source_id: object) -> bool:
+    # By the text it holds: a str subclass's own __eq__ plays no part.
+    return isinstance(source_id, str) and str.__str__(source_id) == CALLER_SOURCE
 
 
 def block_language(path: str) -> str:
@@ -245,13 +263,15 @@ def render_block(
     failing: bool,
     template: str,
     line_numbers: bool,
+    source_id: object = None,
 ) -> str:
     """One item as a block of a prompt section (see the module docstring for the format).
 
     ``path`` is printed as given; ``start``/``end`` are its 1-based line range (``start`` also
     numbers the lines when ``line_numbers``); ``reason`` is ``"failure"``, ``"reference"`` or
     ``"search"``; ``failing`` tells that the item comes from a failing file (its label then says
-    so too, :func:`label`); ``template`` is ``"markdown"`` or ``"xml"``. A ``str`` subclass
+    so too, :func:`label`); ``template`` is ``"markdown"`` or ``"xml"``; ``source_id`` is the
+    item's provenance (it names a caller's label, :func:`label`). A ``str`` subclass
     is rendered as the exact text it holds (``str.__str__``). Raises ``ValueError``
     for another template or reason, ``TypeError`` for a non-``str`` path or content or a
     non-integer line. The block ends with a newline; a section is its blocks concatenated.
@@ -266,7 +286,7 @@ def render_block(
     start = _int(start, "start")
     end = _int(end, "end")
     name = _reason_name(reason)
-    tag = label(name, failing)
+    tag = label(name, failing, source_id)
     body = number_lines(content, start) if line_numbers else content
     if template == "markdown":
         ticks = fence(body)
@@ -343,6 +363,7 @@ def plan(
             failing=item.path in failing_files,
             template=template,
             line_numbers=line_numbers,
+            source_id=getattr(item, "source_id", None),
         )
         blocks.append(RenderedBlock(index=result.selected[rank], rank=rank, position=position, text=text))
     return blocks
@@ -462,7 +483,8 @@ def parse_xml_section(text: str) -> list[dict[str, Any]]:
             raise ValueError(f"a <snippet> whose encoding is {encoding!r}, not 'base64'")
         start, end = _snippet_line(attrs, "start"), _snippet_line(attrs, "end")
         reason = _reason_name(attrs["reason"])
-        if attrs["label"] not in (label(reason, False), label(reason, True)):
+        labels = [label(reason, failing, src) for failing in (False, True) for src in (None, CALLER_SOURCE)]
+        if attrs["label"] not in labels:
             raise ValueError(f"a <snippet> whose label {attrs['label']!r} is not one of reason {reason!r}")
         path = _unb64(attrs["path-base64"]) if where == "path-base64" else attrs["path"]
         content = el.text or ""

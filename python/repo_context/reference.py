@@ -551,6 +551,7 @@ def _costed_text(row: _Row, item: dict[str, Any], cost: Cost, failing: bool) -> 
         failing=failing,
         template=cost.template,
         line_numbers=cost.line_numbers,
+        source_id=item.get("source_id"),
     )
 
 

@@ -95,17 +95,22 @@ fn fields<'py>(
     py: Python<'py>,
     item: &Item<'py>,
 ) -> PyResult<(Bound<'py, PyString>, Bound<'py, PyString>)> {
-    let candidate: &Candidate = match item {
-        Item::Same(obj) => obj.cast::<Candidate>()?.get(),
-        Item::New(c) => c,
-        Item::Taken => {
-            let problem = "repo_context: a candidate was costed after it was taken";
-            return Err(pyo3::exceptions::PyRuntimeError::new_err(problem));
-        }
-    };
+    let candidate = candidate(item)?;
     let path = candidate.path.bind(py).cast::<PyString>()?.clone();
     let content = candidate.content.bind(py).cast::<PyString>()?.clone();
     Ok((path, content))
+}
+
+/// The candidate an item holds.
+fn candidate<'a>(item: &'a Item<'_>) -> PyResult<&'a Candidate> {
+    match item {
+        Item::Same(obj) => Ok(obj.cast::<Candidate>()?.get()),
+        Item::New(c) => Ok(c),
+        Item::Taken => {
+            let problem = "repo_context: a candidate was costed after it was taken";
+            Err(pyo3::exceptions::PyRuntimeError::new_err(problem))
+        }
+    }
 }
 
 /// A rendered block: built in Rust, or (for text with lone surrogates) by the Python renderer.
@@ -143,13 +148,26 @@ fn block<'py>(
     line_numbers: bool,
 ) -> PyResult<Text<'py>> {
     let (path, content) = fields(py, item)?;
+    let source_id = candidate(item)?.source_id.bind(py).clone();
     if let (Ok(p), Ok(c)) = (path.to_str(), content.to_str()) {
         let (start, end, reason) = (row.start, row.end, row.reason);
-        let text = render::block(p, start, end, c, reason, failing, template, line_numbers);
+        let caller = super::render::is_caller(&source_id);
+        let text = render::block(
+            p,
+            start,
+            end,
+            c,
+            reason,
+            failing,
+            caller,
+            template,
+            line_numbers,
+        );
         return Ok(Text::Rust(text));
     }
     let kwargs = PyDict::new(py);
     kwargs.set_item(intern!(py, "failing"), failing)?;
+    kwargs.set_item(intern!(py, "source_id"), source_id)?;
     let name = match template {
         Template::Markdown => "markdown",
         Template::Xml => "xml",

@@ -14,7 +14,7 @@ use crate::render::{self, Template};
 /// as `repo_context.composer.render_block` with the same arguments. A `path` or `content` with
 /// lone surrogates has no UTF-8 form; that call is handed to the Python renderer.
 #[pyfunction]
-#[pyo3(signature = (path, start, end, content, reason, *, failing, template, line_numbers))]
+#[pyo3(signature = (path, start, end, content, reason, *, failing, template, line_numbers, source_id=None))]
 #[allow(clippy::too_many_arguments)] // the Python signature
 fn render_block<'py>(
     py: Python<'py>,
@@ -26,6 +26,7 @@ fn render_block<'py>(
     failing: bool,
     template: &Bound<'py, PyString>,
     line_numbers: bool,
+    source_id: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     guard("render_block", || {
         let template_name = template.to_str().ok();
@@ -49,6 +50,7 @@ fn render_block<'py>(
                 kwargs.set_item(intern!(py, "failing"), failing)?;
                 kwargs.set_item(intern!(py, "template"), template)?;
                 kwargs.set_item(intern!(py, "line_numbers"), line_numbers)?;
+                kwargs.set_item(intern!(py, "source_id"), source_id)?;
                 return py
                     .import(intern!(py, "repo_context.composer"))?
                     .getattr(intern!(py, "render_block"))?
@@ -62,11 +64,22 @@ fn render_block<'py>(
             content_str,
             reason_kind,
             failing,
+            source_id.is_some_and(is_caller),
             template_kind,
             line_numbers,
         );
         Ok(PyString::new(py, &text).into_any())
     })
+}
+
+/// Whether a candidate's `source_id` is the exact text of [`render::CALLER_SOURCE`] (a `str`,
+/// a subclass read by the text it holds; anything else is not).
+pub(super) fn is_caller(source_id: &Bound<'_, PyAny>) -> bool {
+    source_id
+        .cast::<PyString>()
+        .ok()
+        .and_then(|s| s.to_str().ok())
+        .is_some_and(|s| s == render::CALLER_SOURCE)
 }
 
 /// The UTF-8 form of `text`, or `None` if it holds lone surrogates.

@@ -221,8 +221,9 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=DEFAULT_VARIANTS,
         metavar="V,V,...",
         help="gathering variants: log (the failing log alone), log+issue (with the case's issue "
-        "text as gather(issue=...)), log+query (the issue text as extra search words); "
-        "default log,log+issue",
+        "text as gather(issue=...)), log+query (the issue text as extra search words), "
+        "log+rerun and log+issue+rerun (with execution evidence: the failing tests re-run "
+        "under the tracer in the case's prepared environment); default log,log+issue",
     )
     parser.add_argument(
         "--exclude",

@@ -68,7 +68,9 @@ from ..cost import Cost
 from ..errors import ResourceLimitError
 from ..merge import RangeMerger
 from ..sources import Gathered, Repository, gather
+from ..sources.execution import ExecutionRecord
 from ..sources.gather import SOURCES
+from ..sources.rerun import RerunReport, rerun_for_log
 from ..types import Candidate, TokenCounter
 from .langbugs import is_lang_case, prepare_lang_case
 from .realbugs import GoldRange, PreparationError, PreparedCase, gold_ranges, prepare
@@ -114,7 +116,10 @@ COST = Cost(unit="tokens", encoding="o200k_base", template="markdown")
 #: The gathering variants: from the failing log alone, with the issue text as well
 #: (``gather(issue=...)``), and with the issue text as extra search words (``gather(query=...)``,
 #: the way it could be passed before ``issue`` existed).
-VARIANTS = ("log", "log+issue", "log+query")
+VARIANTS = ("log", "log+issue", "log+query", "log+rerun", "log+issue+rerun")
+#: The variants gathered with execution evidence: the case's failing tests re-run under the
+#: tracer (:func:`~repo_context.sources.rerun.rerun_for_log`) in its prepared environment.
+RERUN_VARIANTS = ("log+rerun", "log+issue+rerun")
 
 #: The strategies, baselines first.
 STRATEGIES = ("naive", "top-k", "layered", "layered+merge")
@@ -204,6 +209,12 @@ class CaseInfo:
     candidate_hunks: int = 0
     candidate_files: int = 0
     has_issue: bool = False
+    rerun_seconds: float | None = None
+    plain_seconds: float | None = None
+    rerun_notes: tuple[str, ...] = ()
+    executed_files: int = 0
+    ranked_hunks: int = 0
+    gold_ranks: tuple[int | None, ...] = ()
 
     @property
     def gold_files(self) -> int:
@@ -295,6 +306,61 @@ def _block(window: Any, failing: Sequence[str]) -> str:
         template="markdown",
         line_numbers=False,
     )
+
+
+_TIER = {"reference": 0, "failure": 1, "search": 2}
+#: Ranked candidate recall counts the candidates whose rank-order prefix fits this many tokens.
+RANKED_TOKENS = 32_000
+
+
+def ranked_recall(
+    candidates: Sequence[Any],
+    failure_files: Sequence[str],
+    gold: Sequence[GoldRange],
+    within: int = RANKED_TOKENS,
+) -> tuple[int, tuple[int | None, ...]]:
+    """Candidate recall counting only what ranks early: ``(hunks, ranks)``, ``hunks`` the gold
+    hunks lying wholly inside one candidate among those whose rendered blocks, summed in the
+    builder's rank order (failing files first, then reference, failure, search; score; input
+    order), fit ``within`` o200k_base tokens (overlaps not removed, so a long pool cannot count
+    by proposing everything), and per gold hunk the 1-based rank of the first candidate holding
+    it (``None`` if none does)."""
+    failing = {canonical_path(p): i for i, p in enumerate(failure_files)}
+    windows = _attributes(candidates)
+    k = len(failing)
+    order = sorted(
+        range(len(windows)),
+        key=lambda i: (
+            failing.get(canonical_path(windows[i].path), k + _TIER[str(windows[i].reason)]),
+            -float(windows[i].score),
+            i,
+        ),
+    )
+    ordered = [windows[i] for i in order]
+    counter = TokenCounter(COST.encoding or "o200k_base")
+    costs = counter.count([_block(w, list(failing)) for w in ordered]) if ordered else []
+    early: list[Any] = []
+    total = 0
+    for window, cost in zip(ordered, costs, strict=True):
+        total += cost
+        if total > within:
+            break
+        early.append(window)
+    hunks = candidate_recall(early, gold)[0]
+    ranks: list[int | None] = []
+    for g in gold:
+        path = canonical_path(g.path)
+        ranks.append(
+            next(
+                (
+                    rank
+                    for rank, w in enumerate(ordered, 1)
+                    if canonical_path(w.path) == path and w.start <= g.start and g.end <= w.end
+                ),
+                None,
+            )
+        )
+    return hunks, tuple(ranks)
 
 
 def _take_while(ordered: Sequence[Any], budget: int, failing: Sequence[str]) -> tuple[tuple[Any, ...], int]:
@@ -445,14 +511,43 @@ def candidate_recall(candidates: Iterable[Window], gold: Sequence[GoldRange]) ->
 
 
 def _gather(
-    repository: Repository, log_text: str, variant: str, issue: str | None, exclude: Collection[str]
+    repository: Repository,
+    log_text: str,
+    variant: str,
+    issue: str | None,
+    exclude: Collection[str],
+    record: ExecutionRecord | None = None,
 ) -> Gathered:
     return gather(
         repository,
         log_text,
         query=issue if variant == "log+query" else None,
-        issue=issue if variant == "log+issue" else None,
+        issue=issue if variant in ("log+issue", "log+issue+rerun") else None,
         exclude=exclude,
+        coverage=record if variant in RERUN_VARIANTS else None,
+    )
+
+
+def case_environment(prepared: PreparedCase) -> tuple[Path, dict[str, str]]:
+    """The interpreter and the extra environment a prepared case's tests run with: its
+    virtual environment's ``python`` and ``PYTHONPATH`` (the project is not installed: its
+    source root, as the preparation ran the failing test)."""
+    case = prepared.case
+    root = case.get("pythonpath") if is_tree_case(case) else case.get("source_root")
+    return prepared.folder / "venv" / "bin" / "python", {
+        "PYTHONPATH": str(prepared.repo / root) if root else str(prepared.repo),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+def rerun_case(
+    prepared: PreparedCase, log_text: str, mode: str = "failing"
+) -> tuple[ExecutionRecord, RerunReport]:
+    """The failing tests of a prepared case re-run under the tracer in its environment
+    (:func:`case_environment`), and once more without it to time the tracer's overhead."""
+    python, env = case_environment(prepared)
+    return rerun_for_log(
+        prepared.repo, log_text, mode=mode, python=python, current=False, env=env, plain=True
     )
 
 
@@ -485,8 +580,9 @@ def ablation(
 ) -> list[Ablation]:
     """For each source and each variant of ``evaluation`` (which gathered with every source),
     gather each case again without that source and compare (see :class:`Ablation`). Issue
-    sources are ablated in the ``log+issue`` variant only. Cases are prepared (cached) as in
-    :func:`evaluate`."""
+    sources are ablated in the variants with the issue text only. Cases are prepared (cached)
+    as in :func:`evaluate`; a variant with execution evidence re-runs each case's failing
+    tests once."""
     out: list[Ablation] = []
     full = {(r.case, r.variant): r for r in evaluation.runs if r.strategy == strategy and r.budget == budget}
     infos = {(c.case, c.variant): c for c in evaluation.cases}
@@ -496,9 +592,10 @@ def ablation(
             prepared_cases.append((case, prepare_case(case, work, trees=trees, log=log)))
         except PreparationError:
             continue
+    records: dict[str, ExecutionRecord] = {}  # per case, one re-run for every source left out
     for variant in evaluation.variants:
         for source in sources:
-            if source.startswith("issue") and variant != "log+issue":
+            if source.startswith("issue") and "issue" not in variant:
                 continue
             lost_c: list[str] = []
             lost_s: list[str] = []
@@ -512,7 +609,12 @@ def ablation(
                     "utf-8", errors="replace"
                 )
                 gold = gold_ranges(case)
-                gathered = _gather(repository, log_text, variant, issue_of(case), (source,))
+                record = None
+                if variant in RERUN_VARIANTS:
+                    if prepared.id not in records:
+                        records[prepared.id] = rerun_case(prepared, log_text)[0]
+                    record = records[prepared.id]
+                gathered = _gather(repository, log_text, variant, issue_of(case), (source,), record)
                 candidates = list(gathered.candidates)
                 lost = candidate_recall(candidates, gold)[0] < len(gold)
                 run = measure(
@@ -615,13 +717,20 @@ def evaluate(
         log_text = log_bytes.decode("utf-8", errors="replace")
         gold = gold_ranges(case)
         issue = issue_of(case)
+        record: ExecutionRecord | None = None
+        report: RerunReport | None = None
+        if any(v in RERUN_VARIANTS for v in variants):
+            log(f"{prepared.id}: re-running the failing tests under the tracer")
+            record, report = rerun_case(prepared, log_text)
         for variant in variants:
             repository = Repository(prepared.repo)
             began = time.perf_counter()
-            gathered = _gather(repository, log_text, variant, issue, exclude)
+            gathered = _gather(repository, log_text, variant, issue, exclude, record)
             gather_seconds = time.perf_counter() - began
+            traced = variant in RERUN_VARIANTS and report is not None and record is not None
             candidates = list(gathered.candidates)
             hunks_found, files_found = candidate_recall(candidates, gold)
+            ranked, ranks = ranked_recall(candidates, gathered.failure_files, gold)
             infos.append(
                 CaseInfo(
                     case=prepared.id,
@@ -635,6 +744,12 @@ def evaluate(
                     candidate_hunks=hunks_found,
                     candidate_files=files_found,
                     has_issue=issue is not None,
+                    rerun_seconds=report.seconds if traced and report is not None else None,
+                    plain_seconds=report.plain_seconds if traced and report is not None else None,
+                    rerun_notes=report.notes if traced and report is not None else (),
+                    executed_files=len(record.files) if traced and record is not None else 0,
+                    ranked_hunks=ranked,
+                    gold_ranks=ranks,
                 )
             )
             log(

@@ -232,7 +232,9 @@ def _recall_section(ev: Evaluation) -> list[str]:
         "candidates (whatever the budget); file recall (candidates): every gold file has a "
         f"candidate. Selection recall: every gold hunk is in the context built by the {label} "
         "strategy (what `repo-context context` sends); file recall: every gold file has a window "
-        "in it. Split: a fixed split by the SHA-256 of the case id (calibration: first byte even). "
+        "in it. Ranked candidate recall: every gold hunk lies inside one of the candidates whose "
+        "rendered blocks, summed in rank order, fit 32k tokens (proposing everything does not count). "
+        "Split: a fixed split by the SHA-256 of the case id (calibration: first byte even). "
         "Tokens, duplicate lines and build time are sums; gather time is the mean per call.",
         "",
     ]
@@ -246,6 +248,7 @@ def _recall_section(ev: Evaluation) -> list[str]:
             if n == 0:
                 continue
             cand = sum(c.candidate_hunks == len(c.gold) for c in chosen)
+            ranked = sum(c.ranked_hunks == len(c.gold) for c in chosen)
             cand_files = sum(c.candidate_files == c.gold_files for c in chosen)
             gather = sum(c.gather_seconds for c in chosen) / n if n else 0.0
             for b in ev.budgets:
@@ -259,6 +262,7 @@ def _recall_section(ev: Evaluation) -> list[str]:
                         _budget(b),
                         str(n),
                         f"{cand}/{n}",
+                        f"{ranked}/{n}",
                         f"{cand_files}/{n}",
                         f"{hunks}/{n}",
                         f"{files}/{n}",
@@ -275,6 +279,7 @@ def _recall_section(ev: Evaluation) -> list[str]:
             "budget",
             "cases",
             "candidate recall",
+            "ranked candidate recall (32k)",
             "file recall (candidates)",
             "selection recall",
             "file recall",
@@ -284,7 +289,7 @@ def _recall_section(ev: Evaluation) -> list[str]:
             "gather time",
         ],
         rows,
-        [False, False, False, True, True, True, True, True, True, True, True, True],
+        [False, False, False, True, True, True, True, True, True, True, True, True, True],
     )
     lines += ["", "### Per case", "", f"Gold hunks (and files) in the candidates and in the {label} context."]
     lines += [""]
@@ -308,56 +313,118 @@ def _recall_section(ev: Evaluation) -> list[str]:
                     f"{r.hunks_in_context}/{r.gold_hunks} ({r.gold_files_found}/{r.gold_files})" if r else "-"
                 )
             row.append(str(c.candidates))
+            row.append(f"{c.ranked_hunks}/{len(c.gold)}")
+            row.append(",".join("-" if r is None else str(r) for r in c.gold_ranks))
             rows.append(row)
     lines += _table(
-        ["case", "split", "variant", "candidates", *(_budget(b) for b in ev.budgets), "candidate windows"],
+        [
+            "case",
+            "split",
+            "variant",
+            "candidates",
+            *(_budget(b) for b in ev.budgets),
+            "pool (candidate windows)",
+            "ranked (32k)",
+            "gold hunk ranks",
+        ],
         rows,
-        [False, False, False, True, *(True for _ in ev.budgets), True],
+        [False, False, False, True, *(True for _ in ev.budgets), True, True, False],
     )
-    if "log" in ev.variants and "log+issue" in ev.variants:
-        lines += _issue_effect(ev, strategy)
+    for base, variant, what in _EFFECTS:
+        if base in ev.variants and variant in ev.variants:
+            lines += _effect(ev, strategy, base, variant, what)
+    if any(c.rerun_seconds is not None for c in ev.cases):
+        lines += _rerun_section(ev)
     return lines
 
 
-def _issue_effect(ev: Evaluation, strategy: str) -> list[str]:
-    """Per case with an issue text: gold hunks in the candidates and in the context without and
-    with it, and whether the issue text lowered any."""
+# The variant pairs whose difference the report shows: (without, with, what is added).
+_EFFECTS = (
+    ("log", "log+issue", "the issue text"),
+    ("log", "log+rerun", "execution evidence"),
+    ("log+issue", "log+issue+rerun", "execution evidence (with the issue text)"),
+)
+
+
+def _rerun_section(ev: Evaluation) -> list[str]:
+    """Per case, the traced re-run: its time, the same run without the tracer, the overhead
+    and what went wrong in it."""
     lines = [
         "",
-        "### The issue text's effect",
+        "### The traced re-run",
         "",
-        "Gold hunks in the candidates and the context, without → with the issue text; "
-        "*lower* marks a case whose coverage the issue text lowered.",
+        "Wall seconds of the failing tests re-run under the tracer and without it (the same pytest "
+        "command), the tracer's overhead, the repository files executed, and the run's own problems.",
         "",
     ]
-    without = {c.case: c for c in ev.cases_of("log")}
     rows = []
-    lowered = 0
-    for c in ev.cases_of("log+issue"):
-        if not c.has_issue or c.case not in without:
+    seen: set[str] = set()
+    for c in ev.cases:
+        if c.rerun_seconds is None or c.case in seen:
+            continue
+        seen.add(c.case)
+        plain = c.plain_seconds
+        ratio = f"{c.rerun_seconds / plain:.2f}x" if plain else "-"
+        rows.append(
+            [
+                c.case,
+                f"{c.rerun_seconds:.2f}",
+                f"{plain:.2f}" if plain is not None else "-",
+                ratio,
+                str(c.executed_files),
+                "; ".join(c.rerun_notes).replace("|", "/")[:160] or "",
+            ]
+        )
+    lines += _table(
+        ["case", "traced s", "plain s", "overhead", "files executed", "problems"],
+        rows,
+        [False, True, True, True, True, False],
+    )
+    return lines
+
+
+def _effect(ev: Evaluation, strategy: str, base_variant: str, variant: str, what: str) -> list[str]:
+    """Per case: gold hunks in the candidates and in the context without and with ``what``
+    (``base_variant`` → ``variant``), and whether it lowered any."""
+    lines = [
+        "",
+        f"### The effect of {what}",
+        "",
+        f"Gold hunks in the candidates and the context, {base_variant} → {variant}; "
+        f"*lower* marks a case whose coverage {what} lowered, *higher* one it raised.",
+        "",
+    ]
+    without = {c.case: c for c in ev.cases_of(base_variant)}
+    rows = []
+    lowered = raised = 0
+    for c in ev.cases_of(variant):
+        if c.case not in without or (variant.endswith("issue") and not c.has_issue):
             continue
         base = without[c.case]
         row = [c.case, f"{base.candidate_hunks} → {c.candidate_hunks}"]
         worse = c.candidate_hunks < base.candidate_hunks
+        better = c.candidate_hunks > base.candidate_hunks
         for b in ev.budgets:
             got = {
                 r.variant: r for r in ev.runs if r.case == c.case and r.strategy == strategy and r.budget == b
             }
-            a, w = got.get("log"), got.get("log+issue")
+            a, w = got.get(base_variant), got.get(variant)
             if a is None or w is None:
                 row.append("-")
                 continue
             row.append(f"{a.hunks_in_context} → {w.hunks_in_context}")
             worse = worse or w.covered_lines < a.covered_lines or w.gold_files_found < a.gold_files_found
+            better = better or w.hunks_in_context > a.hunks_in_context
         lowered += worse
-        row.append("lower" if worse else "")
+        raised += better and not worse
+        row.append("lower" if worse else "higher" if better else "")
         rows.append(row)
     lines += _table(
         ["case", "candidates", *(_budget(b) for b in ev.budgets), ""],
         rows,
         [False, True, *(True for _ in ev.budgets), False],
     )
-    lines += ["", f"Cases the issue text lowered: {lowered}."]
+    lines += ["", f"Cases {what} lowered: {lowered}; raised (and lowered none): {raised}."]
     return lines
 
 
@@ -534,7 +601,13 @@ def recall_chart(evaluation: Evaluation, path: str | Path | IO[bytes]) -> None:
 
     ev = evaluation
     strategy = RECALL_STRATEGY if RECALL_STRATEGY in ev.strategies else (ev.strategies or ("",))[-1]
-    colors = {"log": "#1f77b4", "log+issue": "#2ca02c", "log+query": "#ff7f0e"}
+    colors = {
+        "log": "#1f77b4",
+        "log+issue": "#2ca02c",
+        "log+query": "#ff7f0e",
+        "log+rerun": "#d62728",
+        "log+issue+rerun": "#9467bd",
+    }
     fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=150)
     budgets = list(ev.budgets)
     for variant in ev.variants:

@@ -9,13 +9,17 @@ run's outcome itself). :func:`execution_windows` turns a record into candidates:
   the failure windows of a traceback frame are cut: :func:`~.failure.failure_spans`; a long
   one also gets a bounded run of whole statements around its most suspicious line, whose
   ``source`` names the whole unit it is part of); executed module- and class-level lines are
-  units too (a bounded run of whole statements);
+  units too (a bounded run of whole statements); a unit of a failing test file other than a
+  function holding a frame is left out (the failing files rank first, and there the test's neighbours would
+  crowd the code under test out, as for search hits);
 * each unit is scored by suspiciousness: with per-test runs where passing tests ran too, the
   Ochiai coefficient ``failed(s) / sqrt(total_failed * (failed(s) + passed(s)))`` of its most
   suspicious line (``failed(s)``, ``passed(s)``: the failing and passing runs that executed
   line ``s``), a unit no failing run executed being left out; otherwise the share of failing
-  runs that executed it, times its closeness to the failing frames (a unit holding a frame,
-  then the failing files, then units the static sources also proposed);
+  runs that executed it, times its closeness to the failing frames (a unit holding a frame;
+  with recorded call edges, a unit called from a frame's function, by the calls between
+  them; then the failing files, then units the static sources also proposed; with call
+  edges, a unit no recorded call reaches from a frame counts half);
 * :func:`demote_unexecuted` moves the ``reference`` windows whose lines the failing runs never
   executed (in files the record measured) to the bottom of the ``search`` tier: a reference
   window ranks above every failure window of a non-failing file, so a definition the failing
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from .failure import ProjectFrame, failure_spans, is_test_file
@@ -40,11 +44,17 @@ from .symbols import SymbolIndex
 from .window import RADIUS, Window, make_window
 
 __all__ = [
+    "CALLED_SOURCE",
     "EXECUTED_SOURCE",
+    "MAX_CALLED",
     "MAX_EXECUTED_UNITS",
     "NOT_EXECUTED_SOURCE",
+    "STRONG",
+    "WEAK_SOURCE",
     "ExecutionRecord",
     "TestRun",
+    "call_distances",
+    "called_windows",
     "context_test_id",
     "demote_unexecuted",
     "execution_windows",
@@ -53,6 +63,13 @@ __all__ = [
 
 #: The ``source`` (``source_id``) of an executed unit's window.
 EXECUTED_SOURCE = "coverage: executed by the failing tests"
+#: The ``source`` of an executed unit's window when its suspiciousness is below
+#: :data:`STRONG` (a ``search`` window: see :func:`execution_windows`).
+WEAK_SOURCE = "coverage: executed by the failing tests, far from the failure"
+#: An executed unit this suspicious or more is failure evidence (``weak`` in
+#: :func:`execution_windows`): a frame's unit or one its function called, a unit of a failing
+#: file, a unit the static sources proposed too, or an Ochiai of at least this much.
+STRONG = 0.4
 #: The ``source`` of a reference window the failing tests never executed (moved down).
 NOT_EXECUTED_SOURCE = "reference: not executed by the failing tests"
 #: At most this many executed units become windows (the most suspicious).
@@ -70,6 +87,17 @@ _MODULE_LEVEL = 0.2
 _TEST_FILE = 0.5
 # Scores stay below the deepest frame's failure window (``T + 3``).
 _TOP = 0.999
+# Without a spectrum, a unit the failing runs called from a frame's function: this much
+# divided by ``1 + frame distance + calls`` (``calls`` steps down the recorded call graph).
+_CALLED = 0.9
+# With call data, a unit no recorded call path leads to from a frame (a fixture, code run by
+# the test runner) keeps this share of its closeness.
+_UNREACHED = 0.5
+#: The ``source`` of a reference window of a function a frame's function called in the
+#: failing run (a recorded call edge, not a static guess).
+CALLED_SOURCE = "execution: called by the failing code"
+#: At most this many recorded callees become reference windows.
+MAX_CALLED = 12
 
 
 @dataclass(frozen=True)
@@ -285,6 +313,122 @@ def _runs_a_body(repo: Repository, symbols: SymbolIndex, path: str, lines: Itera
     return False
 
 
+def _functions(symbols: SymbolIndex, path: str) -> list[tuple[int, int]]:
+    """The function definitions of ``path`` as line spans, the shortest first."""
+    parsed = symbols.parsed(path)
+    if parsed is None:
+        return []
+    spans = {(d.start, d.end) for d in parsed.definitions if d.kind == "function"}
+    return sorted(spans, key=lambda span: (span[1] - span[0], span[0]))
+
+
+def _function_of(spans: list[tuple[int, int]], def_line: int) -> tuple[int, int] | None:
+    """The function whose recorded first line is ``def_line``: the innermost one holding it,
+    else (a definition that starts after its decorators) the first starting within a few
+    lines below it."""
+    inner = next(((a, b) for a, b in spans if a <= def_line <= b), None)
+    if inner is not None:
+        return inner
+    below = [(a, b) for a, b in spans if def_line < a <= def_line + 8]
+    return min(below) if below else None
+
+
+_Node = tuple[str, int, int]
+
+
+def _call_graph(symbols: SymbolIndex, runs: Sequence[TestRun]) -> dict[_Node, set[_Node]]:
+    """The recorded calls of ``runs`` as caller function -> callee functions (path, lines)."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    graph: dict[_Node, set[_Node]] = {}
+    for run in runs:
+        for (caller_path, caller_line), (callee_path, callee_line) in run.edges:
+            ends: list[_Node] = []
+            for path, line in ((caller_path, caller_line), (callee_path, callee_line)):
+                if path not in spans:
+                    spans[path] = _functions(symbols, path)
+                span = _function_of(spans[path], line)
+                if span is None:
+                    break
+                ends.append((path, *span))
+            if len(ends) == 2 and ends[0] != ends[1]:
+                graph.setdefault(ends[0], set()).add(ends[1])
+    return graph
+
+
+def _frame_functions(symbols: SymbolIndex, frames: Sequence[ProjectFrame]) -> dict[_Node, int]:
+    """The functions around ``frames``, each with the smallest distance of a frame in it."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    framed: dict[_Node, int] = {}
+    for pf in frames:
+        if pf.path not in spans:
+            spans[pf.path] = _functions(symbols, pf.path)
+        span = next(((a, b) for a, b in spans[pf.path] if a <= pf.line <= b), None)
+        if span is not None:
+            node = (pf.path, *span)
+            framed[node] = min(pf.distance, framed.get(node, pf.distance))
+    return framed
+
+
+def call_distances(
+    symbols: SymbolIndex, runs: Sequence[TestRun], frames: Sequence[ProjectFrame]
+) -> dict[_Node, float]:
+    """Per function ``(path, start, end)`` the failing runs called, down the recorded call
+    graph of ``runs`` (:attr:`TestRun.edges`) from the functions around ``frames``: ``1 +
+    frame distance + calls``, the smallest over the frames (a frame's own function is not
+    in the map). Empty without call data."""
+    graph = _call_graph(symbols, runs)
+    if not graph:
+        return {}
+    framed = _frame_functions(symbols, frames)
+    seen: dict[_Node, float] = {}
+    frontier = sorted((1.0 + distance, node) for node, distance in framed.items())
+    while frontier:  # Dijkstra with unit steps: the frontier stays short
+        depth, node = frontier.pop(0)
+        if seen.get(node, math.inf) <= depth:
+            continue
+        seen[node] = depth
+        frontier.extend((depth + 1, callee) for callee in graph.get(node, ()) if callee not in seen)
+        frontier.sort()
+    return {node: depth for node, depth in seen.items() if node not in framed}
+
+
+def called_windows(
+    repo: Repository,
+    record: ExecutionRecord,
+    failing: Sequence[FailingTest],
+    frames: Sequence[ProjectFrame],
+    symbols: SymbolIndex,
+    base_score: float,
+    *,
+    limit: int = MAX_CALLED,
+) -> list[Window]:
+    """``reference`` windows of the functions the failing runs of ``record`` called straight
+    from a frame's function (one recorded call: the callees that really ran, where the
+    static one-hop sources guess), scoring ``base_score + 0.5 / (1 + frame distance)``, best
+    first, at most ``limit``; source :data:`CALLED_SOURCE`. Test files' functions are left
+    out (helpers of the test, not code under test). Empty without call data."""
+    outcomes = run_outcomes(record, failing)
+    failed_runs = [run for run, outcome in zip(record.runs, outcomes, strict=True) if outcome is True]
+    graph = _call_graph(symbols, failed_runs)
+    framed = _frame_functions(symbols, frames)
+    depths: dict[_Node, int] = {}
+    for node, distance in framed.items():
+        for callee in graph.get(node, ()):
+            if callee not in framed and not is_test_file(callee[0]):
+                depths[callee] = min(distance + 2, depths.get(callee, distance + 2))
+    picked = sorted((depth, *node) for node, depth in depths.items())
+    windows: list[Window] = []
+    for depth, path, start, end in picked:
+        source = repo.source(path)
+        if source is None or source.line_count == 0:
+            continue
+        score = round(base_score + 0.5 / depth, 6)
+        windows.append(replace(make_window(source, start, end, "reference", score), source=CALLED_SOURCE))
+        if len(windows) >= limit:
+            break
+    return windows
+
+
 def _overlaps(window: Window, unit: _Unit) -> bool:
     return window.path == unit.path and window.start <= unit.end and unit.start <= window.end
 
@@ -299,9 +443,17 @@ def execution_windows(
     *,
     static: Sequence[Window] = (),
     limit: int = MAX_EXECUTED_UNITS,
+    weak: tuple[float, float] | None = None,
 ) -> list[Window]:
     """The ``failure`` windows of the units the failing runs of ``record`` executed, best
     first, scoring ``base_score + s`` with ``s`` in ``(0, 0.999]`` (see the module).
+
+    With ``weak`` ``(low, high)``, a unit whose suspiciousness ``s`` is below :data:`STRONG`
+    (far down the call graph from the failure, not reached by a recorded call, or of a low
+    Ochiai) is a ``search`` window scoring ``low + (high - low) * s`` instead, its source
+    :data:`WEAK_SOURCE`: that the failing test ran a line is evidence, but no stronger than a
+    search hit, and as failure evidence a large pool of such units would push every search
+    window out of a budget.
 
     ``failing`` are the log's failing tests (:func:`run_outcomes`), ``frames`` the failure's
     project frames (closeness without a spectrum), ``static`` the other sources' windows (a
@@ -318,6 +470,7 @@ def execution_windows(
     spectrum = record.per_test and bool(passed_runs)
     failing_files = {pf.path for pf in frames}
     frame_lines = {(pf.path, pf.line): pf.distance for pf in frames}
+    calls = {} if spectrum else call_distances(symbols, failed_runs, frames)
 
     scored: list[tuple[float, int, str, int, _Unit, int]] = []
     paths = sorted({path for run in failed_runs for path in run.lines})
@@ -348,22 +501,32 @@ def execution_windows(
                 distances = [
                     d for (p, ln), d in frame_lines.items() if p == path and unit.start <= ln <= unit.end
                 ]
+                called = calls.get((path, unit.start, unit.end))
                 if distances:
                     closeness = 1.0 / (1 + min(distances))
+                elif called is not None:
+                    closeness = _CALLED / called
                 elif path in failing_files:
                     closeness = _IN_FAILING_FILE
                 elif any(_overlaps(w, unit) for w in static):
                     closeness = _STATICALLY_PROPOSED
                 else:
                     closeness = _OTHER
+                if calls and called is None and not distances:
+                    closeness *= _UNREACHED
                 best *= closeness
+            holds_frame = any(p == path and unit.start <= ln <= unit.end for p, ln in frame_lines)
+            if path in failing_files and is_test_file(path) and not (holds_frame and unit.function):
+                # The test-file rule: a failing test file ranks before everything else, and
+                # there its other units (helpers, module code) would crowd the code under test.
+                continue
             if not unit.function:
                 best *= _MODULE_LEVEL
-            if is_test_file(path) and not any(
-                p == path and unit.start <= ln <= unit.end for p, ln in frame_lines
-            ):
+            if is_test_file(path) and not holds_frame:
                 best *= _TEST_FILE
             score = round(base_score + max(1e-6, _TOP * best), 6)
+            if weak is not None and best < STRONG:
+                score = round(weak[0] + (weak[1] - weak[0]) * best, 6) - 1e6  # sorted after
             scored.append((score, 0 if path in failing_files else 1, path, unit.start, unit, best_line))
     scored.sort(key=lambda item: (-item[0], item[1], item[2], item[3]))
     windows: list[Window] = []
@@ -382,13 +545,17 @@ def execution_windows(
             if not extra:
                 extra = [(max(unit.start, line - RADIUS), min(unit.end, line + RADIUS))]
             spans.append(extra[-1])
+        far = score < 0
         for i, (start, end) in enumerate(spans):
-            window = make_window(source, start, end, "failure", score)
+            window = make_window(
+                source, start, end, "search" if far else "failure", round(score + 1e6, 6) if far else score
+            )
             key = (window.path, window.start, window.end)
             if key in seen:
                 continue
             seen.add(key)
-            name = EXECUTED_SOURCE if i == 0 else f"{EXECUTED_SOURCE} (part of lines {unit.start}-{unit.end})"
+            kind = WEAK_SOURCE if far else EXECUTED_SOURCE
+            name = kind if i == 0 else f"{kind} (part of lines {unit.start}-{unit.end})"
             windows.append(replace(window, source=name))
     return windows
 
@@ -399,6 +566,8 @@ def demote_unexecuted(
     record: ExecutionRecord,
     failing: Sequence[FailingTest],
     score: float,
+    *,
+    keep: Collection[str] = (),
 ) -> tuple[list[Window], list[Window]]:
     """``windows`` split into those kept and the ``reference`` windows the failing runs of
     ``record`` (or code run outside any test, such as imports) never executed a line of, a
@@ -407,7 +576,9 @@ def demote_unexecuted(
     ``search`` windows scoring ``score`` (meant to be below every search window: they fill
     what is left of a budget), their ``source`` :data:`NOT_EXECUTED_SOURCE`. A window of a
     file the record did not measure is kept: nothing is known of it. Without a failing run in
-    the record every window is kept."""
+    the record every window is kept, and so is a window whose ``source`` is in ``keep`` (a
+    definition named on a failing line: the failure may be the call itself, an argument the
+    definition does not take, so that its body never ran)."""
     outcomes = run_outcomes(record, failing)
     if True not in outcomes:
         return list(windows), []
@@ -426,6 +597,7 @@ def demote_unexecuted(
         ran = executed.get(window.path, set()) - headers[window.path]
         if (
             window.reason == "reference"
+            and window.source not in keep
             and window.path in measured
             and not any(window.start <= line <= window.end for line in ran)
         ):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..limits import check_context_inputs
 from .coverage import CoverageInput, execution_record
-from .execution import ExecutionRecord, demote_unexecuted, execution_windows
+from .execution import ExecutionRecord, called_windows, demote_unexecuted, execution_windows
 from .failure import (
     ProjectFrame,
     called_code_windows,
@@ -23,13 +23,13 @@ from .files import PolicyOmission, Repository
 from .hops import hop_windows
 from .issue import issue_query, issue_windows
 from .pytest_log import FailingTest, TestFailure, failing_tests, parse_test_output, select_test, summary_order
-from .references import reference_windows
+from .references import EVIDENCE_SOURCES, reference_windows
 from .search import TOP_K, SearchIndex, build_query, search_windows
 from .symbols import SymbolIndex
 from .units import import_windows, split_classes
 from .window import Window
 
-__all__ = ["SOURCES", "Gathered", "gather"]
+__all__ = ["MAX_FAILING_TESTS", "SOURCES", "Gathered", "gather"]
 
 #: The sources ``gather`` can leave out (``exclude``), for ablation: the failure windows, the
 #: reference windows (:mod:`.references`), the code under test of an assertion in the test
@@ -100,6 +100,23 @@ class Gathered:
         }
 
 
+#: At most this many failing tests of a log give evidence when no ``test`` is named.
+MAX_FAILING_TESTS = 8
+
+
+def _by_reach(windows: list[Window], reached: list[set[tuple[str, int]]], base: float) -> list[Window]:
+    """The failure windows re-scored by how many failing tests reach them: with ``n`` tests
+    (``reached``: each test's frame lines), a window's score above ``base`` is multiplied by
+    ``(1 + r / n) / 2``, ``r`` being the tests with a frame inside it (at least 1). Scores stay
+    in ``(base, base + 1]``; with one test nothing changes."""
+    out = []
+    for w in windows:
+        reach = sum(any(p == w.path and w.start <= ln <= w.end for p, ln in lines) for lines in reached)
+        factor = (1 + max(1, reach) / len(reached)) / 2
+        out.append(replace(w, score=round(base + (w.score - base) * factor, 6)))
+    return out
+
+
 def gather(
     repo: Repository | Path | str,
     log_text: str,
@@ -128,9 +145,14 @@ def gather(
     order of the short test summary (:func:`~.pytest_log.select_test`). Of that test's
     reports, the call's failure is the failure; a setup error only when the call never ran;
     its other reports (a teardown error) are extra evidence: their project frames follow
-    the failure's, farther away. Frames that give no window (a line past the end of the
-    file, a file the reader will not read, a path from another machine that matches no
-    repository file or several) are ``policy_omissions``
+    the failure's, farther away. Without ``test``, every other failing test of the log (at
+    most :data:`MAX_FAILING_TESTS` in all) is evidence too: its frames outside test files
+    follow, farther away again (their files join the failing files, after the chosen
+    test's), and each failure window is re-scored by how many failing tests have a frame in
+    it (:func:`_by_reach`), so the code more failing tests ran through ranks first. Frames
+    that give no window (a line past the end of the file, a file the reader will not read,
+    a path from another machine that matches no repository file or several) are
+    ``policy_omissions``
     (:func:`~.failure.resolve_frames`).
     ``symbols`` and ``index`` are the repository's symbol index and search index when the
     caller keeps them (``repo_context.Workspace``); by default a new :class:`SymbolIndex` and
@@ -147,7 +169,9 @@ def gather(
     tests executed is a ``failure`` window scored by suspiciousness
     (:func:`~.execution.execution_windows`, source ``coverage: ...``), and the reference
     windows they never executed are moved below every search window
-    (:func:`~.execution.demote_unexecuted`).
+    (:func:`~.execution.demote_unexecuted`). With recorded call edges (a traced re-run), the
+    functions a frame's function really called are reference windows
+    (:func:`~.execution.called_windows`), where the static one-hop sources only guess.
 
     Scores. The builder orders the candidates of the failure file by score alone, whatever
     their reason, so the three sources share one scale there: search windows keep their
@@ -188,6 +212,30 @@ def gather(
                     frames.append(ProjectFrame(pf.path, pf.line, pf.distance + offset, pf.frame))
             for omission in omitted:
                 if omission not in reported:
+                    reported.add(omission)
+                    frame_omissions.append(omission)
+    reached: list[set[tuple[str, int]]] = []  # per failing test, its frames' lines
+    if chosen is not None and test is None:
+        # Every failing test is evidence (at most MAX_FAILING_TESTS): the frames of the other
+        # tests in code under test (not in test files: their own bodies would crowd the
+        # failing files) follow the chosen test's, farther away; a unit more tests reach
+        # scores higher (:func:`_by_reach`).
+        reached = [{(pf.path, pf.line) for pf in frames}]
+        known = set(reached[0])
+        reported = set(frame_omissions)
+        for other_test in [t for t in tests if t is not chosen][: MAX_FAILING_TESTS - 1]:
+            extra, omitted = resolve_frames(repository, other_test.failure)
+            offset = len(frames)
+            reached.append({(pf.path, pf.line) for pf in extra})
+            for pf in extra:
+                if is_test_file(pf.path):
+                    continue
+                key = (pf.path, pf.line)
+                if key not in known:
+                    known.add(key)
+                    frames.append(ProjectFrame(pf.path, pf.line, pf.distance + offset, pf.frame))
+            for omission in omitted:
+                if omission not in reported and not is_test_file(omission.path):
                     reported.add(omission)
                     frame_omissions.append(omission)
     tokens = build_query(failure, query, repo=repository, weighted=True)
@@ -265,15 +313,31 @@ def gather(
         if "failure" in exclude
         else failure_windows(repository, frames, base_score=tier + 2.0, symbols=symbol_index)
     )
+    if len(reached) > 1:
+        failure_found = _by_reach(failure_found, reached, tier + 2.0)
     executed: list[Window] = []
     record: ExecutionRecord | None = None
     if coverage is not None:
         record = execution_record(coverage, repository, repository.resource_limits)
+        lowest = min((w.score for w in search), default=1.0)
         executed = execution_windows(
-            repository, record, tests, frames, symbol_index, tier + 2.0, static=[*references, *search]
+            repository,
+            record,
+            tests,
+            frames,
+            symbol_index,
+            tier + 2.0,
+            static=[*references, *search],
+            weak=(0.991 * lowest, 0.997 * lowest),
         )
+        if "callee" not in exclude:
+            # The callees that really ran from a frame's function (recorded call edges).
+            called = called_windows(repository, record, tests, frames, symbol_index, tier + 1.0)
+            references = merge_windows(references, called)
         floor = 0.998 * min((w.score for w in search), default=1.0)
-        references, unexecuted = demote_unexecuted(repository, references, record, tests, floor)
+        references, unexecuted = demote_unexecuted(
+            repository, references, record, tests, floor, keep={EVIDENCE_SOURCES["line"]}
+        )
         leftover = [*leftover, *unexecuted]
         # A unit that is a frame's own window stays that window, with the higher score.
         best = {(w.path, w.start, w.end): w.score for w in executed}

@@ -37,8 +37,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from ..composer import CALLER_SOURCE
 from .failure import ProjectFrame
 from .files import Repository, SourceFile
 from .languages import language_for, load
@@ -48,6 +49,7 @@ from .window import RADIUS, Window, make_window
 __all__ = [
     "CALLEE_WEIGHT",
     "CALLER_WEIGHT",
+    "EVIDENCE_SOURCES",
     "IMPORT_TIER_DEPTH",
     "IMPORT_WEIGHT",
     "MAX_CALLERS",
@@ -90,6 +92,16 @@ MAX_CALLERS = 8
 
 #: At most this many reference windows are produced, the best first.
 MAX_WINDOWS = 30
+
+#: The ``source`` (the candidate's ``source_id``) of a reference window, by the kind of its
+#: strongest evidence (:attr:`Evidence.why`): what the window is to the failure.
+EVIDENCE_SOURCES = {
+    "line": "reference: definition read on a failing line",
+    "callee": "reference: definition used by a failing function",
+    "test": "reference: definition the failing test uses",
+    "caller": CALLER_SOURCE,
+    "import": "reference: definition imported by the failing code",
+}
 
 #: The old name of the index the windows are found with.
 DefinitionIndex = SymbolIndex
@@ -336,7 +348,8 @@ def reference_windows(
     ``(base_score, base_score + 1]``); a span longer than ``2 * RADIUS + 1`` lines also gets
     a window of its first ``2 * RADIUS + 1`` lines (signature, docstring, class attributes)
     at the same score. At most ``max_windows`` windows; a window identical to an earlier one
-    is not repeated."""
+    is not repeated. Each window's ``source`` names its evidence (:data:`EVIDENCE_SOURCES`:
+    a caller is a caller, not a definition)."""
     windows: list[Window] = []
     seen: set[tuple[str, int, int]] = set()
     for evidence in reference_evidence(repo, frames, index, test_name=test_name):
@@ -351,7 +364,7 @@ def reference_windows(
             key = (window.path, window.start, window.end)
             if key not in seen:
                 seen.add(key)
-                windows.append(window)
+                windows.append(replace(window, source=EVIDENCE_SOURCES.get(evidence.why)))
         if len(windows) >= max_windows:
             break
     return windows[:max_windows]
