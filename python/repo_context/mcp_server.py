@@ -105,6 +105,7 @@ from .errors import InvalidInputError
 from .limits import DEFAULT_LIMITS, Limits, limit_error, over, resolve, utf8_length
 from .secrets import redact_json, redact_text
 from .sources.failure import PATH_MAX
+from .sources.pytest_log import UnknownTestError
 from .workspace import Workspace
 
 __all__ = ["OUTSIDE", "create_server", "run"]
@@ -613,6 +614,19 @@ def _run_test(
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
+#: Last lines of a test run's output quoted when the run reported no failing test.
+RUN_TAIL_LINES = 5
+
+
+def _no_failure_in_run(node_id: str, output: str) -> str:
+    """Why a test run gave no failure to build for: the node id and the last
+    :data:`RUN_TAIL_LINES` non-blank lines of its output (each echoed as :func:`_shown` does),
+    which say what went wrong (no tests collected, pytest missing, a crash)."""
+    tail = [line for line in output.splitlines() if line.strip()][-RUN_TAIL_LINES:]
+    said = " | ".join(_shown(line.strip()) for line in tail) if tail else "(no output)"
+    return f"test: the run of {_shown(node_id)} reported no failing test; its output ends: {said}"
+
+
 def _os_error(exc: OSError) -> str:
     """The words for an ``OSError`` met reading the repository: its reason only, never the
     file name it carries (an absolute path of the server's machine)."""
@@ -967,21 +981,27 @@ def create_server(
                 )
             ws = workspace(root)
             used.append(ws)
+            ran = text is None
             if text is None:
                 node_id = str(test)
                 _check_test_id(ws.root, node_id, limits, deadline)
                 python_path = _interpreter(ws.root, interpreter)
                 text = _run_test(ws.root, node_id, python_path, limits=limits, deadline=deadline)
-            outcome = ws.context(
-                text,
-                junit_xml=report,
-                test=test,
-                query=query,
-                budget=budget,
-                cost=cost,
-                coverage=coverage,
-                deadline=deadline,
-            )
+            try:
+                outcome = ws.context(
+                    text,
+                    junit_xml=report,
+                    test=test,
+                    query=query,
+                    budget=budget,
+                    cost=cost,
+                    coverage=coverage,
+                    deadline=deadline,
+                )
+            except UnknownTestError as exc:
+                if not ran or exc.known:
+                    raise
+                raise ToolError(_no_failure_in_run(str(test), text)) from None
             if time.monotonic() > deadline:
                 raise _Expired
             structured = {

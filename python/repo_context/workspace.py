@@ -177,6 +177,8 @@ class ContextResult:
             message = f"{exc}: {failure.message}" if failure.message else exc
             about.append(f"- test: {header_path(failure.name) if failure.name else '(unnamed)'}")
             about.append(f"- error: {header_path(message)}")
+            if failure.phase == "collect":
+                about.append("- phase: collection (the test's module could not be collected: it never ran)")
         where = header_path(self.failure_file) if self.failure_file else "(none in the repository)"
         about.append(f"- failure file: {where}")
         cost = self.result.cost
