@@ -32,6 +32,7 @@ from typing import Any
 
 from . import reference
 from ._cache import Stat, Store
+from ._failure_block import FailureBlock, failure_blocks, fit_blocks, section_cost, used_failures
 from .builder import RepoContextBuilder
 from .builder import build as native_build
 from .composer import header_path, render, render_omitted
@@ -127,6 +128,12 @@ class ContextResult:
     timings: Mapping[str, float] = field(default_factory=dict)
     reread: tuple[str, ...] = ()
     redactions: tuple[dict[str, Any], ...] = ()
+    #: The failure blocks that open the section (:mod:`repo_context._failure_block`), in order.
+    failure_blocks: tuple[FailureBlock, ...] = ()
+    #: The budget of the whole section (``None``: ``result.budget``, no failure blocks).
+    full_budget: int | None = None
+    #: The cost of the whole section, failure blocks included (``None``: ``result.used``).
+    full_used: int | None = None
 
     @property
     def failure(self) -> TestFailure | None:
@@ -145,20 +152,28 @@ class ContextResult:
 
     @property
     def budget(self) -> int:
-        """The budget, in the cost's unit (``result.cost``)."""
-        return self.result.budget
+        """The budget of the whole section, in the cost's unit (``result.cost``); the code
+        windows were built in what the failure blocks left of it (``result.budget``)."""
+        return self.result.budget if self.full_budget is None else self.full_budget
 
     @property
     def max_chars(self) -> int:
         """The budget (the name of the earlier ``ContextReport``; in the cost's unit)."""
-        return self.result.budget
+        return self.budget
+
+    @property
+    def used(self) -> int:
+        """The cost of the whole section (failure blocks and windows), in the budget's unit."""
+        return self.result.used if self.full_used is None else self.full_used
 
     @property
     def section(self) -> str:
-        """The prompt section: ``repo_context.render(result)``, the selected blocks in the
-        cost's template (Markdown without one). With a template, it is exactly what was
-        costed: its cost in the budget's unit is ``result.used <= result.budget``."""
-        return render(self.result)
+        """The prompt section: the failure blocks (:attr:`failure_blocks`: the test id, the
+        exception and its message of each failing test used, redacted), then
+        ``repo_context.render(result)``, the selected blocks in the cost's template (Markdown
+        without one). With a template, it is exactly what was costed: its cost in the
+        budget's unit is :attr:`used` ``<=`` :attr:`budget`."""
+        return "".join(block.text for block in self.failure_blocks) + render(self.result)
 
     def summary(self) -> str:
         """The failure and omission report in Markdown (``## Failure`` with the result's
@@ -184,7 +199,7 @@ class ContextResult:
         cost = self.result.cost
         unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
         counted = "the content" if cost.template is None else f"the {cost.template} section"
-        about.append(f"- budget: {self.result.used} of {self.result.budget} {unit} used ({counted})")
+        about.append(f"- budget: {self.used} of {self.budget} {unit} used ({counted}){self._blocks_note()}")
         about.append(f"- digest: {self.result.digest}")
         about.extend(f"- missing failure evidence: {line}" for line in missing_lines(self.result))
         parts = [
@@ -197,6 +212,14 @@ class ContextResult:
         if not redacted.kinds:
             return redacted.text
         return redacted.text + "\n" + redaction_note(redacted.kinds) + "\n"
+
+    def _blocks_note(self) -> str:
+        """``", N of them by the failure block(s)"`` for the summary's budget line, or ``""``."""
+        if not self.failure_blocks:
+            return ""
+        count = len(self.failure_blocks)
+        spent = sum(block.cost for block in self.failure_blocks)
+        return f", {spent} of them by {count} failure block{'s' if count > 1 else ''}"
 
     def markdown(self) -> str:
         """The section, then one empty line and :meth:`summary` (one document for a file)."""
@@ -216,8 +239,16 @@ class ContextResult:
         the repository-relative failure file; each may be ``None``), ``"failing_tests"``
         (every failing test of the log, :func:`failing_tests_json`) and ``"policy_redacted"``
         (the secrets replaced by ``[REDACTED: kind]`` in every other string,
-        :func:`repo_context.secrets.redact_json`; an empty list when none)."""
+        :func:`repo_context.secrets.redact_json`; an empty list when none). ``"budget"`` and
+        ``"used"`` are the whole section's (failure blocks included), ``"build_budget"`` and
+        ``"build_used"`` the code windows' alone (the build's own ``budget`` and ``used``), and
+        ``"failure_blocks"`` the blocks that open the section (``FailureBlock.to_dict``: ``{"test",
+        "exception", "message", "phase", "cut", "cost", "text"}``, ``cut`` the characters cut
+        from the message)."""
         data = self.result.to_dict()
+        data["build_budget"], data["build_used"] = data["budget"], data["used"]
+        data["budget"], data["used"] = self.budget, self.used
+        data["failure_blocks"] = [block.to_dict() for block in self.failure_blocks]
         data["policy_omitted"] = [w.to_dict() for w in self.gathered.policy_omissions]
         failure = self.failure
         data["failure"] = (
@@ -755,17 +786,40 @@ class Workspace:
         _check_deadline(deadline)
         before = time.perf_counter()
         data = gathered.build_input(budget)
+        # The failure blocks open the section, inside the budget: the windows get what is left.
+        used = used_failures(gathered.failing_tests, gathered.failure, test)
+        blocks, spent = fit_blocks(failure_blocks(used, model, self.limits), budget)
         data = {
             "candidates": _stamped(reader, gathered.candidates),
             "failure_files": data["failure_files"],
-            "budget": budget,
+            "budget": budget - spent,
             "cost": model,
         }
         result = self._builder(engine).build(data, trace=trace, verify=_verifier(reader))
+        total = spent + result.used
+        if blocks and model.unit == "tokens" and model.template is not None:
+            # Token counts do not add up across concatenation: the whole section is counted,
+            # and the windows rebuilt in less until it fits.
+            head = "".join(block.text for block in blocks)
+            total = section_cost(head + render(result), model)
+            while total > budget and result.budget > 0:
+                data["budget"] = max(0, result.budget - (total - budget))
+                result = self._builder(engine).build(data, trace=trace, verify=_verifier(reader))
+                total = section_cost(head + render(result), model)
         result = _with_withheld_failures(_restamped(result, reader), gathered)
         finished = time.perf_counter()
         times = {**timings, "build": finished - before, "total": finished - started}
-        return ContextResult(result, gathered, failures, times, reread, reader_redactions(reader, result))
+        return ContextResult(
+            result,
+            gathered,
+            failures,
+            times,
+            reread,
+            reader_redactions(reader, result),
+            failure_blocks=blocks,
+            full_budget=budget,
+            full_used=total,
+        )
 
     # -- one call --------------------------------------------------------------------------
 
@@ -968,9 +1022,7 @@ class Workspace:
         index = SearchIndex(
             root=self.root,
             chunks=tuple(chunks),
-            fingerprint=tuple(
-                (rel, *self._table[rel][:4]) for rel in searchable if rel in self._table
-            ),
+            fingerprint=tuple((rel, *self._table[rel][:4]) for rel in searchable if rel in self._table),
             build_seconds=time.perf_counter() - started,
             timings=timings,
             lines=lines,
