@@ -363,7 +363,9 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
         "build_budget",
         "build_used",
         "failure_blocks",
+        "schema",
     }
+    assert out["schema"] == 1
     # The failure block opens the section, costed as the content is (no template): its text.
     message = "ZeroDivisionError: division by zero"
     assert out["failure_blocks"] == [

@@ -956,7 +956,65 @@ def _parser() -> argparse.ArgumentParser:
     replayer.set_defaults(run=_cmd_replay)
     add_eval_parser(commands)
     add_rerank_parser(commands)
+    _add_cache_parser(commands)
     return parser
+
+
+def _add_cache_parser(commands: Any) -> None:
+    """The ``cache info`` and ``cache clear`` subcommands."""
+    cache = commands.add_parser(
+        "cache",
+        help="show or clear the on-disk index cache",
+        description="Show where the index cache is, its size and entries (info), or remove its "
+        "files (clear). The cache stays within the limit max_cache_bytes (default 1 GiB): past "
+        "it the least recently used entries are removed.",
+    )
+    actions = cache.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, words in (("info", "show the cache's folder, size and entries"), ("clear", "remove its files")):
+        action = actions.add_parser(name, help=words, description=words[0].upper() + words[1:] + ".")
+        action.add_argument(
+            "--cache-dir",
+            metavar="DIR",
+            default=None,
+            help="folder of the index cache (default: repo-context in the user cache directory)",
+        )
+        if name == "info":
+            action.add_argument(
+                "--format", choices=["text", "json"], default="text", help="lines of text (default) or JSON"
+            )
+            add_limit_option(action)
+        action.set_defaults(run=_cmd_cache)
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from ._cache import rules_version
+    from ._cache_admin import clear, info
+    from .workspace import default_cache_dir
+
+    folder = Path(args.cache_dir) if args.cache_dir is not None else default_cache_dir()
+    if folder.exists() and not folder.is_dir():
+        raise _UsageError(f"--cache-dir: {header_path(str(folder))} is not a folder")
+    if args.action == "clear":
+        try:
+            count, size = clear(folder)
+        except OSError as exc:
+            raise _UsageError(f"cannot clear {header_path(str(folder))}: {exc.strerror or exc}") from exc
+        _write(sys.stdout, f"removed {count} files ({size} bytes) from {header_path(str(folder))}\n")
+        return 0
+    limits: Limits = args.limits
+    found = info(folder, limits.max_cache_bytes, f"derived-{rules_version()}.sqlite3")
+    if args.format == "json":
+        _write(sys.stdout, json.dumps(found.to_dict(), ensure_ascii=True) + "\n")
+        return 0
+    lines = [
+        f"folder: {header_path(str(found.folder))}",
+        f"size: {found.size} bytes (limit {found.limit} bytes: max_cache_bytes)",
+        f"entries: {found.entries}",
+        f"databases: {len(found.databases)}"
+        + (f" (this version's: {header_path(found.current.name)})" if found.current else ""),
+    ]
+    _write(sys.stdout, "".join(line + "\n" for line in lines))
+    return 0
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:

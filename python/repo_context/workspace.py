@@ -32,6 +32,7 @@ from typing import Any
 
 from . import reference
 from ._cache import Stat, Store
+from ._cache_admin import TrackedStore
 from ._failure_block import FailureBlock, failure_blocks, fit_blocks, section_cost, used_failures
 from .builder import RepoContextBuilder
 from .builder import build as native_build
@@ -70,6 +71,9 @@ __all__ = [
 DEFAULT_MAX_CHARS = 16_000
 #: Default budget in tokens of the cost's encoding.
 DEFAULT_MAX_TOKENS = 4_000
+#: The version of the JSON form of a context result (``ContextResult.to_dict``, ``context
+#: --format json``): raised when a key changes meaning or goes, not when one is added.
+CONTEXT_SCHEMA = 1
 #: Files to derive before the cold build shows a progress bar (on a terminal).
 PROGRESS_FILES = 200
 #: Up to this many files derived in one call stay in memory, parses included.
@@ -244,11 +248,13 @@ class ContextResult:
         ``"build_used"`` the code windows' alone (the build's own ``budget`` and ``used``), and
         ``"failure_blocks"`` the blocks that open the section (``FailureBlock.to_dict``: ``{"test",
         "exception", "message", "phase", "cut", "cost", "text"}``, ``cut`` the characters cut
-        from the message)."""
+        from the message). ``"schema"`` is the version of this form (:data:`CONTEXT_SCHEMA`),
+        raised when a key changes meaning or goes."""
         data = self.result.to_dict()
         data["build_budget"], data["build_used"] = data["budget"], data["used"]
         data["budget"], data["used"] = self.budget, self.used
         data["failure_blocks"] = [block.to_dict() for block in self.failure_blocks]
+        data["schema"] = CONTEXT_SCHEMA
         data["policy_omitted"] = [w.to_dict() for w in self.gathered.policy_omissions]
         failure = self.failure
         data["failure"] = (
@@ -645,7 +651,7 @@ class Workspace:
         self._store: Store | None = None
         if cache:
             folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-            self._store = Store(folder, chosen.max_cache_value_bytes)
+            self._store = TrackedStore(folder, chosen.max_cache_value_bytes, chosen.max_cache_bytes)
         reading = (chosen.max_file_bytes, chosen.max_depth, chosen.max_gitignore_bytes)
         rules = (chosen.max_gitignore_patterns, chosen.max_gitignore_pattern_chars)
         self._key_prefix = f"{self.root.as_posix()}|{reading}|{rules}|{gitignore}"
