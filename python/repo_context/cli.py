@@ -46,7 +46,16 @@
     "why"}`` (``why`` such as ``"policy: secret name"``; an empty list when none);
     ``"failure"``; ``"failing_tests"``: every failing test found, each
     ``{"test", "name", "status", "phase", "exception", "message", "selected"}``; and
-    ``"policy_redacted"``.
+    ``"policy_redacted"``; ``"failure_blocks"``; ``"schema"`` (1). The section opens with the
+    failure: one block per failing test used (test id, exception, message, redacted, a long
+    message cut with ``[... N characters cut]``), costed inside the budget
+    (:mod:`repo_context._failure_block`).
+
+``repo-context cache info|clear [--cache-dir DIR] [--format text|json]``
+    Show the index cache's folder, size, entries and databases (``info``; ``--format json``:
+    ``CacheInfo.to_dict``, with ``"schema": 1``), or remove its files (``clear``; nothing else
+    in the folder). The cache keeps itself within ``Limits.max_cache_bytes`` by removing the
+    least recently used entries (:mod:`repo_context._cache_admin`).
 
 ``repo-context mcp [--root DIR]... [--allow-run] [--python PATH] [--cache-dir DIR] [--limit NAME=N]``
     Serve the ``context_for_failure`` and ``build`` tools over the Model Context Protocol
@@ -861,7 +870,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NODEID",
         default=None,
         help="the failing test to build the context for, when the log has several (default: "
-        "the first failing test of the short test summary)",
+        "the first failing test of the short test summary; a parametrised test's base id covers "
+        "every failed parametrisation)",
     )
     context.add_argument("--query", metavar="TEXT", default=None, help="extra words for the search source")
     context.add_argument(
