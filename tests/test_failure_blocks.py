@@ -133,3 +133,14 @@ def test_the_command_line_prints_the_failure_first_and_json_carries_it(
         data["used"] == data["build_used"] + sum(b["cost"] for b in data["failure_blocks"]) <= data["budget"]
     )
     assert TOKEN not in json.dumps(data)
+
+
+def test_a_trace_gets_one_line_per_context_call(repo: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    ws = Workspace(repo, cache=False)
+    for cost, budget in (({"unit": "tokens", "template": "markdown"}, 90), ({"template": "xml"}, 400)):
+        result = ws.context(_log(), budget=budget, cost=cost, trace=trace)
+        assert result.failure_blocks
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2
+    assert [json.loads(line)["digest"] for line in lines][-1] == result.result.digest

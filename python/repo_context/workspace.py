@@ -801,17 +801,20 @@ class Workspace:
             "budget": budget - spent,
             "cost": model,
         }
-        result = self._builder(engine).build(data, trace=trace, verify=_verifier(reader))
+        counted = bool(blocks) and model.unit == "tokens" and model.template is not None
+        result = self._builder(engine).build(data, trace=None if counted else trace, verify=_verifier(reader))
         total = spent + result.used
-        if blocks and model.unit == "tokens" and model.template is not None:
+        if counted:
             # Token counts do not add up across concatenation: the whole section is counted,
-            # and the windows rebuilt in less until it fits.
+            # and the windows rebuilt in less until it fits; the trace gets the last build.
             head = "".join(block.text for block in blocks)
             total = section_cost(head + render(result), model)
             while total > budget and result.budget > 0:
                 data["budget"] = max(0, result.budget - (total - budget))
-                result = self._builder(engine).build(data, trace=trace, verify=_verifier(reader))
+                result = self._builder(engine).build(data, verify=_verifier(reader))
                 total = section_cost(head + render(result), model)
+            if trace is not None:
+                result = self._builder(engine).build(data, trace=trace, verify=_verifier(reader))
         result = _with_withheld_failures(_restamped(result, reader), gathered)
         finished = time.perf_counter()
         times = {**timings, "build": finished - before, "total": finished - started}
