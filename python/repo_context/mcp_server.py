@@ -140,7 +140,8 @@ _CONTEXT_DESCRIPTION = """Build the code context for a failing test.
 
 repository: the folder the tests ran in. test_log: the test output (pytest in any --tb style,
 unittest, a traceback, or a JUnit XML report); or log_file: a file holding it. test: the node
-id (or name) of the failing test to build for (default: the first failure). junit_xml: the
+id (or name) of the failing test to build for (default: the first failure; a parametrised
+test's base id covers every failed parametrisation). junit_xml: the
 run's JUnit XML report, if any; or junit_file: a file holding it. coverage_file: a coverage
 report of the failing tests (coverage.py's .coverage data file, its JSON report, LCOV or
 Cobertura XML): the code they executed is failure evidence. query: extra search words.
@@ -153,8 +154,9 @@ budget: in the cost's unit (default 16000 characters or 4000 tokens). unit: "cha
 Every path (repository, log_file, junit_file, coverage_file) must be a path inside the server's
 roots (symbolic links resolved); log_file, junit_file and coverage_file must be regular files.
 
-Returns the section (text) and, structured, the section, the result (ContextResult.to_dict():
-the build result's JSON form, the policy omissions and the failure), the report (Markdown),
+Returns the section (text: it opens with the failure, one block per failing test used, then
+the code) and, structured, the section, the result (ContextResult.to_dict(): the build result's
+JSON form, the policy omissions, the failure and its failure blocks), the report (Markdown),
 the timings in seconds and "redacted" (secrets the server replaced in this result).
 """
 
