@@ -140,3 +140,13 @@ def test_a_workspace_keeps_its_cache_within_max_cache_bytes(repo: Path, tmp_path
     )
     assert _size(cache) <= limit
     assert bounded.section == free.section  # an evicted value is only a miss
+
+
+def test_a_relative_cache_dir(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Workspace(repo, cache_dir=tmp_path / "cache").context(_log(), budget=900)
+    monkeypatch.chdir(tmp_path)
+    assert main(["cache", "info", "--cache-dir", "cache", "--format", "json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["folder"] == "cache" and found["entries"] > 0

@@ -94,7 +94,7 @@ class CacheInfo:
 def _entries(path: Path) -> int:
     """The rows of ``blobs`` in the database ``path``, read only (0 when it cannot be read)."""
     try:
-        db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5.0)
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
     except sqlite3.Error:
         return 0
     try:
