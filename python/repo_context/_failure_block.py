@@ -33,17 +33,25 @@ in order, and builds the code windows in what is left.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .composer import _XML_INVALID, _b64, _xml_attr, _xml_text, fence, header_path
+from .composer import _XML_INVALID, _b64, _xml_attr, _xml_text, fence, header_path, render
 from .cost import Cost
 from .limits import Limits, resolve
 from .secrets import redact
 from .sources.pytest_log import FailingTest, TestFailure, UnknownTestError, select_test
+from .types import BuildResult
 
-__all__ = ["FailureBlock", "cut_message", "failure_blocks", "fit_blocks", "used_failures"]
+__all__ = [
+    "FailureBlock",
+    "build_with_failures",
+    "cut_message",
+    "failure_blocks",
+    "fit_blocks",
+    "used_failures",
+]
 
 
 @dataclass(frozen=True)
@@ -185,3 +193,34 @@ def fit_blocks(blocks: Sequence[FailureBlock], budget: int) -> tuple[tuple[Failu
 def section_cost(text: str, cost: Cost) -> int:
     """The cost of the whole section ``text`` in ``cost``'s unit."""
     return _count(text, cost)
+
+
+def build_with_failures(
+    failures: Sequence[TestFailure],
+    cost: Cost,
+    budget: int,
+    build: Callable[[int, bool], BuildResult],
+    *,
+    limits: Limits | None = None,
+    traced: bool = False,
+) -> tuple[BuildResult, tuple[FailureBlock, ...], int]:
+    """Build a section that opens with the failure blocks of ``failures``, all within
+    ``budget`` (in ``cost``'s unit): the blocks that fit (:func:`fit_blocks`), then the windows
+    built by ``build(room, final)`` in what the blocks leave (``room``; ``final`` says whether
+    this build is the one kept, the one a trace records). With tokens and a template, whose
+    counts do not add up across concatenation, the whole section is counted and the windows
+    built again in less until it fits (and once more with ``final`` when ``traced``). Returns
+    the build result, the blocks and the cost of the whole section."""
+    blocks, spent = fit_blocks(failure_blocks(failures, cost, limits), budget)
+    counted = bool(blocks) and cost.unit == "tokens" and cost.template is not None
+    result = build(budget - spent, not counted)
+    if not counted:
+        return result, blocks, spent + result.used
+    head = "".join(block.text for block in blocks)
+    total = section_cost(head + render(result), cost)
+    while total > budget and result.budget > 0:
+        result = build(max(0, result.budget - (total - budget)), False)
+        total = section_cost(head + render(result), cost)
+    if traced:
+        result = build(result.budget, True)
+    return result, blocks, total

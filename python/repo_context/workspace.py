@@ -33,7 +33,7 @@ from typing import Any
 from . import reference
 from ._cache import Stat, Store
 from ._cache_admin import TrackedStore
-from ._failure_block import FailureBlock, failure_blocks, fit_blocks, section_cost, used_failures
+from ._failure_block import FailureBlock, build_with_failures, used_failures
 from .builder import RepoContextBuilder
 from .builder import build as native_build
 from .composer import header_path, render, render_omitted
@@ -203,7 +203,10 @@ class ContextResult:
         cost = self.result.cost
         unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
         counted = "the content" if cost.template is None else f"the {cost.template} section"
-        about.append(f"- budget: {self.used} of {self.budget} {unit} used ({counted}){self._blocks_note()}")
+        about.append(f"- budget: {self.used} of {self.budget} {unit} used ({counted})")
+        if self.failure_blocks:
+            spent = sum(block.cost for block in self.failure_blocks)
+            about.append(f"- failure blocks: {len(self.failure_blocks)} ({spent} {unit} of the budget)")
         about.append(f"- digest: {self.result.digest}")
         about.extend(f"- missing failure evidence: {line}" for line in missing_lines(self.result))
         parts = [
@@ -216,14 +219,6 @@ class ContextResult:
         if not redacted.kinds:
             return redacted.text
         return redacted.text + "\n" + redaction_note(redacted.kinds) + "\n"
-
-    def _blocks_note(self) -> str:
-        """``", N of them by the failure block(s)"`` for the summary's budget line, or ``""``."""
-        if not self.failure_blocks:
-            return ""
-        count = len(self.failure_blocks)
-        spent = sum(block.cost for block in self.failure_blocks)
-        return f", {spent} of them by {count} failure block{'s' if count > 1 else ''}"
 
     def markdown(self) -> str:
         """The section, then one empty line and :meth:`summary` (one document for a file)."""
@@ -793,28 +788,21 @@ class Workspace:
         before = time.perf_counter()
         data = gathered.build_input(budget)
         # The failure blocks open the section, inside the budget: the windows get what is left.
-        used = used_failures(gathered.failing_tests, gathered.failure, test)
-        blocks, spent = fit_blocks(failure_blocks(used, model, self.limits), budget)
         data = {
             "candidates": _stamped(reader, gathered.candidates),
             "failure_files": data["failure_files"],
-            "budget": budget - spent,
+            "budget": budget,
             "cost": model,
         }
-        counted = bool(blocks) and model.unit == "tokens" and model.template is not None
-        result = self._builder(engine).build(data, trace=None if counted else trace, verify=_verifier(reader))
-        total = spent + result.used
-        if counted:
-            # Token counts do not add up across concatenation: the whole section is counted,
-            # and the windows rebuilt in less until it fits; the trace gets the last build.
-            head = "".join(block.text for block in blocks)
-            total = section_cost(head + render(result), model)
-            while total > budget and result.budget > 0:
-                data["budget"] = max(0, result.budget - (total - budget))
-                result = self._builder(engine).build(data, verify=_verifier(reader))
-                total = section_cost(head + render(result), model)
-            if trace is not None:
-                result = self._builder(engine).build(data, trace=trace, verify=_verifier(reader))
+
+        def build(room: int, final: bool) -> BuildResult:
+            data["budget"] = room
+            return self._builder(engine).build(data, trace=trace if final else None, verify=_verifier(reader))
+
+        used = used_failures(gathered.failing_tests, gathered.failure, test)
+        result, blocks, total = build_with_failures(
+            used, model, budget, build, limits=self.limits, traced=trace is not None
+        )
         result = _with_withheld_failures(_restamped(result, reader), gathered)
         finished = time.perf_counter()
         times = {**timings, "build": finished - before, "total": finished - started}
