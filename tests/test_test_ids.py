@@ -134,6 +134,13 @@ def test_the_context_of_a_base_id_uses_every_parametrisation(
     data = json.loads(capsys.readouterr().out)
     assert data["failure"]["test_id"] == "tests/test_p.py::test_x[1]"
     assert data["failure_file"] == "tests/test_p.py"
+    # One failure block per parametrisation used, at the head of the section.
+    blocks = [(b["test"], b["message"]) for b in data["failure_blocks"]]
+    assert blocks == [("tests/test_p.py::test_x[1]", "bad n 1"), ("tests/test_p.py::test_x[3]", "bad n 3")]
+    # An exact id: that parametrisation alone.
+    assert main([*args, "--test", "tests/test_p.py::test_x[3]", "--format", "json"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert [b["test"] for b in exact["failure_blocks"]] == ["tests/test_p.py::test_x[3]"]
 
 
 def test_the_report_says_a_collection_failure_is_one(runs: tuple[Path, str, str]) -> None:
