@@ -269,20 +269,22 @@ def test_context_prints_markdown_context_and_omission_summary(
     out = proc.stdout.decode()
     # Standard output is exactly the section, costed in characters as rendered (the default).
     report = run_context(repo, log, cost={"template": "markdown"})
-    assert out == report.section == repo_context.render(report.result)
-    assert len(out) == report.result.used <= 16_000
+    head = "".join(block.text for block in report.failure_blocks)
+    assert head.startswith("### Failure: tests/test_ratios.py::test_mean_ratio\n")
+    assert out == report.section == head + repo_context.render(report.result)
+    assert len(out) == report.used <= 16_000
     headers = re.findall(r"^### (\S+) \(([a-z ]+)\)$", out, flags=re.M)
     # The deepest frame (ZeroDivisionError in parse_ratio) is the failure file's first window;
     # every file of the traceback is a failing file, and each label says what the evidence is.
     assert headers[0] == ("lib/ratios.py:1-3", "failure evidence in the failing file")
     assert ("lib/ratios.py:6-7", "failure evidence in the failing file") in headers
     assert ("tests/test_ratios.py:4-5", "failure evidence in the failing file") in headers
-    blocks = _fenced_blocks(out)
+    blocks = _fenced_blocks(out[len(head) :])
     lib = (repo / "lib" / "ratios.py").read_text(encoding="utf-8").splitlines(keepends=True)
     assert blocks[0][2] == "".join(lib[0:3])
     # The failure and omission report goes to standard error.
     err = proc.stderr.decode()
-    assert "## Failure" not in out and "## Omitted" not in out
+    assert not re.search("^## (Failure|Omitted)$", out, flags=re.M)
     assert err == report.summary()
     assert "- test: test_mean_ratio" in err
     assert "- error: ZeroDivisionError: division by zero" in err
@@ -314,7 +316,7 @@ def test_context_report_file_and_budget_unit(failing_repo: tuple[Path, Path], tm
     out = proc.stdout.decode()
     assert out == report.section
     counter = repo_context.TokenCounter("o200k_base")
-    assert counter.count_one(out) == report.result.used <= 150
+    assert counter.count_one(out) == report.used <= 150
     text = target.read_text(encoding="utf-8")
     assert text == report.summary()
     assert "of 150 o200k_base tokens used (the markdown section)" in text
@@ -358,7 +360,26 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
         "failure",
         "failing_tests",
         "policy_redacted",
+        "build_budget",
+        "build_used",
+        "failure_blocks",
+        "schema",
     }
+    assert out["schema"] == 1
+    # The failure block opens the section, costed as the content is (no template): its text.
+    message = "ZeroDivisionError: division by zero"
+    assert out["failure_blocks"] == [
+        {
+            "test": "tests/test_ratios.py::test_mean_ratio",
+            "exception": "ZeroDivisionError",
+            "message": "division by zero",
+            "phase": "call",
+            "cut": 0,
+            "cost": len(message),
+            "text": f"### Failure: tests/test_ratios.py::test_mean_ratio\n```text\n{message}\n```\n\n",
+        }
+    ]
+    assert out["build_budget"] == 120 - len(message)
     assert out["policy_omitted"] == []
     assert out["policy_redacted"] == []
     assert out["failure"] == {
@@ -370,7 +391,7 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
     }
     assert len(out["digest"]) == 64 and int(out["digest"], 16) >= 0
     assert (out["budget"], out["cost"]["unit"]) == (120, "chars")
-    assert out["used_chars"] == out["used"] <= 120
+    assert out["used_chars"] == out["build_used"] == out["used"] - len(message) <= out["build_budget"]
     assert out["used_chars"] == sum(len(item["content"]) for item in out["items"])
     assert out["truncated"] is True
     assert any(o["reason"] == "budget" for o in out["omitted"])
@@ -612,9 +633,9 @@ def test_context_markdown_with_a_template_prints_the_section(
     assert main(args) == 0
     captured = capsys.readouterr()
     report = run_context(repo, log, cost={"template": template})
-    section = repo_context.render(report.result)
-    assert section and captured.out == section
-    assert len(section) == report.result.used <= 16_000
+    section = "".join(block.text for block in report.failure_blocks) + repo_context.render(report.result)
+    assert report.failure_blocks and captured.out == section
+    assert len(section) == report.used <= 16_000
     assert captured.err == report.summary()
     assert f"(the {template} section)" in captured.err
     assert "## Omitted" in captured.err

@@ -72,7 +72,13 @@ def test_each_line_gives_its_result_or_error_in_order(monkeypatch: pytest.Monkey
     ]
     status, out, err = run(monkeypatch, "\n".join(lines) + "\n", "--engine", engine)
     assert status == EXIT_SOME_FAILED == 3
-    assert err == ""
+    # Standard error summarises the failed lines: their count, then each line and its error.
+    failed = [x["error"] for x in out if "error" in x]
+    assert err.splitlines() == [
+        "repo-context build: 5 of 7 lines could not be built (lines 3, 4, 6, 7, 9); "
+        'each has an {"error": ...} output line',
+        *(f"  line {e['line']}: {e['type']}: {e['message']}" for e in failed),
+    ]
     assert out == [
         repo_context.build(good(1)).to_dict(),
         error(
@@ -183,3 +189,24 @@ def test_output_streams_before_the_input_ends() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_the_failure_summary_names_the_first_lines_and_counts_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from repo_context.cli import JSONL_FAILURES_SHOWN
+
+    bad = JSONL_FAILURES_SHOWN + 3
+    text = json.dumps(good(1)) + "\n" + "[]\n" * bad
+    status, out, err = run(monkeypatch, text)
+    assert status == EXIT_SOME_FAILED and len(out) == bad + 1
+    lines = err.splitlines()
+    shown = ", ".join(str(n) for n in range(2, 2 + JSONL_FAILURES_SHOWN))
+    assert lines[0] == (
+        f"repo-context build: {bad} of {bad + 1} lines could not be built (lines {shown} and 3 more); "
+        'each has an {"error": ...} output line'
+    )
+    assert lines[1:] == [
+        f"  line {n}: InvalidInputError: input field 'input': must be a BuildInput or a mapping, not list"
+        for n in range(2, 2 + JSONL_FAILURES_SHOWN)
+    ]

@@ -96,6 +96,9 @@ def test_defaults_and_units() -> None:
         "max_source_map_bytes": 16 << 20,
         "max_cache_value_bytes": 256 << 20,
         "max_threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "max_failure_blocks": 3,
+        "max_failure_message_chars": 2_000,
+        "max_cache_bytes": 1 << 30,
     }
     # The old names are the defaults, set in one place.
     assert repo_context.DEFAULT_MAX_CANDIDATES == DEFAULT_LIMITS.max_candidates
@@ -112,7 +115,7 @@ def test_every_setting_is_documented_with_its_unit_and_behaviour() -> None:
     for setting in dataclasses.fields(Limits):
         name = setting.name
         units = {"bytes", "characters", "candidates", "entries", "folders", "lines", "seconds", "threads"}
-        units |= {"frames", "workspaces", "roots"}
+        units |= {"frames", "workspaces", "roots", "blocks"}
         assert limits.unit(name) in units
         assert f"{name}:" in class_doc
         section = {"error": errors, "skip": skips, "clamp": clamps}[limits.behaviour(name)]

@@ -107,7 +107,9 @@ def section_of(text: str) -> str:
     """The rendered section of a written context: what comes after the plugin's marker line
     and before its summary."""
     assert text.startswith(MARKER + "\n")
-    return text[len(MARKER) + 1 : text.index("## Failure")]
+    summary = re.search("^## Failure$", text, flags=re.M)
+    assert summary is not None
+    return text[len(MARKER) + 1 : summary.start()]
 
 
 def test_first_failing_test_context(project: pytest.Pytester) -> None:
@@ -257,7 +259,7 @@ def test_budget_in_characters(project: pytest.Pytester) -> None:
 
 
 def test_budget_in_tokens(project: pytest.Pytester) -> None:
-    budget = 60
+    budget = 100  # the failure element (about 25 tokens), then the failure window
     run(
         project,
         "--repo-context=tokens.md",
@@ -269,7 +271,11 @@ def test_budget_in_tokens(project: pytest.Pytester) -> None:
     used, total, unit, counted = BUDGET_LINE.findall(text)[0]
     assert (int(total), unit, counted) == (budget, "o200k_base tokens", "the xml section")
     section = section_of(text)
-    assert section.startswith('<snippet path="calc.py"')
+    # The failure element first, then the code.
+    assert section.startswith(
+        '<failure test="test_calc.py::test_ratio" exception="ZeroDivisionError" phase="call">'
+    )
+    assert '</failure>\n<snippet path="calc.py"' in section
     assert 0 < int(used) <= budget
     assert TokenCounter("o200k_base").count([section.rstrip("\n")])[0] <= budget
 

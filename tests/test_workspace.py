@@ -105,6 +105,11 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
+def _spent(result: repo_context.ContextResult) -> int:
+    """What the failure blocks at the head of ``result``'s section cost (characters)."""
+    return sum(len(block.text) for block in result.failure_blocks)
+
+
 def _plain(root: Path, log: str, budget: int, cost: dict[str, Any]) -> repo_context.BuildResult:
     """The same job without a workspace: gather, stamp each candidate with its provenance (the
     SHA-256 of its file's bytes, the source that proposed it), then build verified against the
@@ -137,8 +142,15 @@ def test_context_is_the_job_without_a_workspace(repo: Path, tmp_path: Path) -> N
     assert isinstance(result, ContextResult)
     # The default cost is the rendered Markdown section, so the section is within the budget.
     assert result.result.cost.to_dict() == repo_context.Cost.parse({"template": "markdown"}).to_dict()
-    assert len(result.section) == result.result.used <= 900
-    assert result.result.to_dict() == _plain(repo, _log(), 900, {"template": "markdown"}).to_dict()
+    assert len(result.section) == result.used <= 900 == result.budget
+    # The failure blocks open the section; the windows were built in what they left.
+    assert result.section.startswith("".join(b.text for b in result.failure_blocks))
+    assert result.result.budget == 900 - sum(b.cost for b in result.failure_blocks) < 900
+    assert result.used == result.result.used + sum(b.cost for b in result.failure_blocks)
+    assert (
+        result.result.to_dict()
+        == _plain(repo, _log(), result.result.budget, {"template": "markdown"}).to_dict()
+    )
     assert result.failure is not None and result.failure.name == "test_mean_ratio"
     assert [f.name for f in result.failures] == ["test_mean_ratio", "test_other"]
     assert result.failure_file == "lib/ratios.py"
@@ -149,6 +161,12 @@ def test_context_is_the_job_without_a_workspace(repo: Path, tmp_path: Path) -> N
     ]  # fmt: skip
     assert result.to_dict() == {
         **result.result.to_dict(),
+        "budget": 900,
+        "used": result.used,
+        "build_budget": result.result.budget,
+        "build_used": result.result.used,
+        "failure_blocks": [b.to_dict() for b in result.failure_blocks],
+        "schema": 1,
         "policy_omitted": [],
         "failure": {
             "test": "test_mean_ratio",
@@ -185,10 +203,11 @@ def test_context_is_the_job_without_a_workspace(repo: Path, tmp_path: Path) -> N
     # Tokens and another template.
     tokens = ws.context(_log(), budget=120, cost={"unit": "tokens", "template": "xml"}, engine="reference")
     assert (
-        tokens.result.to_dict() == _plain(repo, _log(), 120, {"unit": "tokens", "template": "xml"}).to_dict()
+        tokens.result.to_dict()
+        == _plain(repo, _log(), tokens.result.budget, {"unit": "tokens", "template": "xml"}).to_dict()
     )
     counter = repo_context.TokenCounter("o200k_base")
-    assert counter.count_one(tokens.section) == tokens.result.used <= 120
+    assert counter.count_one(tokens.section) == tokens.used <= 120
 
 
 def test_test_chooses_the_failure(repo: Path) -> None:
@@ -229,12 +248,18 @@ def test_only_changed_files_are_read_again(repo: Path, tmp_path: Path) -> None:
     current = ("lib/ratios.py", ws._digest("lib/ratios.py"))
     assert [k for k in ws._docs if k[0] == "lib/ratios.py"] == [current]
     assert any("# den may be 0" in item.content for item in edited.result.items)
-    assert edited.result.to_dict() == _plain(repo, _log(), 4000, {"template": "markdown"}).to_dict()
+    assert (
+        edited.result.to_dict()
+        == _plain(repo, _log(), 4000 - _spent(edited), {"template": "markdown"}).to_dict()
+    )
     # A removed file leaves the index.
     (repo / "lib" / "other.py").unlink()
     removed = ws.context(_log(), budget=4000)
     assert all(item.path != "lib/other.py" for item in removed.result.items)
-    assert removed.result.to_dict() == _plain(repo, _log(), 4000, {"template": "markdown"}).to_dict()
+    assert (
+        removed.result.to_dict()
+        == _plain(repo, _log(), 4000 - _spent(removed), {"template": "markdown"}).to_dict()
+    )
 
 
 def _no_derivation(mp: pytest.MonkeyPatch) -> None:

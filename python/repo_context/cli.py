@@ -48,7 +48,16 @@
     "why"}`` (``why`` such as ``"policy: secret name"``; an empty list when none);
     ``"failure"``; ``"failing_tests"``: every failing test found, each
     ``{"test", "name", "status", "phase", "exception", "message", "selected"}``; and
-    ``"policy_redacted"``.
+    ``"policy_redacted"``; ``"failure_blocks"``; ``"schema"`` (1). The section opens with the
+    failure: one block per failing test used (test id, exception, message, redacted, a long
+    message cut with ``[... N characters cut]``), costed inside the budget
+    (:mod:`repo_context._failure_block`).
+
+``repo-context cache info|clear [--cache-dir DIR] [--format text|json]``
+    Show the index cache's folder, size, entries and databases (``info``; ``--format json``:
+    ``CacheInfo.to_dict``, with ``"schema": 1``), or remove its files (``clear``; nothing else
+    in the folder). The cache keeps itself within ``Limits.max_cache_bytes`` by removing the
+    least recently used entries (:mod:`repo_context._cache_admin`).
 
 ``repo-context mcp [--root DIR]... [--allow-run] [--python PATH] [--cache-dir DIR] [--limit NAME=N]``
     Serve the ``context_for_failure`` and ``build`` tools over the Model Context Protocol
@@ -82,7 +91,11 @@ line on standard error. Output files are written by :mod:`repo_context._writer`.
 closed pipe is such a failure like any other (``SIGPIPE`` stays ignored, as Python sets it,
 and the write fails with ``EPIPE``): the command never reports success for output that was
 cut short; 3 (``build --jsonl`` only) if some lines could not be built: every line still
-has its output line, the failed ones an ``{"error": ...}`` object; 130 when stopped by
+has its output line, the failed ones an ``{"error": ...}`` object, and standard error
+summarises them (their count, then the first few line numbers with their errors); 5 with
+``--require-failure`` when a failing file's failure evidence was all left out
+(``missing_critical``) or, for ``context``, the log has no failing test (said on standard
+error either way); 130 when stopped by
 Ctrl-C (SIGINT), with the one line ``repo-context COMMAND: interrupted``. Markdown output writes
 characters its stream cannot encode (lone surrogates) as backslash escapes. Every name printed
 (a path, a test id), in the output or in a message, has its line breaks and other control
@@ -193,6 +206,17 @@ class _ArgumentParser(argparse.ArgumentParser):
             write_stream(sys.stdout, message)
         else:
             warn(message.rstrip("\n"))
+
+
+def _version() -> str:
+    """The installed distribution's version (``importlib.metadata``), or ``unknown`` when the
+    package runs from a source tree without its metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("repo-context")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _one_line(text: str) -> str:
@@ -500,10 +524,14 @@ def _jsonl_lines(file: str, limits: Limits) -> Iterator[tuple[int, bytes | Resou
 
 
 def _jsonl_chunk(
-    chunk: list[tuple[int, bytes | ResourceLimitError]], args: argparse.Namespace, kinds: list[str]
+    chunk: list[tuple[int, bytes | ResourceLimitError]],
+    args: argparse.Namespace,
+    kinds: list[str],
+    failed: list[tuple[int, str]] | None = None,
 ) -> tuple[list[str], bool]:
     """Build one chunk of ``--jsonl`` lines; return their output lines (secrets redacted, their
-    kinds added to ``kinds``) and whether all built."""
+    kinds added to ``kinds``) and whether all built. Each line that failed is appended to
+    ``failed`` (when given) as its number and ``"Type: message"`` (redacted)."""
     parsed: list[Any] = []
     for _, raw in chunk:
         if isinstance(raw, ResourceLimitError):
@@ -523,6 +551,8 @@ def _jsonl_chunk(
         if isinstance(result, Exception):
             ok = False
             shown, found = redact_json(json.loads(error_json(result, number)))
+            if failed is not None:
+                failed.append((number, f"{shown['error']['type']}: {shown['error']['message']}"))
         else:
             shown, found = redact_json(result.to_dict())
         kinds += [record["kind"] for record in found]
@@ -541,6 +571,8 @@ def _cmd_build_jsonl(args: argparse.Namespace) -> int:
     )
     all_ok = True
     kinds: list[str] = []
+    failed: list[tuple[int, str]] = []
+    total = 0
     try:
         chunk: list[tuple[int, bytes | ResourceLimitError]] = []
         lines = _jsonl_lines(args.jsonl, args.limits)
@@ -548,15 +580,37 @@ def _cmd_build_jsonl(args: argparse.Namespace) -> int:
             chunk = list(itertools.islice(lines, JSONL_CHUNK))
             if not chunk:
                 break
-            out, ok = _jsonl_chunk(chunk, args, kinds)
+            out, ok = _jsonl_chunk(chunk, args, kinds, failed)
             all_ok = all_ok and ok
+            total += len(chunk)
             _write(sys.stdout, "".join(line + "\n" for line in out))
             progress.update(len(chunk))
     finally:
         progress.close()
     if kinds:
         _warn("build", _redaction_note(kinds))
+    if failed:
+        _jsonl_failures(failed, total)
     return 0 if all_ok else EXIT_SOME_FAILED
+
+
+#: Failed lines of ``build --jsonl`` named one by one in its summary on standard error.
+JSONL_FAILURES_SHOWN = 5
+
+
+def _jsonl_failures(failed: list[tuple[int, str]], total: int) -> None:
+    """The summary of ``build --jsonl``'s failed lines on standard error: one line with their
+    count, then one line for each of the first :data:`JSONL_FAILURES_SHOWN` (its number and
+    error, cut to 200 characters), and how many more there are."""
+    lines = ", ".join(str(number) for number, _ in failed[:JSONL_FAILURES_SHOWN])
+    more = f" and {len(failed) - JSONL_FAILURES_SHOWN} more" if len(failed) > JSONL_FAILURES_SHOWN else ""
+    warn(
+        f"repo-context build: {len(failed)} of {total} lines could not be built (lines {lines}{more}); "
+        'each has an {"error": ...} output line'
+    )
+    for number, error in failed[:JSONL_FAILURES_SHOWN]:
+        shown = error if len(error) <= 200 else error[:197] + "..."
+        warn(f"  line {number}: {_one_line(shown)}")
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
@@ -695,7 +749,12 @@ def _cmd_context(args: argparse.Namespace) -> int:
         raise _UsageError(str(exc)) from exc
     failure = report.gathered.failure
     if failure is None:
-        _warn("context", "no failing test found in the log")
+        why = "the log is empty" if not log_text.strip() else "no failing test found in the log"
+        _warn(
+            "context",
+            f"{why}: the context has no failure evidence"
+            + (" (exit 5: --require-failure)" if args.require_failure else ""),
+        )
     elif failure.frames and not any(pf.frame in failure.frames for pf in report.gathered.frames):
         # (a frame found from the test id alone does not count: the log's paths matched nothing)
         _warn(
@@ -708,6 +767,8 @@ def _cmd_context(args: argparse.Namespace) -> int:
             _warn("context", f"re-run: {note}")
     # Warnings come before the output and the report; the status after printing them.
     status = _warn_missing("context", report.result, args.require_failure)
+    if failure is None and args.require_failure:
+        status = EXIT_MISSING_EVIDENCE
     if args.format == "json":
         _write(sys.stdout, context_json(report) + "\n")
     else:
@@ -737,7 +798,7 @@ def _add_require_failure(parser: argparse.ArgumentParser) -> None:
         "--require-failure",
         action="store_true",
         help="warn and exit 5 (after printing the result) when a failing file's failure windows "
-        "were all left out (missing_critical)",
+        "were all left out (missing_critical), or the log has no failing test",
     )
 
 
@@ -746,6 +807,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="repo-context",
         description="Rank, de-duplicate and pack code-context candidates for coding agents.",
     )
+    parser.add_argument("--version", action="version", version=f"repo-context {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     build = commands.add_parser(
@@ -863,7 +925,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NODEID",
         default=None,
         help="the failing test to build the context for, when the log has several (default: "
-        "the first failing test of the short test summary)",
+        "the first failing test of the short test summary; a parametrised test's base id covers "
+        "every failed parametrisation)",
     )
     context.add_argument("--query", metavar="TEXT", default=None, help="extra words for the search source")
     context.add_argument(
@@ -958,7 +1021,65 @@ def _parser() -> argparse.ArgumentParser:
     replayer.set_defaults(run=_cmd_replay)
     add_eval_parser(commands)
     add_rerank_parser(commands)
+    _add_cache_parser(commands)
     return parser
+
+
+def _add_cache_parser(commands: Any) -> None:
+    """The ``cache info`` and ``cache clear`` subcommands."""
+    cache = commands.add_parser(
+        "cache",
+        help="show or clear the on-disk index cache",
+        description="Show where the index cache is, its size and entries (info), or remove its "
+        "files (clear). The cache stays within the limit max_cache_bytes (default 1 GiB): past "
+        "it the least recently used entries are removed.",
+    )
+    actions = cache.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, words in (("info", "show the cache's folder, size and entries"), ("clear", "remove its files")):
+        action = actions.add_parser(name, help=words, description=words[0].upper() + words[1:] + ".")
+        action.add_argument(
+            "--cache-dir",
+            metavar="DIR",
+            default=None,
+            help="folder of the index cache (default: repo-context in the user cache directory)",
+        )
+        if name == "info":
+            action.add_argument(
+                "--format", choices=["text", "json"], default="text", help="lines of text (default) or JSON"
+            )
+            add_limit_option(action)
+        action.set_defaults(run=_cmd_cache)
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from ._cache import rules_version
+    from ._cache_admin import clear, info
+    from .workspace import default_cache_dir
+
+    folder = Path(args.cache_dir) if args.cache_dir is not None else default_cache_dir()
+    if folder.exists() and not folder.is_dir():
+        raise _UsageError(f"--cache-dir: {header_path(str(folder))} is not a folder")
+    if args.action == "clear":
+        try:
+            count, size = clear(folder)
+        except OSError as exc:
+            raise _UsageError(f"cannot clear {header_path(str(folder))}: {exc.strerror or exc}") from exc
+        _write(sys.stdout, f"removed {count} files ({size} bytes) from {header_path(str(folder))}\n")
+        return 0
+    limits: Limits = args.limits
+    found = info(folder, limits.max_cache_bytes, f"derived-{rules_version()}.sqlite3")
+    if args.format == "json":
+        _write(sys.stdout, json.dumps(found.to_dict(), ensure_ascii=True) + "\n")
+        return 0
+    lines = [
+        f"folder: {header_path(str(found.folder))}",
+        f"size: {found.size} bytes (limit {found.limit} bytes: max_cache_bytes)",
+        f"entries: {found.entries}",
+        f"databases: {len(found.databases)}"
+        + (f" (this version's: {header_path(found.current.name)})" if found.current else ""),
+    ]
+    _write(sys.stdout, "".join(line + "\n" for line in lines))
+    return 0
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
@@ -983,7 +1104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cannot be written (either with one line on standard error); 3 if some lines of
     ``build --jsonl`` could not be built (each has its ``{"error": ...}`` output line); 4 when
     ``replay`` does not reproduce a digest; 5 with ``--require-failure`` when a failing file's
-    failure evidence was all left out; 130 when interrupted (SIGINT: one line, no traceback).
+    failure evidence was all left out, or ``context``'s log has no failing test; 130 when
+    interrupted (SIGINT: one line, no traceback).
     ``--help`` prints the help and returns 0 (1 if it cannot be written). A standard stream
     closed when the program starts gets the null device, so no file opened later takes its
     place; output for a closed standard output fails (status 1)."""
@@ -998,6 +1120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OutputError as exc:  # --help could not be written
         warn(f"repo-context: {_one_line(str(exc))}")
         return 1
+    except KeyboardInterrupt:  # Ctrl-C before a command started
+        warn("repo-context: interrupted")
+        return EXIT_INTERRUPTED
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         args.limits = Limits.parse(getattr(args, "limit", None) or ())

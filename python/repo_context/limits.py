@@ -37,10 +37,13 @@ one of two things, fixed per setting (:func:`behaviour` tells which):
   ``rerun_seconds`` is killed, and trace records past ``max_trace_bytes`` are cut or left
   out: either is reported with the context (its re-run notes), which is built from what
   remains, not an error.
+  ``max_failure_blocks`` bounds the failure blocks of a context section; ``max_cache_bytes``
+  the on-disk cache (past it the least recently used entries are removed).
 * **clamped, not an error**: a request for more worker threads than ``max_threads`` (the
   ``threads=`` of :func:`repo_context.build_many` and :func:`repo_context.build_table`,
   ``--threads`` of ``build --jsonl`` and ``rerank``) runs on ``max_threads`` threads, said once
-  on standard error (:func:`clamp_threads`).
+  on standard error (:func:`clamp_threads`). A failure block's message longer than
+  ``max_failure_message_chars`` is cut to it, with a visible marker saying how much was cut.
 
 Caps that shape the ranking's output rather than guard resources (``MAX_CALLERS`` windows per
 source, ``MAX_DEFINITIONS``, ``MAX_PER_FILE`` search hits, ...) are tuning and stay with their
@@ -168,6 +171,16 @@ class Limits:
             read to map a frame in compiled JavaScript back to its TypeScript source; a larger
             map is not read (the frame stays on the ``.js`` file): skipped, not an error.
             Default 16 MiB.
+        max_failure_blocks: failing tests given a failure block at the head of the context
+            section (:attr:`repo_context.ContextResult.failure_blocks`); the tests past it get
+            none: skipped, not an error. Default 3.
+        max_failure_message_chars: characters (code points) of one failure block's exception
+            message, after redaction; a longer message is cut there and ends with a visible
+            ``[... N characters cut]`` marker: clamped, not an error. Default 2,000.
+        max_cache_bytes: bytes of a cache folder's entries on disk (``--cache-dir``, by
+            default under the user cache directory); past it the least recently used entries
+            are removed (:mod:`repo_context._cache_admin`): skipped, not an error.
+            Default 1 GiB.
 
     Raises:
         InvalidInputError: a value that is not an ``int >= 0`` (``field`` names the setting).
@@ -198,6 +211,9 @@ class Limits:
     rerun_seconds: int = _setting(600, "seconds", "skip", "a traced re-run of the failing tests")
     max_trace_bytes: int = _setting(64 << 20, "bytes", "skip", "the trace records of one re-run")
     max_source_map_bytes: int = _setting(16 << 20, "bytes", "skip", "one source map of the repository")
+    max_failure_blocks: int = _setting(3, "blocks", "skip", "failure blocks of one context section")
+    max_failure_message_chars: int = _setting(2_000, "characters", "clamp", "one failure block's message")
+    max_cache_bytes: int = _setting(1 << 30, "bytes", "skip", "entries of one cache folder")
 
     def __post_init__(self) -> None:
         for setting in dataclasses.fields(self):

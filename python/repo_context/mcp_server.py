@@ -112,6 +112,7 @@ from .secrets import redact_json, redact_text
 from .sources.execution import ExecutionRecord
 from .sources.failure import PATH_MAX
 from .sources.files import Repository
+from .sources.pytest_log import UnknownTestError
 from .sources.rerun import RERUN_MODES, RerunReport, rerun_for_log
 from .workspace import Workspace
 
@@ -149,7 +150,8 @@ repository: the folder the tests ran in. test_log: the test output (pytest in an
 unittest, a traceback; vitest, jest, mocha, node --test (spec or TAP); go test (plain, -v,
 -json); cargo test or nextest; JUnit 4/5, Maven Surefire or Gradle; any log with stack traces;
 or a JUnit XML report), its format told from its content; or log_file: a file holding it.
-test: the id (or name) of the failing test to build for (default: the first failure).
+test: the id (or name) of the failing test to build for (default: the first failure; a
+parametrised test's base id covers every failed parametrisation).
 junit_xml: the run's JUnit XML report, if any (alone, without test_log, it is the test
 output); or junit_file: a file holding it. coverage_file: a coverage
 report of the failing tests (coverage.py's .coverage data file, its JSON report, LCOV or
@@ -165,8 +167,9 @@ budget: in the cost's unit (default 16000 characters or 4000 tokens). unit: "cha
 Every path (repository, log_file, junit_file, coverage_file) must be a path inside the server's
 roots (symbolic links resolved); log_file, junit_file and coverage_file must be regular files.
 
-Returns the section (text) and, structured, the section, the result (ContextResult.to_dict():
-the build result's JSON form, the policy omissions and the failure), the report (Markdown),
+Returns the section (text: it opens with the failure, one block per failing test used, then
+the code) and, structured, the section, the result (ContextResult.to_dict(): the build result's
+JSON form, the policy omissions, the failure and its failure blocks), the report (Markdown),
 the timings in seconds and "redacted" (secrets the server replaced in this result).
 """
 
@@ -539,6 +542,19 @@ def _traced_rerun(
     return record, found
 
 
+#: Last lines of a test run's output quoted when the run reported no failing test.
+RUN_TAIL_LINES = 5
+
+
+def _no_failure_in_run(node_id: str, output: str) -> str:
+    """Why a test run gave no failure to build for: the node id and the last
+    :data:`RUN_TAIL_LINES` non-blank lines of its output (each echoed as :func:`_shown` does),
+    which say what went wrong (no tests collected, pytest missing, a crash)."""
+    tail = [line for line in output.splitlines() if line.strip()][-RUN_TAIL_LINES:]
+    said = " | ".join(_shown(line.strip()) for line in tail) if tail else "(no output)"
+    return f"test: the run of {_shown(node_id)} reported no failing test; its output ends: {said}"
+
+
 def _os_error(exc: OSError) -> str:
     """The words for an ``OSError`` met reading the repository: its reason only, never the
     file name it carries (an absolute path of the server's machine)."""
@@ -900,6 +916,7 @@ def create_server(
             used.append(ws)
             if text is None and report is not None:
                 text = ""  # the JUnit report alone is the test output
+            ran = text is None
             if text is None:
                 node_id = str(test)
                 _check_test_id(ws.root, node_id, limits, deadline)
@@ -910,16 +927,21 @@ def create_server(
                 coverage, rerun_report = _traced_rerun(
                     ws.root, text, report, test, mode, _interpreter(ws.root, interpreter), limits, deadline
                 )
-            outcome = ws.context(
-                text,
-                junit_xml=report,
-                test=test,
-                query=query,
-                budget=budget,
-                cost=cost,
-                coverage=coverage,
-                deadline=deadline,
-            )
+            try:
+                outcome = ws.context(
+                    text,
+                    junit_xml=report,
+                    test=test,
+                    query=query,
+                    budget=budget,
+                    cost=cost,
+                    coverage=coverage,
+                    deadline=deadline,
+                )
+            except UnknownTestError as exc:
+                if not ran or exc.known:
+                    raise
+                raise ToolError(_no_failure_in_run(str(test), text)) from None
             if rerun_report is not None:
                 outcome = dataclasses.replace(outcome, rerun=rerun_report)
             if time.monotonic() > deadline:

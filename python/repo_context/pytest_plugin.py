@@ -58,13 +58,14 @@ PYTEST_DONT_REWRITE
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -368,6 +369,9 @@ class RepoContextWriter:
         return True
 
     def _context(self, failure: _Failure, repo: Repository, builder: RepoContextBuilder) -> str:
+        from ._failure_block import build_with_failures, used_failures
+        from .cost import Cost
+        from .types import BuildResult
         from .workspace import (
             DEFAULT_MAX_CHARS,
             ContextResult,
@@ -399,13 +403,34 @@ class RepoContextWriter:
         reader = self._workspace._reader
         if reader is not None:
             data["candidates"] = _stamped(reader, gathered.candidates)
-        result = builder.build(data, verify=None if reader is None else _verifier(reader))
-        if reader is None:
-            return ContextResult(result, gathered).markdown()
-        # As Workspace.context: provenance of redacted files, withheld failure windows, and
-        # the reader's redactions reported.
-        result = _with_withheld_failures(_restamped(result, reader), gathered)
-        return ContextResult(result, gathered, redactions=reader_redactions(reader, result)).markdown()
+        room = "budget" if "budget" in data else "max_chars"
+
+        def build(left: int, final: bool) -> BuildResult:
+            data[room] = left
+            return builder.build(data, verify=None if reader is None else _verifier(reader))
+
+        # As Workspace.context: the section opens with the failure, inside the budget.
+        model = Cost.parse(self._cost) if self._cost is not None else Cost()
+        # (the report's own log names no node id: the block names the test by pytest's)
+        used = [
+            dataclasses.replace(report, test_id=report.test_id or failure.nodeid)
+            for report in used_failures(gathered.failing_tests, gathered.failure, None)
+        ]
+        result, blocks, total = build_with_failures(used, model, budget, build, limits=self._workspace.limits)
+        redactions: tuple[dict[str, Any], ...] = ()
+        if reader is not None:
+            # As Workspace.context: provenance of redacted files, withheld failure windows, and
+            # the reader's redactions reported.
+            result = _with_withheld_failures(_restamped(result, reader), gathered)
+            redactions = reader_redactions(reader, result)
+        return ContextResult(
+            result,
+            gathered,
+            redactions=redactions,
+            failure_blocks=blocks,
+            full_budget=budget,
+            full_used=total,
+        ).markdown()
 
     # -- reporting ---------------------------------------------------------------------
 

@@ -32,6 +32,8 @@ from typing import Any
 
 from . import reference
 from ._cache import Stat, Store
+from ._cache_admin import TrackedStore
+from ._failure_block import FailureBlock, build_with_failures, used_failures
 from .builder import RepoContextBuilder
 from .builder import build as native_build
 from .composer import header_path, render, render_omitted
@@ -71,6 +73,9 @@ __all__ = [
 DEFAULT_MAX_CHARS = 16_000
 #: Default budget in tokens of the cost's encoding.
 DEFAULT_MAX_TOKENS = 4_000
+#: The version of the JSON form of a context result (``ContextResult.to_dict``, ``context
+#: --format json``): raised when a key changes meaning or goes, not when one is added.
+CONTEXT_SCHEMA = 1
 #: Files to derive before the cold build shows a progress bar (on a terminal).
 PROGRESS_FILES = 200
 #: Up to this many files derived in one call stay in memory, parses included.
@@ -132,6 +137,12 @@ class ContextResult:
     reread: tuple[str, ...] = ()
     redactions: tuple[dict[str, Any], ...] = ()
     rerun: RerunReport | None = None
+    #: The failure blocks that open the section (:mod:`repo_context._failure_block`), in order.
+    failure_blocks: tuple[FailureBlock, ...] = ()
+    #: The budget of the whole section (``None``: ``result.budget``, no failure blocks).
+    full_budget: int | None = None
+    #: The cost of the whole section, failure blocks included (``None``: ``result.used``).
+    full_used: int | None = None
 
     @property
     def failure(self) -> TestFailure | None:
@@ -150,20 +161,28 @@ class ContextResult:
 
     @property
     def budget(self) -> int:
-        """The budget, in the cost's unit (``result.cost``)."""
-        return self.result.budget
+        """The budget of the whole section, in the cost's unit (``result.cost``); the code
+        windows were built in what the failure blocks left of it (``result.budget``)."""
+        return self.result.budget if self.full_budget is None else self.full_budget
 
     @property
     def max_chars(self) -> int:
         """The budget (the name of the earlier ``ContextReport``; in the cost's unit)."""
-        return self.result.budget
+        return self.budget
+
+    @property
+    def used(self) -> int:
+        """The cost of the whole section (failure blocks and windows), in the budget's unit."""
+        return self.result.used if self.full_used is None else self.full_used
 
     @property
     def section(self) -> str:
-        """The prompt section: ``repo_context.render(result)``, the selected blocks in the
-        cost's template (Markdown without one). With a template, it is exactly what was
-        costed: its cost in the budget's unit is ``result.used <= result.budget``."""
-        return render(self.result)
+        """The prompt section: the failure blocks (:attr:`failure_blocks`: the test id, the
+        exception and its message of each failing test used, redacted), then
+        ``repo_context.render(result)``, the selected blocks in the cost's template (Markdown
+        without one). With a template, it is exactly what was costed: its cost in the
+        budget's unit is :attr:`used` ``<=`` :attr:`budget`."""
+        return "".join(block.text for block in self.failure_blocks) + render(self.result)
 
     def summary(self) -> str:
         """The failure and omission report in Markdown (``## Failure`` with the result's
@@ -182,12 +201,17 @@ class ContextResult:
             message = f"{exc}: {failure.message}" if failure.message else exc
             about.append(f"- test: {header_path(failure.name) if failure.name else '(unnamed)'}")
             about.append(f"- error: {header_path(message)}")
+            if failure.phase == "collect":
+                about.append("- phase: collection (the test's module could not be collected: it never ran)")
         where = header_path(self.failure_file) if self.failure_file else "(none in the repository)"
         about.append(f"- failure file: {where}")
         cost = self.result.cost
         unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
         counted = "the content" if cost.template is None else f"the {cost.template} section"
-        about.append(f"- budget: {self.result.used} of {self.result.budget} {unit} used ({counted})")
+        about.append(f"- budget: {self.used} of {self.budget} {unit} used ({counted})")
+        if self.failure_blocks:
+            spent = sum(block.cost for block in self.failure_blocks)
+            about.append(f"- failure blocks: {len(self.failure_blocks)} ({spent} {unit} of the budget)")
         about.append(f"- digest: {self.result.digest}")
         about.extend(f"- missing failure evidence: {line}" for line in missing_lines(self.result))
         if self.rerun is not None:
@@ -222,8 +246,18 @@ class ContextResult:
         (every failing test of the log, :func:`failing_tests_json`), after a re-run ``"rerun"``
         (:meth:`repo_context.sources.rerun.RerunReport.to_dict`), and ``"policy_redacted"``
         (the secrets replaced by ``[REDACTED: kind]`` in every other string,
-        :func:`repo_context.secrets.redact_json`; an empty list when none)."""
+        :func:`repo_context.secrets.redact_json`; an empty list when none). ``"budget"`` and
+        ``"used"`` are the whole section's (failure blocks included), ``"build_budget"`` and
+        ``"build_used"`` the code windows' alone (the build's own ``budget`` and ``used``), and
+        ``"failure_blocks"`` the blocks that open the section (``FailureBlock.to_dict``: ``{"test",
+        "exception", "message", "phase", "cut", "cost", "text"}``, ``cut`` the characters cut
+        from the message). ``"schema"`` is the version of this form (:data:`CONTEXT_SCHEMA`),
+        raised when a key changes meaning or goes."""
         data = self.result.to_dict()
+        data["build_budget"], data["build_used"] = data["budget"], data["used"]
+        data["budget"], data["used"] = self.budget, self.used
+        data["failure_blocks"] = [block.to_dict() for block in self.failure_blocks]
+        data["schema"] = CONTEXT_SCHEMA
         data["policy_omitted"] = [w.to_dict() for w in self.gathered.policy_omissions]
         failure = self.failure
         data["failure"] = (
@@ -622,7 +656,7 @@ class Workspace:
         self._store: Store | None = None
         if cache:
             folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-            self._store = Store(folder, chosen.max_cache_value_bytes)
+            self._store = TrackedStore(folder, chosen.max_cache_value_bytes, chosen.max_cache_bytes)
         reading = (chosen.max_file_bytes, chosen.max_depth, chosen.max_gitignore_bytes)
         rules = (chosen.max_gitignore_patterns, chosen.max_gitignore_pattern_chars)
         self._key_prefix = f"{self.root.as_posix()}|{reading}|{rules}|{gitignore}"
@@ -799,18 +833,36 @@ class Workspace:
         _check_deadline(deadline)
         before = time.perf_counter()
         data = gathered.build_input(budget)
+        # The failure blocks open the section, inside the budget: the windows get what is left.
         data = {
             "candidates": _stamped(reader, gathered.candidates),
             "failure_files": data["failure_files"],
             "budget": budget,
             "cost": model,
         }
-        result = self._builder(engine).build(data, trace=trace, verify=_verifier(reader))
+
+        def build(room: int, final: bool) -> BuildResult:
+            data["budget"] = room
+            return self._builder(engine).build(data, trace=trace if final else None, verify=_verifier(reader))
+
+        used = used_failures(gathered.failing_tests, gathered.failure, test)
+        result, blocks, total = build_with_failures(
+            used, model, budget, build, limits=self.limits, traced=trace is not None
+        )
         result = _with_withheld_failures(_restamped(result, reader), gathered)
         finished = time.perf_counter()
         times = {**timings, "build": finished - before, "total": finished - started}
         return ContextResult(
-            result, gathered, failures, times, reread, reader_redactions(reader, result), report
+            result,
+            gathered,
+            failures,
+            times,
+            reread,
+            reader_redactions(reader, result),
+            report,
+            failure_blocks=blocks,
+            full_budget=budget,
+            full_used=total,
         )
 
     # -- one call --------------------------------------------------------------------------
@@ -1014,9 +1066,7 @@ class Workspace:
         index = SearchIndex(
             root=self.root,
             chunks=tuple(chunks),
-            fingerprint=tuple(
-                (rel, *self._table[rel][:4]) for rel in searchable if rel in self._table
-            ),
+            fingerprint=tuple((rel, *self._table[rel][:4]) for rel in searchable if rel in self._table),
             build_seconds=time.perf_counter() - started,
             timings=timings,
             lines=lines,

@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, NoReturn
 
 __all__ = [
     "BEYOND_LINE",
@@ -1383,8 +1383,14 @@ def select_test(tests: Sequence[FailingTest], test: str | None = None) -> Failin
 
     ``test`` is a pytest node id (``tests/test_x.py::TestC::test_y[1]``), a unittest or
     JUnit dotted id (``tests.test_x.TestC.test_y``) or a test name (``TestC.test_y``);
-    exact ids first, then the same test written another way. Raises
-    :class:`UnknownTestError` when no failing test matches.
+    exact ids first, then the same test written another way. A parametrised test's base id
+    (``tests/t.py::test_x`` when the log has ``test_x[1]`` and ``test_x[2]``) covers all its
+    failed parametrisations: one ``FailingTest`` whose ``test`` is the id given, whose
+    ``failure`` is the first one's and whose ``others`` are the first one's other reports, then
+    each further parametrisation's reports. A node id whose module (or a folder above it) could
+    not be collected (``ERROR collecting tests/t.py``: an import error, say) gives that
+    collection failure: the test never ran. Raises :class:`UnknownTestError` when no failing
+    test matches.
     """
     if test is None:
         return tests[0] if tests else None
@@ -1397,4 +1403,49 @@ def select_test(tests: Sequence[FailingTest], test: str | None = None) -> Failin
         names = [_header_key(f.name) for f in (found.failure, *found.others) if f.name]
         if any(_dotted(i) == wanted or _dotted(i).endswith("." + wanted) for i in ids) or test in names:
             return found
-    raise UnknownTestError(test, [t.test or "(unnamed)" for t in tests])
+    return _parametrised(tests, test, wanted) or _uncollected(tests, test) or _unknown(tests, test)
+
+
+def _parametrised(tests: Sequence[FailingTest], test: str, wanted: str) -> FailingTest | None:
+    """The failed parametrisations of the test whose base id (dotted: ``wanted``) is ``test``
+    as one :class:`FailingTest` (see :func:`select_test`), or ``None`` when there is none."""
+    if "[" in test:
+        return None
+    found: list[FailingTest] = []
+    for candidate in tests:
+        reports = (candidate.failure, *candidate.others)
+        ids = [f.test_id for f in reports if f.test_id and "[" in f.test_id]
+        names = [_header_key(f.name) for f in reports if f.name and "[" in f.name]
+        bases = [_dotted(i).partition("[")[0] for i in ids]
+        if any(b == wanted or b.endswith("." + wanted) for b in bases) or any(
+            n.partition("[")[0] == test for n in names
+        ):
+            found.append(candidate)
+    if not found:
+        return None
+    first, rest = found[0], found[1:]
+    others = (*first.others, *(r for t in rest for r in (t.failure, *t.others)))
+    return FailingTest(test, first.failure, others)
+
+
+def _uncollected(tests: Sequence[FailingTest], test: str) -> FailingTest | None:
+    """The collection failure of the module (or a folder above it) of the node id ``test``,
+    or ``None``."""
+    path = test.split("::", 1)[0].rstrip("/")
+    for candidate in tests:
+        if candidate.failure.phase != "collect" or not candidate.test:
+            continue
+        module = candidate.test.rstrip("/")
+        if path == module or path.startswith(module + "/"):
+            return candidate
+    return None
+
+
+def _unknown(tests: Sequence[FailingTest], test: str) -> NoReturn:
+    """Raise :class:`UnknownTestError` for ``test``, naming the failing tests (a collection
+    failure as ``ID (collection error)``)."""
+    known = [
+        (t.test or "(unnamed)") + (" (collection error)" if t.failure.phase == "collect" else "")
+        for t in tests
+    ]
+    raise UnknownTestError(test, known)

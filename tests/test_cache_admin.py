@@ -1,0 +1,152 @@
+"""The on-disk cache stays in bounds (least recently used entries evicted past
+``max_cache_bytes``), and ``repo-context cache info|clear`` show and empty it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from repo_context import Limits, Workspace
+from repo_context._cache import rules_version
+from repo_context._cache_admin import TrackedStore, cache_files, enforce
+from repo_context.cli import main
+from test_workspace import LIB, OTHER, TEST, _log
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "lib" / "ratios.py").write_text(LIB, encoding="utf-8")
+    (root / "lib" / "other.py").write_text(OTHER, encoding="utf-8")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_ratios.py").write_text(TEST, encoding="utf-8")
+    return root
+
+
+def _size(folder: Path) -> int:
+    return sum(path.stat().st_size for path in cache_files(folder))
+
+
+def test_cache_info_and_clear(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cache = tmp_path / "cache"
+    assert main(["cache", "info", "--cache-dir", str(cache), "--format", "json"]) == 0
+    empty = json.loads(capsys.readouterr().out)
+    assert empty == {
+        "schema": 1,
+        "folder": str(cache),
+        "size": 0,
+        "entries": 0,
+        "databases": [],
+        "current": None,
+        "limit": 1 << 30,
+    }
+    Workspace(repo, cache_dir=cache).context(_log(), budget=900)
+    own = cache / f"derived-{rules_version()}.sqlite3"
+    assert (
+        main(
+            [
+                "cache",
+                "info",
+                "--cache-dir",
+                str(cache),
+                "--format",
+                "json",
+                "--limit",
+                "max_cache_bytes=5000000",
+            ]
+        )
+        == 0
+    )
+    found = json.loads(capsys.readouterr().out)
+    assert found["entries"] > 0 and found["size"] == _size(cache) > 0
+    assert (found["databases"], found["current"], found["limit"]) == ([str(own)], str(own), 5_000_000)
+    assert main(["cache", "info", "--cache-dir", str(cache)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"folder: {cache}",
+        f"size: {_size(cache)} bytes (limit {1 << 30} bytes: max_cache_bytes)",
+        f"entries: {found['entries']}",
+        f"databases: 1 (this version's: {own.name})",
+    ]
+    # clear removes the cache's own files and nothing else.
+    (cache / "notes.txt").write_text("mine", encoding="utf-8")
+    (tmp_path / "target.sqlite3").write_text("not the cache's", encoding="utf-8")
+    (cache / "derived-link.sqlite3").symlink_to(tmp_path / "target.sqlite3")
+    count = len(cache_files(cache))
+    size = _size(cache)
+    assert main(["cache", "clear", "--cache-dir", str(cache)]) == 0
+    assert capsys.readouterr().out == f"removed {count} files ({size} bytes) from {cache}\n"
+    assert sorted(p.name for p in cache.iterdir()) == ["derived-link.sqlite3", "notes.txt"]
+    assert (tmp_path / "target.sqlite3").read_text(encoding="utf-8") == "not the cache's"
+    assert main(["cache", "info", "--cache-dir", str(cache), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["entries"] == 0
+
+
+def test_cache_dir_that_is_a_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "f").write_text("x", encoding="utf-8")
+    for action in ("info", "clear"):
+        assert main(["cache", action, "--cache-dir", str(tmp_path / "f")]) == 2
+        assert (
+            capsys.readouterr().err == f"repo-context cache: --cache-dir: {tmp_path / 'f'} is not a folder\n"
+        )
+
+
+def _values(n: int, size: int) -> list[tuple[str, object]]:
+    return [(f"k{i}", os.urandom(size)) for i in range(n)]  # random bytes: zlib cannot shrink them
+
+
+def test_the_least_recently_used_entries_go_past_the_limit(tmp_path: Path) -> None:
+    limit = 400_000
+    store = TrackedStore(tmp_path, max_bytes=limit)
+    for key, value in _values(6, 40_000):
+        store.put_many("docs", [(key, value)])
+    assert _size(tmp_path) <= limit
+    for i in range(6, 20):
+        assert set(store.get_many("docs", ["k0"])) == {"k0"}  # k0 is used all along
+        store.put_many("docs", [(f"k{i}", os.urandom(40_000))])
+        assert _size(tmp_path) <= limit
+    kept = store.get_many("docs", [f"k{i}" for i in range(20)])
+    assert "k0" in kept and "k19" in kept
+    assert "k1" not in kept and "k2" not in kept  # the least recently used went first
+    assert 0 < len(kept) < 20
+
+
+def test_other_rule_versions_go_first(tmp_path: Path) -> None:
+    old = tmp_path / "derived-0000.sqlite3"
+    old.write_bytes(b"\0" * 300_000)
+    os.utime(old, ns=(1, 1))
+    store = TrackedStore(tmp_path)
+    store.put_many("docs", _values(2, 10_000))
+    assert enforce(store, 200_000) >= 300_000
+    assert not old.exists()
+    assert set(store.get_many("docs", ["k0", "k1"])) == {"k0", "k1"}  # the own entries stay
+    assert enforce(store, 10 << 20) == 0  # within the limit: nothing to do
+
+
+def test_a_workspace_keeps_its_cache_within_max_cache_bytes(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    free = Workspace(repo, cache_dir=cache).context(_log(), budget=900)
+    full = _size(cache)
+    for path in cache_files(cache):
+        path.unlink()
+    limit = full // 2
+    bounded = Workspace(repo, cache_dir=cache, limits=Limits(max_cache_bytes=limit)).context(
+        _log(), budget=900
+    )
+    assert _size(cache) <= limit
+    assert bounded.section == free.section  # an evicted value is only a miss
+
+
+def test_a_relative_cache_dir(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Workspace(repo, cache_dir=tmp_path / "cache").context(_log(), budget=900)
+    monkeypatch.chdir(tmp_path)
+    assert main(["cache", "info", "--cache-dir", "cache", "--format", "json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["folder"] == "cache" and found["entries"] > 0

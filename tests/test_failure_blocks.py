@@ -1,0 +1,146 @@
+"""The context section opens with the failure: one block per failing test used, redacted, a
+long message cut with a visible marker, in the section's template, costed inside the budget."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import repo_context
+from repo_context import Limits, Workspace
+from repo_context._failure_block import cut_message, fit_blocks
+from repo_context.cli import main
+from test_workspace import LIB, OTHER, TEST, _log
+
+# A GitHub token, assembled here so that the file itself holds none.
+TOKEN = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
+ID = "tests/test_ratios.py::test_mean_ratio"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "lib" / "ratios.py").write_text(LIB, encoding="utf-8")
+    (root / "lib" / "other.py").write_text(OTHER, encoding="utf-8")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_ratios.py").write_text(TEST, encoding="utf-8")
+    return root
+
+
+def _with_message(message: str) -> str:
+    """The log with the failure's message replaced by ``message``."""
+    log = _log().replace(
+        "E       ZeroDivisionError: division by zero", f"E       ZeroDivisionError: {message}"
+    )
+    return log.replace("- ZeroDivisionError: division by zero", f"- ZeroDivisionError: {message}")
+
+
+def test_the_section_opens_with_the_failure_in_markdown(repo: Path) -> None:
+    result = Workspace(repo, cache=False).context(_log(), budget=900)
+    (block,) = result.failure_blocks
+    text = f"### Failure: {ID}\n```text\nZeroDivisionError: division by zero\n```\n\n"
+    assert block.to_dict() == {
+        "test": ID,
+        "exception": "ZeroDivisionError",
+        "message": "division by zero",
+        "phase": "call",
+        "cut": 0,
+        "cost": len(text),
+        "text": text,
+    }
+    assert result.section == text + repo_context.render(result.result)
+    assert len(result.section) == result.used <= result.budget == 900
+    assert result.result.budget == 900 - len(text)
+
+
+def test_xml_template_gives_a_failure_element(repo: Path) -> None:
+    result = Workspace(repo, cache=False).context(
+        _with_message('a < b & "c"'), budget=900, cost={"template": "xml"}
+    )
+    (block,) = result.failure_blocks
+    element = ET.fromstring(block.text)
+    assert (element.tag, element.attrib, element.text) == (
+        "failure",
+        {"test": ID, "exception": "ZeroDivisionError", "phase": "call"},
+        'a < b & "c"',
+    )
+    assert block.text.endswith("</failure>\n")
+    assert result.section.startswith(block.text) and len(result.section) == result.used <= 900
+
+
+def test_tokens_keep_the_whole_section_within_the_budget(repo: Path) -> None:
+    counter = repo_context.TokenCounter("o200k_base")
+    for budget in (60, 90, 150, 400):
+        for template in ("markdown", "xml"):
+            result = Workspace(repo, cache=False).context(
+                _log(), budget=budget, cost={"unit": "tokens", "template": template}
+            )
+            assert result.failure_blocks, (budget, template)
+            assert counter.count_one(result.section) == result.used <= budget
+
+
+def test_a_secret_in_the_message_is_redacted(repo: Path) -> None:
+    result = Workspace(repo, cache=False).context(_with_message(f"bad token {TOKEN}"), budget=2000)
+    (block,) = result.failure_blocks
+    assert TOKEN not in result.section
+    assert block.message == "bad token [REDACTED: GitHubTokenDetector]"
+    assert block.kinds == ("GitHubTokenDetector",)
+    assert "bad token [REDACTED: GitHubTokenDetector]\n```" in result.section
+
+
+def test_a_long_message_is_cut_with_a_visible_marker(repo: Path) -> None:
+    long = "x" * 500
+    limits = Limits(max_failure_message_chars=100)
+    result = Workspace(repo, cache=False, limits=limits).context(_with_message(long), budget=4000)
+    (block,) = result.failure_blocks
+    assert block.message == "x" * 100 + "\n[... 400 characters cut]"
+    assert block.cut == 400
+    assert f"ZeroDivisionError: {'x' * 100}\n[... 400 characters cut]\n```\n\n" in result.section
+    assert cut_message("abc", 3) == ("abc", 0)
+    assert cut_message("abcd", 3) == ("abc\n[... 1 characters cut]", 1)
+
+
+def test_max_failure_blocks_and_a_budget_too_small_for_the_block(repo: Path) -> None:
+    none = Workspace(repo, cache=False, limits=Limits(max_failure_blocks=0)).context(_log(), budget=900)
+    assert none.failure_blocks == () and none.result.budget == 900
+    assert none.section == repo_context.render(none.result)
+    tiny = Workspace(repo, cache=False).context(_log(), budget=20)
+    assert tiny.failure_blocks == () and tiny.section == "" and tiny.used == 0
+    blocks = Workspace(repo, cache=False).context(_log(), budget=900).failure_blocks
+    assert fit_blocks(blocks * 3, 2 * blocks[0].cost) == (blocks * 2, 2 * blocks[0].cost)
+
+
+def test_the_command_line_prints_the_failure_first_and_json_carries_it(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "t.log"
+    log.write_text(_with_message(f"token {TOKEN}"), encoding="utf-8")
+    args = ["context", "--repo", str(repo), "--pytest-log", str(log), "--no-cache", "--budget", "900"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        f"### Failure: {ID}\n```text\nZeroDivisionError: token [REDACTED: GitHubTokenDetector]\n```\n\n"
+    )
+    assert TOKEN not in out and len(out) <= 900
+    assert main([*args, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [b["message"] for b in data["failure_blocks"]] == ["token [REDACTED: GitHubTokenDetector]"]
+    assert (
+        data["used"] == data["build_used"] + sum(b["cost"] for b in data["failure_blocks"]) <= data["budget"]
+    )
+    assert TOKEN not in json.dumps(data)
+
+
+def test_a_trace_gets_one_line_per_context_call(repo: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    ws = Workspace(repo, cache=False)
+    for cost, budget in (({"unit": "tokens", "template": "markdown"}, 90), ({"template": "xml"}, 400)):
+        result = ws.context(_log(), budget=budget, cost=cost, trace=trace)
+        assert result.failure_blocks
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2
+    assert [json.loads(line)["digest"] for line in lines][-1] == result.result.digest
