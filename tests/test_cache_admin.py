@@ -44,7 +44,9 @@ def test_cache_info_and_clear(repo: Path, tmp_path: Path, capsys: pytest.Capture
         "current": None,
         "limit": 1 << 30,
     }
-    Workspace(repo, cache_dir=cache).context(_log(), budget=900)
+    ws = Workspace(repo, cache_dir=cache)
+    ws.context(_log(), budget=900)
+    ws.close()  # its database connection closed now, not whenever the collector frees it
     own = cache / f"derived-{rules_version()}.sqlite3"
     assert (
         main(
