@@ -108,13 +108,14 @@ def _entries(path: Path) -> int:
 
 def info(folder: str | os.PathLike[str], limit: int, current: str | None = None) -> CacheInfo:
     """What ``folder`` holds (:class:`CacheInfo`); ``current`` is the file name of the
-    database this version uses (default: none marked). Reads only."""
+    database this version uses (default: none marked). Changes no entry; the size is measured
+    after the entries are counted, since reading a database in write-ahead-log mode may leave
+    its ``-shm``/``-wal`` files beside it."""
     where = Path(folder)
-    files = cache_files(where)
-    databases = tuple(p for p in files if p.name.endswith(".sqlite3"))
+    databases = tuple(p for p in cache_files(where) if p.name.endswith(".sqlite3"))
     entries = sum(_entries(p) for p in databases)
     chosen = next((p for p in databases if p.name == current), None)
-    return CacheInfo(where, _size(files), entries, databases, chosen, limit)
+    return CacheInfo(where, _size(cache_files(where)), entries, databases, chosen, limit)
 
 
 def clear(folder: str | os.PathLike[str]) -> tuple[int, int]:
