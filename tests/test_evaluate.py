@@ -460,7 +460,7 @@ def test_tree_case_preparation_and_evaluation(tmp_path: Path) -> None:
     report = markdown_report(evaluation)
     assert "## Recall: candidates and selection" in report
     assert "| tiny__calc-1 | 1 → 1 | 1 → 1 |  |" in report
-    assert "Cases the issue text lowered: 0." in report
+    assert "Cases the issue text lowered: 0; raised (and lowered none): " in report
 
 
 def test_tree_case_wrong_exit(tmp_path: Path) -> None:

@@ -640,8 +640,15 @@ CHAINS = [
 def test_the_evidence_chain_starts_from_each_language_log(
     repo: str, log: str, files: list[str], window: tuple[int, int]
 ) -> None:
-    gathered = gather(REPOS / repo, (LOGS / log).read_text(encoding="utf-8"))
+    text = (LOGS / log).read_text(encoding="utf-8")
+    every = gather(REPOS / repo, text)
+    # The first failing test's files, in error order; the other failing tests' code under test
+    # (every failing test is evidence) may follow, never precede.
+    chosen = every.failing_tests[0].test
+    gathered = gather(REPOS / repo, text, test=chosen) if len(every.failing_tests) > 1 else every
     assert list(gathered.failure_files) == files
+    assert list(every.failure_files[: len(files)]) == files
+    assert not [f for f in every.failure_files[len(files) :] if is_test_file(f)]
     first = next(w for w in gathered.candidates if w.reason == "failure")
     assert (first.path, first.start, first.end) == (files[0], *window)
     # The test-file rule: no search window from a failing test file.
