@@ -44,7 +44,7 @@ use arrow_array::{
     Array, ArrayRef, BooleanArray, DictionaryArray, GenericListArray, GenericStringArray,
     PrimitiveArray, RecordBatch, StringArray, StringViewArray, UInt32Array, UInt64Array,
 };
-use arrow_buffer::NullBuffer;
+use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::{DataType, Field, Schema};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -1332,7 +1332,9 @@ fn scatter<T: Copy + Default + Send + Sync>(groups: &Groups, values: Vec<T>) -> 
 }
 
 fn nullable_u32(values: Vec<u32>) -> UInt32Array {
-    let valid: NullBuffer = values.iter().map(|&v| v != u32::MAX).collect();
+    let valid = NullBuffer::new(BooleanBuffer::collect_bool(values.len(), |i| {
+        values[i] != u32::MAX
+    }));
     let nulls = (valid.null_count() > 0).then_some(valid);
     UInt32Array::new(values.into(), nulls)
 }
@@ -1397,15 +1399,13 @@ fn decision_batch(
 
 /// The `selected` and `omission` columns from the omission codes (0 none, 1 overlap, 2 budget).
 fn omission_columns(omission: Vec<u8>) -> (BooleanArray, DictionaryArray<Int8Type>) {
-    let selected: BooleanArray = omission.iter().map(|&o| Some(o == 0)).collect();
-    let keys: PrimitiveArray<Int8Type> = omission
-        .iter()
-        .map(|&o| match o {
-            1 => Some(0i8),
-            2 => Some(1i8),
-            _ => None,
-        })
-        .collect();
+    let n = omission.len();
+    let selected = BooleanArray::new(BooleanBuffer::collect_bool(n, |i| omission[i] == 0), None);
+    // Key 0 "overlap" for code 1, key 1 "budget" for code 2, null for a selected row.
+    let codes: Vec<i8> = omission.iter().map(|&o| (o as i8 - 1).max(0)).collect();
+    let omitted = NullBuffer::new(BooleanBuffer::collect_bool(n, |i| omission[i] != 0));
+    let nulls = (omitted.null_count() > 0).then_some(omitted);
+    let keys = PrimitiveArray::<Int8Type>::new(codes.into(), nulls);
     let values: ArrayRef = Arc::new(StringArray::from(vec!["overlap", "budget"]));
     let omission = DictionaryArray::<Int8Type>::try_new(keys, values)
         .expect("keys 0 and 1 index the two values");
