@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from typing import Any
 
@@ -48,6 +49,50 @@ _TIMES: dict[tuple[str, str], float] = {}
 #: Median CPU seconds of the process (all threads) per call: on a shared machine the wall time
 #: also counts waiting for a core.
 _CPU: dict[tuple[str, str], float] = {}
+#: CPU seconds of each thread that worked during the median call of the 2-thread line, busiest
+#: first (sampled from /proc while the call runs, as the pool's threads end with it).
+_THREADS: dict[str, list[float]] = {}
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _thread_cpu() -> dict[int, float]:
+    """CPU seconds (user + system) of every live thread of this process, by thread id."""
+    out: dict[int, float] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[int(tid)] = (int(fields[11]) + int(fields[12])) / _TICK
+    return out
+
+
+class ThreadSampler:
+    """Polls every thread's CPU time while a call runs (the call releases the GIL)."""
+
+    def __init__(self) -> None:
+        self.before = _thread_cpu()
+        self.last: dict[int, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        me = threading.get_native_id()
+        while not self.stop.wait(0.01):
+            self.last.update((t, c) for t, c in _thread_cpu().items() if t != me)
+
+    def done(self) -> list[float]:
+        self.stop.set()
+        self.thread.join()
+        used = [c - self.before.get(t, 0.0) for t, c in self.last.items()]
+        return sorted((u for u in used if u > 0), reverse=True)
+
 
 _WORDS = "user config path items result value node parser token buffer cache index count offset".split()
 
@@ -213,6 +258,10 @@ def ratio_table() -> Any:
         one, two = _TIMES.get((shape, "table-1t")), _TIMES.get((shape, "table-2t"))
         if one and two:
             print(f"| {shape} | scaling 2 threads / 1 thread (wall) | {one / two:.2f}x | | | | |")
+        per_thread = _THREADS.get(shape)
+        if per_thread:
+            shown = ", ".join(f"{c:.3f}" for c in per_thread)
+            print(f"| {shape} | table-2t CPU s per thread | {shown} | | | | |")
 
 
 @pytest.mark.parametrize("line", LINES)
@@ -233,18 +282,24 @@ def test_table(benchmark: Any, shape: str, line: str) -> None:
         "to_pylist": table.to_pylist,
     }
     cpu: list[float] = []
+    threads: list[list[float]] = []
     call = calls[line]
 
     def timed() -> Any:
+        sampler = ThreadSampler() if line == "table-2t" else None
         before = time.process_time()
         out = call()
         cpu.append(time.process_time() - before)
+        if sampler is not None:
+            threads.append(sampler.done())
         return out
 
     got = benchmark.pedantic(timed, rounds=ROUNDS[line], warmup_rounds=0)
     check(line, shape, got)
     _TIMES[(shape, line)] = benchmark.stats.stats.median
     _CPU[(shape, line)] = statistics.median(cpu)
+    if threads:
+        _THREADS[shape] = threads[sorted(range(len(cpu)), key=cpu.__getitem__)[len(cpu) // 2]]
     benchmark.extra_info["cpu_seconds"] = _CPU[(shape, line)]
 
 

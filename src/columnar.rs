@@ -44,7 +44,7 @@ use arrow_array::{
     Array, ArrayRef, BooleanArray, DictionaryArray, GenericListArray, GenericStringArray,
     PrimitiveArray, RecordBatch, StringArray, StringViewArray, UInt32Array, UInt64Array,
 };
-use arrow_buffer::NullBuffer;
+use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::{DataType, Field, Schema};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -595,6 +595,9 @@ struct Chunk<'a> {
     end: Ints<'a>,
     content: Strs<'a>,
     reason: Strs<'a>,
+    /// For a dictionary-encoded reason column with few values: each value's reason (`None`
+    /// for a value that is not valid or not a reason), so a row's reason is one lookup.
+    reasons: Option<Vec<Option<Reason>>>,
     score: Scores<'a>,
     budget: Option<Ints<'a>>,
     failure_files: Option<Lists<'a>>,
@@ -631,6 +634,7 @@ impl<'a> Chunk<'a> {
             end: column(batch, "end", Ints::new, INTEGER)?,
             content: column(batch, "content", Strs::new, STRING)?,
             reason: column(batch, "reason", Strs::new, STRING)?,
+            reasons: None,
             score: column(batch, "score", Scores::new, "an integer or float")?,
             budget: match &spec.budget {
                 Budget::Fixed(_) => None,
@@ -640,9 +644,45 @@ impl<'a> Chunk<'a> {
                 None => None,
                 Some(name) => Some(column(batch, name, Lists::new, "a list<string>")?),
             },
-        })
+        }
+        .with_reasons())
+    }
+
+    /// Parse a small reason dictionary's values once.
+    fn with_reasons(mut self) -> Self {
+        if let Strs::Dict {
+            values, n_values, ..
+        } = &self.reason
+            && *n_values <= MAX_REASON_VALUES
+        {
+            let parsed = (0..*n_values)
+                .map(|k| match values.cell_problem(k) {
+                    None => values.get(k).and_then(Reason::parse),
+                    Some(_) => None,
+                })
+                .collect();
+            self.reasons = Some(parsed);
+        }
+        self
+    }
+
+    /// The reason of row `i`: `Err(None)` for a null cell, `Err(Some(text))` for a text that
+    /// names no reason.
+    #[inline]
+    fn reason(&self, i: usize) -> Result<Reason, Option<&'a str>> {
+        if let (Some(parsed), Strs::Dict { keys, .. }) = (&self.reasons, &self.reason)
+            && let Some(key) = keys.get(i)
+            && let Some(&Some(reason)) = usize::try_from(key).ok().and_then(|k| parsed.get(k))
+        {
+            return Ok(reason);
+        }
+        let text = self.reason.get(i).ok_or(None)?;
+        Reason::parse(text).ok_or(Some(text))
     }
 }
+
+/// Reason dictionaries of at most this many values are parsed once per chunk.
+const MAX_REASON_VALUES: usize = 64;
 
 /// Rows of the whole table addressed across chunks.
 struct Table<'a> {
@@ -651,12 +691,35 @@ struct Table<'a> {
     starts: Vec<usize>,
 }
 
-impl Table<'_> {
-    /// The chunk and offset of a table row.
+/// Walks the rows of a group (ascending), remembering the chunk of the last row: the next
+/// row is usually in it, so a chunk is looked up only where the rows cross into another.
+struct Cursor<'t, 'a> {
+    table: &'t Table<'a>,
+    chunk: usize,
+    /// Rows `lo..hi` of the table are in `chunk`.
+    lo: usize,
+    hi: usize,
+}
+
+impl<'t, 'a> Cursor<'t, 'a> {
+    fn new(table: &'t Table<'a>) -> Self {
+        Self {
+            table,
+            chunk: 0,
+            lo: 0,
+            hi: 0,
+        }
+    }
+
     #[inline]
-    fn locate(&self, row: usize) -> (&Chunk<'_>, usize) {
-        let c = self.starts.partition_point(|&s| s <= row) - 1;
-        (&self.chunks[c], row - self.starts[c])
+    fn at(&mut self, row: usize) -> (&'t Chunk<'a>, usize) {
+        if row < self.lo || row >= self.hi {
+            let starts = &self.table.starts;
+            self.chunk = starts.partition_point(|&s| s <= row) - 1;
+            self.lo = starts[self.chunk];
+            self.hi = starts[self.chunk + 1];
+        }
+        (&self.table.chunks[self.chunk], row - self.lo)
     }
 }
 
@@ -674,30 +737,42 @@ struct Groups {
 fn group(batches: &[RecordBatch], spec: &Spec, n: usize) -> Result<Groups, TableError> {
     let Some(name) = &spec.group_by else {
         return Ok(Groups {
-            rows: (0..n as u32).collect(),
+            rows: (0..n as u32).into_par_iter().collect(),
             bounds: vec![0, n],
             identity: true,
         });
     };
+    // Each chunk, in parallel: its keys as runs of equal keys, up to its first null or invalid
+    // key (then that key's offset and problem, `None` for a null).
+    type ChunkRuns<'k> = (Vec<(Key<'k>, usize)>, Option<(usize, Option<Bad>)>);
+    let chunks: Vec<ChunkRuns<'_>> = batches
+        .par_iter()
+        .map(|batch| {
+            let keys = column(batch, name, Keys::new, "an integer or string")?;
+            // No key is read past the chunk's first invalid one.
+            let bad = keys.first_invalid();
+            let mut runs: Vec<(Key<'_>, usize)> = Vec::new();
+            for i in 0..bad.map_or(batch.num_rows(), |(i, _)| i) {
+                let Some(key) = keys.get(i) else {
+                    return Ok((runs, Some((i, None))));
+                };
+                match runs.last_mut() {
+                    Some((k, len)) if *k == key => *len += 1,
+                    _ => runs.push((key, 1)),
+                }
+            }
+            Ok((runs, bad.map(|(i, b)| (i, Some(b)))))
+        })
+        .collect::<Result<_, TableError>>()?;
     let mut ids: FxHashMap<Key<'_>, u32> = FxHashMap::default();
-    let mut of_row: Vec<u32> = Vec::with_capacity(n);
+    // Runs of rows as (first row, length, group id), in table order.
+    let mut runs: Vec<(usize, usize, u32)> = Vec::new();
     let mut counts: Vec<usize> = Vec::new();
     let mut previous: Option<(Key<'_>, u32)> = None;
-    let mut row = 0usize;
     let mut identity = true;
-    for batch in batches {
-        let keys = column(batch, name, Keys::new, "an integer or string")?;
-        // No key is read past the chunk's first invalid one.
-        let bad = keys.first_invalid();
-        for i in 0..bad.map_or(batch.num_rows(), |(i, _)| i) {
-            let Some(key) = keys.get(i) else {
-                // A null key names no group: no row within a group, no key to show.
-                return Err(TableError {
-                    local: None,
-                    key_row: None,
-                    ..TableError::row(name, text("is null"), row, 0)
-                });
-            };
+    let mut row = 0usize;
+    for (chunk_runs, stop) in chunks {
+        for (key, len) in chunk_runs {
             // Rows of one group usually come in runs: hash only where a run starts.
             let id = match previous {
                 Some((k, id)) if k == key => id,
@@ -713,15 +788,20 @@ fn group(batches: &[RecordBatch], spec: &Spec, n: usize) -> Result<Groups, Table
                     id
                 }
             };
-            counts[id as usize] += 1;
-            of_row.push(id);
-            row += 1;
+            counts[id as usize] += len;
+            match runs.last_mut() {
+                Some((_, run, last)) if *last == id => *run += len,
+                _ => runs.push((row, len, id)),
+            }
+            row += len;
         }
-        if let Some((_, bad)) = bad {
+        if let Some((_, bad)) = stop {
+            // A null key names no group: no row within a group, no key to show.
+            let problem = bad.map_or_else(|| "is null".to_owned(), Bad::problem);
             return Err(TableError {
                 local: None,
                 key_row: None,
-                ..TableError::row(name, text(bad.problem()), row, 0)
+                ..TableError::row(name, text(problem), row, 0)
             });
         }
     }
@@ -731,13 +811,16 @@ fn group(batches: &[RecordBatch], spec: &Spec, n: usize) -> Result<Groups, Table
         bounds.push(bounds.last().unwrap() + c);
     }
     let rows = if identity {
-        (0..n as u32).collect()
+        (0..n as u32).into_par_iter().collect()
     } else {
         let mut next = bounds.clone();
         let mut rows = vec![0u32; n];
-        for (r, &g) in of_row.iter().enumerate() {
-            rows[next[g as usize]] = r as u32;
-            next[g as usize] += 1;
+        for &(first, len, g) in &runs {
+            let at = next[g as usize];
+            for (slot, r) in rows[at..at + len].iter_mut().zip(first..) {
+                *slot = r as u32;
+            }
+            next[g as usize] += len;
         }
         rows
     };
@@ -793,17 +876,26 @@ fn local_of(groups: &Groups, row: usize) -> usize {
 // ---------------------------------------------------------------------------------------------
 // One group's build.
 
-/// The decision for one row, in group-sorted position.
-#[derive(Clone, Copy, Default)]
-struct Decision {
-    rank: u32,
+/// The decision columns, in group-sorted position (table order when every group is one run in
+/// order); one group's part of each is handed to its build.
+#[derive(Default)]
+struct Decisions<T> {
+    /// The row's position within its group.
+    index: T,
+    rank: T,
     /// Selection order, or `u32::MAX`.
-    order: u32,
-    /// 0 none (selected), 1 overlap, 2 budget.
-    omission: u8,
+    order: T,
     /// For an overlap, the blocker's row within the group; else `u32::MAX`.
-    overlaps: u32,
-    cost: u64,
+    overlaps: T,
+}
+
+/// One group's part of the decision columns.
+struct Out<'d> {
+    /// `index`, `rank`, `order`, `overlaps`.
+    u32s: Decisions<&'d mut [u32]>,
+    /// 0 none (selected), 1 overlap, 2 budget.
+    omission: &'d mut [u8],
+    cost: &'d mut [u64],
 }
 
 /// One group's summary.
@@ -836,9 +928,11 @@ fn group_cells<'a>(
 ) -> Result<Cells<'a>, TableError> {
     let mut budget: Option<(i128, usize)> = None;
     let mut failing: Option<Vec<Option<&'a str>>> = None;
-    for (local, &row) in rows.iter().enumerate() {
+    let reads = matches!(spec.budget, Budget::Column(_)) || spec.failure_files.is_some();
+    let mut cursor = Cursor::new(table);
+    for (local, &row) in rows.iter().enumerate().filter(|_| reads) {
         let row = row as usize;
-        let (chunk, i) = table.locate(row);
+        let (chunk, i) = cursor.at(row);
         if let (Some(col), Budget::Column(name)) = (&chunk.budget, &spec.budget) {
             let Some(value) = col.get(i) else {
                 return Err(TableError::row(name, text("is null"), row, local));
@@ -899,6 +993,9 @@ struct Scratch<'a> {
     paths: FxHashMap<Cow<'a, str>, u32>,
     /// Path as given -> path id.
     raw: FxHashMap<&'a str, u32>,
+    engine: engine::Scratch,
+    selection: engine::Selection,
+    failure_ids: Vec<u32>,
 }
 
 /// Phase 5 and the build of one group; fills `out` (the group's rows, in order).
@@ -907,16 +1004,17 @@ fn build_group<'a>(
     rows: &[u32],
     spec: &Spec,
     scratch: &mut Scratch<'a>,
-    out: &mut [Decision],
+    out: Out<'_>,
 ) -> Result<Summary, Found> {
     let (budget, failing) = group_cells(table, rows, spec).map_err(|e| (4, e))?;
     scratch.rows.clear();
     scratch.paths.clear();
     scratch.raw.clear();
     let mut total = 0u64;
+    let mut cursor = Cursor::new(table);
     for (local, &row) in rows.iter().enumerate() {
         let row = row as usize;
-        let (chunk, i) = table.locate(row);
+        let (chunk, i) = cursor.at(row);
         let fail = |field: &str, problem: Problem| (5, TableError::row(field, problem, row, local));
         let null = |field: &str| fail(field, text("is null"));
 
@@ -953,9 +1051,10 @@ fn build_group<'a>(
         }
         let content = chunk.content.get(i).ok_or_else(|| null("content"))?;
         let chars = count_chars(content);
-        let reason = chunk.reason.get(i).ok_or_else(|| null("reason"))?;
-        let reason =
-            Reason::parse(reason).ok_or_else(|| fail("reason", Problem::Reason(reason.into())))?;
+        let reason = chunk.reason(i).map_err(|given| match given {
+            None => null("reason"),
+            Some(given) => fail("reason", Problem::Reason(given.into())),
+        })?;
         let score = chunk.score.get(i).ok_or_else(|| null("score"))?;
         if !score.is_finite() {
             let shown = if score.is_nan() {
@@ -998,30 +1097,49 @@ fn build_group<'a>(
     }
 
     // The failing files that some row comes from, as path ids, in error order.
-    let mut failure_ids = Vec::new();
+    scratch.failure_ids.clear();
     for path in failing.iter().flatten().flatten() {
         // Valid (checked in phase 4).
         if let Ok(canonical) = engine::canonical_path(path)
             && let Some(&id) = scratch.paths.get(&canonical)
         {
-            failure_ids.push(id);
+            scratch.failure_ids.push(id);
         }
     }
     let n_paths = scratch.paths.len();
-    let selection = engine::build(&scratch.rows, &failure_ids, budget, n_paths);
+    let selection = &mut scratch.selection;
+    engine::build_into(
+        &mut scratch.engine,
+        &scratch.rows,
+        &scratch.failure_ids,
+        budget,
+        n_paths,
+        selection,
+    );
 
-    for (d, row) in out.iter_mut().zip(&scratch.rows) {
-        *d = Decision {
-            order: u32::MAX,
-            overlaps: u32::MAX,
-            cost: row.cost,
-            ..Decision::default()
-        };
+    let Out {
+        u32s:
+            Decisions {
+                index,
+                rank,
+                order,
+                overlaps,
+            },
+        omission,
+        cost,
+    } = out;
+    for (local, slot) in (0u32..).zip(index.iter_mut()) {
+        *slot = local;
     }
-    for (order, (&index, &rank)) in (0u32..).zip(selection.selected.iter().zip(&selection.ranks)) {
-        let d = &mut out[index as usize];
-        d.rank = rank;
-        d.order = order;
+    order.fill(u32::MAX);
+    overlaps.fill(u32::MAX);
+    omission.fill(0);
+    for (c, row) in cost.iter_mut().zip(&scratch.rows) {
+        *c = row.cost;
+    }
+    for (o, (&index, &r)) in (0u32..).zip(selection.selected.iter().zip(&selection.ranks)) {
+        rank[index as usize] = r;
+        order[index as usize] = o;
     }
     let mut summary = Summary {
         first_row: rows.first().map_or(0, |&r| u64::from(r)),
@@ -1032,18 +1150,18 @@ fn build_group<'a>(
         ..Summary::default()
     };
     for o in &selection.omitted {
-        let d = &mut out[o.index as usize];
-        d.rank = o.rank;
+        let i = o.index as usize;
+        rank[i] = o.rank;
         match o.why {
             Omitted::Overlap(blocker) => {
-                d.omission = 1;
-                d.overlaps = blocker;
+                omission[i] = 1;
+                overlaps[i] = blocker;
                 summary.overlap += 1;
             }
             // Table rows carry no group and are never stale, so `engine::build` never gives
             // `Group` or `Stale`; were it to, it is counted as a budget omission.
             Omitted::Budget | Omitted::Group(_) | Omitted::Stale => {
-                d.omission = 2;
+                omission[i] = 2;
                 summary.budget_omitted += 1;
             }
         }
@@ -1129,16 +1247,35 @@ fn run(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableError> {
     }
 
     // Phases 4 and 5, and the builds, group by group in parallel.
-    let mut decisions = vec![Decision::default(); n];
-    let mut slices: Vec<&mut [Decision]> = Vec::with_capacity(n_groups);
-    let mut rest: &mut [Decision] = &mut decisions;
-    for g in 0..n_groups {
-        let (head, tail) = rest.split_at_mut(groups.bounds[g + 1] - groups.bounds[g]);
-        slices.push(head);
-        rest = tail;
-    }
+    let mut u32s = Decisions {
+        index: vec![0u32; n],
+        rank: vec![0u32; n],
+        order: vec![0u32; n],
+        overlaps: vec![0u32; n],
+    };
+    let mut omission = vec![0u8; n];
+    let mut cost = vec![0u64; n];
+    let sizes: Vec<usize> = groups.bounds.windows(2).map(|b| b[1] - b[0]).collect();
+    let outs = split(&mut u32s.index, &sizes)
+        .zip(split(&mut u32s.rank, &sizes))
+        .zip(split(&mut u32s.order, &sizes))
+        .zip(split(&mut u32s.overlaps, &sizes))
+        .zip(split(&mut omission, &sizes).zip(split(&mut cost, &sizes)))
+        .map(
+            |((((index, rank), order), overlaps), (omission, cost))| Out {
+                u32s: Decisions {
+                    index,
+                    rank,
+                    order,
+                    overlaps,
+                },
+                omission,
+                cost,
+            },
+        )
+        .collect::<Vec<_>>();
     let table = &table;
-    let results: Vec<Result<Summary, Found>> = slices
+    let results: Vec<Result<Summary, Found>> = outs
         .into_par_iter()
         .enumerate()
         .map_init(Scratch::default, |scratch, (g, out)| {
@@ -1167,54 +1304,74 @@ fn run(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableError> {
         .collect();
 
     Ok(Output {
-        decisions: decision_batch(&groups, &decisions),
+        decisions: decision_batch(&groups, u32s, omission, cost),
         groups: summary_batch(&summaries),
     })
 }
 
+/// `values` cut into consecutive parts of the given sizes.
+fn split<'v, T>(values: &'v mut [T], sizes: &[usize]) -> impl Iterator<Item = &'v mut [T]> {
+    let mut rest = values;
+    sizes.iter().map(move |&size| {
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(size);
+        rest = tail;
+        head
+    })
+}
+
+/// `values` (in group-sorted position) in table order.
+fn scatter<T: Copy + Default + Send + Sync>(groups: &Groups, values: Vec<T>) -> Vec<T> {
+    if groups.identity {
+        return values;
+    }
+    let mut scattered = vec![T::default(); values.len()];
+    for (k, &row) in groups.rows.iter().enumerate() {
+        scattered[row as usize] = values[k];
+    }
+    scattered
+}
+
 fn nullable_u32(values: Vec<u32>) -> UInt32Array {
-    let valid: NullBuffer = values.iter().map(|&v| v != u32::MAX).collect();
+    let valid = NullBuffer::new(BooleanBuffer::collect_bool(values.len(), |i| {
+        values[i] != u32::MAX
+    }));
     let nulls = (valid.null_count() > 0).then_some(valid);
     UInt32Array::new(values.into(), nulls)
 }
 
-fn decision_batch(groups: &Groups, grouped: &[Decision]) -> RecordBatch {
-    let n = grouped.len();
-    // Table order: position `k` of the group-sorted decisions is table row `rows[k]`.
-    let mut index = vec![0u32; n];
-    let table_order: Vec<Decision>;
-    let decisions: &[Decision] = if groups.identity {
-        grouped
-    } else {
-        let mut scattered = vec![Decision::default(); n];
-        for (k, &row) in groups.rows.iter().enumerate() {
-            scattered[row as usize] = grouped[k];
-        }
-        table_order = scattered;
-        &table_order
-    };
-    for g in 0..groups.bounds.len() - 1 {
-        let range = groups.bounds[g]..groups.bounds[g + 1];
-        for (local, &row) in (0u32..).zip(&groups.rows[range]) {
-            index[row as usize] = local;
-        }
-    }
-    let rank: Vec<u32> = decisions.iter().map(|d| d.rank).collect();
-    let order: Vec<u32> = decisions.iter().map(|d| d.order).collect();
-    let overlaps: Vec<u32> = decisions.iter().map(|d| d.overlaps).collect();
-    let cost: Vec<u64> = decisions.iter().map(|d| d.cost).collect();
-    let selected: BooleanArray = decisions.iter().map(|d| Some(d.omission == 0)).collect();
-    let keys: PrimitiveArray<Int8Type> = decisions
-        .iter()
-        .map(|d| match d.omission {
-            1 => Some(0i8),
-            2 => Some(1i8),
-            _ => None,
-        })
-        .collect();
-    let values: ArrayRef = Arc::new(StringArray::from(vec!["overlap", "budget"]));
-    let omission = DictionaryArray::<Int8Type>::try_new(keys, values)
-        .expect("keys 0 and 1 index the two values");
+fn decision_batch(
+    groups: &Groups,
+    u32s: Decisions<Vec<u32>>,
+    omission: Vec<u8>,
+    cost: Vec<u64>,
+) -> RecordBatch {
+    // Table order: position `k` of the group-sorted columns is table row `rows[k]`. Each
+    // column is made on its own thread.
+    let ((index, rank), ((order, overlaps), (omission, cost))) = rayon::join(
+        || {
+            rayon::join(
+                || scatter(groups, u32s.index),
+                || scatter(groups, u32s.rank),
+            )
+        },
+        || {
+            rayon::join(
+                || {
+                    rayon::join(
+                        || nullable_u32(scatter(groups, u32s.order)),
+                        || nullable_u32(scatter(groups, u32s.overlaps)),
+                    )
+                },
+                || {
+                    rayon::join(
+                        || omission_columns(scatter(groups, omission)),
+                        || scatter(groups, cost),
+                    )
+                },
+            )
+        },
+    );
+    let (selected, omission) = omission;
 
     let omission_type = DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8));
     // Nullable, as pyarrow makes fields by default; only `order`, `omission` and `overlaps`
@@ -1232,12 +1389,27 @@ fn decision_batch(groups: &Groups, grouped: &[Decision]) -> RecordBatch {
         Arc::new(UInt32Array::from(index)),
         Arc::new(UInt32Array::from(rank)),
         Arc::new(selected),
-        Arc::new(nullable_u32(order)),
+        Arc::new(order),
         Arc::new(omission),
-        Arc::new(nullable_u32(overlaps)),
+        Arc::new(overlaps),
         Arc::new(UInt64Array::from(cost)),
     ];
     RecordBatch::try_new(Arc::new(schema), columns).expect("columns match the schema")
+}
+
+/// The `selected` and `omission` columns from the omission codes (0 none, 1 overlap, 2 budget).
+fn omission_columns(omission: Vec<u8>) -> (BooleanArray, DictionaryArray<Int8Type>) {
+    let n = omission.len();
+    let selected = BooleanArray::new(BooleanBuffer::collect_bool(n, |i| omission[i] == 0), None);
+    // Key 0 "overlap" for code 1, key 1 "budget" for code 2, null for a selected row.
+    let codes: Vec<i8> = omission.iter().map(|&o| (o as i8 - 1).max(0)).collect();
+    let omitted = NullBuffer::new(BooleanBuffer::collect_bool(n, |i| omission[i] != 0));
+    let nulls = (omitted.null_count() > 0).then_some(omitted);
+    let keys = PrimitiveArray::<Int8Type>::new(codes.into(), nulls);
+    let values: ArrayRef = Arc::new(StringArray::from(vec!["overlap", "budget"]));
+    let omission = DictionaryArray::<Int8Type>::try_new(keys, values)
+        .expect("keys 0 and 1 index the two values");
+    (selected, omission)
 }
 
 fn summary_batch(summaries: &[Summary]) -> RecordBatch {

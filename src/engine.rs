@@ -13,8 +13,9 @@
 //!   the total past the budget is omitted for budget; else it is selected.
 //!
 //! Selected windows of one path are pairwise disjoint, so ordered by end they are also ordered
-//! by start: one B-tree per path, keyed by end, answers "does `[s, e]` hit a selected window?"
-//! and takes a new window in `O(log k)` each, whatever the arrival order.
+//! by start: one sorted set per path, keyed by end, answers "does `[s, e]` hit a selected
+//! window?" and takes a new window in `O(log k)` each, whatever the arrival order (a sorted
+//! vector while the path has few windows, a B-tree beyond).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -186,6 +187,95 @@ pub struct Selection {
     pub used: u64,
 }
 
+/// Paths with at most this many selected windows keep them in a sorted vector; beyond, in a
+/// B-tree. Inserting into the vector moves at most this many windows.
+const SMALL_WINDOWS: usize = 32;
+
+/// The selected windows of one path, keyed by their last line (they are pairwise disjoint).
+#[derive(Clone, Debug)]
+enum Windows {
+    /// `(end, start, index)`, ascending by end.
+    Small(Vec<(u32, u32, u32)>),
+    /// end -> (start, index).
+    Large(BTreeMap<u32, (u32, u32)>),
+}
+
+impl Default for Windows {
+    fn default() -> Self {
+        Self::Small(Vec::new())
+    }
+}
+
+impl Windows {
+    /// The first window (by end) that ends at or after `line`: `(end, start, index)`.
+    #[inline]
+    fn first_from(&self, line: u32) -> Option<(u32, u32, u32)> {
+        match self {
+            Self::Small(v) => v.get(v.partition_point(|w| w.0 < line)).copied(),
+            Self::Large(t) => t.range(line..).next().map(|(&e, &(s, i))| (e, s, i)),
+        }
+    }
+
+    /// Take a window that hits none of the set's.
+    #[inline]
+    fn insert(&mut self, end: u32, start: u32, index: u32) {
+        match self {
+            Self::Small(v) if v.len() < SMALL_WINDOWS => {
+                let at = v.partition_point(|w| w.0 < end);
+                v.insert(at, (end, start, index));
+            }
+            Self::Small(v) => {
+                let mut tree: BTreeMap<u32, (u32, u32)> =
+                    v.iter().map(|&(e, s, i)| (e, (s, i))).collect();
+                tree.insert(end, (start, index));
+                *self = Self::Large(tree);
+            }
+            Self::Large(t) => {
+                t.insert(end, (start, index));
+            }
+        }
+    }
+
+    /// Give back the window ending at `end`.
+    fn remove(&mut self, end: u32) {
+        match self {
+            Self::Small(v) => {
+                if let Ok(at) = v.binary_search_by_key(&end, |w| w.0) {
+                    v.remove(at);
+                }
+            }
+            Self::Large(t) => {
+                t.remove(&end);
+            }
+        }
+    }
+
+    /// Empty, keeping a small vector's room.
+    fn clear(&mut self) {
+        match self {
+            Self::Small(v) => v.clear(),
+            Self::Large(_) => *self = Self::default(),
+        }
+    }
+}
+
+/// `n_paths` empty window sets in `windows`, reusing what is there.
+fn reset_windows(windows: &mut Vec<Windows>, n_paths: usize) {
+    windows.truncate(n_paths);
+    windows.iter_mut().for_each(Windows::clear);
+    windows.resize_with(n_paths, Windows::default);
+}
+
+/// Buffers that [`build_into`] reuses from one build to the next (a worker building many
+/// small groups allocates them once).
+#[derive(Debug, Default)]
+pub struct Scratch {
+    groups: Vec<u32>,
+    keys: Vec<u128>,
+    order: Vec<u32>,
+    windows: Vec<Windows>,
+}
+
 /// Order-preserving map of a finite `f64` to `u64`, with `-0.0` and `0.0` equal.
 fn score_bits(score: f64) -> u64 {
     let bits = (score + 0.0).to_bits(); // -0.0 + 0.0 == +0.0
@@ -210,8 +300,17 @@ fn rank_key(row: &Row, index: u32, groups: &[u32], failing: u32) -> u128 {
 /// (a repeated id counts at its first place); `n_paths` bounds the path ids; `rows.len()` and
 /// `failure_paths.len() + 2` must fit in `u32`.
 pub fn rank(rows: &[Row], failure_paths: &[u32], n_paths: usize) -> Vec<u32> {
+    let mut scratch = Scratch::default();
+    rank_into(&mut scratch, rows, failure_paths, n_paths);
+    scratch.order
+}
+
+/// [`rank`] into `scratch.order`.
+fn rank_into(scratch: &mut Scratch, rows: &[Row], failure_paths: &[u32], n_paths: usize) {
     // Per path id: its place among the failing files, or u32::MAX.
-    let mut groups = vec![u32::MAX; n_paths];
+    let groups = &mut scratch.groups;
+    groups.clear();
+    groups.resize(n_paths, u32::MAX);
     let mut failing = 0u32;
     for &path in failure_paths {
         if groups[path as usize] == u32::MAX {
@@ -219,37 +318,58 @@ pub fn rank(rows: &[Row], failure_paths: &[u32], n_paths: usize) -> Vec<u32> {
             failing += 1;
         }
     }
-    let mut keys: Vec<u128> = rows
-        .iter()
-        .zip(0u32..)
-        .map(|(row, index)| rank_key(row, index, &groups, failing))
-        .collect();
+    let keys = &mut scratch.keys;
+    keys.clear();
+    keys.extend(
+        rows.iter()
+            .zip(0u32..)
+            .map(|(row, index)| rank_key(row, index, groups, failing)),
+    );
     // Keys are distinct (they end in the index), so an unstable sort is deterministic.
     keys.sort_unstable();
-    keys.into_iter().map(|key| key as u32).collect()
+    scratch.order.clear();
+    scratch.order.extend(keys.iter().map(|&key| key as u32));
 }
 
 /// Walk `order` once and select, skipping (never stopping at) what does not fit.
 ///
-/// `n_paths` bounds the path ids in `rows`. Each path's selected windows live in a B-tree keyed
-/// by their last line: the windows are pairwise disjoint, so ordering by end also orders by start,
-/// and both the overlap query and the insertion take `O(log k)` for `k` windows on that path,
-/// whatever order the candidates arrive in (descending, nested, interleaved).
+/// `n_paths` bounds the path ids in `rows`. Each path's selected windows live in a sorted set
+/// keyed by their last line (a vector up to `SMALL_WINDOWS` windows, then a B-tree): the
+/// windows are pairwise disjoint, so ordering by end also orders by start, and both the overlap
+/// query and the insertion take `O(log k)` for `k` windows on that path, whatever order the
+/// candidates arrive in (descending, nested, interleaved).
 pub fn pack(rows: &[Row], order: &[u32], budget: u64, n_paths: usize) -> Selection {
-    // Per path: end -> (start, index) of each selected window.
-    let mut windows: Vec<BTreeMap<u32, (u32, u32)>> = vec![BTreeMap::new(); n_paths];
+    let mut windows = Vec::new();
     let mut out = Selection::default();
+    pack_into(&mut windows, rows, order, budget, n_paths, &mut out);
+    out
+}
+
+/// [`pack`] into `out` (cleared first), with `windows` as room for the window sets.
+fn pack_into(
+    windows: &mut Vec<Windows>,
+    rows: &[Row],
+    order: &[u32],
+    budget: u64,
+    n_paths: usize,
+    out: &mut Selection,
+) {
+    reset_windows(windows, n_paths);
+    out.selected.clear();
+    out.ranks.clear();
+    out.omitted.clear();
+    out.used = 0;
     for (rank, &index) in (0u32..).zip(order) {
         let row = &rows[index as usize];
-        let tree = &mut windows[row.path as usize];
+        let set = &mut windows[row.path as usize];
         // First selected window that ends at or after our start; it is the only candidate hit
         // with the smallest start, because every earlier window ends before we begin.
-        let why = match tree.range(row.start..).next() {
-            Some((_, &(start, blocker))) if start <= row.end => Omitted::Overlap(blocker),
+        let why = match set.first_from(row.start) {
+            Some((_, start, blocker)) if start <= row.end => Omitted::Overlap(blocker),
             // `used <= budget` always holds, so this is `used + cost > budget` without overflow.
             _ if row.cost > budget - out.used => Omitted::Budget,
             _ => {
-                tree.insert(row.end, (row.start, index));
+                set.insert(row.end, row.start, index);
                 out.used += row.cost;
                 out.selected.push(index);
                 out.ranks.push(rank);
@@ -258,12 +378,40 @@ pub fn pack(rows: &[Row], order: &[u32], budget: u64, n_paths: usize) -> Selecti
         };
         out.omitted.push(Omission { index, rank, why });
     }
-    out
 }
 
 /// Rank then pack: the whole build over validated rows.
 pub fn build(rows: &[Row], failure_paths: &[u32], budget: u64, n_paths: usize) -> Selection {
-    pack(rows, &rank(rows, failure_paths, n_paths), budget, n_paths)
+    let mut out = Selection::default();
+    build_into(
+        &mut Scratch::default(),
+        rows,
+        failure_paths,
+        budget,
+        n_paths,
+        &mut out,
+    );
+    out
+}
+
+/// [`build`] into `out` (cleared first), reusing the buffers of `scratch`.
+pub fn build_into(
+    scratch: &mut Scratch,
+    rows: &[Row],
+    failure_paths: &[u32],
+    budget: u64,
+    n_paths: usize,
+    out: &mut Selection,
+) {
+    rank_into(scratch, rows, failure_paths, n_paths);
+    pack_into(
+        &mut scratch.windows,
+        rows,
+        &scratch.order,
+        budget,
+        n_paths,
+        out,
+    );
 }
 
 /// Rank then pack with groups and stale rows: [`pack_groups`]; with `n_groups == 0` and no
@@ -320,7 +468,8 @@ pub fn pack_groups(
             *slot += 1;
         }
     }
-    let mut windows: Vec<BTreeMap<u32, (u32, u32)>> = vec![BTreeMap::new(); n_paths];
+    let mut windows = Vec::new();
+    reset_windows(&mut windows, n_paths);
     let mut out = Selection::default();
     let mut done = vec![false; n_groups];
     // The members of the group being decided that hit nothing, and those that hit a window.
@@ -337,12 +486,12 @@ pub fn pack_groups(
             continue;
         }
         if row.group == NO_GROUP {
-            let tree = &mut windows[row.path as usize];
-            let why = match tree.range(row.start..).next() {
-                Some((_, &(start, blocker))) if start <= row.end => Omitted::Overlap(blocker),
+            let set = &mut windows[row.path as usize];
+            let why = match set.first_from(row.start) {
+                Some((_, start, blocker)) if start <= row.end => Omitted::Overlap(blocker),
                 _ if row.cost > budget - out.used => Omitted::Budget,
                 _ => {
-                    tree.insert(row.end, (row.start, index));
+                    set.insert(row.end, row.start, index);
                     out.used += row.cost;
                     out.selected.push(index);
                     out.ranks.push(rank);
@@ -376,10 +525,10 @@ pub fn pack_groups(
                 });
                 continue;
             }
-            let tree = &mut windows[m.path as usize];
+            let set = &mut windows[m.path as usize];
             // The window it hits with the smallest end (the windows it may hit are disjoint).
-            let mut hit = match tree.range(m.start..).next() {
-                Some((&end, &(start, blocker))) if start <= m.end => Some((end, blocker)),
+            let mut hit = match set.first_from(m.start) {
+                Some((end, start, blocker)) if start <= m.end => Some((end, blocker)),
                 _ => None,
             };
             if small {
@@ -403,7 +552,7 @@ pub fn pack_groups(
                 continue;
             }
             if !small {
-                tree.insert(m.end, (m.start, i));
+                set.insert(m.end, m.start, i);
             }
             placed.push((r, i));
             // `cost <= budget - used` until a member goes past it; then every member is
@@ -420,7 +569,7 @@ pub fn pack_groups(
                 for &(r, i) in &placed {
                     if small {
                         let m = &rows[i as usize];
-                        windows[m.path as usize].insert(m.end, (m.start, i));
+                        windows[m.path as usize].insert(m.end, m.start, i);
                     }
                     out.selected.push(i);
                     out.ranks.push(r);
@@ -431,7 +580,7 @@ pub fn pack_groups(
                 if !small {
                     for &(_, i) in &placed {
                         let m = &rows[i as usize];
-                        windows[m.path as usize].remove(&m.end);
+                        windows[m.path as usize].remove(m.end);
                     }
                 }
                 out.omitted

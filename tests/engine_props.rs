@@ -11,7 +11,7 @@
 
 use proptest::prelude::*;
 use repo_context::engine::{
-    NO_GROUP, Omission, Omitted, Reason, Row, Selection, build, build_groups,
+    NO_GROUP, Omission, Omitted, Reason, Row, Scratch, Selection, build, build_groups, build_into,
 };
 
 const PATHS: u32 = 3;
@@ -238,5 +238,43 @@ proptest! {
             build_groups(&rows, &failure, budget, PATHS as usize, ids.len()),
             oracle(&rows, &failure, budget)
         );
+    }
+
+    #[test]
+    fn many_windows_on_one_path_equal_the_oracle(
+        // Short windows over a few hundred lines of one path: past the sorted vector's size,
+        // so the window set changes form mid-build.
+        rows in prop::collection::vec(
+            (1u32..300, 0u32..3, 0u64..4, -10.0f64..10.0).prop_map(|(start, span, cost, score)| Row {
+                path: 0,
+                start,
+                end: start + span,
+                cost,
+                reason: Reason::Search,
+                score,
+                group: NO_GROUP,
+                stale: false,
+            }),
+            0..200,
+        ),
+        budget in prop_oneof![0u64..200, Just(u64::MAX)],
+    ) {
+        prop_assert_eq!(build(&rows, &[], budget, 1), oracle(&rows, &[], budget));
+    }
+
+    #[test]
+    fn build_into_reusing_its_buffers_equals_build(
+        inputs in prop::collection::vec(
+            (prop::collection::vec(row(), 0..40), prop::collection::vec(0..PATHS, 0..4), 0u64..80),
+            1..6,
+        ),
+    ) {
+        // One scratch and one selection across several builds, as a worker reuses them.
+        let mut scratch = Scratch::default();
+        let mut out = Selection::default();
+        for (rows, failure, budget) in &inputs {
+            build_into(&mut scratch, rows, failure, *budget, PATHS as usize, &mut out);
+            prop_assert_eq!(&out, &build(rows, failure, *budget, PATHS as usize));
+        }
     }
 }
