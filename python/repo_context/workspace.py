@@ -19,6 +19,7 @@ context and report what was left out and why (:class:`ContextResult`).
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import sys
@@ -52,7 +53,7 @@ from .sources.search import (
     _searchable_paths,
     tokenize,
 )
-from .sources.symbols import ParsedFile, SymbolIndex, source_paths
+from .sources.symbols import FileSummary, ParsedFile, SymbolIndex, source_paths
 from .trace import TraceTarget
 from .types import BuildResult, Candidate
 
@@ -551,6 +552,19 @@ class _Symbols(SymbolIndex):
                     self._ws._parsed[key] = parsed
         return self._parsed[path]
 
+    def summary(self, path: str) -> ParsedFile | FileSummary | None:
+        parsed = self._parsed.get(path, _PENDING)
+        if parsed is not _PENDING:
+            return parsed  # type: ignore[no-any-return]
+        key = self._ws._key(path)
+        if key is not None:
+            if key in self._ws._parsed:
+                return self.parsed(path)
+            kept = self._ws._summary(key)
+            if kept is not _PENDING:
+                return kept  # type: ignore[no-any-return]
+        return self.parsed(path)
+
 
 # --------------------------------------------------------------------------------------
 # The workspace
@@ -625,6 +639,8 @@ class Workspace:
         self._words: dict[_Key, _Words] = {}
         self._parsed: dict[_Key, ParsedFile | None] = {}
         self._docs: dict[_Key, _Doc] = {}
+        # the definitions and imports of each file parsed (None: not an analysed language)
+        self._summaries: dict[_Key, FileSummary | None] = {}
         self._index: SearchIndex | None = None
         self._index_key = ""
         self._reader: _Reader | None = None
@@ -780,7 +796,7 @@ class Workspace:
         deadline: float | None = None,
     ) -> tuple[Gathered, tuple[TestFailure, ...], dict[str, float], tuple[str, ...], _Reader]:
         check_context_inputs(self.limits, log_text, junit_xml, query, issue)
-        with self._lock:
+        with self._lock, _gc_paused():
             _check_deadline(deadline)
             started = time.perf_counter()
             reader = self._new_reader()
@@ -808,6 +824,7 @@ class Workspace:
             )
             self._reader = reader
             self._save_sources()
+            self._save_summaries()
             self._prune()
             done = time.perf_counter()
             timings = {
@@ -862,10 +879,38 @@ class Workspace:
             self._store.put_many("source", list(self._unsaved.items()))
         self._unsaved.clear()
 
+    def _summary(self, key: _Key) -> Any:
+        """The kept :class:`FileSummary` of the file ``key`` (``None``: the file is not
+        parsed), from memory or the cache, or ``_PENDING`` if there is none."""
+        if key in self._summaries:
+            return self._summaries[key]
+        if self._store is None:
+            return _PENDING
+        name = _store_key(key)
+        value = self._store.get_many("summary", [name]).get(name, _PENDING)
+        if value is _PENDING:
+            return _PENDING
+        kept = None if value == () else FileSummary.from_value(key[0], value)
+        if kept is None and value != ():
+            return _PENDING  # another shape: parsed again
+        self._summaries[key] = kept
+        return kept
+
+    def _save_summaries(self) -> None:
+        """Keep (here and in the cache) the summary of every file parsed so far."""
+        new: list[tuple[str, object]] = []
+        for key, parsed in self._parsed.items():
+            if key not in self._summaries:
+                kept = FileSummary.of(parsed) if parsed is not None else None
+                self._summaries[key] = kept
+                new.append((_store_key(key), kept.value() if kept is not None else ()))
+        if self._store is not None and new:
+            self._store.put_many("summary", new)
+
     def _prune(self) -> None:
         """Forget, in memory, what was derived from file contents that are no longer the
         files' (an edited or removed file): a long-lived workspace does not grow with edits."""
-        for kept in (self._sources, self._words, self._parsed, self._docs):
+        for kept in (self._sources, self._words, self._parsed, self._docs, self._summaries):
             for key in [k for k in kept if self._digest(k[0]) != k[1]]:
                 del kept[key]
 
@@ -1013,6 +1058,12 @@ class Workspace:
         words_wanted = set(todo_words)
         symbols = _Symbols(reader, [])
         before = set(self._sources)
+        # After a cold start the files read only to derive are not kept in memory (their
+        # parses are large; with a cache their lines are on disk for the sources that read
+        # them again), each dropped as soon as it is derived, so that the heap holds one
+        # parse at a time; a few files read again after edits are kept, parses and all.
+        drop = len(todo) > KEEP_DERIVED_FILES
+        read_before = set(reader._files)
         with self._progress(len(todo)) as advance:
             for key in todo:
                 rel = key[0]
@@ -1023,11 +1074,13 @@ class Workspace:
                 if key in words_wanted:
                     words = symbols._scan(rel)
                     new_words.append((_store_key(key), words))
+                if drop and self._store is not None:
+                    if key not in before:
+                        self._sources.pop(key, None)
+                    if rel not in read_before:
+                        reader._files.pop(rel, None)
                 advance()
-        # After a cold start the files read only to derive are not kept in memory (their
-        # parses are large; with a cache their lines are on disk for the sources that read
-        # them again); a few files read again after edits are kept, parses and all.
-        if len(todo) > KEEP_DERIVED_FILES:
+        if drop:
             for key in set(self._sources) - before:
                 del self._sources[key]
         self._save_sources()
@@ -1056,6 +1109,33 @@ class Workspace:
         with Progress(transient=True, console=_stderr_console()) as bar:
             task = bar.add_task(f"indexing {total} files", total=total)
             yield lambda: bar.advance(task)
+
+
+_gc_lock = threading.Lock()
+_gc_depth = 0
+_gc_was_enabled = False
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the block (calls in several threads nest: it is
+    turned back on, if it was on, when the last one ends). Reading and parsing a large
+    repository makes millions of small objects, none of them in a reference cycle; each
+    collection pass would walk the whole heap (on a repository of 800k lines, more than half
+    of a cold call), while reference counting frees everything anyway."""
+    global _gc_depth, _gc_was_enabled
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_depth += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_depth -= 1
+            if _gc_depth == 0 and _gc_was_enabled:
+                gc.enable()
 
 
 def _check_deadline(deadline: float | None) -> None:

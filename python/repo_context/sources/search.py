@@ -393,46 +393,43 @@ def _chunks(source: SourceFile) -> list[Chunk]:
     if source.tree is None:
         return [Chunk(source.path, s, e) for s, e in _block_spans(source.lines)]
     chunks: list[Chunk] = []
-
-    def flush(pending: list[tuple[int, int]]) -> None:
-        spans: list[tuple[int, int]] = []
-        _group(pending, spans)
-        chunks.extend(Chunk(source.path, s, e) for s, e in spans)
-        pending.clear()
-
-    def visit(body: Iterable[ast.stmt], prefix: str) -> None:
-        pending: list[tuple[int, int]] = []
-        for stmt in body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                flush(pending)
-                start, end = node_span(stmt)
-                name = prefix + stmt.name
-                chunks.extend(
-                    Chunk(source.path, s, e, name) for s, e in _split(start, end, CHUNK_LINES * 3 // 2)
-                )
-            elif isinstance(stmt, ast.ClassDef):
-                flush(pending)
-                start, end = node_span(stmt)
-                name = prefix + stmt.name
-                members = [
-                    s
-                    for s in stmt.body
-                    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                ]
-                head_end = node_span(members[0])[0] - 1 if members else end
-                if head_end >= start:
-                    chunks.extend(
-                        Chunk(source.path, s, e, name) for s, e in _split(start, head_end, CHUNK_LINES)
-                    )
-                if members:
-                    first = stmt.body.index(members[0])
-                    visit(stmt.body[first:], name + ".")
-            elif not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                pending.append(node_span(stmt))
-        flush(pending)
-
-    visit(source.tree.body, "")
+    # (Module-level helpers, not closures: a recursive closure is a reference cycle, through
+    # its own cell, that would keep the file and its tree until the cyclic collector ran.)
+    _visit(source.path, source.tree.body, "", chunks)
     return chunks
+
+
+def _flush(path: str, pending: list[tuple[int, int]], chunks: list[Chunk]) -> None:
+    spans: list[tuple[int, int]] = []
+    _group(pending, spans)
+    chunks.extend(Chunk(path, s, e) for s, e in spans)
+    pending.clear()
+
+
+def _visit(path: str, body: Iterable[ast.stmt], prefix: str, chunks: list[Chunk]) -> None:
+    pending: list[tuple[int, int]] = []
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _flush(path, pending, chunks)
+            start, end = node_span(stmt)
+            name = prefix + stmt.name
+            chunks.extend(Chunk(path, s, e, name) for s, e in _split(start, end, CHUNK_LINES * 3 // 2))
+        elif isinstance(stmt, ast.ClassDef):
+            _flush(path, pending, chunks)
+            start, end = node_span(stmt)
+            name = prefix + stmt.name
+            members = [
+                s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            ]
+            head_end = node_span(members[0])[0] - 1 if members else end
+            if head_end >= start:
+                chunks.extend(Chunk(path, s, e, name) for s, e in _split(start, head_end, CHUNK_LINES))
+            if members:
+                first = stmt.body.index(members[0])
+                _visit(path, stmt.body[first:], name + ".", chunks)
+        elif not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            pending.append(node_span(stmt))
+    _flush(path, pending, chunks)
 
 
 _CLOSER = re.compile(r"[}\])]|end\b|</")
