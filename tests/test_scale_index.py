@@ -224,3 +224,31 @@ def test_collector_state_is_restored(repo: Path, enabled: bool) -> None:
             gc.enable()
         else:
             gc.disable()
+
+
+def test_kept_neighbours_follow_the_listing(repo: Path, tmp_path: Path) -> None:
+    """A Python file's neighbours are kept per content while the analysed paths are the
+    same: a file added that an import names is found (the listing changed)."""
+    from repo_context.workspace import _Symbols
+
+    (repo / "lib" / "core.py").write_text("import lib.extra\n" + CORE, encoding="utf-8")
+    cache = tmp_path / "cache"
+
+    def both() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        ws = Workspace(repo, cache_dir=cache)
+        ws.context(LOG)
+        reader = ws.repository
+        kept = _Symbols(reader, symbols_module.source_paths(reader))  # type: ignore[arg-type]
+        plain = SymbolIndex(Repository(repo))
+        return (
+            {p: kept.neighbours(p) for p in kept.paths},
+            {p: plain.neighbours(p) for p in plain.paths},
+        )
+
+    kept, plain = both()
+    assert kept == plain
+    assert "lib/extra.py" not in kept["lib/core.py"]
+    (repo / "lib" / "extra.py").write_text("VALUE = 1\n", encoding="utf-8")
+    kept, plain = both()
+    assert kept == plain
+    assert "lib/extra.py" in kept["lib/core.py"]

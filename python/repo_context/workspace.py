@@ -528,6 +528,7 @@ class _Symbols(SymbolIndex):
     def __init__(self, repo: _Reader, paths: Sequence[str]) -> None:
         super().__init__(repo, paths)
         self._ws = repo._workspace
+        self._listed: str | None = None
 
     def _scan(self, path: str) -> tuple[frozenset[str], frozenset[str]]:
         scanned = self._words.get(path)
@@ -551,6 +552,22 @@ class _Symbols(SymbolIndex):
                 if key is not None:
                     self._ws._parsed[key] = parsed
         return self._parsed[path]
+
+    def neighbours(self, path: str) -> list[str]:
+        # A Python file's neighbours depend on its content and on the set of analysed paths
+        # only (another language may read other files: Go's go.mod), so they are kept per
+        # content hash while that set is the same.
+        key = self._ws._key(path) if path.endswith((".py", ".pyi")) else None
+        if key is None:
+            return super().neighbours(path)
+        derive = super().neighbours
+        return list(self._ws._neighbours(key, self._listing(), lambda: derive(path)))
+
+    def _listing(self) -> str:
+        if self._listed is None:
+            text = "\n".join(self.paths).encode("utf-8", "surrogatepass")
+            self._listed = hashlib.sha256(text).hexdigest()
+        return self._listed
 
     def summary(self, path: str) -> ParsedFile | FileSummary | None:
         parsed = self._parsed.get(path, _PENDING)
@@ -641,6 +658,10 @@ class Workspace:
         self._docs: dict[_Key, _Doc] = {}
         # the definitions and imports of each file parsed (None: not an analysed language)
         self._summaries: dict[_Key, FileSummary | None] = {}
+        # the neighbours of each Python file, while the analysed paths are those listed
+        self._neighbour_kept: dict[_Key, tuple[str, ...]] = {}
+        self._neighbour_listing = ""
+        self._neighbour_unsaved: list[tuple[str, object]] = []
         self._index: SearchIndex | None = None
         self._index_key = ""
         self._reader: _Reader | None = None
@@ -896,6 +917,25 @@ class Workspace:
         self._summaries[key] = kept
         return kept
 
+    def _neighbours(self, key: _Key, listing: str, derive: Callable[[], list[str]]) -> tuple[str, ...]:
+        """The neighbours of the Python file ``key`` among the analysed paths whose listing
+        has the digest ``listing``: kept (in memory, in the cache) or ``derive()``-d."""
+        if self._neighbour_listing != listing:
+            self._neighbour_listing = listing
+            self._neighbour_kept.clear()
+        kept = self._neighbour_kept.get(key)
+        if kept is not None:
+            return kept
+        name = f"{listing}\0{_store_key(key)}"
+        value = self._store.get_many("neighbours", [name]).get(name) if self._store is not None else None
+        if isinstance(value, tuple) and all(isinstance(p, str) for p in value):
+            kept = value
+        else:
+            kept = tuple(derive())
+            self._neighbour_unsaved.append((name, kept))
+        self._neighbour_kept[key] = kept
+        return kept
+
     def _save_summaries(self) -> None:
         """Keep (here and in the cache) the summary of every file parsed so far."""
         new: list[tuple[str, object]] = []
@@ -906,11 +946,15 @@ class Workspace:
                 new.append((_store_key(key), kept.value() if kept is not None else ()))
         if self._store is not None and new:
             self._store.put_many("summary", new)
+        if self._store is not None and self._neighbour_unsaved:
+            self._store.put_many("neighbours", self._neighbour_unsaved)
+        self._neighbour_unsaved = []
 
     def _prune(self) -> None:
         """Forget, in memory, what was derived from file contents that are no longer the
         files' (an edited or removed file): a long-lived workspace does not grow with edits."""
-        for kept in (self._sources, self._words, self._parsed, self._docs, self._summaries):
+        kept_maps = (self._sources, self._words, self._parsed, self._docs, self._summaries)
+        for kept in (*kept_maps, self._neighbour_kept):
             for key in [k for k in kept if self._digest(k[0]) != k[1]]:
                 del kept[key]
 

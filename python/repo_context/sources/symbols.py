@@ -234,6 +234,7 @@ class ParsedFile:
         for definition in self.definitions:
             self._by_name.setdefault(definition.name, []).append(definition)
         self._imports: tuple[Import, ...] | None = None
+        self._named: dict[str, list[Node]] = {}
 
     # -- definitions -------------------------------------------------------------------
 
@@ -467,11 +468,14 @@ class ParsedFile:
         """Every identifier of the file spelled ``name``, in source order."""
         if not _NAME.fullmatch(name):
             return []
-        query = _named_query(self.spec.name, name)
-        if query is None:
-            return []
-        found = QueryCursor(query).captures(self.tree.root_node).get("id", [])
-        return sorted(found, key=lambda n: n.start_byte)
+        found = self._named.get(name)
+        if found is None:
+            query = _named_query(self.spec.name, name)
+            if query is None:
+                return []
+            found = QueryCursor(query).captures(self.tree.root_node).get("id", [])
+            found = self._named[name] = sorted(found, key=lambda n: n.start_byte)
+        return list(found)
 
     def _classify(self, node: Node, bound: set[int]) -> Reference | None:
         """``node`` (an identifier) as a :class:`Reference`, or ``None`` if it is not a read."""
@@ -1035,6 +1039,7 @@ class SymbolIndex:
         self._python_modules: dict[str, list[str]] | None = None
         self._go_modules: list[tuple[str, str]] | None = None
         self._distances: dict[str, dict[str, int]] = {}
+        self._known: tuple[list[str], frozenset[str]] | None = None
 
     # -- files -------------------------------------------------------------------------
 
@@ -1046,7 +1051,10 @@ class SymbolIndex:
         return self._paths
 
     def _path_set(self) -> frozenset[str]:
-        return frozenset(self.paths)
+        paths = self.paths
+        if self._known is None or self._known[0] is not paths:
+            self._known = (paths, frozenset(paths))
+        return self._known[1]
 
     def _scan(self, path: str) -> tuple[frozenset[str], frozenset[str]]:
         scanned = self._words.get(path)
