@@ -645,11 +645,7 @@ class SearchIndex:
         fingerprint = _fingerprint(repo.root, paths)
         with _CACHE_LOCK:
             cached = _CACHE.get(key)
-            if (
-                cached is not None
-                and cached.fingerprint == fingerprint
-                and _unchanged(repo, cached)
-            ):
+            if cached is not None and cached.fingerprint == fingerprint and _unchanged(repo, cached):
                 _CACHE.move_to_end(key)
                 return cached
         index = cls.build(repo, paths)
@@ -763,6 +759,248 @@ def search_windows(
     if index is None:
         index = SearchIndex.for_repository(repo)
     return index.windows(repo, query, top_k, max_per_file)
+
+
+#: The BM25 parameters (``bm25s.BM25``'s defaults: the Lucene variant, ``k1``, ``b``).
+BM25_K1 = 1.5
+BM25_B = 0.75
+
+
+class IncrementalBM25:
+    """A BM25 index (the Lucene variant with ``bm25s``'s defaults, :data:`BM25_K1` and
+    :data:`BM25_B`, scores in float32 summed in query order: the scores of ``bm25s.BM25``
+    over the same documents) whose documents can be replaced without indexing the others
+    again.
+
+    ``keys`` name the documents, in order (hashable, distinct), and ``corpus`` gives each
+    one's tokens. Instead of the scores of every term in every document (which depend on
+    the document count and the average length, so change with any edit), it keeps each
+    term's postings (document slot, term frequency) in arrays, each document's length, and
+    which slots are live; :meth:`get_scores` computes the scores of the query's terms only.
+    :meth:`updated` gives the index of another list of keys: the documents it keeps are
+    not read again, those it adds are tokenized through ``tokens_of``, and the postings of
+    removed documents are dropped when they pass a quarter of the total (compaction).
+
+    Raises ``ValueError`` if ``keys`` and ``corpus`` differ in length or a key repeats.
+    """
+
+    def __init__(self, keys: Sequence[Any], corpus: Sequence[Sequence[str]]) -> None:
+        import numpy as np
+
+        if len(keys) != len(corpus):
+            raise ValueError(f"keys and corpus differ in length: {len(keys)} != {len(corpus)}")
+        self._vocab: dict[str, int] = {}
+        self._slot: dict[Any, int] = {}
+        terms, slots, counts, lengths = self._postings(keys, corpus, 0)
+        self._lengths = np.asarray(lengths, dtype=np.int64)
+        self._alive = np.ones(len(lengths), dtype=bool)
+        self._live_count = len(lengths)
+        self._live_tokens = int(self._lengths.sum())
+        self._order = np.arange(len(lengths), dtype=np.int64)
+        self._set_postings(
+            np.asarray(terms, dtype=np.int64),
+            np.asarray(slots, dtype=np.int64),
+            np.asarray(counts, dtype=np.int64),
+        )
+
+    def _postings(
+        self, keys: Sequence[Any], corpus: Sequence[Sequence[str]], first_slot: int
+    ) -> tuple[list[int], list[int], list[int], list[int]]:
+        """The postings of new documents (given slots from ``first_slot`` on), the vocabulary
+        grown as needed."""
+        from collections import Counter
+
+        vocab = self._vocab
+        terms: list[int] = []
+        slots: list[int] = []
+        counts: list[int] = []
+        lengths: list[int] = []
+        for offset, (key, tokens) in enumerate(zip(keys, corpus, strict=True)):
+            slot = first_slot + offset
+            if key in self._slot:
+                raise ValueError(f"a document key repeats: {key!r}")
+            self._slot[key] = slot
+            lengths.append(len(tokens))
+            for token, count in Counter(tokens).items():
+                term = vocab.get(token)
+                if term is None:
+                    term = vocab[token] = len(vocab)
+                terms.append(term)
+                slots.append(slot)
+                counts.append(count)
+        return terms, slots, counts, lengths
+
+    def _set_postings(self, terms: Any, slots: Any, counts: Any) -> None:
+        import numpy as np
+
+        order = np.argsort(terms, kind="stable")
+        self._slots = slots[order]
+        self._counts = counts[order].astype(np.float64)
+        self._indptr = np.zeros(len(self._vocab) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(terms, minlength=len(self._vocab)), out=self._indptr[1:])
+        self._dead_postings = 0
+
+    @property
+    def num_docs(self) -> int:
+        """The number of (live) documents."""
+        return self._live_count
+
+    def get_scores(self, query: Sequence[str]) -> Any:
+        """The float32 numpy array of the BM25 score of every document for ``query``
+        (tokens; a repeated token counts once per repetition, a token in no document
+        adds nothing), in key order."""
+        import numpy as np
+
+        n = self._live_count
+        scores = np.zeros(len(self._lengths), dtype=np.float32)
+        if n == 0:
+            return scores[self._order]
+        average = float(np.float64(self._live_tokens) / n)
+        norm: Any = None
+        done: dict[int, tuple[Any, Any]] = {}
+        for token in query:
+            term = self._vocab.get(token)
+            if term is None:
+                continue
+            part = done.get(term)
+            if part is None:
+                start, end = self._indptr[term], self._indptr[term + 1]
+                slots = self._slots[start:end]
+                counts = self._counts[start:end]
+                if self._dead_postings:
+                    live = self._alive[slots]
+                    slots, counts = slots[live], counts[live]
+                df = len(slots)
+                if df == 0:
+                    done[term] = part = (slots, None)
+                else:
+                    if norm is None:
+                        # bm25s: k1 * (1 - b + b * l_d / l_avg), in float64
+                        norm = BM25_K1 * (1 - BM25_B + BM25_B * self._lengths.astype(np.float64) / average)
+                    idf = np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5)))
+                    tfc = counts / (counts + norm[slots])
+                    done[term] = part = (slots, (np.float64(idf) * tfc).astype(np.float32))
+            slots, values = part
+            if values is not None:
+                scores[slots] += values
+        return scores[self._order]
+
+    def updated(self, keys: Sequence[Any], tokens_of: Callable[[Any], Sequence[str]]) -> IncrementalBM25:
+        """The index of the documents ``keys`` (in that order): a key this index holds keeps
+        its document, a new one is tokenized with ``tokens_of(key)``. This index is left as
+        it was. Raises ``ValueError`` if a key repeats."""
+        import numpy as np
+
+        if len(set(keys)) != len(keys):
+            raise ValueError("a document key repeats")
+        new = object.__new__(IncrementalBM25)
+        new._vocab = dict(self._vocab)
+        wanted = set(keys)
+        new._slot = {key: slot for key, slot in self._slot.items() if key in wanted}
+        added = [key for key in keys if key not in new._slot]
+        first = len(self._lengths)
+        terms, slots, counts, lengths = new._postings(added, [tokens_of(k) for k in added], first)
+        alive = np.zeros(first + len(added), dtype=bool)
+        kept = np.fromiter(new._slot.values(), dtype=np.int64, count=len(new._slot))
+        alive[kept] = True
+        new._alive = alive
+        new._lengths = np.concatenate([self._lengths, np.asarray(lengths, dtype=np.int64)])
+        new._live_count = len(keys)
+        new._live_tokens = int(new._lengths[alive].sum())
+        new._order = np.fromiter((new._slot[k] for k in keys), dtype=np.int64, count=len(keys))
+        # The old postings and the new ones (in term order), as one set of arrays.
+        old_terms = np.repeat(np.arange(len(self._vocab), dtype=np.int64), np.diff(self._indptr))
+        all_terms = np.concatenate([old_terms, np.asarray(terms, dtype=np.int64)])
+        all_slots = np.concatenate([self._slots, np.asarray(slots, dtype=np.int64)])
+        all_counts = np.concatenate([self._counts.astype(np.int64), np.asarray(counts, dtype=np.int64)])
+        dead = ~alive[all_slots]
+        if dead.sum() * 4 > len(all_slots):
+            # Compaction: the dead postings dropped, the live slots numbered again in order.
+            live = ~dead
+            renumber = np.cumsum(alive) - 1
+            all_terms, all_slots, all_counts = all_terms[live], renumber[all_slots[live]], all_counts[live]
+            new._lengths = new._lengths[alive]
+            new._order = renumber[new._order]
+            new._slot = {key: int(renumber[slot]) for key, slot in new._slot.items()}
+            new._alive = np.ones(len(new._lengths), dtype=bool)
+            dead = np.zeros(len(all_slots), dtype=bool)
+        new._set_postings(all_terms, all_slots, all_counts)
+        new._dead_postings = int(dead.sum())
+        return new
+
+    def value(self) -> dict[str, Any]:
+        """The plain form (for ``marshal``): the vocabulary as a list of tokens, and the
+        arrays as bytes; :meth:`from_value` reads it back."""
+        return {
+            "tokens": list(self._vocab),
+            "keys": list(self._slot),
+            "slots": list(self._slot.values()),
+            "arrays": {
+                name: getattr(self, "_" + name).tobytes()
+                for name in ("lengths", "alive", "order", "slots", "counts", "indptr")
+            },
+            "dead": self._dead_postings,
+        }
+
+    @classmethod
+    def from_value(cls, value: object) -> IncrementalBM25 | None:
+        """The index of a plain form (:meth:`value`); ``None`` for one whose parts do not
+        fit together (a damaged value)."""
+        import numpy as np
+
+        if not isinstance(value, dict):
+            return None
+        try:
+            tokens, keys, slots, arrays = value["tokens"], value["keys"], value["slots"], value["arrays"]
+            dtypes = {
+                "lengths": np.int64,
+                "alive": bool,
+                "order": np.int64,
+                "slots": np.int64,
+                "counts": np.float64,
+                "indptr": np.int64,
+            }
+            parts = {name: np.frombuffer(arrays[name], dtype=dtype) for name, dtype in dtypes.items()}
+            dead = int(value["dead"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        total = len(parts["lengths"])
+        if not (
+            isinstance(tokens, list)
+            and all(isinstance(t, str) for t in tokens)
+            and len(set(tokens)) == len(tokens)
+            and isinstance(keys, list)
+            and isinstance(slots, list)
+            and len(keys) == len(slots)
+            and all(type(s) is int and 0 <= s < total for s in slots)
+            and len(parts["alive"]) == total
+            and len(parts["indptr"]) == len(tokens) + 1
+            and (len(parts["indptr"]) == 0 or int(parts["indptr"][0]) == 0)
+            and bool(np.all(np.diff(parts["indptr"]) >= 0))
+            and int(parts["indptr"][-1]) == len(parts["slots"]) == len(parts["counts"])
+            and bool(np.all((parts["slots"] >= 0) & (parts["slots"] < total)))
+            and bool(np.all(parts["lengths"] >= 0))
+            and len(parts["order"]) == len(keys) == int(parts["alive"].sum())
+            and bool(np.all((parts["order"] >= 0) & (parts["order"] < total)))
+            and dead >= 0
+        ):
+            return None
+        new = object.__new__(cls)
+        new._vocab = {token: i for i, token in enumerate(tokens)}
+        try:
+            new._slot = dict(
+                zip((k if not isinstance(k, list) else tuple(k) for k in keys), slots, strict=True)
+            )
+        except TypeError:  # an unhashable key
+            return None
+        if len(new._slot) != len(keys):
+            return None
+        new._lengths, new._alive, new._order = parts["lengths"], parts["alive"], parts["order"]
+        new._slots, new._counts, new._indptr = parts["slots"], parts["counts"], parts["indptr"]
+        new._dead_postings = dead
+        new._live_count = len(keys)
+        new._live_tokens = int(new._lengths[new._alive].sum())
+        return new
 
 
 def _bm25_index(corpus: list[list[str]]) -> Any:
