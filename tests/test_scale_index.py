@@ -252,3 +252,53 @@ def test_kept_neighbours_follow_the_listing(repo: Path, tmp_path: Path) -> None:
     kept, plain = both()
     assert kept == plain
     assert "lib/extra.py" in kept["lib/core.py"]
+
+
+def test_an_edit_updates_the_latest_index(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After one file is edited, the search index is the latest one updated for that file
+    (in the same workspace, and in a new one through the cache), not indexed again: the
+    same context as a workspace without a cache."""
+    from repo_context import workspace as workspace_module
+
+    cache = tmp_path / "cache"
+    ws = Workspace(repo, cache_dir=cache)
+    ws.context(LOG)
+    derived: list[str] = []
+    built: list[int] = []
+    doc = workspace_module._doc
+    bm25 = workspace_module._bm25_index
+
+    def counting_doc(reader: Any, rel: str) -> Any:
+        derived.append(rel)
+        return doc(reader, rel)
+
+    def counting_bm25(keys: Any, corpus: Any) -> Any:
+        built.append(len(keys))
+        return bm25(keys, corpus)
+
+    monkeypatch.setattr(workspace_module, "_doc", counting_doc)
+    monkeypatch.setattr(workspace_module, "_bm25_index", counting_bm25)
+    edits = ["def helper(value):\n    return value * 3\n", UTIL + "\n\ndef more():\n    pass\n"]
+    for n, text in enumerate(edits):
+        (repo / "lib" / "util.py").write_text(text, encoding="utf-8")
+        same = ws.context(LOG)
+        assert derived == ["lib/util.py"] and built == []
+        derived.clear()
+        other = Workspace(repo, cache_dir=cache).context(LOG)
+        assert derived == [] and built == []  # the updated index was stored
+        plain = Workspace(repo, cache=False)
+        fresh = plain.context(LOG)
+        derived.clear()
+        built.clear()
+        assert _shape(same) == _shape(other) == _shape(fresh), n
+        assert same.section == fresh.section
+        assert ws._index is not None and plain._index is not None
+        assert (ws._index.lines, ws._index.files) == (plain._index.lines, plain._index.files)
+        assert ws._index.chunks == plain._index.chunks
+    # A new workspace after an edit made elsewhere starts from the latest stored index.
+    (repo / "lib" / "core.py").write_text(CORE + "\n# note\n", encoding="utf-8")
+    later = Workspace(repo, cache_dir=cache).context(LOG)
+    assert derived == ["lib/core.py"] and built == []
+    assert _shape(later) == _shape(Workspace(repo, cache=False).context(LOG))

@@ -46,8 +46,8 @@ from .sources.gather import Gathered, gather
 from .sources.pytest_log import TestFailure, parse_test_output
 from .sources.search import (
     Chunk,
+    IncrementalBM25,
     SearchIndex,
-    _bm25_index,
     _chunk_tokens,
     _chunks,
     _searchable_paths,
@@ -88,6 +88,8 @@ AMBIGUOUS_NS = 2_000_000_000
 _Key = tuple[str, str]  # path, content digest
 _Words = tuple[frozenset[str], frozenset[str]]
 _Doc = tuple[int, tuple[tuple[int, int, str], ...], tuple[tuple[str, ...], ...]]  # lines, chunks, tokens
+# A search index's parts: chunks, BM25, lines, files, each file's (digest, lines, first, chunks)
+_Built = tuple[list[Chunk], "IncrementalBM25 | None", int, int, dict[str, tuple[str, int, int, int]]]
 
 
 def default_cache_dir() -> Path:
@@ -664,6 +666,7 @@ class Workspace:
         self._neighbour_unsaved: list[tuple[str, object]] = []
         self._index: SearchIndex | None = None
         self._index_key = ""
+        self._index_meta: dict[str, tuple[str, int, int, int]] = {}
         self._reader: _Reader | None = None
 
     # -- the public surface ----------------------------------------------------------------
@@ -1030,28 +1033,23 @@ class Workspace:
         started = time.perf_counter()
         stored = self._stored_index(index_key)
         if stored is None:
-            docs = self._derive(reader, keys, word_keys)
-            chunks: list[Chunk] = []
-            corpus: list[list[str]] = []
-            lines = files = 0
-            for rel, digest in keys:
-                doc = docs.get((rel, digest))
-                if doc is None or not doc[1]:
-                    continue
-                files += 1
-                lines += doc[0]
-                for (start, end, name), tokens in zip(doc[1], doc[2], strict=True):
-                    chunks.append(Chunk(rel, start, end, name))
-                    corpus.append(list(tokens))
-            chunked = time.perf_counter()
-            retriever = _bm25_index(corpus) if chunks else None
+            base = self._base_index()
+            if base is None:
+                chunks, retriever, lines, files, meta = self._built_index(reader, keys, word_keys)
+                timings = {"build": time.perf_counter() - started}
+            else:
+                chunks, retriever, lines, files, meta = self._updated_index(reader, keys, word_keys, base)
+                timings = {"update": time.perf_counter() - started}
             if self._store is not None:
-                self._store.put_many("index", [(index_key, _index_value(chunks, retriever, lines, files))])
-            timings = {"derive": chunked - started, "bm25": time.perf_counter() - chunked}
+                value = _index_value(chunks, retriever, lines, files, meta)
+                self._store.put_many("index", [(index_key, value)])
         else:
-            chunks, retriever, lines, files = stored
+            chunks, retriever, lines, files, meta = stored
             self._derive_words(reader, word_keys)
             timings = {"load": time.perf_counter() - started}
+        if self._store is not None and self._index_key != index_key:
+            self._store.put_many("latest", [(self._key_prefix, index_key)])
+        self._index_meta = meta
         index = SearchIndex(
             root=self.root,
             chunks=tuple(chunks),
@@ -1067,6 +1065,86 @@ class Workspace:
         )
         self._index, self._index_key = index, index_key
         return index
+
+    def _built_index(self, reader: _Reader, keys: Sequence[_Key], word_keys: Sequence[_Key]) -> _Built:
+        """The search index of the files ``keys`` built from their documents."""
+        docs = self._derive(reader, keys, word_keys)
+        chunks: list[Chunk] = []
+        doc_keys: list[tuple[str, str, int]] = []
+        corpus: list[list[str]] = []
+        meta: dict[str, tuple[str, int, int, int]] = {}
+        lines = files = 0
+        for rel, digest in keys:
+            doc = docs.get((rel, digest))
+            if doc is None or not doc[1]:
+                meta[rel] = (digest, 0, len(chunks), 0)
+                continue
+            meta[rel] = (digest, doc[0], len(chunks), len(doc[1]))
+            files += 1
+            lines += doc[0]
+            for i, ((start, end, name), tokens) in enumerate(zip(doc[1], doc[2], strict=True)):
+                chunks.append(Chunk(rel, start, end, name))
+                doc_keys.append((rel, digest, i))
+                corpus.append(list(tokens))
+        retriever = _bm25_index(doc_keys, corpus) if chunks else None
+        return chunks, retriever, lines, files, meta
+
+    def _base_index(self) -> tuple[list[Chunk], IncrementalBM25, dict[str, tuple[str, int, int, int]]] | None:
+        """The latest search index of this repository (in memory, else the cache's), to update
+        for the files that changed since; ``None`` if there is none (or it is empty)."""
+        if self._index is not None:
+            if isinstance(self._index._retriever, IncrementalBM25):
+                return list(self._index.chunks), self._index._retriever, self._index_meta
+            return None
+        if self._store is None:
+            return None
+        latest = self._store.get_many("latest", [self._key_prefix]).get(self._key_prefix)
+        stored = self._stored_index(latest) if isinstance(latest, str) else None
+        if stored is None or stored[1] is None:
+            return None
+        return stored[0], stored[1], stored[4]
+
+    def _updated_index(
+        self,
+        reader: _Reader,
+        keys: Sequence[_Key],
+        word_keys: Sequence[_Key],
+        base: tuple[list[Chunk], IncrementalBM25, dict[str, tuple[str, int, int, int]]],
+    ) -> _Built:
+        """The search index of the files ``keys`` made from ``base``: a file whose content
+        is the one indexed there keeps its chunks and their postings; only the others are
+        derived (or loaded) and indexed."""
+        old_chunks, old_retriever, old_meta = base
+        changed = [k for k in keys if old_meta.get(k[0], ("",))[0] != k[1] or not k[1]]
+        docs = self._derive(reader, changed, word_keys)
+        chunks: list[Chunk] = []
+        doc_keys: list[tuple[str, str, int]] = []
+        new_tokens: dict[tuple[str, str, int], list[str]] = {}
+        meta: dict[str, tuple[str, int, int, int]] = {}
+        lines = files = 0
+        for rel, digest in keys:
+            kept = old_meta.get(rel)
+            if kept is not None and kept[0] == digest and digest:
+                _, count, first, n = kept
+                meta[rel] = (digest, count, len(chunks), n)
+                chunks.extend(old_chunks[first : first + n])
+                doc_keys.extend((rel, digest, i) for i in range(n))
+            else:
+                doc = docs.get((rel, digest))
+                if doc is None or not doc[1]:
+                    meta[rel] = (digest, 0, len(chunks), 0)
+                    continue
+                count, n = doc[0], len(doc[1])
+                meta[rel] = (digest, count, len(chunks), n)
+                for i, ((start, end, name), tokens) in enumerate(zip(doc[1], doc[2], strict=True)):
+                    chunks.append(Chunk(rel, start, end, name))
+                    doc_keys.append((rel, digest, i))
+                    new_tokens[(rel, digest, i)] = list(tokens)
+            if n:
+                files += 1
+                lines += count
+        retriever = old_retriever.updated(doc_keys, new_tokens.__getitem__) if chunks else None
+        return chunks, retriever, lines, files, meta
 
     def _load_words(self, keys: Sequence[_Key]) -> None:
         missing = [k for k in keys if k not in self._words]
@@ -1133,7 +1211,7 @@ class Workspace:
             self._store.put_many("words", new_words)
         return {k: self._docs[k] for k in doc_keys if k in self._docs}
 
-    def _stored_index(self, index_key: str) -> tuple[list[Chunk], Any, int, int] | None:
+    def _stored_index(self, index_key: str) -> _Built | None:
         if self._store is None:
             return None
         value = self._store.get_many("index", [index_key]).get(index_key)
@@ -1262,63 +1340,51 @@ def _is_doc(value: object) -> bool:
     )
 
 
-def _index_value(chunks: Sequence[Chunk], retriever: Any, lines: int, files: int) -> dict[str, Any]:
-    """The cache form of a search index: plain values and the BM25 matrix's arrays as bytes."""
-    value: dict[str, Any] = {
+def _bm25_index(keys: Sequence[tuple[str, str, int]], corpus: list[list[str]]) -> IncrementalBM25:
+    """The BM25 index of the chunks ``keys`` (``(path, digest, number)``) with tokens ``corpus``."""
+    return IncrementalBM25(keys, corpus)
+
+
+def _index_value(
+    chunks: Sequence[Chunk],
+    retriever: IncrementalBM25 | None,
+    lines: int,
+    files: int,
+    meta: Mapping[str, tuple[str, int, int, int]],
+) -> dict[str, Any]:
+    """The cache form of a search index: plain values and the BM25 postings' arrays as bytes;
+    ``files`` holds each file's ``(path, digest, lines, first chunk, chunks)``."""
+    return {
         "chunks": [(c.path, c.start, c.end, c.name) for c in chunks],
         "lines": lines,
         "files": files,
-        "bm25": None,
+        "meta": [(rel, *row) for rel, row in meta.items()],
+        "bm25": retriever.value() if retriever is not None else None,
     }
-    if retriever is not None:
-        scores = retriever.scores
-        value["bm25"] = {
-            "vocab": dict(retriever.vocab_dict),
-            "num_docs": int(scores["num_docs"]),
-            "arrays": {
-                name: (str(scores[name].dtype), scores[name].tobytes())
-                for name in ("data", "indices", "indptr")
-            },
-        }
-    return value
 
 
-def _index_from(value: object) -> tuple[list[Chunk], Any, int, int] | None:
+def _index_from(value: object) -> _Built | None:
     """A search index from its cache form; ``None`` (or ``TypeError``/``ValueError``/
     ``KeyError``) for anything that is not one."""
     if not isinstance(value, dict):
         return None
     chunks = [Chunk(str(p), int(s), int(e), str(n)) for p, s, e, n in value["chunks"]]
     lines, files = int(value["lines"]), int(value["files"])
-    bm25 = value["bm25"]
-    if bm25 is None:
-        return (chunks, None, lines, files) if not chunks else None
-    import bm25s  # type: ignore[import-untyped]
-    import numpy as np
-
-    arrays = {}
-    for name in ("data", "indices", "indptr"):
-        dtype, raw = bm25["arrays"][name]
-        if dtype not in ("float32", "float64", "int32", "int64", "uint32", "uint64"):
+    meta: dict[str, tuple[str, int, int, int]] = {}
+    for rel, digest, count, first, n in value["meta"]:
+        if not (isinstance(rel, str) and isinstance(digest, str)):
             return None
-        arrays[name] = np.frombuffer(raw, dtype=np.dtype(dtype))
-    vocab = bm25["vocab"]
-    num_docs = int(bm25["num_docs"])
-    if (
-        not isinstance(vocab, dict)
-        or num_docs != len(chunks)
-        or len(arrays["indptr"]) != len(vocab)  # bm25s keeps one more id, "", without postings
-        or max(vocab.values(), default=0) >= len(vocab)
-        or len(arrays["data"]) != len(arrays["indices"])
-        or (len(arrays["indptr"]) and int(arrays["indptr"][-1]) != len(arrays["data"]))
-    ):
+        if not (0 <= int(first) <= int(first) + int(n) <= len(chunks)):
+            return None
+        meta[rel] = (digest, int(count), int(first), int(n))
+    if sum(row[3] for row in meta.values()) != len(chunks):
         return None
-    retriever = bm25s.BM25()
-    retriever.scores = {**arrays, "num_docs": num_docs}
-    retriever.vocab_dict = vocab
-    retriever.unique_token_ids_set = set(vocab.values())
-    retriever.nonoccurrence_array = None
-    return chunks, retriever, lines, files
+    if value["bm25"] is None:
+        return (chunks, None, lines, files, meta) if not chunks else None
+    retriever = IncrementalBM25.from_value(value["bm25"])
+    if retriever is None or retriever.num_docs != len(chunks):
+        return None
+    return chunks, retriever, lines, files, meta
 
 
 def context(
