@@ -52,8 +52,19 @@ edits = st.tuples(
 
 
 @settings(max_examples=150, deadline=None)
-@given(corpora, st.lists(edits, min_size=1, max_size=4), queries)
-def test_updated_matches_a_rebuild(corpus: list[list[str]], steps: list[Any], query: list[str]) -> None:
+@given(corpora, st.lists(edits, min_size=1, max_size=5), queries, st.sampled_from([1, 2, 8]))
+def test_updated_matches_a_rebuild(
+    corpus: list[list[str]], steps: list[Any], query: list[str], segments: int
+) -> None:
+    saved = IncrementalBM25.MAX_SEGMENTS
+    IncrementalBM25.MAX_SEGMENTS = segments  # merged after every edit, every other, rarely
+    try:
+        _edits(corpus, steps, query)
+    finally:
+        IncrementalBM25.MAX_SEGMENTS = saved
+
+
+def _edits(corpus: list[list[str]], steps: list[Any], query: list[str]) -> None:
     made = 0
 
     def fresh() -> tuple[str, int]:
@@ -106,7 +117,8 @@ def test_bad_input() -> None:
         lambda v: {**v, "keys": v["keys"][:-1]},  # keys and slots differ in length
         lambda v: {**v, "arrays": {**v["arrays"], "indptr": v["arrays"]["indptr"][:-8]}},
         lambda v: {**v, "arrays": {**v["arrays"], "counts": b"\x00"}},  # not whole numbers
-        lambda v: {k: x for k, x in v.items() if k != "dead"},
+        lambda v: {k: x for k, x in v.items() if k != "keys"},
+        lambda v: {**v, "arrays": {**v["arrays"], "order": v["arrays"]["order"][:8] * 2}},  # a slot twice
         lambda v: [v],
     ],
 )

@@ -302,3 +302,25 @@ def test_an_edit_updates_the_latest_index(
     later = Workspace(repo, cache_dir=cache).context(LOG)
     assert derived == ["lib/core.py"] and built == []
     assert _shape(later) == _shape(Workspace(repo, cache=False).context(LOG))
+
+
+@pytest.mark.parametrize("after", [0, 32])
+def test_an_updated_index_is_stored_past_a_few_files(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: int
+) -> None:
+    from repo_context import workspace as workspace_module
+
+    monkeypatch.setattr(workspace_module, "STORE_AFTER_FILES", after)
+    cache = tmp_path / "cache"
+    ws = Workspace(repo, cache_dir=cache)
+    ws.context(LOG)
+    assert ws._index is not None and set(ws._index.timings) == {"build"}
+    (repo / "lib" / "util.py").write_text(UTIL + "\n# edited\n", encoding="utf-8")
+    first = ws.context(LOG)
+    assert set(ws._index.timings) == {"update"}
+    other = Workspace(repo, cache_dir=cache)
+    second = other.context(LOG)
+    assert other._index is not None
+    # Stored after one changed file when the threshold is 0; else updated from the stored one.
+    assert set(other._index.timings) == ({"load"} if after == 0 else {"update"})
+    assert _shape(first) == _shape(second) == _shape(Workspace(repo, cache=False).context(LOG))

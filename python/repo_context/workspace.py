@@ -74,6 +74,8 @@ DEFAULT_MAX_TOKENS = 4_000
 PROGRESS_FILES = 200
 #: Up to this many files derived in one call stay in memory, parses included.
 KEEP_DERIVED_FILES = 50
+#: The search index updated for more changed files than this is stored again in the cache.
+STORE_AFTER_FILES = 32
 
 _ENGINES: dict[str, Callable[[object], BuildResult]] = {
     "native": native_build,
@@ -667,6 +669,8 @@ class Workspace:
         self._index: SearchIndex | None = None
         self._index_key = ""
         self._index_meta: dict[str, tuple[str, int, int, int]] = {}
+        # the files whose documents in the index are not those of the latest stored index
+        self._unstored: set[str] = set()
         self._reader: _Reader | None = None
 
     # -- the public surface ----------------------------------------------------------------
@@ -1031,24 +1035,32 @@ class Workspace:
             self._derive_words(reader, word_keys)
             return self._index
         started = time.perf_counter()
-        stored = self._stored_index(index_key)
-        if stored is None:
-            base = self._base_index()
+        # The index in memory updated for the files that changed; else the cache's index of
+        # these files, or its latest for the repository updated, or one built from scratch.
+        base = self._base_index(memory=True)
+        stored = self._stored_index(index_key) if base is None else None
+        if stored is not None:
+            chunks, retriever, lines, files, meta = stored
+            self._derive_words(reader, word_keys)
+            self._unstored.clear()
+            timings = {"load": time.perf_counter() - started}
+        else:
+            base = base or self._base_index(memory=False)
             if base is None:
                 chunks, retriever, lines, files, meta = self._built_index(reader, keys, word_keys)
+                self._unstored = {rel for rel, _ in keys}
                 timings = {"build": time.perf_counter() - started}
             else:
                 chunks, retriever, lines, files, meta = self._updated_index(reader, keys, word_keys, base)
                 timings = {"update": time.perf_counter() - started}
-            if self._store is not None:
+            # An updated index is stored once it differs from the stored one in more than a
+            # few files (storing it is slower than updating it): until then a new workspace
+            # updates the stored one for those files, whose documents are in the cache.
+            if self._store is not None and (base is None or len(self._unstored) > STORE_AFTER_FILES):
                 value = _index_value(chunks, retriever, lines, files, meta)
                 self._store.put_many("index", [(index_key, value)])
-        else:
-            chunks, retriever, lines, files, meta = stored
-            self._derive_words(reader, word_keys)
-            timings = {"load": time.perf_counter() - started}
-        if self._store is not None and self._index_key != index_key:
-            self._store.put_many("latest", [(self._key_prefix, index_key)])
+                self._store.put_many("latest", [(self._key_prefix, index_key)])
+                self._unstored.clear()
         self._index_meta = meta
         index = SearchIndex(
             root=self.root,
@@ -1089,11 +1101,14 @@ class Workspace:
         retriever = _bm25_index(doc_keys, corpus) if chunks else None
         return chunks, retriever, lines, files, meta
 
-    def _base_index(self) -> tuple[list[Chunk], IncrementalBM25, dict[str, tuple[str, int, int, int]]] | None:
-        """The latest search index of this repository (in memory, else the cache's), to update
-        for the files that changed since; ``None`` if there is none (or it is empty)."""
-        if self._index is not None:
-            if isinstance(self._index._retriever, IncrementalBM25):
+    def _base_index(
+        self, *, memory: bool
+    ) -> tuple[list[Chunk], IncrementalBM25, dict[str, tuple[str, int, int, int]]] | None:
+        """The latest search index of this repository (in memory, or with ``memory=False``
+        the cache's latest), to update for the files that changed since; ``None`` if there is
+        none (or it is empty)."""
+        if memory:
+            if self._index is not None and isinstance(self._index._retriever, IncrementalBM25):
                 return list(self._index.chunks), self._index._retriever, self._index_meta
             return None
         if self._store is None:
@@ -1116,6 +1131,8 @@ class Workspace:
         derived (or loaded) and indexed."""
         old_chunks, old_retriever, old_meta = base
         changed = [k for k in keys if old_meta.get(k[0], ("",))[0] != k[1] or not k[1]]
+        self._unstored.update(rel for rel, _ in changed)
+        self._unstored.update(rel for rel in old_meta.keys() - {rel for rel, _ in keys})
         docs = self._derive(reader, changed, word_keys)
         chunks: list[Chunk] = []
         doc_keys: list[tuple[str, str, int]] = []

@@ -778,11 +778,15 @@ class IncrementalBM25:
     term's postings (document slot, term frequency) in arrays, each document's length, and
     which slots are live; :meth:`get_scores` computes the scores of the query's terms only.
     :meth:`updated` gives the index of another list of keys: the documents it keeps are
-    not read again, those it adds are tokenized through ``tokens_of``, and the postings of
-    removed documents are dropped when they pass a quarter of the total (compaction).
+    not read again, those it adds are tokenized through ``tokens_of`` and their postings
+    become one more segment; the segments are merged, and the postings of removed
+    documents dropped, when there are more than :attr:`MAX_SEGMENTS` or the removed
+    postings pass a quarter of the total.
 
     Raises ``ValueError`` if ``keys`` and ``corpus`` differ in length or a key repeats.
     """
+
+    MAX_SEGMENTS = 8
 
     def __init__(self, keys: Sequence[Any], corpus: Sequence[Sequence[str]]) -> None:
         import numpy as np
@@ -793,15 +797,13 @@ class IncrementalBM25:
         self._slot: dict[Any, int] = {}
         terms, slots, counts, lengths = self._postings(keys, corpus, 0)
         self._lengths = np.asarray(lengths, dtype=np.int64)
+        self._distinct = np.bincount(np.asarray(slots, dtype=np.int64), minlength=len(lengths))
         self._alive = np.ones(len(lengths), dtype=bool)
         self._live_count = len(lengths)
         self._live_tokens = int(self._lengths.sum())
         self._order = np.arange(len(lengths), dtype=np.int64)
-        self._set_postings(
-            np.asarray(terms, dtype=np.int64),
-            np.asarray(slots, dtype=np.int64),
-            np.asarray(counts, dtype=np.int64),
-        )
+        self._segments = [self._segment(terms, slots, counts)]
+        self._dead_postings = 0
 
     def _postings(
         self, keys: Sequence[Any], corpus: Sequence[Sequence[str]], first_slot: int
@@ -830,20 +832,45 @@ class IncrementalBM25:
                 counts.append(count)
         return terms, slots, counts, lengths
 
-    def _set_postings(self, terms: Any, slots: Any, counts: Any) -> None:
+    def _segment(self, terms: Any, slots: Any, counts: Any) -> tuple[Any, Any, Any]:
+        """Postings as ``(indptr, slots, counts)`` in term order (``indptr`` over the
+        vocabulary as it is now)."""
         import numpy as np
 
+        terms = np.asarray(terms, dtype=np.int64)
         order = np.argsort(terms, kind="stable")
-        self._slots = slots[order]
-        self._counts = counts[order].astype(np.float64)
-        self._indptr = np.zeros(len(self._vocab) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(terms, minlength=len(self._vocab)), out=self._indptr[1:])
-        self._dead_postings = 0
+        indptr = np.zeros(len(self._vocab) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(terms, minlength=len(self._vocab)), out=indptr[1:])
+        return (
+            indptr,
+            np.asarray(slots, dtype=np.int64)[order],
+            np.asarray(counts, dtype=np.float64)[order],
+        )
 
     @property
     def num_docs(self) -> int:
         """The number of (live) documents."""
         return self._live_count
+
+    def _term_postings(self, term: int) -> tuple[Any, Any]:
+        import numpy as np
+
+        parts = []
+        for indptr, slots, counts in self._segments:
+            if term + 1 < len(indptr) and indptr[term] < indptr[term + 1]:
+                start, end = indptr[term], indptr[term + 1]
+                parts.append((slots[start:end], counts[start:end]))
+        if len(parts) == 1:
+            slots, counts = parts[0]
+        elif parts:
+            slots = np.concatenate([p[0] for p in parts])
+            counts = np.concatenate([p[1] for p in parts])
+        else:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        if self._dead_postings:
+            live = self._alive[slots]
+            slots, counts = slots[live], counts[live]
+        return slots, counts
 
     def get_scores(self, query: Sequence[str]) -> Any:
         """The float32 numpy array of the BM25 score of every document for ``query``
@@ -864,12 +891,7 @@ class IncrementalBM25:
                 continue
             part = done.get(term)
             if part is None:
-                start, end = self._indptr[term], self._indptr[term + 1]
-                slots = self._slots[start:end]
-                counts = self._counts[start:end]
-                if self._dead_postings:
-                    live = self._alive[slots]
-                    slots, counts = slots[live], counts[live]
+                slots, counts = self._term_postings(term)
                 df = len(slots)
                 if df == 0:
                     done[term] = part = (slots, None)
@@ -895,51 +917,74 @@ class IncrementalBM25:
             raise ValueError("a document key repeats")
         new = object.__new__(IncrementalBM25)
         new._vocab = dict(self._vocab)
-        wanted = set(keys)
-        new._slot = {key: slot for key, slot in self._slot.items() if key in wanted}
+        old = self._slot
+        new._slot = {key: old[key] for key in keys if key in old}
         added = [key for key in keys if key not in new._slot]
         first = len(self._lengths)
         terms, slots, counts, lengths = new._postings(added, [tokens_of(k) for k in added], first)
         alive = np.zeros(first + len(added), dtype=bool)
-        kept = np.fromiter(new._slot.values(), dtype=np.int64, count=len(new._slot))
-        alive[kept] = True
+        alive[np.fromiter(new._slot.values(), dtype=np.int64, count=len(new._slot))] = True
         new._alive = alive
         new._lengths = np.concatenate([self._lengths, np.asarray(lengths, dtype=np.int64)])
+        added_distinct = np.bincount(np.asarray(slots, dtype=np.int64) - first, minlength=len(added))
+        new._distinct = np.concatenate([self._distinct, added_distinct[: len(added)]])
         new._live_count = len(keys)
         new._live_tokens = int(new._lengths[alive].sum())
         new._order = np.fromiter((new._slot[k] for k in keys), dtype=np.int64, count=len(keys))
-        # The old postings and the new ones (in term order), as one set of arrays.
-        old_terms = np.repeat(np.arange(len(self._vocab), dtype=np.int64), np.diff(self._indptr))
-        all_terms = np.concatenate([old_terms, np.asarray(terms, dtype=np.int64)])
-        all_slots = np.concatenate([self._slots, np.asarray(slots, dtype=np.int64)])
-        all_counts = np.concatenate([self._counts.astype(np.int64), np.asarray(counts, dtype=np.int64)])
-        dead = ~alive[all_slots]
-        if dead.sum() * 4 > len(all_slots):
-            # Compaction: the dead postings dropped, the live slots numbered again in order.
-            live = ~dead
-            renumber = np.cumsum(alive) - 1
-            all_terms, all_slots, all_counts = all_terms[live], renumber[all_slots[live]], all_counts[live]
-            new._lengths = new._lengths[alive]
-            new._order = renumber[new._order]
-            new._slot = {key: int(renumber[slot]) for key, slot in new._slot.items()}
-            new._alive = np.ones(len(new._lengths), dtype=bool)
-            dead = np.zeros(len(all_slots), dtype=bool)
-        new._set_postings(all_terms, all_slots, all_counts)
-        new._dead_postings = int(dead.sum())
+        new._segments = list(self._segments)
+        if terms:
+            new._segments.append(new._segment(terms, slots, counts))
+        new._dead_postings = int(new._distinct[~alive].sum())
+        total = int(new._distinct.sum())
+        if len(new._segments) > self.MAX_SEGMENTS or new._dead_postings * 4 > total:
+            new._compact()
         return new
 
+    def _compact(self) -> None:
+        """One segment of the live postings, the live slots numbered again in order."""
+        import numpy as np
+
+        terms = np.concatenate(
+            [
+                np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+                for indptr, _, _ in self._segments
+            ]
+        )
+        slots = np.concatenate([seg[1] for seg in self._segments])
+        counts = np.concatenate([seg[2] for seg in self._segments])
+        live = self._alive[slots]
+        renumber = np.cumsum(self._alive) - 1
+        alive = self._alive
+        self._segments = [self._segment(terms[live], renumber[slots[live]], counts[live])]
+        self._lengths = self._lengths[alive]
+        self._distinct = self._distinct[alive]
+        self._order = renumber[self._order]
+        self._slot = {key: int(renumber[slot]) for key, slot in self._slot.items()}
+        self._alive = np.ones(len(self._lengths), dtype=bool)
+        self._dead_postings = 0
+
     def value(self) -> dict[str, Any]:
-        """The plain form (for ``marshal``): the vocabulary as a list of tokens, and the
-        arrays as bytes; :meth:`from_value` reads it back."""
+        """The plain form (for ``marshal``): the vocabulary as a list of tokens, the document
+        keys and slots, and the arrays (the segments merged) as bytes; :meth:`from_value`
+        reads it back."""
+        merged = self
+        if len(self._segments) != 1 or self._dead_postings:
+            merged = object.__new__(IncrementalBM25)
+            merged.__dict__.update(self.__dict__)
+            merged._compact()
+        indptr, slots, counts = merged._segments[0]
+        arrays = {
+            "lengths": merged._lengths,
+            "order": merged._order,
+            "indptr": indptr,
+            "slots": slots,
+            "counts": counts,
+        }
         return {
-            "tokens": list(self._vocab),
-            "keys": list(self._slot),
-            "slots": list(self._slot.values()),
-            "arrays": {
-                name: getattr(self, "_" + name).tobytes()
-                for name in ("lengths", "alive", "order", "slots", "counts", "indptr")
-            },
-            "dead": self._dead_postings,
+            "tokens": list(merged._vocab),
+            "keys": list(merged._slot),
+            "slots": list(merged._slot.values()),
+            "arrays": {name: array.tobytes() for name, array in arrays.items()},
         }
 
     @classmethod
@@ -954,52 +999,53 @@ class IncrementalBM25:
             tokens, keys, slots, arrays = value["tokens"], value["keys"], value["slots"], value["arrays"]
             dtypes = {
                 "lengths": np.int64,
-                "alive": bool,
                 "order": np.int64,
+                "indptr": np.int64,
                 "slots": np.int64,
                 "counts": np.float64,
-                "indptr": np.int64,
             }
-            parts = {name: np.frombuffer(arrays[name], dtype=dtype) for name, dtype in dtypes.items()}
-            dead = int(value["dead"])
+            parts: dict[str, Any] = {
+                name: np.frombuffer(arrays[name], dtype=dtype) for name, dtype in dtypes.items()
+            }
         except (KeyError, TypeError, ValueError):
             return None
         total = len(parts["lengths"])
+        indptr = parts["indptr"]
         if not (
             isinstance(tokens, list)
             and all(isinstance(t, str) for t in tokens)
             and len(set(tokens)) == len(tokens)
             and isinstance(keys, list)
             and isinstance(slots, list)
-            and len(keys) == len(slots)
-            and all(type(s) is int and 0 <= s < total for s in slots)
-            and len(parts["alive"]) == total
-            and len(parts["indptr"]) == len(tokens) + 1
-            and (len(parts["indptr"]) == 0 or int(parts["indptr"][0]) == 0)
-            and bool(np.all(np.diff(parts["indptr"]) >= 0))
-            and int(parts["indptr"][-1]) == len(parts["slots"]) == len(parts["counts"])
+            and len(keys) == len(slots) == total
+            and sorted(s for s in slots if type(s) is int) == list(range(total))
+            and len(indptr) == len(tokens) + 1
+            and int(indptr[0]) == 0
+            and bool(np.all(np.diff(indptr) >= 0))
+            and int(indptr[-1]) == len(parts["slots"]) == len(parts["counts"])
             and bool(np.all((parts["slots"] >= 0) & (parts["slots"] < total)))
+            and bool(np.all(parts["counts"] >= 1))
             and bool(np.all(parts["lengths"] >= 0))
-            and len(parts["order"]) == len(keys) == int(parts["alive"].sum())
-            and bool(np.all((parts["order"] >= 0) & (parts["order"] < total)))
-            and dead >= 0
+            and len(parts["order"]) == total
+            and sorted(parts["order"].tolist()) == list(range(total))
         ):
             return None
         new = object.__new__(cls)
         new._vocab = {token: i for i, token in enumerate(tokens)}
         try:
-            new._slot = dict(
-                zip((k if not isinstance(k, list) else tuple(k) for k in keys), slots, strict=True)
-            )
+            pairs = zip((tuple(k) if isinstance(k, list) else k for k in keys), slots, strict=True)
+            new._slot = dict(pairs)
         except TypeError:  # an unhashable key
             return None
         if len(new._slot) != len(keys):
             return None
-        new._lengths, new._alive, new._order = parts["lengths"], parts["alive"], parts["order"]
-        new._slots, new._counts, new._indptr = parts["slots"], parts["counts"], parts["indptr"]
-        new._dead_postings = dead
-        new._live_count = len(keys)
-        new._live_tokens = int(new._lengths[new._alive].sum())
+        new._lengths, new._order = parts["lengths"], parts["order"]
+        new._segments = [(indptr, parts["slots"], parts["counts"])]
+        new._distinct = np.bincount(parts["slots"], minlength=total)
+        new._alive = np.ones(total, dtype=bool)
+        new._dead_postings = 0
+        new._live_count = total
+        new._live_tokens = int(new._lengths.sum())
         return new
 
 
