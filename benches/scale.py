@@ -267,7 +267,10 @@ def measure(command: list[str], env: dict[str, str], cwd: Path | None = None) ->
     printed: dict[str, Any] = {}
     for line in reversed(text.splitlines()):
         if line.startswith("{"):
-            printed = json.loads(line)
+            try:
+                printed = json.loads(line)
+            except ValueError:  # a line of code in the context
+                continue
             break
     return {
         "wall": wall,
