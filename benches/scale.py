@@ -13,7 +13,7 @@ measurement a new process:
 * ``warm``: a new process on the warm cache (wall time, interpreter start and imports
   included);
 * ``edit``: in one process, one call, then one file edited (a line appended), then the
-  wall time of the next call;
+  wall and CPU time of the next call;
 * ``peak``: the resident peak of the whole process tree (``/proc`` sampled every 20 ms;
   at least the largest process's ``ru_maxrss``), the largest of the three runs.
 
@@ -168,9 +168,9 @@ ws = Workspace(repo, cache_dir=cache)
 ws.context(text)
 with open(f"{repo}/{edited}", "a", encoding="utf-8") as f:
     f.write("\\n# edited\\n")
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 ws.context(text)
-print(json.dumps({"call": time.perf_counter() - started}))
+print(json.dumps({"call": time.perf_counter() - started, "call_cpu": time.process_time() - cpu}))
 """
 
 AIDER = """
@@ -204,9 +204,10 @@ result = {"chars": len(out or "")}
 if mode == "edit":
     with open(os.path.join(root, edited), "a", encoding="utf-8") as f:
         f.write("\\n// edited\\n" if edited.endswith(".go") else "\\n# edited\\n")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     call()
     result["call"] = time.perf_counter() - started
+    result["call_cpu"] = time.process_time() - cpu
 print(json.dumps(result))
 """
 
@@ -334,17 +335,18 @@ def table(rows: list[dict[str, Any]]) -> str:
     tools = [t for t in ("ours", "base", "aider") if t in rows[0]]
     head = ["repository", "files / lines"]
     for tool in tools:
-        head += [f"{tool} cold CPU", f"{tool} warm", f"{tool} after an edit", f"{tool} peak"]
+        head += [f"{tool} cold CPU", f"{tool} warm wall (CPU)", f"{tool} after an edit (CPU)", f"{tool} peak"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * (4 * len(tools))]
     for row in rows:
         cells = [row["repo"], f"{row['files']:,} / {row['lines'] // 1000:,}k"]
         for tool in tools:
             got = row[tool]
             peak = max(got[m]["peak"] for m in ("cold", "warm", "edit"))
+            edit = got["edit"]
             cells += [
                 f"{got['cold']['cpu']:.1f} s",
-                f"{got['warm']['wall']:.2f} s",
-                f"{got['edit'].get('call', float('nan')):.2f} s",
+                f"{got['warm']['wall']:.2f} s ({got['warm']['cpu']:.2f} s)",
+                f"{edit.get('call', float('nan')):.2f} s ({edit.get('call_cpu', float('nan')):.2f} s)",
                 f"{peak / 2**30:.2f} GB",
             ]
         out.append("| " + " | ".join(cells) + " |")
