@@ -6,10 +6,15 @@ index's first filter), its search chunks and their tokens, and the BM25 index ov
 every call it examines each file (size, modification time, change time, inode) and reads
 again only the files that changed, or whose stat cannot prove it (see :class:`Workspace`); a
 file whose content hash is unchanged keeps everything derived from it, so one edited file is
-re-derived alone (the BM25 index, whose statistics are global, is then
-rebuilt from the kept tokens of the others). With a cache folder the derived data also goes
-to disk (:mod:`repo_context._cache`), keyed by content hash and the version of the extraction
-rules, so a new process starts warm.
+re-derived alone, and the BM25 index (:class:`~repo_context.sources.search.IncrementalBM25`,
+whose scores are those of ``bm25s``) is updated for its chunks only. With a cache folder the
+derived data also goes to disk (:mod:`repo_context._cache`), keyed by content hash and the
+version of the extraction rules, so a new process starts warm: each file's lines, words,
+chunks and tokens, the definitions, imports and import neighbours of each file parsed
+(:class:`~repo_context.sources.symbols.FileSummary`: a file that is only looked up is not
+parsed again) and the search index. The cyclic garbage collector is paused during a call
+(the derived data is millions of small objects in no reference cycle), and each file's
+syntax tree is dropped once derived.
 
 :meth:`Workspace.context` runs the whole job for a test log: parse the failures, gather the
 failure, reference and search windows (:func:`repo_context.sources.gather`), build the
