@@ -79,6 +79,8 @@ DEFAULT_MAX_TOKENS = 4_000
 PROGRESS_FILES = 200
 #: Up to this many files derived in one call stay in memory, parses included.
 KEEP_DERIVED_FILES = 50
+#: A cold start stores what it derived every this many files.
+SAVE_EVERY_FILES = 128
 #: The search index updated for more changed files than this is stored again in the cache.
 STORE_AFTER_FILES = 32
 
@@ -583,13 +585,20 @@ class _Symbols(SymbolIndex):
         if parsed is not _PENDING:
             return parsed  # type: ignore[no-any-return]
         key = self._ws._key(path)
-        if key is not None:
-            if key in self._ws._parsed:
-                return self.parsed(path)
-            kept = self._ws._summary(key)
-            if kept is not _PENDING:
-                return kept  # type: ignore[no-any-return]
-        return self.parsed(path)
+        if key is None:
+            return self.parsed(path)
+        if key in self._ws._parsed:
+            return self.parsed(path)
+        kept = self._ws._summary(key)
+        if kept is _PENDING:
+            # Parsed for its summary only: the syntax tree (several times the file's size)
+            # is not kept; a question that needs it parses the file again.
+            parsed = SymbolIndex.parsed(self, path)
+            del self._parsed[path]
+            kept = FileSummary.of(parsed) if parsed is not None else None
+            self._ws._summaries[key] = kept
+            self._ws._unsaved_summaries.append(key)
+        return kept  # type: ignore[no-any-return]
 
 
 # --------------------------------------------------------------------------------------
@@ -667,6 +676,7 @@ class Workspace:
         self._docs: dict[_Key, _Doc] = {}
         # the definitions and imports of each file parsed (None: not an analysed language)
         self._summaries: dict[_Key, FileSummary | None] = {}
+        self._unsaved_summaries: list[_Key] = []
         # the neighbours of each Python file, while the analysed paths are those listed
         self._neighbour_kept: dict[_Key, tuple[str, ...]] = {}
         self._neighbour_listing = ""
@@ -956,6 +966,11 @@ class Workspace:
                 kept = FileSummary.of(parsed) if parsed is not None else None
                 self._summaries[key] = kept
                 new.append((_store_key(key), kept.value() if kept is not None else ()))
+        for key in self._unsaved_summaries:
+            summary = self._summaries.get(key, _PENDING)
+            if summary is not _PENDING:
+                new.append((_store_key(key), summary.value() if summary is not None else ()))
+        self._unsaved_summaries = []
         if self._store is not None and new:
             self._store.put_many("summary", new)
         if self._store is not None and self._neighbour_unsaved:
@@ -1223,15 +1238,24 @@ class Workspace:
                         self._sources.pop(key, None)
                     if rel not in read_before:
                         reader._files.pop(rel, None)
+                    if len(new_docs) + len(new_words) >= 2 * SAVE_EVERY_FILES:
+                        # Written as they come, so the heap does not hold every file's lines.
+                        self._save_derived(new_docs, new_words)
                 advance()
         if drop:
             for key in set(self._sources) - before:
                 del self._sources[key]
+        self._save_derived(new_docs, new_words)
+        return {k: self._docs[k] for k in doc_keys if k in self._docs}
+
+    def _save_derived(self, docs: list[tuple[str, object]], words: list[tuple[str, object]]) -> None:
+        """Store the files' lines, ``docs`` and ``words`` (the lists emptied)."""
         self._save_sources()
         if self._store is not None:
-            self._store.put_many("docs", new_docs)
-            self._store.put_many("words", new_words)
-        return {k: self._docs[k] for k in doc_keys if k in self._docs}
+            self._store.put_many("docs", docs)
+            self._store.put_many("words", words)
+        docs.clear()
+        words.clear()
 
     def _stored_index(self, index_key: str) -> _Built | None:
         if self._store is None:
