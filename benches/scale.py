@@ -27,7 +27,7 @@ repository)::
 
     python benches/scale.py --cache DIR --aider-python VENV/bin/python [--base TREE/python]
 
-prints a Markdown table and writes its rows as JSON to ``DIR/scale.json``.
+prints a Markdown table and writes its rows as JSON to ``DIR/scale-REPOS.json``.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ TEST_DEPS = ["asgiref", "sqlparse", "mpmath", "hypothesis", "pytest"]
 BUGS = {
     "django": ("django/utils/text.py", '.strip("-_")\n', '.strip("-")\n'),
     "sympy": ("sympy/utilities/iterables.py", "            levels -= 1\n", "            levels -= 2\n"),
-    "go": ("strings/replace.go", "\treturn r.r.Replace(s)\n", "\treturn r.r.Replace(s + \" \")\n"),
+    "go": ("strings/replace.go", "\treturn r.r.Replace(s)\n", '\treturn r.r.Replace(s + " ")\n'),
 }
 # The file edited for the after-an-edit figure.
 EDITED = {"django": "django/utils/text.py", "sympy": "sympy/core/add.py", "go": "strings/strings.go"}
@@ -302,6 +302,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     cache = Path(args.cache).resolve()
     cache.mkdir(parents=True, exist_ok=True)
     tools = ["ours", *(["base"] if args.base else []), *(["aider"] if args.aider_python else [])]
+    if args.tools:
+        tools = [t for t in tools if t in args.tools.split(",")]
     rows = []
     for name in args.repos.split(","):
         work, log = prepare(cache, name)
@@ -327,7 +329,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 row[tool][mode] = got
                 print(f"{name} {tool} {mode}: {json.dumps(got)}", file=sys.stderr, flush=True)
         rows.append(row)
-    (cache / "scale.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    (cache / f"scale-{'-'.join(args.repos.split(','))}.json").write_text(
+        json.dumps(rows, indent=1), encoding="utf-8"
+    )
     return rows
 
 
@@ -361,6 +365,7 @@ def main() -> None:
     parser.add_argument("--aider-python", help="the Python of a virtual environment with aider-chat")
     parser.add_argument("--base", help="PYTHONPATH of another tree of the package, measured alongside")
     parser.add_argument("--repos", default="django,sympy,go", help="comma-separated: django,sympy,go")
+    parser.add_argument("--tools", help="comma-separated subset of ours,base,aider (default: all given)")
     parser.add_argument("--json", help="print the table of an earlier run's scale.json instead")
     args = parser.parse_args()
     if args.json:
