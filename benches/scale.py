@@ -351,7 +351,7 @@ def table(rows: list[dict[str, Any]]) -> str:
                 f"{got['cold']['cpu']:.1f} s",
                 f"{got['warm']['wall']:.2f} s ({got['warm']['cpu']:.2f} s)",
                 f"{edit.get('call', float('nan')):.2f} s ({edit.get('call_cpu', float('nan')):.2f} s)",
-                f"{peak / 2**30:.2f} GB",
+                f"{peak / 1e9:.2f} GB",
             ]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
