@@ -126,3 +126,18 @@ def test_damaged_value_is_none(damage: Any) -> None:
     index = IncrementalBM25([("a", 1), ("b", 2)], [["x", "y"], ["y", "z", "z"]])
     assert IncrementalBM25.from_value(index.value()) is not None
     assert IncrementalBM25.from_value(damage(index.value())) is None
+
+
+def test_a_dropped_document_without_tokens_reads_back() -> None:
+    """A removed document that had no postings leaves a dead slot without dead postings:
+    the plain form still merges it away (found by the differential test)."""
+    saved = IncrementalBM25.MAX_SEGMENTS
+    IncrementalBM25.MAX_SEGMENTS = 1
+    try:
+        index = IncrementalBM25([1, 2], [["alpha"], []]).updated([1], {}.__getitem__)
+    finally:
+        IncrementalBM25.MAX_SEGMENTS = saved
+    back = IncrementalBM25.from_value(index.value())
+    assert back is not None and back.num_docs == 1
+    np.testing.assert_array_equal(back.get_scores(["alpha"]), index.get_scores(["alpha"]))
+    np.testing.assert_array_equal(index.get_scores(["alpha"]), _reference([["alpha"]], ["alpha"]))

@@ -968,7 +968,7 @@ class IncrementalBM25:
         keys and slots, and the arrays (the segments merged) as bytes; :meth:`from_value`
         reads it back."""
         merged = self
-        if len(self._segments) != 1 or self._dead_postings:
+        if len(self._segments) != 1 or not bool(self._alive.all()):
             merged = object.__new__(IncrementalBM25)
             merged.__dict__.update(self.__dict__)
             merged._compact()
