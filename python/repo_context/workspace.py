@@ -6,10 +6,15 @@ index's first filter), its search chunks and their tokens, and the BM25 index ov
 every call it examines each file (size, modification time, change time, inode) and reads
 again only the files that changed, or whose stat cannot prove it (see :class:`Workspace`); a
 file whose content hash is unchanged keeps everything derived from it, so one edited file is
-re-derived alone (the BM25 index, whose statistics are global, is then
-rebuilt from the kept tokens of the others). With a cache folder the derived data also goes
-to disk (:mod:`repo_context._cache`), keyed by content hash and the version of the extraction
-rules, so a new process starts warm.
+re-derived alone, and the BM25 index (:class:`~repo_context.sources.search.IncrementalBM25`,
+whose scores are those of ``bm25s``) is updated for its chunks only. With a cache folder the
+derived data also goes to disk (:mod:`repo_context._cache`), keyed by content hash and the
+version of the extraction rules, so a new process starts warm: each file's lines, words,
+chunks and tokens, the definitions, imports and import neighbours of each file parsed
+(:class:`~repo_context.sources.symbols.FileSummary`: a file that is only looked up is not
+parsed again) and the search index. The cyclic garbage collector is paused during a call
+(the derived data is millions of small objects in no reference cycle), and each file's
+syntax tree is dropped once derived.
 
 :meth:`Workspace.context` runs the whole job for a test log: parse the failures, gather the
 failure, reference and search windows (:func:`repo_context.sources.gather`), build the
@@ -19,6 +24,7 @@ context and report what was left out and why (:class:`ContextResult`).
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import sys
@@ -49,14 +55,14 @@ from .sources.pytest_log import TestFailure, parse_test_output
 from .sources.rerun import RERUN_MODES, RerunReport, rerun_for_log
 from .sources.search import (
     Chunk,
+    IncrementalBM25,
     SearchIndex,
-    _bm25_index,
     _chunk_tokens,
     _chunks,
     _searchable_paths,
     tokenize,
 )
-from .sources.symbols import ParsedFile, SymbolIndex, source_paths
+from .sources.symbols import FileSummary, ParsedFile, SymbolIndex, source_paths
 from .trace import TraceTarget
 from .types import BuildResult, Candidate
 
@@ -80,6 +86,10 @@ CONTEXT_SCHEMA = 1
 PROGRESS_FILES = 200
 #: Up to this many files derived in one call stay in memory, parses included.
 KEEP_DERIVED_FILES = 50
+#: A cold start stores what it derived every this many files.
+SAVE_EVERY_FILES = 128
+#: The search index updated for more changed files than this is stored again in the cache.
+STORE_AFTER_FILES = 32
 
 _ENGINES: dict[str, Callable[[object], BuildResult]] = {
     "native": native_build,
@@ -94,6 +104,8 @@ AMBIGUOUS_NS = 2_000_000_000
 _Key = tuple[str, str]  # path, content digest
 _Words = tuple[frozenset[str], frozenset[str]]
 _Doc = tuple[int, tuple[tuple[int, int, str], ...], tuple[tuple[str, ...], ...]]  # lines, chunks, tokens
+# A search index's parts: chunks, BM25, lines, files, each file's (digest, lines, first, chunks)
+_Built = tuple[list[Chunk], "IncrementalBM25 | None", int, int, dict[str, tuple[str, int, int, int]]]
 
 
 def default_cache_dir() -> Path:
@@ -571,6 +583,7 @@ class _Symbols(SymbolIndex):
     def __init__(self, repo: _Reader, paths: Sequence[str]) -> None:
         super().__init__(repo, paths)
         self._ws = repo._workspace
+        self._listed: str | None = None
 
     def _scan(self, path: str) -> tuple[frozenset[str], frozenset[str]]:
         scanned = self._words.get(path)
@@ -594,6 +607,42 @@ class _Symbols(SymbolIndex):
                 if key is not None:
                     self._ws._parsed[key] = parsed
         return self._parsed[path]
+
+    def neighbours(self, path: str) -> list[str]:
+        # A Python file's neighbours depend on its content and on the set of analysed paths
+        # only (another language may read other files: Go's go.mod), so they are kept per
+        # content hash while that set is the same.
+        key = self._ws._key(path) if path.endswith((".py", ".pyi")) else None
+        if key is None:
+            return super().neighbours(path)
+        derive = super().neighbours
+        return list(self._ws._neighbours(key, self._listing(), lambda: derive(path)))
+
+    def _listing(self) -> str:
+        if self._listed is None:
+            text = "\n".join(self.paths).encode("utf-8", "surrogatepass")
+            self._listed = hashlib.sha256(text).hexdigest()
+        return self._listed
+
+    def summary(self, path: str) -> ParsedFile | FileSummary | None:
+        parsed = self._parsed.get(path, _PENDING)
+        if parsed is not _PENDING:
+            return parsed  # type: ignore[no-any-return]
+        key = self._ws._key(path)
+        if key is None:
+            return self.parsed(path)
+        if key in self._ws._parsed:
+            return self.parsed(path)
+        kept = self._ws._summary(key)
+        if kept is _PENDING:
+            # Parsed for its summary only: the syntax tree (several times the file's size)
+            # is not kept; a question that needs it parses the file again.
+            parsed = SymbolIndex.parsed(self, path)
+            del self._parsed[path]
+            kept = FileSummary.of(parsed) if parsed is not None else None
+            self._ws._summaries[key] = kept
+            self._ws._unsaved_summaries.append(key)
+        return kept  # type: ignore[no-any-return]
 
 
 # --------------------------------------------------------------------------------------
@@ -669,8 +718,18 @@ class Workspace:
         self._words: dict[_Key, _Words] = {}
         self._parsed: dict[_Key, ParsedFile | None] = {}
         self._docs: dict[_Key, _Doc] = {}
+        # the definitions and imports of each file parsed (None: not an analysed language)
+        self._summaries: dict[_Key, FileSummary | None] = {}
+        self._unsaved_summaries: list[_Key] = []
+        # the neighbours of each Python file, while the analysed paths are those listed
+        self._neighbour_kept: dict[_Key, tuple[str, ...]] = {}
+        self._neighbour_listing = ""
+        self._neighbour_unsaved: list[tuple[str, object]] = []
         self._index: SearchIndex | None = None
         self._index_key = ""
+        self._index_meta: dict[str, tuple[str, int, int, int]] = {}
+        # the files whose documents in the index are not those of the latest stored index
+        self._unstored: set[str] = set()
         self._reader: _Reader | None = None
 
     # -- the public surface ----------------------------------------------------------------
@@ -880,7 +939,7 @@ class Workspace:
         deadline: float | None = None,
     ) -> tuple[Gathered, tuple[TestFailure, ...], dict[str, float], tuple[str, ...], _Reader]:
         check_context_inputs(self.limits, log_text, junit_xml, query, issue)
-        with self._lock:
+        with self._lock, _gc_paused():
             _check_deadline(deadline)
             started = time.perf_counter()
             reader = self._new_reader()
@@ -908,6 +967,7 @@ class Workspace:
             )
             self._reader = reader
             self._save_sources()
+            self._save_summaries()
             self._prune()
             done = time.perf_counter()
             timings = {
@@ -962,10 +1022,66 @@ class Workspace:
             self._store.put_many("source", list(self._unsaved.items()))
         self._unsaved.clear()
 
+    def _summary(self, key: _Key) -> Any:
+        """The kept :class:`FileSummary` of the file ``key`` (``None``: the file is not
+        parsed), from memory or the cache, or ``_PENDING`` if there is none."""
+        if key in self._summaries:
+            return self._summaries[key]
+        if self._store is None:
+            return _PENDING
+        name = _store_key(key)
+        value = self._store.get_many("summary", [name]).get(name, _PENDING)
+        if value is _PENDING:
+            return _PENDING
+        kept = None if value == () else FileSummary.from_value(key[0], value)
+        if kept is None and value != ():
+            return _PENDING  # another shape: parsed again
+        self._summaries[key] = kept
+        return kept
+
+    def _neighbours(self, key: _Key, listing: str, derive: Callable[[], list[str]]) -> tuple[str, ...]:
+        """The neighbours of the Python file ``key`` among the analysed paths whose listing
+        has the digest ``listing``: kept (in memory, in the cache) or ``derive()``-d."""
+        if self._neighbour_listing != listing:
+            self._neighbour_listing = listing
+            self._neighbour_kept.clear()
+        kept = self._neighbour_kept.get(key)
+        if kept is not None:
+            return kept
+        name = f"{listing}\0{_store_key(key)}"
+        value = self._store.get_many("neighbours", [name]).get(name) if self._store is not None else None
+        if isinstance(value, tuple) and all(isinstance(p, str) for p in value):
+            kept = value
+        else:
+            kept = tuple(derive())
+            self._neighbour_unsaved.append((name, kept))
+        self._neighbour_kept[key] = kept
+        return kept
+
+    def _save_summaries(self) -> None:
+        """Keep (here and in the cache) the summary of every file parsed so far."""
+        new: list[tuple[str, object]] = []
+        for key, parsed in self._parsed.items():
+            if key not in self._summaries:
+                kept = FileSummary.of(parsed) if parsed is not None else None
+                self._summaries[key] = kept
+                new.append((_store_key(key), kept.value() if kept is not None else ()))
+        for key in self._unsaved_summaries:
+            summary = self._summaries.get(key, _PENDING)
+            if summary is not _PENDING:
+                new.append((_store_key(key), summary.value() if summary is not None else ()))
+        self._unsaved_summaries = []
+        if self._store is not None and new:
+            self._store.put_many("summary", new)
+        if self._store is not None and self._neighbour_unsaved:
+            self._store.put_many("neighbours", self._neighbour_unsaved)
+        self._neighbour_unsaved = []
+
     def _prune(self) -> None:
         """Forget, in memory, what was derived from file contents that are no longer the
         files' (an edited or removed file): a long-lived workspace does not grow with edits."""
-        for kept in (self._sources, self._words, self._parsed, self._docs):
+        kept_maps = (self._sources, self._words, self._parsed, self._docs, self._summaries)
+        for kept in (*kept_maps, self._neighbour_kept):
             for key in [k for k in kept if self._digest(k[0]) != k[1]]:
                 del kept[key]
 
@@ -1039,30 +1155,33 @@ class Workspace:
             self._derive_words(reader, word_keys)
             return self._index
         started = time.perf_counter()
-        stored = self._stored_index(index_key)
-        if stored is None:
-            docs = self._derive(reader, keys, word_keys)
-            chunks: list[Chunk] = []
-            corpus: list[list[str]] = []
-            lines = files = 0
-            for rel, digest in keys:
-                doc = docs.get((rel, digest))
-                if doc is None or not doc[1]:
-                    continue
-                files += 1
-                lines += doc[0]
-                for (start, end, name), tokens in zip(doc[1], doc[2], strict=True):
-                    chunks.append(Chunk(rel, start, end, name))
-                    corpus.append(list(tokens))
-            chunked = time.perf_counter()
-            retriever = _bm25_index(corpus) if chunks else None
-            if self._store is not None:
-                self._store.put_many("index", [(index_key, _index_value(chunks, retriever, lines, files))])
-            timings = {"derive": chunked - started, "bm25": time.perf_counter() - chunked}
-        else:
-            chunks, retriever, lines, files = stored
+        # The index in memory updated for the files that changed; else the cache's index of
+        # these files, or its latest for the repository updated, or one built from scratch.
+        base = self._base_index(memory=True)
+        stored = self._stored_index(index_key) if base is None else None
+        if stored is not None:
+            chunks, retriever, lines, files, meta = stored
             self._derive_words(reader, word_keys)
+            self._unstored.clear()
             timings = {"load": time.perf_counter() - started}
+        else:
+            base = base or self._base_index(memory=False)
+            if base is None:
+                chunks, retriever, lines, files, meta = self._built_index(reader, keys, word_keys)
+                self._unstored = {rel for rel, _ in keys}
+                timings = {"build": time.perf_counter() - started}
+            else:
+                chunks, retriever, lines, files, meta = self._updated_index(reader, keys, word_keys, base)
+                timings = {"update": time.perf_counter() - started}
+            # An updated index is stored once it differs from the stored one in more than a
+            # few files (storing it is slower than updating it): until then a new workspace
+            # updates the stored one for those files, whose documents are in the cache.
+            if self._store is not None and (base is None or len(self._unstored) > STORE_AFTER_FILES):
+                value = _index_value(chunks, retriever, lines, files, meta)
+                self._store.put_many("index", [(index_key, value)])
+                self._store.put_many("latest", [(self._key_prefix, index_key)])
+                self._unstored.clear()
+        self._index_meta = meta
         index = SearchIndex(
             root=self.root,
             chunks=tuple(chunks),
@@ -1076,6 +1195,91 @@ class Workspace:
         )
         self._index, self._index_key = index, index_key
         return index
+
+    def _built_index(self, reader: _Reader, keys: Sequence[_Key], word_keys: Sequence[_Key]) -> _Built:
+        """The search index of the files ``keys`` built from their documents."""
+        docs = self._derive(reader, keys, word_keys)
+        chunks: list[Chunk] = []
+        doc_keys: list[tuple[str, str, int]] = []
+        corpus: list[list[str]] = []
+        meta: dict[str, tuple[str, int, int, int]] = {}
+        lines = files = 0
+        for rel, digest in keys:
+            doc = docs.get((rel, digest))
+            if doc is None or not doc[1]:
+                meta[rel] = (digest, 0, len(chunks), 0)
+                continue
+            meta[rel] = (digest, doc[0], len(chunks), len(doc[1]))
+            files += 1
+            lines += doc[0]
+            for i, ((start, end, name), tokens) in enumerate(zip(doc[1], doc[2], strict=True)):
+                chunks.append(Chunk(rel, start, end, name))
+                doc_keys.append((rel, digest, i))
+                corpus.append(list(tokens))
+        retriever = _bm25_index(doc_keys, corpus) if chunks else None
+        return chunks, retriever, lines, files, meta
+
+    def _base_index(
+        self, *, memory: bool
+    ) -> tuple[list[Chunk], IncrementalBM25, dict[str, tuple[str, int, int, int]]] | None:
+        """The latest search index of this repository (in memory, or with ``memory=False``
+        the cache's latest), to update for the files that changed since; ``None`` if there is
+        none (or it is empty)."""
+        if memory:
+            if self._index is not None and isinstance(self._index._retriever, IncrementalBM25):
+                return list(self._index.chunks), self._index._retriever, self._index_meta
+            return None
+        if self._store is None:
+            return None
+        latest = self._store.get_many("latest", [self._key_prefix]).get(self._key_prefix)
+        stored = self._stored_index(latest) if isinstance(latest, str) else None
+        if stored is None or stored[1] is None:
+            return None
+        return stored[0], stored[1], stored[4]
+
+    def _updated_index(
+        self,
+        reader: _Reader,
+        keys: Sequence[_Key],
+        word_keys: Sequence[_Key],
+        base: tuple[list[Chunk], IncrementalBM25, dict[str, tuple[str, int, int, int]]],
+    ) -> _Built:
+        """The search index of the files ``keys`` made from ``base``: a file whose content
+        is the one indexed there keeps its chunks and their postings; only the others are
+        derived (or loaded) and indexed."""
+        old_chunks, old_retriever, old_meta = base
+        changed = [k for k in keys if old_meta.get(k[0], ("",))[0] != k[1] or not k[1]]
+        self._unstored.update(rel for rel, _ in changed)
+        self._unstored.update(rel for rel in old_meta.keys() - {rel for rel, _ in keys})
+        docs = self._derive(reader, changed, word_keys)
+        chunks: list[Chunk] = []
+        doc_keys: list[tuple[str, str, int]] = []
+        new_tokens: dict[tuple[str, str, int], list[str]] = {}
+        meta: dict[str, tuple[str, int, int, int]] = {}
+        lines = files = 0
+        for rel, digest in keys:
+            kept = old_meta.get(rel)
+            if kept is not None and kept[0] == digest and digest:
+                _, count, first, n = kept
+                meta[rel] = (digest, count, len(chunks), n)
+                chunks.extend(old_chunks[first : first + n])
+                doc_keys.extend((rel, digest, i) for i in range(n))
+            else:
+                doc = docs.get((rel, digest))
+                if doc is None or not doc[1]:
+                    meta[rel] = (digest, 0, len(chunks), 0)
+                    continue
+                count, n = doc[0], len(doc[1])
+                meta[rel] = (digest, count, len(chunks), n)
+                for i, ((start, end, name), tokens) in enumerate(zip(doc[1], doc[2], strict=True)):
+                    chunks.append(Chunk(rel, start, end, name))
+                    doc_keys.append((rel, digest, i))
+                    new_tokens[(rel, digest, i)] = list(tokens)
+            if n:
+                files += 1
+                lines += count
+        retriever = old_retriever.updated(doc_keys, new_tokens.__getitem__) if chunks else None
+        return chunks, retriever, lines, files, meta
 
     def _load_words(self, keys: Sequence[_Key]) -> None:
         missing = [k for k in keys if k not in self._words]
@@ -1111,6 +1315,12 @@ class Workspace:
         words_wanted = set(todo_words)
         symbols = _Symbols(reader, [])
         before = set(self._sources)
+        # After a cold start the files read only to derive are not kept in memory (their
+        # parses are large; with a cache their lines are on disk for the sources that read
+        # them again), each dropped as soon as it is derived, so that the heap holds one
+        # parse at a time; a few files read again after edits are kept, parses and all.
+        drop = len(todo) > KEEP_DERIVED_FILES
+        read_before = set(reader._files)
         with self._progress(len(todo)) as advance:
             for key in todo:
                 rel = key[0]
@@ -1121,20 +1331,31 @@ class Workspace:
                 if key in words_wanted:
                     words = symbols._scan(rel)
                     new_words.append((_store_key(key), words))
+                if drop and self._store is not None:
+                    if key not in before:
+                        self._sources.pop(key, None)
+                    if rel not in read_before:
+                        reader._files.pop(rel, None)
+                    if len(new_docs) + len(new_words) >= 2 * SAVE_EVERY_FILES:
+                        # Written as they come, so the heap does not hold every file's lines.
+                        self._save_derived(new_docs, new_words)
                 advance()
-        # After a cold start the files read only to derive are not kept in memory (their
-        # parses are large; with a cache their lines are on disk for the sources that read
-        # them again); a few files read again after edits are kept, parses and all.
-        if len(todo) > KEEP_DERIVED_FILES:
+        if drop:
             for key in set(self._sources) - before:
                 del self._sources[key]
-        self._save_sources()
-        if self._store is not None:
-            self._store.put_many("docs", new_docs)
-            self._store.put_many("words", new_words)
+        self._save_derived(new_docs, new_words)
         return {k: self._docs[k] for k in doc_keys if k in self._docs}
 
-    def _stored_index(self, index_key: str) -> tuple[list[Chunk], Any, int, int] | None:
+    def _save_derived(self, docs: list[tuple[str, object]], words: list[tuple[str, object]]) -> None:
+        """Store the files' lines, ``docs`` and ``words`` (the lists emptied)."""
+        self._save_sources()
+        if self._store is not None:
+            self._store.put_many("docs", docs)
+            self._store.put_many("words", words)
+        docs.clear()
+        words.clear()
+
+    def _stored_index(self, index_key: str) -> _Built | None:
         if self._store is None:
             return None
         value = self._store.get_many("index", [index_key]).get(index_key)
@@ -1154,6 +1375,33 @@ class Workspace:
         with Progress(transient=True, console=_stderr_console()) as bar:
             task = bar.add_task(f"indexing {total} files", total=total)
             yield lambda: bar.advance(task)
+
+
+_gc_lock = threading.Lock()
+_gc_depth = 0
+_gc_was_enabled = False
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the block (calls in several threads nest: it is
+    turned back on, if it was on, when the last one ends). Reading and parsing a large
+    repository makes millions of small objects, none of them in a reference cycle; each
+    collection pass would walk the whole heap (on a repository of 800k lines, more than half
+    of a cold call), while reference counting frees everything anyway."""
+    global _gc_depth, _gc_was_enabled
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_depth += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_depth -= 1
+            if _gc_depth == 0 and _gc_was_enabled:
+                gc.enable()
 
 
 def _check_deadline(deadline: float | None) -> None:
@@ -1236,63 +1484,51 @@ def _is_doc(value: object) -> bool:
     )
 
 
-def _index_value(chunks: Sequence[Chunk], retriever: Any, lines: int, files: int) -> dict[str, Any]:
-    """The cache form of a search index: plain values and the BM25 matrix's arrays as bytes."""
-    value: dict[str, Any] = {
+def _bm25_index(keys: Sequence[tuple[str, str, int]], corpus: list[list[str]]) -> IncrementalBM25:
+    """The BM25 index of the chunks ``keys`` (``(path, digest, number)``) with tokens ``corpus``."""
+    return IncrementalBM25(keys, corpus)
+
+
+def _index_value(
+    chunks: Sequence[Chunk],
+    retriever: IncrementalBM25 | None,
+    lines: int,
+    files: int,
+    meta: Mapping[str, tuple[str, int, int, int]],
+) -> dict[str, Any]:
+    """The cache form of a search index: plain values and the BM25 postings' arrays as bytes;
+    ``files`` holds each file's ``(path, digest, lines, first chunk, chunks)``."""
+    return {
         "chunks": [(c.path, c.start, c.end, c.name) for c in chunks],
         "lines": lines,
         "files": files,
-        "bm25": None,
+        "meta": [(rel, *row) for rel, row in meta.items()],
+        "bm25": retriever.value() if retriever is not None else None,
     }
-    if retriever is not None:
-        scores = retriever.scores
-        value["bm25"] = {
-            "vocab": dict(retriever.vocab_dict),
-            "num_docs": int(scores["num_docs"]),
-            "arrays": {
-                name: (str(scores[name].dtype), scores[name].tobytes())
-                for name in ("data", "indices", "indptr")
-            },
-        }
-    return value
 
 
-def _index_from(value: object) -> tuple[list[Chunk], Any, int, int] | None:
+def _index_from(value: object) -> _Built | None:
     """A search index from its cache form; ``None`` (or ``TypeError``/``ValueError``/
     ``KeyError``) for anything that is not one."""
     if not isinstance(value, dict):
         return None
     chunks = [Chunk(str(p), int(s), int(e), str(n)) for p, s, e, n in value["chunks"]]
     lines, files = int(value["lines"]), int(value["files"])
-    bm25 = value["bm25"]
-    if bm25 is None:
-        return (chunks, None, lines, files) if not chunks else None
-    import bm25s  # type: ignore[import-untyped]
-    import numpy as np
-
-    arrays = {}
-    for name in ("data", "indices", "indptr"):
-        dtype, raw = bm25["arrays"][name]
-        if dtype not in ("float32", "float64", "int32", "int64", "uint32", "uint64"):
+    meta: dict[str, tuple[str, int, int, int]] = {}
+    for rel, digest, count, first, n in value["meta"]:
+        if not (isinstance(rel, str) and isinstance(digest, str)):
             return None
-        arrays[name] = np.frombuffer(raw, dtype=np.dtype(dtype))
-    vocab = bm25["vocab"]
-    num_docs = int(bm25["num_docs"])
-    if (
-        not isinstance(vocab, dict)
-        or num_docs != len(chunks)
-        or len(arrays["indptr"]) != len(vocab)  # bm25s keeps one more id, "", without postings
-        or max(vocab.values(), default=0) >= len(vocab)
-        or len(arrays["data"]) != len(arrays["indices"])
-        or (len(arrays["indptr"]) and int(arrays["indptr"][-1]) != len(arrays["data"]))
-    ):
+        if not (0 <= int(first) <= int(first) + int(n) <= len(chunks)):
+            return None
+        meta[rel] = (digest, int(count), int(first), int(n))
+    if sum(row[3] for row in meta.values()) != len(chunks):
         return None
-    retriever = bm25s.BM25()
-    retriever.scores = {**arrays, "num_docs": num_docs}
-    retriever.vocab_dict = vocab
-    retriever.unique_token_ids_set = set(vocab.values())
-    retriever.nonoccurrence_array = None
-    return chunks, retriever, lines, files
+    if value["bm25"] is None:
+        return (chunks, None, lines, files, meta) if not chunks else None
+    retriever = IncrementalBM25.from_value(value["bm25"])
+    if retriever is None or retriever.num_docs != len(chunks):
+        return None
+    return chunks, retriever, lines, files, meta
 
 
 def context(

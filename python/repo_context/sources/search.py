@@ -393,46 +393,43 @@ def _chunks(source: SourceFile) -> list[Chunk]:
     if source.tree is None:
         return [Chunk(source.path, s, e) for s, e in _block_spans(source.lines)]
     chunks: list[Chunk] = []
-
-    def flush(pending: list[tuple[int, int]]) -> None:
-        spans: list[tuple[int, int]] = []
-        _group(pending, spans)
-        chunks.extend(Chunk(source.path, s, e) for s, e in spans)
-        pending.clear()
-
-    def visit(body: Iterable[ast.stmt], prefix: str) -> None:
-        pending: list[tuple[int, int]] = []
-        for stmt in body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                flush(pending)
-                start, end = node_span(stmt)
-                name = prefix + stmt.name
-                chunks.extend(
-                    Chunk(source.path, s, e, name) for s, e in _split(start, end, CHUNK_LINES * 3 // 2)
-                )
-            elif isinstance(stmt, ast.ClassDef):
-                flush(pending)
-                start, end = node_span(stmt)
-                name = prefix + stmt.name
-                members = [
-                    s
-                    for s in stmt.body
-                    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                ]
-                head_end = node_span(members[0])[0] - 1 if members else end
-                if head_end >= start:
-                    chunks.extend(
-                        Chunk(source.path, s, e, name) for s, e in _split(start, head_end, CHUNK_LINES)
-                    )
-                if members:
-                    first = stmt.body.index(members[0])
-                    visit(stmt.body[first:], name + ".")
-            elif not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                pending.append(node_span(stmt))
-        flush(pending)
-
-    visit(source.tree.body, "")
+    # (Module-level helpers, not closures: a recursive closure is a reference cycle, through
+    # its own cell, that would keep the file and its tree until the cyclic collector ran.)
+    _visit(source.path, source.tree.body, "", chunks)
     return chunks
+
+
+def _flush(path: str, pending: list[tuple[int, int]], chunks: list[Chunk]) -> None:
+    spans: list[tuple[int, int]] = []
+    _group(pending, spans)
+    chunks.extend(Chunk(path, s, e) for s, e in spans)
+    pending.clear()
+
+
+def _visit(path: str, body: Iterable[ast.stmt], prefix: str, chunks: list[Chunk]) -> None:
+    pending: list[tuple[int, int]] = []
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _flush(path, pending, chunks)
+            start, end = node_span(stmt)
+            name = prefix + stmt.name
+            chunks.extend(Chunk(path, s, e, name) for s, e in _split(start, end, CHUNK_LINES * 3 // 2))
+        elif isinstance(stmt, ast.ClassDef):
+            _flush(path, pending, chunks)
+            start, end = node_span(stmt)
+            name = prefix + stmt.name
+            members = [
+                s for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            ]
+            head_end = node_span(members[0])[0] - 1 if members else end
+            if head_end >= start:
+                chunks.extend(Chunk(path, s, e, name) for s, e in _split(start, head_end, CHUNK_LINES))
+            if members:
+                first = stmt.body.index(members[0])
+                _visit(path, stmt.body[first:], name + ".", chunks)
+        elif not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            pending.append(node_span(stmt))
+    _flush(path, pending, chunks)
 
 
 _CLOSER = re.compile(r"[}\])]|end\b|</")
@@ -648,11 +645,7 @@ class SearchIndex:
         fingerprint = _fingerprint(repo.root, paths)
         with _CACHE_LOCK:
             cached = _CACHE.get(key)
-            if (
-                cached is not None
-                and cached.fingerprint == fingerprint
-                and _unchanged(repo, cached)
-            ):
+            if cached is not None and cached.fingerprint == fingerprint and _unchanged(repo, cached):
                 _CACHE.move_to_end(key)
                 return cached
         index = cls.build(repo, paths)
@@ -766,6 +759,294 @@ def search_windows(
     if index is None:
         index = SearchIndex.for_repository(repo)
     return index.windows(repo, query, top_k, max_per_file)
+
+
+#: The BM25 parameters (``bm25s.BM25``'s defaults: the Lucene variant, ``k1``, ``b``).
+BM25_K1 = 1.5
+BM25_B = 0.75
+
+
+class IncrementalBM25:
+    """A BM25 index (the Lucene variant with ``bm25s``'s defaults, :data:`BM25_K1` and
+    :data:`BM25_B`, scores in float32 summed in query order: the scores of ``bm25s.BM25``
+    over the same documents) whose documents can be replaced without indexing the others
+    again.
+
+    ``keys`` name the documents, in order (hashable, distinct), and ``corpus`` gives each
+    one's tokens. Instead of the scores of every term in every document (which depend on
+    the document count and the average length, so change with any edit), it keeps each
+    term's postings (document slot, term frequency) in arrays, each document's length, and
+    which slots are live; :meth:`get_scores` computes the scores of the query's terms only.
+    :meth:`updated` gives the index of another list of keys: the documents it keeps are
+    not read again, those it adds are tokenized through ``tokens_of`` and their postings
+    become one more segment; the segments are merged, and the postings of removed
+    documents dropped, when there are more than :attr:`MAX_SEGMENTS` or the removed
+    postings pass a quarter of the total.
+
+    Raises ``ValueError`` if ``keys`` and ``corpus`` differ in length or a key repeats.
+    """
+
+    MAX_SEGMENTS = 8
+
+    def __init__(self, keys: Sequence[Any], corpus: Sequence[Sequence[str]]) -> None:
+        import numpy as np
+
+        if len(keys) != len(corpus):
+            raise ValueError(f"keys and corpus differ in length: {len(keys)} != {len(corpus)}")
+        self._vocab: dict[str, int] = {}
+        self._slot: dict[Any, int] = {}
+        terms, slots, counts, lengths = self._postings(keys, corpus, 0)
+        self._lengths = np.asarray(lengths, dtype=np.int64)
+        self._distinct = np.bincount(np.asarray(slots, dtype=np.int64), minlength=len(lengths))
+        self._alive = np.ones(len(lengths), dtype=bool)
+        self._live_count = len(lengths)
+        self._live_tokens = int(self._lengths.sum())
+        self._order = np.arange(len(lengths), dtype=np.int64)
+        self._segments = [self._segment(terms, slots, counts)]
+        self._dead_postings = 0
+
+    def _postings(
+        self, keys: Sequence[Any], corpus: Sequence[Sequence[str]], first_slot: int
+    ) -> tuple[list[int], list[int], list[int], list[int]]:
+        """The postings of new documents (given slots from ``first_slot`` on), the vocabulary
+        grown as needed."""
+        from collections import Counter
+
+        vocab = self._vocab
+        terms: list[int] = []
+        slots: list[int] = []
+        counts: list[int] = []
+        lengths: list[int] = []
+        for offset, (key, tokens) in enumerate(zip(keys, corpus, strict=True)):
+            slot = first_slot + offset
+            if key in self._slot:
+                raise ValueError(f"a document key repeats: {key!r}")
+            self._slot[key] = slot
+            lengths.append(len(tokens))
+            for token, count in Counter(tokens).items():
+                term = vocab.get(token)
+                if term is None:
+                    term = vocab[token] = len(vocab)
+                terms.append(term)
+                slots.append(slot)
+                counts.append(count)
+        return terms, slots, counts, lengths
+
+    def _segment(self, terms: Any, slots: Any, counts: Any) -> tuple[Any, Any, Any]:
+        """Postings as ``(indptr, slots, counts)`` in term order (``indptr`` over the
+        vocabulary as it is now)."""
+        import numpy as np
+
+        terms = np.asarray(terms, dtype=np.int64)
+        order = np.argsort(terms, kind="stable")
+        indptr = np.zeros(len(self._vocab) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(terms, minlength=len(self._vocab)), out=indptr[1:])
+        return (
+            indptr,
+            np.asarray(slots, dtype=np.int64)[order],
+            np.asarray(counts, dtype=np.float64)[order],
+        )
+
+    @property
+    def num_docs(self) -> int:
+        """The number of (live) documents."""
+        return self._live_count
+
+    def _term_postings(self, term: int) -> tuple[Any, Any]:
+        import numpy as np
+
+        parts = []
+        for indptr, slots, counts in self._segments:
+            if term + 1 < len(indptr) and indptr[term] < indptr[term + 1]:
+                start, end = indptr[term], indptr[term + 1]
+                parts.append((slots[start:end], counts[start:end]))
+        if len(parts) == 1:
+            slots, counts = parts[0]
+        elif parts:
+            slots = np.concatenate([p[0] for p in parts])
+            counts = np.concatenate([p[1] for p in parts])
+        else:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        if self._dead_postings:
+            live = self._alive[slots]
+            slots, counts = slots[live], counts[live]
+        return slots, counts
+
+    def get_scores(self, query: Sequence[str]) -> Any:
+        """The float32 numpy array of the BM25 score of every document for ``query``
+        (tokens; a repeated token counts once per repetition, a token in no document
+        adds nothing), in key order."""
+        import numpy as np
+
+        n = self._live_count
+        scores = np.zeros(len(self._lengths), dtype=np.float32)
+        if n == 0:
+            return scores[self._order]
+        average = float(np.float64(self._live_tokens) / n)
+        norm: Any = None
+        done: dict[int, tuple[Any, Any]] = {}
+        for token in query:
+            term = self._vocab.get(token)
+            if term is None:
+                continue
+            part = done.get(term)
+            if part is None:
+                slots, counts = self._term_postings(term)
+                df = len(slots)
+                if df == 0:
+                    done[term] = part = (slots, None)
+                else:
+                    if norm is None:
+                        # bm25s: k1 * (1 - b + b * l_d / l_avg), in float64
+                        norm = BM25_K1 * (1 - BM25_B + BM25_B * self._lengths.astype(np.float64) / average)
+                    idf = np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5)))
+                    tfc = counts / (counts + norm[slots])
+                    done[term] = part = (slots, (np.float64(idf) * tfc).astype(np.float32))
+            slots, values = part
+            if values is not None:
+                scores[slots] += values
+        return scores[self._order]
+
+    def updated(self, keys: Sequence[Any], tokens_of: Callable[[Any], Sequence[str]]) -> IncrementalBM25:
+        """The index of the documents ``keys`` (in that order): a key this index holds keeps
+        its document, a new one is tokenized with ``tokens_of(key)``. This index is left as
+        it was. Raises ``ValueError`` if a key repeats."""
+        import numpy as np
+
+        if len(set(keys)) != len(keys):
+            raise ValueError("a document key repeats")
+        new = object.__new__(IncrementalBM25)
+        new._vocab = dict(self._vocab)
+        old = self._slot
+        new._slot = {key: old[key] for key in keys if key in old}
+        added = [key for key in keys if key not in new._slot]
+        first = len(self._lengths)
+        terms, slots, counts, lengths = new._postings(added, [tokens_of(k) for k in added], first)
+        alive = np.zeros(first + len(added), dtype=bool)
+        alive[np.fromiter(new._slot.values(), dtype=np.int64, count=len(new._slot))] = True
+        new._alive = alive
+        new._lengths = np.concatenate([self._lengths, np.asarray(lengths, dtype=np.int64)])
+        added_distinct = np.bincount(np.asarray(slots, dtype=np.int64) - first, minlength=len(added))
+        new._distinct = np.concatenate([self._distinct, added_distinct[: len(added)]])
+        new._live_count = len(keys)
+        new._live_tokens = int(new._lengths[alive].sum())
+        new._order = np.fromiter((new._slot[k] for k in keys), dtype=np.int64, count=len(keys))
+        new._segments = list(self._segments)
+        if terms:
+            new._segments.append(new._segment(terms, slots, counts))
+        new._dead_postings = int(new._distinct[~alive].sum())
+        total = int(new._distinct.sum())
+        if len(new._segments) > self.MAX_SEGMENTS or new._dead_postings * 4 > total:
+            new._compact()
+        return new
+
+    def _compact(self) -> None:
+        """One segment of the live postings, the live slots numbered again in order."""
+        import numpy as np
+
+        terms = np.concatenate(
+            [
+                np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+                for indptr, _, _ in self._segments
+            ]
+        )
+        slots = np.concatenate([seg[1] for seg in self._segments])
+        counts = np.concatenate([seg[2] for seg in self._segments])
+        live = self._alive[slots]
+        renumber = np.cumsum(self._alive) - 1
+        alive = self._alive
+        self._segments = [self._segment(terms[live], renumber[slots[live]], counts[live])]
+        self._lengths = self._lengths[alive]
+        self._distinct = self._distinct[alive]
+        self._order = renumber[self._order]
+        self._slot = {key: int(renumber[slot]) for key, slot in self._slot.items()}
+        self._alive = np.ones(len(self._lengths), dtype=bool)
+        self._dead_postings = 0
+
+    def value(self) -> dict[str, Any]:
+        """The plain form (for ``marshal``): the vocabulary as a list of tokens, the document
+        keys and slots, and the arrays (the segments merged) as bytes; :meth:`from_value`
+        reads it back."""
+        merged = self
+        if len(self._segments) != 1 or not bool(self._alive.all()):
+            merged = object.__new__(IncrementalBM25)
+            merged.__dict__.update(self.__dict__)
+            merged._compact()
+        indptr, slots, counts = merged._segments[0]
+        arrays = {
+            "lengths": merged._lengths,
+            "order": merged._order,
+            "indptr": indptr,
+            "slots": slots,
+            "counts": counts,
+        }
+        return {
+            "tokens": list(merged._vocab),
+            "keys": list(merged._slot),
+            "slots": list(merged._slot.values()),
+            "arrays": {name: array.tobytes() for name, array in arrays.items()},
+        }
+
+    @classmethod
+    def from_value(cls, value: object) -> IncrementalBM25 | None:
+        """The index of a plain form (:meth:`value`); ``None`` for one whose parts do not
+        fit together (a damaged value)."""
+        import numpy as np
+
+        if not isinstance(value, dict):
+            return None
+        try:
+            tokens, keys, slots, arrays = value["tokens"], value["keys"], value["slots"], value["arrays"]
+            dtypes = {
+                "lengths": np.int64,
+                "order": np.int64,
+                "indptr": np.int64,
+                "slots": np.int64,
+                "counts": np.float64,
+            }
+            parts: dict[str, Any] = {
+                name: np.frombuffer(arrays[name], dtype=dtype) for name, dtype in dtypes.items()
+            }
+        except (KeyError, TypeError, ValueError):
+            return None
+        total = len(parts["lengths"])
+        indptr = parts["indptr"]
+        if not (
+            isinstance(tokens, list)
+            and all(isinstance(t, str) for t in tokens)
+            and len(set(tokens)) == len(tokens)
+            and isinstance(keys, list)
+            and isinstance(slots, list)
+            and len(keys) == len(slots) == total
+            and sorted(s for s in slots if type(s) is int) == list(range(total))
+            and len(indptr) == len(tokens) + 1
+            and int(indptr[0]) == 0
+            and bool(np.all(np.diff(indptr) >= 0))
+            and int(indptr[-1]) == len(parts["slots"]) == len(parts["counts"])
+            and bool(np.all((parts["slots"] >= 0) & (parts["slots"] < total)))
+            and bool(np.all(parts["counts"] >= 1))
+            and bool(np.all(parts["lengths"] >= 0))
+            and len(parts["order"]) == total
+            and sorted(parts["order"].tolist()) == list(range(total))
+        ):
+            return None
+        new = object.__new__(cls)
+        new._vocab = {token: i for i, token in enumerate(tokens)}
+        try:
+            pairs = zip((tuple(k) if isinstance(k, list) else k for k in keys), slots, strict=True)
+            new._slot = dict(pairs)
+        except TypeError:  # an unhashable key
+            return None
+        if len(new._slot) != len(keys):
+            return None
+        new._lengths, new._order = parts["lengths"], parts["order"]
+        new._segments = [(indptr, parts["slots"], parts["counts"])]
+        new._distinct = np.bincount(parts["slots"], minlength=total)
+        new._alive = np.ones(total, dtype=bool)
+        new._dead_postings = 0
+        new._live_count = total
+        new._live_tokens = int(new._lengths.sum())
+        return new
 
 
 def _bm25_index(corpus: list[list[str]]) -> Any:

@@ -41,6 +41,7 @@ __all__ = [
     "IMPORT_DEPTH",
     "MAX_DEFINITIONS",
     "Definition",
+    "FileSummary",
     "Import",
     "ParsedFile",
     "Reference",
@@ -233,6 +234,7 @@ class ParsedFile:
         for definition in self.definitions:
             self._by_name.setdefault(definition.name, []).append(definition)
         self._imports: tuple[Import, ...] | None = None
+        self._named: dict[str, list[Node]] = {}
 
     # -- definitions -------------------------------------------------------------------
 
@@ -466,11 +468,14 @@ class ParsedFile:
         """Every identifier of the file spelled ``name``, in source order."""
         if not _NAME.fullmatch(name):
             return []
-        query = _named_query(self.spec.name, name)
-        if query is None:
-            return []
-        found = QueryCursor(query).captures(self.tree.root_node).get("id", [])
-        return sorted(found, key=lambda n: n.start_byte)
+        found = self._named.get(name)
+        if found is None:
+            query = _named_query(self.spec.name, name)
+            if query is None:
+                return []
+            found = QueryCursor(query).captures(self.tree.root_node).get("id", [])
+            found = self._named[name] = sorted(found, key=lambda n: n.start_byte)
+        return list(found)
 
     def _classify(self, node: Node, bound: set[int]) -> Reference | None:
         """``node`` (an identifier) as a :class:`Reference`, or ``None`` if it is not a read."""
@@ -724,6 +729,100 @@ class ParsedFile:
         return self._imports
 
 
+_KIND_NAMES = frozenset(("function", "class", "type", "variable"))
+
+
+class FileSummary:
+    """What a file's parse gives that outlives its syntax tree: its definitions, imports and
+    (Java) package, as :class:`ParsedFile` has them. It answers the questions of the symbol
+    index that need no tree (:meth:`SymbolIndex.lookup`, :meth:`SymbolIndex.defined_in`,
+    :meth:`SymbolIndex.neighbours`), so a file whose summary is kept (per content hash, in
+    the workspace's cache) is not parsed again for them. :meth:`value` is its plain form
+    (tuples of strings and numbers, for ``marshal``), :meth:`from_value` reads it back."""
+
+    __slots__ = ("_by_name", "definitions", "imports", "package", "path", "spec")
+
+    def __init__(
+        self,
+        path: str,
+        spec: LanguageSpec,
+        definitions: tuple[Definition, ...],
+        imports: tuple[Import, ...],
+        package: str,
+    ) -> None:
+        self.path = path
+        self.spec = spec
+        self.definitions = definitions
+        self.imports = imports
+        self.package = package
+        self._by_name: dict[str, list[Definition]] = {}
+        for definition in definitions:
+            self._by_name.setdefault(definition.name, []).append(definition)
+
+    @classmethod
+    def of(cls, parsed: ParsedFile) -> FileSummary:
+        """The summary of a parsed file."""
+        return cls(parsed.path, parsed.spec, parsed.definitions, parsed.imports, parsed.package)
+
+    def defined(self, name: str) -> list[Definition]:
+        """The definitions of ``name`` in this file, in line order."""
+        return self._by_name.get(name, [])
+
+    def value(self) -> tuple[object, ...]:
+        """The plain form: ``(language, definitions, imports, package)``, a definition as
+        ``(name, start, end, kind, container, scope)``, an import as ``(line, module, name,
+        local)``."""
+        return (
+            self.spec.name,
+            tuple((d.name, d.start, d.end, d.kind, d.container, d.scope) for d in self.definitions),
+            tuple((i.line, i.module, i.name, i.local) for i in self.imports),
+            self.package,
+        )
+
+    @classmethod
+    def from_value(cls, path: str, value: object) -> FileSummary | None:
+        """The summary of ``path`` from its plain form (:meth:`value`); ``None`` for a value
+        of another shape or language than the file's (a damaged or foreign one)."""
+        spec = language_for(path)
+        if not (isinstance(value, tuple) and len(value) == 4 and spec is not None and value[0] == spec.name):
+            return None
+        _, raw_definitions, raw_imports, package = value
+        if not (
+            isinstance(raw_definitions, tuple) and isinstance(raw_imports, tuple) and isinstance(package, str)
+        ):
+            return None
+        definitions = []
+        for d in raw_definitions:
+            if not (
+                isinstance(d, tuple)
+                and len(d) == 6
+                and isinstance(d[0], str)
+                and type(d[1]) is int
+                and type(d[2]) is int
+                and d[3] in _KIND_NAMES
+                and (d[4] is None or isinstance(d[4], str))
+                and (
+                    d[5] is None
+                    or (isinstance(d[5], tuple) and len(d[5]) == 2 and all(type(n) is int for n in d[5]))
+                )
+            ):
+                return None
+            definitions.append(Definition(d[0], path, d[1], d[2], d[3], d[4], d[5]))
+        imports = []
+        for i in raw_imports:
+            if not (
+                isinstance(i, tuple)
+                and len(i) == 4
+                and type(i[0]) is int
+                and isinstance(i[1], str)
+                and (i[2] is None or isinstance(i[2], str))
+                and isinstance(i[3], str)
+            ):
+                return None
+            imports.append(Import(i[0], i[1], i[2], i[3]))
+        return cls(path, spec, tuple(definitions), tuple(imports), package)
+
+
 @functools.lru_cache(maxsize=256)
 def _named_query(language: str, name: str) -> Query | None:
     """A query for the identifiers spelled ``name`` (a plain identifier) in ``language``."""
@@ -940,6 +1039,7 @@ class SymbolIndex:
         self._python_modules: dict[str, list[str]] | None = None
         self._go_modules: list[tuple[str, str]] | None = None
         self._distances: dict[str, dict[str, int]] = {}
+        self._known: tuple[list[str], frozenset[str]] | None = None
 
     # -- files -------------------------------------------------------------------------
 
@@ -951,7 +1051,10 @@ class SymbolIndex:
         return self._paths
 
     def _path_set(self) -> frozenset[str]:
-        return frozenset(self.paths)
+        paths = self.paths
+        if self._known is None or self._known[0] is not paths:
+            self._known = (paths, frozenset(paths))
+        return self._known[1]
 
     def _scan(self, path: str) -> tuple[frozenset[str], frozenset[str]]:
         scanned = self._words.get(path)
@@ -994,6 +1097,12 @@ class SymbolIndex:
         self._parsed[path] = parsed
         return parsed
 
+    def summary(self, path: str) -> ParsedFile | FileSummary | None:
+        """The definitions, imports and package of the file at ``path`` (``None`` as for
+        :meth:`parsed`): its parse, or a kept :class:`FileSummary` of it (this index keeps
+        none: a subclass may)."""
+        return self.parsed(path)
+
     # -- definitions -------------------------------------------------------------------
 
     def lookup(self, name: str) -> list[Definition]:
@@ -1002,7 +1111,7 @@ class SymbolIndex:
         if found is None:
             found = []
             for path in self._may_define(name):
-                parsed = self.parsed(path)
+                parsed = self.summary(path)
                 if parsed is not None:
                     found.extend(parsed.defined(name))
             self._lookups[name] = found
@@ -1014,7 +1123,7 @@ class SymbolIndex:
         ``follow`` steps."""
         found: list[Definition] = []
         for path in paths:
-            parsed = self.parsed(path)
+            parsed = self.summary(path)
             if parsed is None:
                 continue
             here = [d for d in parsed.defined(name) if d.container is None and d.scope is None]
@@ -1238,7 +1347,7 @@ class SymbolIndex:
     def neighbours(self, path: str) -> list[str]:
         """The files ``path`` imports, and for Go and Java the other files of its package
         (its folder), which it sees without an import."""
-        parsed = self.parsed(path)
+        parsed = self.summary(path)
         if parsed is None:
             return []
         found: list[str] = []
@@ -1247,7 +1356,7 @@ class SymbolIndex:
         found.extend(self._package_files(parsed))
         return list(dict.fromkeys(found))
 
-    def _package_files(self, parsed: ParsedFile) -> list[str]:
+    def _package_files(self, parsed: ParsedFile | FileSummary) -> list[str]:
         """The other files of a Go package (its folder) or of a Java package (every folder
         whose path ends with the package's, ``src/main/java`` and ``src/test/java`` alike)."""
         path = parsed.path
@@ -1398,7 +1507,7 @@ class SymbolIndex:
         return [(d, best * w / total) for d, w in zip(candidates, weights, strict=True)]
 
     def _file_defined(self, path: str, name: str) -> list[Definition]:
-        parsed = self.parsed(path)
+        parsed = self.summary(path)
         return parsed.defined(name) if parsed is not None else []
 
     # -- call sites --------------------------------------------------------------------
