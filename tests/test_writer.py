@@ -384,7 +384,7 @@ def test_context_report_problems(project: dict[str, Path], capsys: Any) -> None:
     before = log.read_text()
     assert main(context(project, "--report", str(log))) == 2
     assert capsys.readouterr().err == (
-        f"repo-context context: --report {log} is the same file as --pytest-log {log} "
+        f"repo-context context: --report {log} is the same file as --log {log} "
         "(refusing to overwrite an input)\n"
     )
     assert main(context(project, "--trace", str(log))) == 2
@@ -429,7 +429,7 @@ def test_context_report_equal_to_a_log_read_from_standard_input(project: dict[st
         )
     assert (proc.returncode, proc.stderr) == (
         2,
-        f"repo-context context: --report {log} is the same file as --pytest-log standard input "
+        f"repo-context context: --report {log} is the same file as --log standard input "
         "(refusing to overwrite an input)\n",
     )
     assert log.read_text() == LOG
