@@ -53,30 +53,21 @@ def test_passes():
 """
 
 
+def _pytest(folder: Path) -> subprocess.CompletedProcess[str]:
+    """A real pytest run of ``folder``'s tests, its long tracebacks and summary captured."""
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    return subprocess.run(
+        [*command, "-rA", "--tb=long", "tests"], cwd=folder, capture_output=True, text=True, check=False
+    )
+
+
 def _repo(tmp_path: Path) -> tuple[Path, str]:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "calc.py").write_text(CALC)
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_calc.py").write_text(TESTS)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:randomly",
-            "-rA",
-            "--tb=long",
-            "tests",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = _pytest(tmp_path)
     assert proc.returncode == 1, proc.stdout
     return tmp_path, proc.stdout
 
@@ -127,24 +118,7 @@ def test_one_failing_test_scores_as_before(tmp_path: Path) -> None:
     (tmp_path / "tests" / "test_calc.py").write_text(
         TESTS.replace("lonely(1) == 1", "True").replace("second(0) == 2", "True")
     )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:randomly",
-            "-rA",
-            "--tb=long",
-            "tests",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = _pytest(tmp_path)
     alone = gather(repo, proc.stdout)
     assert len(alone.failing_tests) == 1
     key = lambda g: [(w.path, w.start, w.end, w.score) for w in g.candidates if w.reason == "failure"]  # noqa: E731
