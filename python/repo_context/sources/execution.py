@@ -472,7 +472,7 @@ def execution_windows(
     frame_lines = {(pf.path, pf.line): pf.distance for pf in frames}
     calls = {} if spectrum else call_distances(symbols, failed_runs, frames)
 
-    scored: list[tuple[float, int, str, int, _Unit, int]] = []
+    scored: list[tuple[bool, float, int, str, int, _Unit, int]] = []
     paths = sorted({path for run in failed_runs for path in run.lines})
     for path in paths:
         failed_at: dict[int, int] = {}
@@ -525,13 +525,16 @@ def execution_windows(
             if is_test_file(path) and not holds_frame:
                 best *= _TEST_FILE
             score = round(base_score + max(1e-6, _TOP * best), 6)
-            if weak is not None and best < STRONG:
-                score = round(weak[0] + (weak[1] - weak[0]) * best, 6) - 1e6  # sorted after
-            scored.append((score, 0 if path in failing_files else 1, path, unit.start, unit, best_line))
-    scored.sort(key=lambda item: (-item[0], item[1], item[2], item[3]))
+            far = weak is not None and best < STRONG
+            if weak is not None and far:
+                score = round(weak[0] + (weak[1] - weak[0]) * best, 6)
+            place = 0 if path in failing_files else 1
+            scored.append((far, score, place, path, unit.start, unit, best_line))
+    # The failure evidence first (the far units are search windows), each best first.
+    scored.sort(key=lambda item: (item[0], -item[1], item[2], item[3], item[4]))
     windows: list[Window] = []
     seen: set[tuple[str, int, int]] = set()
-    for score, _, path, _, unit, line in scored[:limit]:
+    for far, score, _, path, _, unit, line in scored[:limit]:
         source = repo.source(path)
         if source is None:
             continue
@@ -545,11 +548,8 @@ def execution_windows(
             if not extra:
                 extra = [(max(unit.start, line - RADIUS), min(unit.end, line + RADIUS))]
             spans.append(extra[-1])
-        far = score < 0
         for i, (start, end) in enumerate(spans):
-            window = make_window(
-                source, start, end, "search" if far else "failure", round(score + 1e6, 6) if far else score
-            )
+            window = make_window(source, start, end, "search" if far else "failure", score)
             key = (window.path, window.start, window.end)
             if key in seen:
                 continue
