@@ -466,3 +466,16 @@ def test_a_tracer_replaced_by_another_is_reported(repo: Path, log: str) -> None:
     )
     _, report = rerun_for_log(repo, log, python=sys.executable, test=FAILING[0])
     assert any("another tracer" in note and "replaced the tracer" in note for note in report.notes)
+
+
+def test_a_log_cannot_make_the_rerun_import_code_outside_the_repository(tmp_path: Path) -> None:
+    from repo_context.sources.rerun import _runnable
+
+    root = tmp_path / "repo"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_a.py").write_text("def test_a():\n    pass\n")
+    (tmp_path / "evil.py").write_text("")
+    (root / "tests" / "link.py").symlink_to(tmp_path / "evil.py")
+    assert _runnable("tests/test_a.py::test_a", root) is None
+    for test_id in (f"{tmp_path}/evil.py::test_x", "../evil.py::test_x", "tests/link.py::test_x"):
+        assert _runnable(test_id, root) == "its file is outside the repository"

@@ -193,9 +193,11 @@ def test_ids(tests: Sequence[FailingTest]) -> list[str]:
     return out
 
 
-def _runnable(test_id: str) -> str | None:
+def _runnable(test_id: str, root: Path) -> str | None:
     """Why pytest cannot be given ``test_id`` (``None``: it can): an option or an argument
-    file (a leading ``-`` or ``@``), or not a node id (no ``::`` and no ``.py`` file part)."""
+    file (a leading ``-`` or ``@``), not a node id (no ``::`` and no ``.py`` file part), or a
+    file part that resolves (links followed) outside the repository folder ``root`` (a log
+    is untrusted: it must not make the re-run import code from elsewhere)."""
     if not test_id or test_id[0] in "-@":
         return "an option or argument file, not a test id"
     part = test_id.split("::", 1)[0]
@@ -203,6 +205,8 @@ def _runnable(test_id: str) -> str | None:
         return "not a pytest node id (file.py::test)"
     if "\0" in test_id:
         return "holds a NUL character"
+    if not Path(os.path.realpath(root / part)).is_relative_to(root):
+        return "its file is outside the repository"
     return None
 
 
@@ -291,7 +295,7 @@ def rerun(
     notes: list[str] = []
     failing: list[str] = []
     for test_id in dict.fromkeys(tests):
-        why = _runnable(test_id) or (check(test_id) if check is not None else None)
+        why = _runnable(test_id, root) or (check(test_id) if check is not None else None)
         if why is not None:
             notes.append(f"test {header_path(test_id)} left out: {why}")
         else:
