@@ -400,3 +400,13 @@ def test_a_rule_that_does_not_compile_is_refused_and_the_rules_in_use_kept() -> 
     with pytest.raises(ValueError, match="no capture group"):
         _core.install_secret_rules([("X", "abc", "token", True, None)])
     assert _core.secret_kinds() == before == list(KINDS)
+
+
+def test_a_secret_inside_terminal_colour_codes_is_redacted() -> None:
+    from repo_context.secrets import redact_text
+
+    key = "AKIA" + "QWERTYUIOPASDFGH"
+    for text in (f"\x1b[31m{key}\x1b[0m boom", f"\x1b]0;title\x07{key}", f"x = \x1b[1;32m{key}"):
+        out = redact_text(text)
+        assert key not in out and "[REDACTED: AWSKeyDetector]" in out
+        assert out.startswith(text[: text.index(key)])  # the codes themselves are kept

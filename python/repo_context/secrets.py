@@ -225,7 +225,7 @@ def find_secrets(text: str) -> list[Secret]:
     """Every secret in ``text``, sorted by ``start``, never overlapping (overlapping findings
     are merged under the kind of the first). Linear in ``len(text)``. Raises ``TypeError`` if
     ``text`` is not a ``str``."""
-    return [Secret(start, end, kind) for start, end, kind in secret_spans(text)]
+    return [Secret(start, end, kind) for start, end, kind in _spans(text)]
 
 
 def redaction(kind: str) -> str:
@@ -267,7 +267,7 @@ def redact(text: str) -> Redaction:
     that the text keeps its lines; and the kinds replaced. Repeated until the text holds no
     secret (a replacement can cut a longer value that was not a secret into one that is), so
     ``find_secrets(redact(text).text) == []``. A text without secrets is returned as it is."""
-    found = secret_spans(text)
+    found = _spans(text)
     if not found:
         return Redaction(text, ())
     kinds: list[str] = []
@@ -285,8 +285,21 @@ def redact(text: str) -> Redaction:
         parts.append(text[at:])
         text = "".join(parts)
         kinds.extend(kind for _, _, kind in found)
-        found = secret_spans(text)
+        found = _spans(text)
     return Redaction(text, tuple(kinds))
+
+
+# A terminal colour or cursor sequence (ECMA-48 CSI or OSC). Its last byte is a letter, so a
+# key right after it (``\x1b[31mAKIA...``) would not start at a word boundary and be missed.
+_TERMINAL_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?)")
+
+
+def _spans(text: str) -> list[tuple[int, int, str]]:
+    """:func:`secret_spans` of ``text`` with each terminal sequence read as spaces of its
+    length (offsets unchanged), so colour codes around a secret do not hide it."""
+    if "\x1b" in text:
+        text = _TERMINAL_SEQUENCE.sub(lambda m: " " * len(m.group()), text)
+    return list(secret_spans(text))
 
 
 def redact_text(text: str) -> str:
