@@ -18,7 +18,7 @@ lines carry the same text, as they would in a real repository. Per candidate:
 and 100% of the total content length, so the first two bind and the last does not.
 
 Run ``python benches/generate.py --n 10000`` to print the statistics of one set, or add
-``--json FILE`` to write it as the JSON input of ``repo-context build``.
+``--json FILE`` to write it as the JSON input of ``bugcontext build``.
 """
 
 from __future__ import annotations
@@ -78,11 +78,11 @@ class BenchSet:
 
     def candidates(self, factory: Any) -> list[Any]:
         """The rows as candidates built with ``factory(path, start, end, content, reason,
-        score)``, e.g. ``repo_context.Candidate``."""
+        score)``, e.g. ``bugcontext.Candidate``."""
         return [factory(*row) for row in self.rows]
 
     def to_json_input(self, budget: str = "20%") -> dict[str, Any]:
-        """The JSON input form (``repo-context build``) for one of the budgets."""
+        """The JSON input form (``bugcontext build``) for one of the budgets."""
         return {
             "candidates": [dict(zip(FIELDS, row, strict=True)) for row in self.rows],
             "max_chars": self.budgets[budget],
@@ -147,7 +147,7 @@ def generate(n: int, seed: int = 0) -> BenchSet:
     """Generate a set of ``n`` candidates; the same ``(n, seed)`` gives the same set."""
     if n < 1:
         raise ValueError("n must be >= 1")
-    rng = random.Random(f"repo-context-bench:{n}:{seed}")
+    rng = random.Random(f"bugcontext-bench:{n}:{seed}")
     pool = [_code_line(rng) for _ in range(8192)]
     pool2 = pool + pool  # a window may wrap around the end of the pool
 

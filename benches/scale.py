@@ -17,7 +17,7 @@ measurement a new process:
 * ``peak``: the resident peak of the whole process tree (``/proc`` sampled every 20 ms;
   at least the largest process's ``ru_maxrss``), the largest of the three runs.
 
-Tools: ``ours`` (this tree's package, ``repo-context context``), ``base`` (another tree of
+Tools: ``ours`` (this tree's package, ``bugcontext context``), ``base`` (another tree of
 the package given with ``--base PYTHONPATH``, for the before/after figures) and ``aider``
 (``aider.repomap.RepoMap`` with an 8,000-token map budget, driven as its ``Coder`` does:
 the failing test's file in the chat, the log as the message, its mentioned file names and
@@ -161,7 +161,7 @@ def prepare(cache: Path, name: str) -> tuple[Path, Path]:
 
 OURS_EDIT = """
 import sys, time, json
-from repo_context import Workspace
+from bugcontext import Workspace
 repo, log, cache, edited = sys.argv[1:5]
 text = open(log, encoding="utf-8").read()
 ws = Workspace(repo, cache_dir=cache)
@@ -286,7 +286,7 @@ def _ours(python: str, pythonpath: str, repo: Path, log: Path, cache: Path, mode
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     if mode == "edit":
         return measure([python, "-c", OURS_EDIT, str(repo), str(log), str(cache), EDITED[name]], env)
-    command = [python, "-m", "repo_context.cli", "context", "--repo", str(repo), "--pytest-log", str(log)]
+    command = [python, "-m", "bugcontext", "context", "--repo", str(repo), "--pytest-log", str(log)]
     return measure([*command, "--cache-dir", str(cache)], env)
 
 

@@ -4,7 +4,7 @@ Two sets, as pytest-benchmark groups (``python -m pytest benches/test_bench_batc
 --benchmark-only``) and as one side-by-side table of ratios (``python
 benches/test_bench_batch.py``, which also prints ``os.cpu_count()``):
 
-* **read**: ``repo_context.build`` on the same 100k candidates given as dicts, as
+* **read**: ``bugcontext.build`` on the same 100k candidates given as dicts, as
   ``Candidate`` objects and as a caller's frozen dataclass, against the floor of reading every
   field once from Python: ``[g(c) for c in cands]`` with ``g = operator.itemgetter(<the six
   fields>)`` for dicts and ``operator.attrgetter(...)`` for objects. The ratio native/floor is
@@ -30,8 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import bugcontext
 import pytest
-import repo_context
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import FIELDS, generate
@@ -58,7 +58,7 @@ def _make(form: str, rows: list[tuple[Any, ...]]) -> list[Any]:
     if form == "dict":
         return [dict(zip(FIELDS, row, strict=True)) for row in rows]
     if form == "Candidate":
-        return [repo_context.Candidate(*row) for row in rows]
+        return [bugcontext.Candidate(*row) for row in rows]
     return [Foreign(*row) for row in rows]
 
 
@@ -95,7 +95,7 @@ def read_calls(form: str) -> dict[str, Callable[[], Any]]:
         getter = operator.attrgetter(*FIELDS)
 
     def native() -> Any:
-        return repo_context.build({"candidates": cands, "max_chars": max_chars, "failure_file": failure_file})
+        return bugcontext.build({"candidates": cands, "max_chars": max_chars, "failure_file": failure_file})
 
     def floor() -> Any:
         return [getter(c) for c in cands]
@@ -107,9 +107,9 @@ def batch_calls(form: str) -> dict[str, Callable[[], Any]]:
     """``loop`` (``[build(x) ...]``) and ``build_many`` with 1 and 2 threads, for one form."""
     inputs = batch_set(form)
     return {
-        "loop": lambda: [repo_context.build(x) for x in inputs],
-        "many-1": lambda: repo_context.build_many(inputs, threads=1),
-        "many-2": lambda: repo_context.build_many(inputs, threads=2),
+        "loop": lambda: [bugcontext.build(x) for x in inputs],
+        "many-1": lambda: bugcontext.build_many(inputs, threads=1),
+        "many-2": lambda: bugcontext.build_many(inputs, threads=2),
     }
 
 

@@ -4,8 +4,8 @@ Run with ``python -m pytest benches --benchmark-only`` (the default ``pytest`` r
 collects ``tests/``). Every (n, budget) pair is one pytest-benchmark group holding three
 lines:
 
-* ``native``: ``repo_context.build(BuildInput(candidates, max_chars, failure_file))``;
-* ``reference``: the same call on ``repo_context.reference``;
+* ``native``: ``bugcontext.build(BuildInput(candidates, max_chars, failure_file))``;
+* ``reference``: the same call on ``bugcontext.reference``;
 * ``floor``: ``list(map(attrgetter(<the six fields>), candidates))``, the cost of only
   reading every field of every candidate once from Python.
 
@@ -20,9 +20,9 @@ import functools
 import operator
 from typing import Any
 
+import bugcontext
+import bugcontext.reference as reference
 import pytest
-import repo_context
-import repo_context.reference as reference
 from generate import FIELDS, BenchSet, generate
 
 SIZES = (1_000, 10_000, 100_000)
@@ -50,16 +50,16 @@ def _bench_set(n: int) -> BenchSet:
 def _inputs(n: int) -> dict[str, Any]:
     """Per implementation: its ``build``, its ``BuildInput`` and the candidate list."""
     bench_set = _bench_set(n)
-    native_cands = bench_set.candidates(repo_context.Candidate)
-    ref_candidate = getattr(reference, "Candidate", repo_context.Candidate)
+    native_cands = bench_set.candidates(bugcontext.Candidate)
+    ref_candidate = getattr(reference, "Candidate", bugcontext.Candidate)
     ref_cands = (
-        native_cands if ref_candidate is repo_context.Candidate else bench_set.candidates(ref_candidate)
+        native_cands if ref_candidate is bugcontext.Candidate else bench_set.candidates(ref_candidate)
     )
     return {
-        "native": (repo_context.build, repo_context.BuildInput, native_cands),
+        "native": (bugcontext.build, bugcontext.BuildInput, native_cands),
         "reference": (
             reference.build,
-            getattr(reference, "BuildInput", repo_context.BuildInput),
+            getattr(reference, "BuildInput", bugcontext.BuildInput),
             ref_cands,
         ),
     }

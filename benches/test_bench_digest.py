@@ -3,13 +3,13 @@
 Run with ``python -m pytest benches/test_bench_digest.py --benchmark-only``. One group per
 budget (2%, 20%, 100% of the content), side by side in one run, native engine:
 
-* ``build``: ``repo_context.build`` of 10k ``Candidate`` objects (no groups);
+* ``build``: ``bugcontext.build`` of 10k ``Candidate`` objects (no groups);
 * ``build+digest``: the same build, then ``result.digest`` (computed on first use: SHA-256 of
   every selected item's content, on the rayon pool above 1 MiB, and of its fields);
 * ``build+groups``: the same candidates, each pair of consecutive ones in one group
   (``group=i // 2``: 5,000 groups, every candidate on the group path);
 * ``build+groups(10%)``: a tenth of the candidates in pairs (500 groups), the rest alone;
-* ``cache_key``: ``repo_context.cache_key`` of the input (reads and validates every candidate
+* ``cache_key``: ``bugcontext.cache_key`` of the input (reads and validates every candidate
   and hashes all of their contents): a separate call, not part of a build;
 * ``frozen`` / ``frozen+group=None``: frozen dataclasses without a ``group`` attribute and with
   ``group = None``: equal times mean an absent optional field costs nothing.
@@ -23,8 +23,8 @@ import dataclasses
 import functools
 from typing import Any
 
+import bugcontext
 import pytest
-import repo_context
 from generate import BenchSet, generate
 
 N = 10_000
@@ -60,8 +60,8 @@ def _set() -> BenchSet:
 
 @functools.cache
 def _cands(kind: str) -> list[Any]:
-    rows = _set().candidates(repo_context.Candidate)
-    C = repo_context.Candidate
+    rows = _set().candidates(bugcontext.Candidate)
+    C = bugcontext.Candidate
     if kind == "plain":
         return rows
     if kind == "groups":
@@ -80,17 +80,17 @@ def _cands(kind: str) -> list[Any]:
 
 def _input(budget: str, kind: str = "plain") -> Any:
     s = _set()
-    return repo_context.BuildInput(_cands(kind), s.budgets[budget], s.failure_file)
+    return bugcontext.BuildInput(_cands(kind), s.budgets[budget], s.failure_file)
 
 
 WHAT = {
-    "build": lambda b: repo_context.build(_input(b)),
-    "build+digest": lambda b: repo_context.build(_input(b)).digest,
-    "build+groups": lambda b: repo_context.build(_input(b, "groups")),
-    "build+groups(10%)": lambda b: repo_context.build(_input(b, "groups10")),
-    "cache_key": lambda b: repo_context.cache_key(_input(b)),
-    "frozen": lambda b: repo_context.build(_input(b, "frozen")),
-    "frozen+group=None": lambda b: repo_context.build(_input(b, "frozen_group")),
+    "build": lambda b: bugcontext.build(_input(b)),
+    "build+digest": lambda b: bugcontext.build(_input(b)).digest,
+    "build+groups": lambda b: bugcontext.build(_input(b, "groups")),
+    "build+groups(10%)": lambda b: bugcontext.build(_input(b, "groups10")),
+    "cache_key": lambda b: bugcontext.cache_key(_input(b)),
+    "frozen": lambda b: bugcontext.build(_input(b, "frozen")),
+    "frozen+group=None": lambda b: bugcontext.build(_input(b, "frozen_group")),
 }
 
 
@@ -101,9 +101,9 @@ def test_agent_loop_costs(benchmark: Any, what: str, budget: str) -> None:
     result = benchmark.pedantic(WHAT[what], args=(budget,), rounds=ROUNDS, warmup_rounds=3, iterations=1)
     # The figures are of correct work: each equals the reference's.
     reference = {
-        "build+digest": lambda: repo_context.reference.build(_input(budget)).digest,
-        "build+groups": lambda: repo_context.reference.build(_input(budget, "groups")),
-        "cache_key": lambda: repo_context.reference.cache_key(_input(budget)),
+        "build+digest": lambda: bugcontext.reference.build(_input(budget)).digest,
+        "build+groups": lambda: bugcontext.reference.build(_input(budget, "groups")),
+        "cache_key": lambda: bugcontext.reference.cache_key(_input(budget)),
     }.get(what)
     if reference is not None:
         assert result == reference()

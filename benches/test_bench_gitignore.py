@@ -1,7 +1,7 @@
 """Benchmarks of ``.gitignore`` matching: the reader's bounded matching against pathspec's
 own matching with Python's backtracking ``re``.
 
-Two groups, each with a ``bounded`` line (``repo_context.sources.files._rules``: pathspec's
+Two groups, each with a ``bounded`` line (``bugcontext.job.sources.files._rules``: pathspec's
 ``GitIgnoreSpec`` whose patterns that could backtrack are matched by RE2, the others by
 ``re``) and a ``python-re`` line (pathspec's ``GitIgnoreSpec.from_lines(lines,
 backend="simple")``), checking the same paths against the same rules (the verdicts are
@@ -25,8 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from bugcontext.job.sources.files import _rules
 from pathspec import GitIgnoreSpec
-from repo_context.sources.files import _rules
 
 TYPICAL = [
     "__pycache__/",

@@ -5,7 +5,7 @@ Three forms of the same generated candidates (``generate.py``, 20% budget): a fr
 dataclass, a plain class whose ``__init__`` sets the six attributes, and dicts; at 1k, 10k and
 100k candidates. Per form and size two lines:
 
-* ``native``: ``repo_context.build({"candidates": cands, "max_chars": ..., "failure_file": ...})``;
+* ``native``: ``bugcontext.build({"candidates": cands, "max_chars": ..., "failure_file": ...})``;
 * ``floor``: ``[g(c) for c in cands]`` with ``g = operator.attrgetter(<the six fields>)`` for
   objects and ``operator.itemgetter(...)`` for dicts: every field read once from Python, the
   least any reader pays.
@@ -34,8 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import bugcontext
 import pytest
-import repo_context
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import FIELDS, generate
@@ -89,7 +89,7 @@ def read_calls(form: str, n: int) -> dict[str, Callable[[], Any]]:
     getter = operator.itemgetter(*FIELDS) if form == "dict" else operator.attrgetter(*FIELDS)
     spec = {"candidates": cands, "max_chars": max_chars, "failure_file": failure_file}
     return {
-        "native": lambda: repo_context.build(spec),
+        "native": lambda: bugcontext.build(spec),
         "floor": lambda: [getter(c) for c in cands],
     }
 
@@ -112,8 +112,8 @@ def batch_set(form: str) -> list[dict[str, Any]]:
 def batch_calls(form: str) -> dict[str, Callable[[], Any]]:
     inputs = batch_set(form)
     return {
-        "loop": lambda: [repo_context.build(x) for x in inputs],
-        "many-2": lambda: repo_context.build_many(inputs, threads=2),
+        "loop": lambda: [bugcontext.build(x) for x in inputs],
+        "many-2": lambda: bugcontext.build_many(inputs, threads=2),
     }
 
 

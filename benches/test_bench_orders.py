@@ -23,9 +23,9 @@ import operator
 import random
 from typing import Any
 
+import bugcontext
+import bugcontext.reference as reference
 import pytest
-import repo_context
-import repo_context.reference as reference
 
 ORDERS = ("ascending", "descending", "interleaved", "nested", "random")
 SIZES = {
@@ -53,7 +53,7 @@ def windows(order: str, n: int) -> list[tuple[int, int]]:
 
 @functools.lru_cache(maxsize=2)
 def candidates(order: str, n: int) -> list[Any]:
-    return [repo_context.Candidate("a.py", s, e, "x", "search", 1.0) for s, e in windows(order, n)]
+    return [bugcontext.Candidate("a.py", s, e, "x", "search", 1.0) for s, e in windows(order, n)]
 
 
 CASES = [
@@ -74,7 +74,7 @@ def test_order(benchmark: Any, impl: str, order: str, n: int) -> None:
         rows = benchmark.pedantic(lambda: list(map(getter, cands)), rounds=ROUNDS[n], warmup_rounds=0)
         assert len(rows) == n
         return
-    build = repo_context.build if impl == "native" else reference.build
+    build = bugcontext.build if impl == "native" else reference.build
     rounds = ROUNDS[n] if impl == "native" else max(1, ROUNDS[n] // 5)
     result = benchmark.pedantic(
         lambda: build({"candidates": cands, "max_chars": n}), rounds=rounds, warmup_rounds=0

@@ -2,9 +2,9 @@
 extension against the same build with a baseline extension (the engine before provenance),
 side by side in one run.
 
-Run with ``REPO_CONTEXT_BASELINE_CORE=/path/to/_core.so python -m pytest
+Run with ``BUGCONTEXT_BASELINE_CORE=/path/to/_core.so python -m pytest
 benches/test_bench_provenance.py --benchmark-only`` where the baseline is a compiled
-``repo_context/_core*.so`` of the commit before provenance (the baseline tests are skipped
+``bugcontext/_core*.so`` of the commit before provenance (the baseline tests are skipped
 without it). Both extensions are called the same way (``_core.build`` on a list of their own
 ``Candidate`` type, or on dicts, with no reader), so the figures compare reading, ranking,
 packing and building the result, and nothing else. One group per (shape, budget):
@@ -27,17 +27,17 @@ import importlib.util
 import os
 from typing import Any
 
+import bugcontext
 import pytest
-import repo_context
+from bugcontext import _core
+from bugcontext.core.cost import Cost
+from bugcontext.core.provenance import file_lines
 from generate import BenchSet, generate
-from repo_context import _core
-from repo_context.cost import Cost
-from repo_context.provenance import file_lines
 
 N = 10_000
 BUDGETS = ("2%", "100%")
 ROUNDS = 60
-BASELINE = os.environ.get("REPO_CONTEXT_BASELINE_CORE")
+BASELINE = os.environ.get("BUGCONTEXT_BASELINE_CORE")
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,7 +45,7 @@ def _baseline() -> Any:
     assert BASELINE is not None
     # Loaded under another package name: the module's init function is found by its last
     # component (``_core``), and the two extensions' types stay apart.
-    spec = importlib.util.spec_from_file_location("repo_context_baseline._core", BASELINE)
+    spec = importlib.util.spec_from_file_location("bugcontext_baseline._core", BASELINE)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -108,7 +108,7 @@ def _run(core: str, shape: str, budget: str, provenance: bool = False, verify: b
 @pytest.mark.parametrize("what", ["baseline", "now", "now+fields", "now+verify"])
 def test_provenance_overhead(benchmark: Any, what: str, shape: str, budget: str) -> None:
     if what == "baseline" and BASELINE is None:
-        pytest.skip("set REPO_CONTEXT_BASELINE_CORE to a baseline _core extension")
+        pytest.skip("set BUGCONTEXT_BASELINE_CORE to a baseline _core extension")
     benchmark.group = f"provenance 10k {shape} {budget}"
     core = "baseline" if what == "baseline" else "now"
     result, _, _ = benchmark.pedantic(
@@ -121,7 +121,7 @@ def test_provenance_overhead(benchmark: Any, what: str, shape: str, budget: str)
     if what == "now+verify":
         assert not [o for o in result.omitted if o.reason == "stale"]
     if what in ("baseline", "now"):
-        plain = repo_context.reference.build(
+        plain = bugcontext.reference.build(
             {
                 "candidates": _dicts(),
                 "max_chars": _set().budgets[budget],

@@ -1,4 +1,4 @@
-"""Benchmarks of the secret detector (``repo_context.secrets``, the Rust ``regex`` crate).
+"""Benchmarks of the secret detector (``bugcontext.core.secrets``, the Rust ``regex`` crate).
 
 * ``adversarial-<pattern>``: the detector (every rule) on lines of 1 MiB built to make a
   backtracking engine retry a long stretch at every position, one or more lines per pattern
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_context.secrets import find_secrets
+from bugcontext.core.secrets import find_secrets
 
 MB = 1 << 20
 

@@ -6,7 +6,7 @@ ratio table printed at the end). Every shape is one pytest-benchmark group with 
 
 * ``table-1t`` / ``table-2t`` / ``table-all``: ``build_table(table, budget=..., group_by="task",
   threads=1 | 2 | None)`` on a ``pyarrow.Table`` (several record batches);
-* ``build-loop``: a loop of ``repo_context.build`` over the same groups, as lists of
+* ``build-loop``: a loop of ``bugcontext.build`` over the same groups, as lists of
   ``Candidate`` objects made once outside the timing;
 * ``python``: the best pure-Python per-group builder we know over ``to_pylist()`` rows (rank
   by a key tuple, per-path sorted lists of selected windows searched with ``bisect``, no
@@ -36,8 +36,8 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-import repo_context  # noqa: E402
-from repo_context import build_table  # noqa: E402
+import bugcontext  # noqa: E402
+from bugcontext import build_table  # noqa: E402
 
 N = 1_000_000
 SHAPES = {"10k x 100": (10_000, 100), "100 x 10k": (100, 10_000)}
@@ -160,7 +160,7 @@ def candidate_groups(shape: str) -> list[list[Any]]:
     data = shape_data(shape)
     rows, per = data["rows"], data["per_group"]
     fields = ("path", "start", "end", "content", "reason", "score")
-    cands = [repo_context.Candidate(*values) for values in zip(*(rows[f] for f in fields), strict=True)]
+    cands = [bugcontext.Candidate(*values) for values in zip(*(rows[f] for f in fields), strict=True)]
     return [cands[i : i + per] for i in range(0, len(cands), per)]
 
 
@@ -205,7 +205,7 @@ def python_table(table: Any, per_group: int, budget: int) -> list[Any]:
 
 
 def build_loop(groups: list[list[Any]], budget: int) -> list[Any]:
-    return [repo_context.build({"candidates": cands, "max_chars": budget}) for cands in groups]
+    return [bugcontext.build({"candidates": cands, "max_chars": budget}) for cands in groups]
 
 
 @functools.lru_cache(maxsize=2)
@@ -308,7 +308,7 @@ MEMORY_SCRIPT = textwrap.dedent(
     import gc, resource, sys
     sys.path.insert(0, {benches!r})
     import pyarrow as pa
-    from repo_context import build_table
+    from bugcontext import build_table
     from test_bench_table import shape_data
 
     def rss():

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import bugcontext as rc
 import pytest
-import repo_context as rc
 from test_bench_tokens import corpus
 
 BUDGET = 200_000  # tokens: about a tenth of the corpus
@@ -37,12 +37,12 @@ def test_token_build(benchmark: Any, run: str, template: str | None) -> None:
     cands = candidates()
     cost = rc.Cost(unit="tokens", encoding="o200k_base", template=template)
     data = {"candidates": cands, "budget": BUDGET}
-    warm = rc.RepoContextBuilder(cost=cost)
+    warm = rc.ContextBuilder(cost=cost)
     warm.build(data)
     benchmark.group = f"token build, template={template}"
     if run == "first":
         result = benchmark.pedantic(
-            lambda b: b.build(data), setup=lambda: ((rc.RepoContextBuilder(cost=cost),), {}), rounds=3
+            lambda b: b.build(data), setup=lambda: ((rc.ContextBuilder(cost=cost),), {}), rounds=3
         )
     else:
         result = benchmark.pedantic(lambda: warm.build(data), rounds=10)

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_context._core import TokenCounter
+from bugcontext._core import TokenCounter
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 N_TEXTS = 10_000

@@ -3,7 +3,7 @@ in a new process with a warm on-disk cache, and a call after one file was edited
 
 The repository is the youtube-dl real-bug case (``python scripts/realbug.py
 ytdl_unescape_html --prepare-only`` prepares it under ``work/realbugs/``); with
-``REPO_CONTEXT_BENCH_REPO=DIR`` and ``REPO_CONTEXT_BENCH_LOG=FILE`` any other folder and test
+``BUGCONTEXT_BENCH_REPO=DIR`` and ``BUGCONTEXT_BENCH_LOG=FILE`` any other folder and test
 log. Skipped when neither is there.
 
     python -m pytest benches/test_bench_workspace.py --benchmark-only
@@ -18,12 +18,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from repo_context import Workspace
+from bugcontext import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = ROOT / "work" / "realbugs" / "ytdl_unescape_html"
-REPO = Path(os.environ.get("REPO_CONTEXT_BENCH_REPO", CASE / "repo"))
-LOG = Path(os.environ.get("REPO_CONTEXT_BENCH_LOG", CASE / "failing.log"))
+REPO = Path(os.environ.get("BUGCONTEXT_BENCH_REPO", CASE / "repo"))
+LOG = Path(os.environ.get("BUGCONTEXT_BENCH_LOG", CASE / "failing.log"))
 
 pytestmark = pytest.mark.skipif(
     not (REPO.is_dir() and LOG.is_file()), reason="no benchmark repository (see the module docstring)"
@@ -61,11 +61,11 @@ def test_warm_in_process(benchmark: pytest.FixtureRequest, copy: Path) -> None:
 
 
 def test_warm_new_process(benchmark: pytest.FixtureRequest, copy: Path, tmp_path: Path) -> None:
-    """``repo-context context`` in a new interpreter, the on-disk cache warm: the whole
+    """``bugcontext context`` in a new interpreter, the on-disk cache warm: the whole
     process, interpreter start included."""
     cache = tmp_path / "cache"
     command = [
-        sys.executable, "-m", "repo_context.cli", "context", "--repo", str(copy),
+        sys.executable, "-m", "bugcontext", "context", "--repo", str(copy),
         "--pytest-log", str(LOG), "--budget", "4000", "--cache-dir", str(cache),
     ]  # fmt: skip
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install repo-context from this checkout and run it on a real bug from PyPI.
+# Install bugcontext from this checkout and run it on a real bug from PyPI.
 #
 #   bash scripts/demo.sh [CASE_ID]        (default: ytdl_unescape_html; --list shows the cases)
 #
@@ -8,7 +8,7 @@
 # scripts/test.sh uses: scripts/venv.sh builds the extension once and reuses it), never into
 # the system interpreter. scripts/realbug.py then downloads the case's buggy and fixed
 # releases, runs the regression test in a virtual environment of its own under work/realbugs/
-# (cached), and prints the context that `repo-context context` builds from the failing log,
+# (cached), and prints the context that `bugcontext context` builds from the failing log,
 # with a line saying whether the lines the real fix changed are in it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repo_context.composer import CALLER_SOURCE
+from bugcontext.core.composer import CALLER_SOURCE
 
 FIELDS = ("path", "start", "end", "content", "reason", "score")
 ITEM_FIELDS = (*FIELDS, "group", "source_sha256", "source_id")
@@ -190,7 +190,7 @@ def _lines(path: str, start: int, end: int) -> str | None:
 
 
 def _canonical(path: Any) -> str | None:
-    from repo_context._input import PathProblem, canonical_path
+    from bugcontext.core._input import PathProblem, canonical_path
 
     try:
         return canonical_path(path) if type(path) is str else None
@@ -233,7 +233,7 @@ def _hashable(value: Any) -> bool:
 
 
 def _candidate(rnd: random.Random) -> Any:
-    import repo_context
+    import bugcontext
 
     start = _line(rnd)
     end = start + rnd.randint(0, 6) if isinstance(start, int) and not isinstance(start, bool) else _line(rnd)
@@ -269,7 +269,7 @@ def _candidate(rnd: random.Random) -> Any:
     if form == "dict" or any(f not in fields for f in FIELDS):
         return fields if form != "plain" else Plain(**fields)
     if form == "candidate":
-        return repo_context.Candidate(
+        return bugcontext.Candidate(
             *(fields[f] for f in FIELDS),
             group=fields.get("group"),
             source_sha256=fields.get("source_sha256"),
@@ -386,11 +386,11 @@ _ENGINES: tuple[Engine, Engine] | None = None
 def _engines() -> tuple[Engine, Engine]:
     global _ENGINES
     if _ENGINES is None:
-        import repo_context
-        import repo_context.reference
+        import bugcontext
+        import bugcontext.reference
 
-        native = repo_context.RepoContextBuilder()
-        reference = repo_context.reference.RepoContextBuilder()
+        native = bugcontext.ContextBuilder()
+        reference = bugcontext.reference.ContextBuilder()
         _ENGINES = ((native.build, native.cache_key), (reference.build, reference.cache_key))
     return _ENGINES
 
@@ -476,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
                 "native": repr(native),
                 "reference": repr(reference),
             }
-            from repo_context._writer import write_file  # whole or not at all, as every output
+            from bugcontext.core._writer import write_file  # whole or not at all, as every output
 
             write_file(path, json.dumps(record, indent=1) + "\n")
             print(f"case {case}: minimised to {len(data['candidates'])} candidates, written to {path}")

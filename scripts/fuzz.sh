@@ -50,7 +50,7 @@ done
 run_one() {
     local name=$1 work corpus status
     [ -f "tests/fuzz/fuzz_$name.py" ] || { echo "fuzz.sh: no target '$name'" >&2; usage; }
-    work=$(mktemp -d "${TMPDIR:-/tmp}/repo-context-fuzz-$name.XXXXXX")
+    work=$(mktemp -d "${TMPDIR:-/tmp}/bugcontext-fuzz-$name.XXXXXX")
     mkdir -p "$work/new" "$work/crashes"
     corpus="tests/fuzz/corpus/$name"
     # libFuzzer writes new inputs into the first corpus folder given and only reads the others.

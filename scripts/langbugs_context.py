@@ -1,10 +1,10 @@
-"""Score `repo-context context` on prepared cases of the language set, as a user would run it.
+"""Score `bugcontext context` on prepared cases of the language set, as a user would run it.
 
     python scripts/langbugs_context.py WORK [BUDGET]
 
-For each case of ``python/repo_context/evaluation/langbugs.json`` prepared under ``WORK`` (by
-``repo-context eval --cases .../langbugs.json --work WORK``), runs
-``repo-context context --repo WORK/<id>/repo --log WORK/<id>/failing.log --format json
+For each case of ``python/bugcontext/evaluation/langbugs.json`` prepared under ``WORK`` (by
+``bugcontext eval --cases .../langbugs.json --work WORK``), runs
+``bugcontext context --repo WORK/<id>/repo --log WORK/<id>/failing.log --format json
 --cost tokens --budget BUDGET`` (default 8000) and prints, per case and per language, whether every
 gold file has a window in the context and whether every gold hunk's lines are all in it.
 """
@@ -17,7 +17,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from repo_context.evaluation.langbugs import DEFAULT_LANG_CASES
+from bugcontext.evaluation.langbugs import DEFAULT_LANG_CASES
 
 
 def main() -> int:
@@ -33,7 +33,7 @@ def main() -> int:
             print(f"| {case['id']} | {case['language']} | not prepared | | |")
             continue
         command = [
-            sys.executable, "-m", "repo_context.cli", "context", "--repo", str(folder / "repo"),
+            sys.executable, "-m", "bugcontext", "context", "--repo", str(folder / "repo"),
             "--log", str(folder / "failing.log"), "--format", "json", "--cost", "tokens", "--budget", budget,
         ]  # fmt: skip
         proc = subprocess.run(command, capture_output=True, text=True, check=True)

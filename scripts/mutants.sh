@@ -8,7 +8,7 @@
 #                                       to cargo mutants (e.g. -f src/engine.rs). Long; not in CI.
 #   bash scripts/mutants.sh --reference [ARGS]  mutmut over the reference and the composer
 #                                       ([tool.mutmut] in pyproject.toml); ARGS go to mutmut run
-#                                       (e.g. 'repo_context.reference.*'). Long; not in CI.
+#                                       (e.g. 'bugcontext.reference.*'). Long; not in CI.
 #
 # --engine and --reference print the per-file table (generated, killed, survived, timed out,
 # unviable) and every surviving mutant; they exit 0 when every viable mutant is killed. Jobs:
@@ -45,17 +45,17 @@ fi
 if [ "${1:-}" = "--reference" ]; then
     shift
     [ -x .venv/bin/mutmut ] || { echo "mutmut missing: .venv/bin/pip install 'mutmut>=3.8,<4' (the mutants extra)" >&2; exit 2; }
-    core=$("$python" -c 'import pathlib, repo_context._core as c; print(pathlib.Path(c.__file__))')
+    core=$("$python" -c 'import pathlib, bugcontext._core as c; print(pathlib.Path(c.__file__))')
     # mutmut imports the mutated package from src/: stage the layout it expects.
     stage=$(mktemp -d)
     mkdir "$stage/src"
-    cp -r python/repo_context "$stage/src/"
+    cp -r python/bugcontext "$stage/src/"
     find "$stage/src" \( -name '*.so' -o -name __pycache__ \) -prune -exec rm -rf {} +
-    cp "$core" "$stage/src/repo_context/"
+    cp "$core" "$stage/src/bugcontext/"
     cp -r tests pyproject.toml "$stage/"
     begin=$SECONDS
     status=0
-    (cd "$stage" && REPO_CONTEXT_HYPOTHESIS_PROFILE=mutants "$OLDPWD/.venv/bin/mutmut" run \
+    (cd "$stage" && BUGCONTEXT_HYPOTHESIS_PROFILE=mutants "$OLDPWD/.venv/bin/mutmut" run \
         --max-children "$jobs" "$@" > mutmut.log 2>&1) || status=$?
     echo "mutmut: $((SECONDS - begin)) s, exit status $status (log: $stage/mutmut.log)"
     python3 scripts/mutants_report.py mutmut "$stage" | tee "$stage/summary.md"
@@ -64,7 +64,7 @@ if [ "${1:-}" = "--reference" ]; then
 fi
 
 [ "${1:-}" = "--named" ] || { echo "$usage" >&2; exit 2; }
-core=$("$python" -c 'import pathlib, repo_context._core as c; print(pathlib.Path(c.__file__))')
+core=$("$python" -c 'import pathlib, bugcontext._core as c; print(pathlib.Path(c.__file__))')
 target="$PWD/target"  # shared with cargo test: the dependencies are built once
 killed=0
 survived=()
@@ -76,8 +76,8 @@ for patch in tests/mutants/*.patch; do
     (cd "$tmp" && git apply "$OLDPWD/$patch")
     case "$name" in
         ref-*)
-            cp "$core" "$tmp/python/repo_context/"
-            build=(env PYTHONPATH="$tmp/python" "$python" -c "import repo_context.reference")
+            cp "$core" "$tmp/python/bugcontext/"
+            build=(env PYTHONPATH="$tmp/python" "$python" -c "import bugcontext.reference")
             cmd=(env PYTHONPATH="$tmp/python" "$python" -m pytest -x -q -p no:cacheprovider
                  -p no:randomly "$tmp/tests/test_spec.py" "$tmp/tests/test_orders.py"
                  "$tmp/tests/test_properties.py" "$tmp/tests/test_differential.py")

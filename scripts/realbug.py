@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Prepare one real bug from PyPI and run ``repo-context context`` on it.
+"""Prepare one real bug from PyPI and run ``bugcontext context`` on it.
 
 Usage::
 
     python3 scripts/realbug.py [CASE_ID] [--max-chars N] [--format markdown|json]
                                [--engine native|reference] [--refresh] [--prepare-only] [--list]
 
-A case (``repo_context/evaluation/realbugs.json``, package data) names a PyPI package, a buggy
+A case (``bugcontext/evaluation/realbugs.json``, package data) names a PyPI package, a buggy
 release, the fixed release and the regression test that fails on the buggy one. The preparation
-(``repo_context.evaluation.realbugs.prepare``)
+(``bugcontext.evaluation.realbugs.prepare``)
 
 1. downloads both source distributions (``pip download --no-binary :all:``),
 2. unpacks the buggy release as ``repo/`` and lays the fixed release's test folder over it,
@@ -17,7 +17,7 @@ release, the fixed release and the regression test that fails on the buggy one. 
    log as ``failing.log`` and the JUnit XML report as ``failing.junit.xml`` (the test must
    fail: pytest exit code 1);
 
-then the script runs ``repo-context context --repo repo --pytest-log failing.log``, prints
+then the script runs ``bugcontext context --repo repo --pytest-log failing.log``, prints
 the context, then one line per gold range (the lines the real fix changed) saying whether
 the selected context covers it.
 
@@ -25,7 +25,7 @@ Everything is cached under ``work/realbugs/`` in the repository (git-ignored): d
 in ``work/realbugs/sdists/``, the prepared case in ``work/realbugs/<case id>/``. A
 prepared case is reused until ``--refresh``. Needs the Python version the case names
 (``python3.11`` on ``PATH``, or the interpreter running this script if it is that
-version) and the ``repo_context`` package importable by the interpreter running this
+version) and the ``bugcontext`` package importable by the interpreter running this
 script. Exit status: 0 when the case was prepared and the context printed, 1 when
 preparation failed, 2 for a bad argument.
 """
@@ -38,8 +38,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from repo_context.evaluation.evaluate import DEFAULT_CASES
-from repo_context.evaluation.realbugs import PreparationError, gold_report, load_cases, prepare, select_cases
+from bugcontext.evaluation.evaluate import DEFAULT_CASES
+from bugcontext.evaluation.realbugs import PreparationError, gold_report, load_cases, prepare, select_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = DEFAULT_CASES
@@ -88,11 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(prepared.log)
         return 0
 
-    from repo_context.cli import result_json, run_context
+    from bugcontext.integrations.cli import result_json, run_context
 
     repo, pytest_log = prepared.repo, prepared.log
     command = [
-        "repo-context",
+        "bugcontext",
         "context",
         "--repo",
         os.path.relpath(repo),
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.query:
         command += ["--query", args.query]
     log("$ " + " ".join(command))
-    # What `repo-context context` runs, called in process to check the result against the gold.
+    # What `bugcontext context` runs, called in process to check the result against the gold.
     # (Markdown output: the budget counts the rendered Markdown section, as the command's does.)
     cost = {"template": "markdown"} if args.format == "markdown" else None
     report = run_context(

@@ -19,8 +19,8 @@ cargo clippy --all-targets --quiet -- -D warnings
 PROPTEST_CASES=100000 cargo test --no-default-features --quiet  # the engine's tests, proptest oracle included
 
 .venv/bin/ruff check python tests benches scripts
-.venv/bin/mypy --strict python/repo_context
-.venv/bin/python -m mypy.stubtest repo_context._core  # the hand-written stub matches the extension
+.venv/bin/mypy --strict python/bugcontext
+.venv/bin/python -m mypy.stubtest bugcontext._core  # the hand-written stub matches the extension
 
 .venv/bin/python -m pytest -q -n auto "$@"  # pytest-xdist: one worker per core
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Make (or reuse) the project's virtual environment in .venv with repo-context installed from
+# Make (or reuse) the project's virtual environment in .venv with bugcontext installed from
 # this checkout, its test and lint tools and the optional extras the tests cover. Shared by
 # scripts/test.sh and scripts/demo.sh, so the Rust extension is built once: the install is
 # skipped while .venv/.installed-from matches a digest of the sources and the build files.
@@ -14,7 +14,7 @@ if [ -x .venv/bin/python ] && [ "$(cat .venv/.installed-from 2>/dev/null)" = "$d
     exit 0
 fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
-echo "[venv] installing repo-context[$extras] into .venv (builds the Rust extension: a few minutes)" >&2
+echo "[venv] installing bugcontext[$extras] into .venv (builds the Rust extension: a few minutes)" >&2
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 # Progress: pip's main steps on stderr (its errors go there too); with pipefail a failed
 # install still fails this script.

@@ -9,7 +9,7 @@
 //! `list<string>` column of failing files (constant within each group).
 //!
 //! Every group is built exactly as [`engine::build`] builds the group's rows taken as a list
-//! of candidates in table order (the Python function `repo_context.build` on that list gives
+//! of candidates in table order (the Python function `bugcontext.build` on that list gives
 //! the same decisions): the row's position within its group is its candidate index. Groups
 //! run in parallel (rayon); content is read in place (a character cost counts code points
 //! straight from the UTF-8 bytes) and never copied.
@@ -87,7 +87,7 @@ pub struct Spec {
     pub threads: Option<usize>,
 }
 
-/// Which error class a [`TableError`] maps to (`repo_context.errors`).
+/// Which error class a [`TableError`] maps to (`bugcontext.core.errors`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
     /// `InvalidInputError` (a column) or `InvalidCandidateError` (a row).
@@ -96,7 +96,7 @@ pub enum ErrorKind {
     Limit(Box<LimitFound>),
 }
 
-/// A resource limit exceeded: `name` the setting of `repo_context.limits.Limits`, `value`
+/// A resource limit exceeded: `name` the setting of `bugcontext.core.limits.Limits`, `value`
 /// the amount found, `maximum` the setting's value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LimitFound {

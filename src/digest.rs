@@ -1,6 +1,6 @@
 //! The result digest and the input cache key: SHA-256 over a specified byte form.
 //!
-//! Both are computed identically by the Python reference (`repo_context/digest.py`, with
+//! Both are computed identically by the Python reference (`bugcontext/core/digest.py`, with
 //! `hashlib`) and here; the byte form is the contract, so that any other implementation can
 //! reproduce them. Notation (all integers unsigned, big-endian):
 //!
@@ -24,7 +24,7 @@
 //! the groups, `S("groups") U(n)` and per candidate `U(g)`; exact scores, `S("scores") U(n)` and
 //! per candidate `0x00` (a float other than `-0.0`), `0x01` (`-0.0`) or `0x02 S(decimal)` (an
 //! `int`); the `verify` reader's state, `S("verified") U(p)` and per canonical path in order of
-//! first appearance `O(hex SHA-256 of its bytes)`. See `repo_context/digest.py`.
+//! first appearance `O(hex SHA-256 of its bytes)`. See `bugcontext/core/digest.py`.
 //!
 //! Provenance (v2): when some item of a result (some candidate of an input) carries
 //! `source_sha256` or `source_id`, the tag is `"repo-context result v2"` (`"repo-context input

@@ -1,6 +1,6 @@
 //! The ranking and packing engine, free of Python types.
 //!
-//! The contract (the Python reference in `python/repo_context/reference.py` is its executable
+//! The contract (the Python reference in `python/bugcontext/core/reference.py` is its executable
 //! form):
 //!
 //! * **Rank** by `(group, -score, index)` ascending. With `k` failing files (in error order),
@@ -746,7 +746,7 @@ mod tests {
 
     #[test]
     fn path_problem_texts() {
-        // The reference implementation reports the same texts (python/repo_context/_input.py).
+        // The reference implementation reports the same texts (python/bugcontext/core/_input.py).
         assert_eq!(PathError::Empty.problem(), "must not be empty");
         assert_eq!(PathError::Nul.problem(), "must not contain NUL");
         assert_eq!(

@@ -1,4 +1,4 @@
-//! repo-context: rank, de-duplicate and pack code-context candidates for coding agents.
+//! bugcontext: rank, de-duplicate and pack code-context candidates for coding agents.
 //!
 //! * [`engine`]: the pure-Rust core (no Python types): path canonicalisation, the ranking key,
 //!   and the selection loop over per-path sorted interval lists. Tested with `cargo test`.
@@ -7,7 +7,7 @@
 //!   in parallel.
 //! * `python` (feature `python`, on by default): the one PyO3 binding module (`src/python/`) that reads Python
 //!   candidates into compact rows, runs the engine with the GIL released, and builds the result
-//!   from the caller's own objects. It is the `repo_context._core` extension module.
+//!   from the caller's own objects. It is the `bugcontext._core` extension module.
 
 pub mod columnar;
 pub mod digest;

@@ -1,6 +1,6 @@
 //! Block rendering, free of Python types: the fast path behind the `rendered` cost model.
 //!
-//! [`block`] renders one item exactly as `render_block` in `python/repo_context/composer.py` (the
+//! [`block`] renders one item exactly as `render_block` in `python/bugcontext/core/composer.py` (the
 //! specification), byte for byte, for every valid UTF-8 input. A section is the concatenation
 //! of its blocks.
 //!
@@ -54,7 +54,7 @@ pub fn reason_name(reason: Reason) -> &'static str {
 }
 
 /// The `source_id` of a `reference` candidate that calls the failing function: it is labelled
-/// [`CALLER_LABEL`] (`repo_context.composer.CALLER_SOURCE`).
+/// [`CALLER_LABEL`] (`bugcontext.core.composer.CALLER_SOURCE`).
 pub const CALLER_SOURCE: &str = "reference: caller of the failing function";
 /// The label of a `reference` item whose `source_id` is [`CALLER_SOURCE`].
 pub const CALLER_LABEL: &str = "caller of the failing function";
@@ -134,7 +134,7 @@ fn push_header_path(out: &mut String, path: &str) {
 }
 
 /// Render one block (see the module documentation): identical to Python's
-/// `repo_context.composer.render_block(path, start, end, content, reason, failing=failing,
+/// `bugcontext.core.composer.render_block(path, start, end, content, reason, failing=failing,
 /// template=..., line_numbers=line_numbers, source_id=...)`, `caller` telling that the
 /// `source_id` is [`CALLER_SOURCE`].
 #[allow(clippy::too_many_arguments)] // the fields of a block, mirroring the Python API
@@ -520,7 +520,7 @@ mod tests {
 
     #[test]
     fn every_language_tag() {
-        // The whole table (the same as `_BLOCK_LANGUAGES` in python/repo_context/composer.py).
+        // The whole table (the same as `_BLOCK_LANGUAGES` in python/bugcontext/core/composer.py).
         let table = [
             ("py", "python"),
             ("pyi", "python"),

@@ -1,4 +1,4 @@
-"""Shared fixtures and contract helpers for the repo-context test suite.
+"""Shared fixtures and contract helpers for the bugcontext test suite.
 
 The helpers here are written from the contract (README), independently of
 either engine: ``canon`` is the path canonicalisation rule, ``rank_key`` the
@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 
 settings.register_profile("ci", deadline=None, max_examples=200, print_blob=True)
 settings.register_profile("dev", deadline=None, max_examples=100)
-# Mutation runs (`scripts/mutants.sh --reference`, REPO_CONTEXT_HYPOTHESIS_PROFILE=mutants): the
+# Mutation runs (`scripts/mutants.sh --reference`, BUGCONTEXT_HYPOTHESIS_PROFILE=mutants): the
 # same examples on every run (derandomized, no example database), so that a mutant's verdict does
 # not depend on the run, and a twentieth of them (see `examples`), so that a mutant takes seconds.
 settings.register_profile("mutants", deadline=None, max_examples=10, derandomize=True, database=None)
-MUTANTS_PROFILE = os.environ.get("REPO_CONTEXT_HYPOTHESIS_PROFILE") == "mutants"
+MUTANTS_PROFILE = os.environ.get("BUGCONTEXT_HYPOTHESIS_PROFILE") == "mutants"
 settings.load_profile("mutants" if MUTANTS_PROFILE else "ci" if os.environ.get("CI") else "dev")
 
 
@@ -46,12 +46,12 @@ REASON_RANK = {"reference": 1, "failure": 2, "search": 3}
 
 def _module(name: str) -> Any:
     if name == "native":
-        import repo_context
+        import bugcontext
 
-        return repo_context
-    import repo_context.reference
+        return bugcontext
+    import bugcontext.reference
 
-    return repo_context.reference
+    return bugcontext.reference
 
 
 @pytest.fixture(scope="session", params=ENGINES)
@@ -62,16 +62,16 @@ def engine(request: pytest.FixtureRequest) -> Any:
 
 @pytest.fixture(scope="session", params=ENGINES)
 def builder_cls(request: pytest.FixtureRequest) -> Any:
-    """The ``RepoContextBuilder`` class of one engine."""
-    return _module(request.param).RepoContextBuilder
+    """The ``ContextBuilder`` class of one engine."""
+    return _module(request.param).ContextBuilder
 
 
 @pytest.fixture(scope="session")
 def rc() -> Any:
-    """The public ``repo_context`` package (types, errors)."""
-    import repo_context
+    """The public ``bugcontext`` package (types, errors)."""
+    import bugcontext
 
-    return repo_context
+    return bugcontext
 
 
 # ---------------------------------------------------------------------------
@@ -342,7 +342,7 @@ TOP_FORMS = ["snake", "camel", "mixed", "build_input", "proxy"]
 
 
 def make_candidate(form: str, spec: tuple[Any, ...]) -> Any:
-    import repo_context
+    import bugcontext
 
     fields = dict(zip(FIELDS, spec, strict=True))
     if form == "dict":
@@ -352,7 +352,7 @@ def make_candidate(form: str, spec: tuple[Any, ...]) -> Any:
         for key in ("start", "end"):
             if isinstance(plain[key], Idx):
                 plain[key] = plain[key].value
-        return repo_context.Candidate(**plain)
+        return bugcontext.Candidate(**plain)
     if form == "foreign":
         return ForeignCandidate(**fields)
     if form == "namespace":
@@ -380,14 +380,14 @@ class Drawn:
         return self.make_with(self.candidates())
 
     def make_with(self, cands: Any) -> Any:
-        import repo_context
+        import bugcontext
 
         ff = self.failure_file
         many = isinstance(ff, list)
         if self.top_form == "build_input":
             if many:
-                return repo_context.BuildInput(cands, self.max_chars, failure_files=ff)
-            return repo_context.BuildInput(cands, self.max_chars, ff)
+                return bugcontext.BuildInput(cands, self.max_chars, failure_files=ff)
+            return bugcontext.BuildInput(cands, self.max_chars, ff)
         keys = {
             "snake": ("max_chars", "failure_file", "failure_files"),
             "proxy": ("max_chars", "failure_file", "failure_files"),
@@ -411,9 +411,9 @@ REASON_VALUES: list[Any] = []
 
 def reason_values() -> list[Any]:
     if not REASON_VALUES:
-        import repo_context
+        import bugcontext
 
-        REASON_VALUES.extend(["failure", "reference", "search", *repo_context.Reason])
+        REASON_VALUES.extend(["failure", "reference", "search", *bugcontext.Reason])
     return REASON_VALUES
 
 
@@ -554,7 +554,7 @@ class VerifiedDrawn:
     failure_file: str | None
 
     def candidates(self) -> list[Any]:
-        import repo_context
+        import bugcontext
 
         out: list[Any] = []
         for form, spec in zip(self.forms, self.specs, strict=True):
@@ -565,7 +565,7 @@ class VerifiedDrawn:
             elif form == "proxy":
                 out.append(types.MappingProxyType({**fields, **extra}))
             elif form == "candidate":
-                out.append(repo_context.Candidate(**fields, **extra))
+                out.append(bugcontext.Candidate(**fields, **extra))
             elif form == "namespace":
                 out.append(types.SimpleNamespace(**fields, **extra))
             else:
@@ -590,7 +590,7 @@ def verified_inputs(draw: Callable[..., Any], max_size: int = 10, invalid: bool 
     provenance value."""
     import hashlib
 
-    from repo_context.provenance import file_lines
+    from bugcontext.core.provenance import file_lines
 
     files: dict[str, bytes | None] = {}
     for path in ("a.py", "b/c.py", "s\ud800.py"):

@@ -10,7 +10,7 @@
 //! 5,000 in a debug build (debug assertions on) and 100,000 in a release build.
 
 use proptest::prelude::*;
-use repo_context::engine::{
+use bugcontext::engine::{
     NO_GROUP, Omission, Omitted, Reason, Row, Scratch, Selection, build, build_groups, build_into,
 };
 
@@ -166,7 +166,7 @@ fn row() -> impl Strategy<Value = Row> {
         ],
     )
         .prop_map(|(path, start, span, cost, reason, score)| Row {
-            group: repo_context::engine::NO_GROUP,
+            group: bugcontext::engine::NO_GROUP,
             stale: false,
             path,
             start,

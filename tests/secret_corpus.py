@@ -672,7 +672,7 @@ def caught(example: Example, found: list[tuple[int, int, str]]) -> str | None:
 
 def main() -> None:
     """Print the Markdown tables of docs/secrets.md: recall and false positives per family."""
-    from repo_context.secrets import KINDS, RULE_SET, find_secrets
+    from bugcontext.core.secrets import KINDS, RULE_SET, find_secrets
 
     corpus = secrets()
     by_family: dict[str, list[Example]] = {}

@@ -12,11 +12,11 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import bugcontext
+import bugcontext.reference as reference
 import pytest
-import repo_context
-import repo_context.reference as reference
-from repo_context import InvalidCandidateError, InvalidInputError, build_table
-from repo_context.errors import InternalError
+from bugcontext import InvalidCandidateError, InvalidInputError, build_table
+from bugcontext.core.errors import InternalError
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -236,9 +236,9 @@ def test_no_group_by_names_no_group() -> None:
 
 def test_a_panic_becomes_an_internal_error_not_a_base_exception() -> None:
     with pytest.raises(InternalError) as info:
-        repo_context._core._panic("boom")
+        bugcontext._core._panic("boom")
     assert isinstance(info.value, RuntimeError)
-    assert str(info.value) == "repo_context: internal error in _panic: boom (a bug: please report it)"
+    assert str(info.value) == "bugcontext: internal error in _panic: boom (a bug: please report it)"
 
 
 def entry_points(source: str) -> list[tuple[str, str]]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import bugcontext
+import bugcontext.reference as reference
 import pytest
-import repo_context
-import repo_context.reference as reference
 from conftest import Drawn, build_inputs, error_signature, outcome, strict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,7 +24,7 @@ BATCH_SETTINGS = settings(
 )
 
 ENGINES = [
-    pytest.param(repo_context, id="native"),
+    pytest.param(bugcontext, id="native"),
     pytest.param(reference, id="reference"),
 ]
 
@@ -45,7 +45,7 @@ def entry(value: Any) -> tuple[Any, ...]:
 def expected_outcomes(inputs: list[Any]) -> list[tuple[Any, ...]]:
     out = []
     for x in inputs:
-        got = outcome(repo_context.build, x)
+        got = outcome(bugcontext.build, x)
         out.append(got[:3] if got[0] == "ok" else got)
     return out
 
@@ -67,13 +67,13 @@ def mixed_inputs(draw: Any) -> list[Any]:
 @given(inputs=mixed_inputs(), threads=st.sampled_from([None, 1, 2, 3, 64]))
 def test_build_many_equals_a_loop_of_build(inputs: list[Any], threads: int | None) -> None:
     expected = expected_outcomes(inputs)
-    for engine in (repo_context, reference):
+    for engine in (bugcontext, reference):
         got = engine.build_many(inputs, threads=threads, errors="return")
         assert isinstance(got, list)
         assert [entry(g) for g in got] == expected
 
     first_error = next((e for e in expected if e[0] == "error"), None)
-    for engine in (repo_context, reference):
+    for engine in (bugcontext, reference):
         try:
             results = engine.build_many(inputs, threads=threads)
         except Exception as exc:
@@ -81,7 +81,7 @@ def test_build_many_equals_a_loop_of_build(inputs: list[Any], threads: int | Non
         else:
             assert first_error is None
             assert [entry(r) for r in results] == expected
-            assert results == [repo_context.build(x) for x in inputs]
+            assert results == [bugcontext.build(x) for x in inputs]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -106,10 +106,10 @@ def test_empty_and_generator_inputs(engine: Any) -> None:
     ],
 )
 def test_bad_threads_is_invalid_input(engine: Any, threads: Any, problem: str) -> None:
-    with pytest.raises(repo_context.InvalidInputError) as info:
+    with pytest.raises(bugcontext.InvalidInputError) as info:
         engine.build_many([{"candidates": [], "max_chars": 1}], threads=threads)
     assert (type(info.value), info.value.field, info.value.index, info.value.problem) == (
-        repo_context.InvalidInputError,
+        bugcontext.InvalidInputError,
         "threads",
         None,
         problem,
@@ -127,7 +127,7 @@ def test_bad_threads_is_invalid_input(engine: Any, threads: Any, problem: str) -
     ],
 )
 def test_bad_errors_is_invalid_input(engine: Any, errors: Any, problem: str) -> None:
-    with pytest.raises(repo_context.InvalidInputError) as info:
+    with pytest.raises(bugcontext.InvalidInputError) as info:
         engine.build_many([], errors=errors)
     assert (info.value.field, info.value.index, info.value.problem) == ("errors", None, problem)
 
@@ -139,8 +139,8 @@ def test_options_checked_before_any_input_is_read() -> None:
         reads.append(1)
         yield {"candidates": [], "max_chars": 1}
 
-    for engine in (repo_context, reference):
-        with pytest.raises(repo_context.InvalidInputError):
+    for engine in (bugcontext, reference):
+        with pytest.raises(bugcontext.InvalidInputError):
             engine.build_many(inputs(), threads=0)
     assert reads == []
 
@@ -193,11 +193,11 @@ def test_return_puts_the_exception_in_place(engine: Any) -> None:
     ]
     got = engine.build_many(inputs, errors="return", threads=2)
     assert [type(g) for g in got] == [
-        repo_context.BuildResult,
+        bugcontext.BuildResult,
         RuntimeError,
-        repo_context.InvalidCandidateError,
-        repo_context.InvalidInputError,
-        repo_context.BuildResult,
+        bugcontext.InvalidCandidateError,
+        bugcontext.InvalidInputError,
+        bugcontext.BuildResult,
     ]
     assert got[0] == engine.build(inputs[0])
     assert str(got[1]) == "the caller's own error"
@@ -218,9 +218,9 @@ def test_keyboard_interrupt_is_never_returned(engine: Any) -> None:
         engine.build_many(inputs, errors="return")
 
 
-@pytest.mark.parametrize("builder_cls", [repo_context.RepoContextBuilder, reference.RepoContextBuilder])
+@pytest.mark.parametrize("builder_cls", [bugcontext.ContextBuilder, reference.ContextBuilder])
 def test_builder_method_shares_cost_model_and_token_cache(builder_cls: Any) -> None:
-    cost = repo_context.Cost(unit="tokens", encoding="cl100k_base", template="xml")
+    cost = bugcontext.Cost(unit="tokens", encoding="cl100k_base", template="xml")
     inputs = [
         {
             "candidates": [one(content="def f():\n    return 1\n"), one(path="b.py", content="x = 1\n")],

@@ -9,9 +9,9 @@ from typing import Any
 import bm25s  # type: ignore[import-untyped]
 import numpy as np
 import pytest
+from bugcontext.job.sources.search import IncrementalBM25
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from repo_context.sources.search import IncrementalBM25
 
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
 

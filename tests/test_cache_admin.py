@@ -1,5 +1,5 @@
 """The on-disk cache stays in bounds (least recently used entries evicted past
-``max_cache_bytes``), and ``repo-context cache info|clear`` show and empty it."""
+``max_cache_bytes``), and ``bugcontext cache info|clear`` show and empty it."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-from repo_context import Limits, Workspace
-from repo_context._cache import rules_version
-from repo_context._cache_admin import TrackedStore, cache_files, enforce
-from repo_context.cli import main
+from bugcontext import Limits, Workspace
+from bugcontext.integrations.cli import main
+from bugcontext.job._cache import rules_version
+from bugcontext.job._cache_admin import TrackedStore, cache_files, enforce
 from test_workspace import LIB, OTHER, TEST, _log
 
 
@@ -94,7 +94,7 @@ def test_cache_dir_that_is_a_file_is_a_usage_error(
     for action in ("info", "clear"):
         assert main(["cache", action, "--cache-dir", str(tmp_path / "f")]) == 2
         assert (
-            capsys.readouterr().err == f"repo-context cache: --cache-dir: {tmp_path / 'f'} is not a folder\n"
+            capsys.readouterr().err == f"bugcontext cache: --cache-dir: {tmp_path / 'f'} is not a folder\n"
         )
 
 

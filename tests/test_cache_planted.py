@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from repo_context._cache import Store, rules_version
+from bugcontext.job._cache import Store, rules_version
 
 
 def _tables(path: Path) -> list[str]:

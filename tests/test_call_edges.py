@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repo_context.sources import gather
-from repo_context.sources.execution import (
+from bugcontext.job.sources import gather
+from bugcontext.job.sources.execution import (
     CALLED_SOURCE,
     WEAK_SOURCE,
     ExecutionRecord,
@@ -18,8 +18,8 @@ from repo_context.sources.execution import (
     call_distances,
     called_windows,
 )
-from repo_context.sources.files import Repository
-from repo_context.sources.symbols import SymbolIndex
+from bugcontext.job.sources.files import Repository
+from bugcontext.job.sources.symbols import SymbolIndex
 
 LIB = """\
 def normalize(text):

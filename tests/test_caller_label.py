@@ -11,10 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import bugcontext
 import pytest
-import repo_context
-from repo_context import _core
-from repo_context.composer import (
+from bugcontext import _core
+from bugcontext.core.composer import (
     CALLER_LABEL,
     CALLER_SOURCE,
     label,
@@ -22,8 +22,8 @@ from repo_context.composer import (
     render,
     render_block,
 )
-from repo_context.cost import Cost
-from repo_context.sources import gather
+from bugcontext.core.cost import Cost
+from bugcontext.job.sources import gather
 
 
 class Lying(str):
@@ -83,7 +83,7 @@ def test_the_xml_reader_takes_the_caller_label() -> None:
 
 @pytest.mark.parametrize("engine", ["native", "reference"])
 def test_the_caller_label_is_costed(engine: str) -> None:
-    build = repo_context.build if engine == "native" else repo_context.reference.build
+    build = bugcontext.build if engine == "native" else bugcontext.reference.build
     candidate = {"path": "a.py", "start": 1, "end": 1, "content": "x\n", "reason": "reference", "score": 1}
     cost = Cost(unit="chars", template="markdown")
     plain = build({"candidates": [candidate], "max_chars": 10_000, "cost": cost})

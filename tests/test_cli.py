@@ -1,4 +1,4 @@
-"""The ``repo-context`` command line: ``build`` (JSON in, JSON or Markdown out) and ``context``
+"""The ``bugcontext`` command line: ``build`` (JSON in, JSON or Markdown out) and ``context``
 (a genuine failing pytest run on a tiny repository)."""
 
 from __future__ import annotations
@@ -13,18 +13,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import bugcontext
 import pytest
-import repo_context
-from repo_context.cli import main, run_context
-from repo_context.composer import block_language, fence, render_markdown
-from repo_context.workspace import missing_lines
+from bugcontext.core.composer import block_language, fence, render_markdown
+from bugcontext.integrations.cli import main, run_context
+from bugcontext.job.workspace import missing_lines
 
 
 def cli(*args: str, stdin: str | bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    """Run ``python -m repo_context.cli ARGS`` as a separate process."""
+    """Run ``python -m bugcontext ARGS`` as a separate process."""
     data = stdin.encode() if isinstance(stdin, str) else stdin
     return subprocess.run(
-        [sys.executable, "-m", "repo_context.cli", *args],
+        [sys.executable, "-m", "bugcontext", *args],
         input=data,
         capture_output=True,
         timeout=300,
@@ -49,7 +49,7 @@ INPUT = {
 
 
 def expected_json(data: Any) -> dict[str, Any]:
-    result: dict[str, Any] = repo_context.reference.build(data).to_dict()
+    result: dict[str, Any] = bugcontext.reference.build(data).to_dict()
     return result
 
 
@@ -199,7 +199,7 @@ def test_render_helpers() -> None:
     assert block_language("a/b.RS") == "rust"
     assert block_language("a/.bashrc") == ""
     assert block_language("Makefile") == ""
-    result = repo_context.build({"candidates": [], "max_chars": 0})
+    result = bugcontext.build({"candidates": [], "max_chars": 0})
     assert "(no code selected)" in render_markdown(result)
 
 
@@ -271,7 +271,7 @@ def test_context_prints_markdown_context_and_omission_summary(
     report = run_context(repo, log, cost={"template": "markdown"})
     head = "".join(block.text for block in report.failure_blocks)
     assert head.startswith("### Failure: tests/test_ratios.py::test_mean_ratio\n")
-    assert out == report.section == head + repo_context.render(report.result)
+    assert out == report.section == head + bugcontext.render(report.result)
     assert len(out) == report.used <= 16_000
     headers = re.findall(r"^### (\S+) \(([a-z ]+)\)$", out, flags=re.M)
     # The deepest frame (ZeroDivisionError in parse_ratio) is the failure file's first window;
@@ -310,12 +310,12 @@ def test_context_report_file_and_budget_unit(failing_repo: tuple[Path, Path], tm
     report = run_context(repo, log, cost={"unit": "tokens", "template": "markdown"}, max_chars=150)
     # The report goes to the file; standard error has only the missing-evidence warnings.
     assert proc.stderr.decode() == "".join(
-        f"repo-context context: warning: missing failure evidence: {line}\n"
+        f"bugcontext context: warning: missing failure evidence: {line}\n"
         for line in missing_lines(report.result)
     )
     out = proc.stdout.decode()
     assert out == report.section
-    counter = repo_context.TokenCounter("o200k_base")
+    counter = bugcontext.TokenCounter("o200k_base")
     assert counter.count_one(out) == report.used <= 150
     text = target.read_text(encoding="utf-8")
     assert text == report.summary()
@@ -489,7 +489,7 @@ def test_usage_errors_are_one_line_on_stderr(
     assert main(args) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.startswith("repo-context: ") and captured.err.endswith(" (see --help)\n")
+    assert captured.err.startswith("bugcontext: ") and captured.err.endswith(" (see --help)\n")
     assert captured.err.count("\n") == 1
     assert expected in captured.err
 
@@ -497,19 +497,19 @@ def test_usage_errors_are_one_line_on_stderr(
 def test_usage_error_exit_status_and_help_in_a_process() -> None:
     proc = cli("build", "--engine", "foo")
     assert (proc.returncode, proc.stdout) == (2, b"")
-    assert proc.stderr.decode().startswith("repo-context: argument --engine: invalid choice")
+    assert proc.stderr.decode().startswith("bugcontext: argument --engine: invalid choice")
     assert proc.stderr.count(b"\n") == 1
     for args in (("--help",), ("build", "--help"), ("context", "-h")):
         proc = cli(*args)
         assert (proc.returncode, proc.stderr) == (0, b""), args
         out = proc.stdout.decode()
-        assert out.startswith("usage: repo-context") and "--help" in out and out.count("\n") > 5
+        assert out.startswith("usage: bugcontext") and "--help" in out and out.count("\n") > 5
 
 
 def test_help_in_process_returns_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["build", "--help"]) == 0
     captured = capsys.readouterr()
-    assert captured.out.startswith("usage: repo-context build") and captured.err == ""
+    assert captured.out.startswith("usage: bugcontext build") and captured.err == ""
 
 
 BIG_INPUT = json.dumps(
@@ -522,7 +522,7 @@ BIG_INPUT = json.dumps(
 def test_output_to_a_full_device_is_one_line_and_exit_1(fmt: str) -> None:
     with open("/dev/full", "wb") as full:
         proc = subprocess.run(
-            [sys.executable, "-m", "repo_context.cli", "build", "--format", fmt],
+            [sys.executable, "-m", "bugcontext", "build", "--format", fmt],
             input=BIG_INPUT.encode(),
             stdout=full,
             stderr=subprocess.PIPE,
@@ -530,7 +530,7 @@ def test_output_to_a_full_device_is_one_line_and_exit_1(fmt: str) -> None:
             check=False,
         )
     assert proc.returncode == 1
-    assert proc.stderr.decode() == "repo-context build: cannot write the output: No space left on device\n"
+    assert proc.stderr.decode() == "bugcontext build: cannot write the output: No space left on device\n"
 
 
 def test_output_to_a_closed_pipe_is_one_line_and_exit_1() -> None:
@@ -538,7 +538,7 @@ def test_output_to_a_closed_pipe_is_one_line_and_exit_1() -> None:
     os.close(read_end)  # nobody will ever read: the first write fails with EPIPE
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "repo_context.cli", "build"],
+            [sys.executable, "-m", "bugcontext", "build"],
             input=BIG_INPUT.encode(),
             stdout=write_end,
             stderr=subprocess.PIPE,
@@ -549,7 +549,7 @@ def test_output_to_a_closed_pipe_is_one_line_and_exit_1() -> None:
         os.close(write_end)
     assert proc.returncode == 1
     # One line, and no second error when Python flushes its streams at exit.
-    assert proc.stderr.decode() == "repo-context build: cannot write the output: Broken pipe\n"
+    assert proc.stderr.decode() == "bugcontext build: cannot write the output: Broken pipe\n"
 
 
 def test_output_error_in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -560,7 +560,7 @@ def test_output_error_in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(INPUT).encode())))
     monkeypatch.setattr(sys, "stdout", Closed())
     assert main(["build"]) == 1
-    assert capsys.readouterr().err == "repo-context build: cannot write the output: Broken pipe\n"
+    assert capsys.readouterr().err == "bugcontext build: cannot write the output: Broken pipe\n"
 
 
 @pytest.mark.parametrize(
@@ -578,7 +578,7 @@ def test_repeated_json_key_is_invalid_input(text: str, key: str) -> None:
     assert proc.stdout == b""
     err = proc.stderr.decode()
     assert err.count("\n") == 1
-    assert err.startswith("repo-context build: invalid JSON in standard input: ")
+    assert err.startswith("bugcontext build: invalid JSON in standard input: ")
     assert f'key "{key}" given twice' in err
 
 
@@ -613,15 +613,15 @@ def test_build_markdown_with_a_template_prints_the_section_as_costed(
     proc = cli("build", "--format", "markdown", *options, stdin=json.dumps(data))
     assert proc.returncode == 0, proc.stderr
     cost = {"template": template, "line_numbers": line_numbers}
-    result = repo_context.build(
+    result = bugcontext.build(
         {**{k: v for k, v in data.items() if k != "max_chars"}, "budget": 1000, "cost": cost}
     )
-    section = repo_context.render(result)
+    section = bugcontext.render(result)
     assert section and proc.stdout.decode() == section
     assert len(section) == result.used <= 1000  # the section is what the budget counted
     # Without a template the output is the Markdown section it always was.
     proc = cli("build", "--format", "markdown", stdin=json.dumps(data))
-    assert proc.stdout.decode() == render_markdown(repo_context.build(data))
+    assert proc.stdout.decode() == render_markdown(bugcontext.build(data))
 
 
 @pytest.mark.parametrize("template", ["markdown", "xml"])
@@ -633,7 +633,7 @@ def test_context_markdown_with_a_template_prints_the_section(
     assert main(args) == 0
     captured = capsys.readouterr()
     report = run_context(repo, log, cost={"template": template})
-    section = "".join(block.text for block in report.failure_blocks) + repo_context.render(report.result)
+    section = "".join(block.text for block in report.failure_blocks) + bugcontext.render(report.result)
     assert report.failure_blocks and captured.out == section
     assert len(section) == report.used <= 16_000
     assert captured.err == report.summary()

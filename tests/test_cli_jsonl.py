@@ -1,4 +1,4 @@
-"""``repo-context build --jsonl``: one input per line in, one result (or error) per line out."""
+"""``bugcontext build --jsonl``: one input per line in, one result (or error) per line out."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import bugcontext
 import pytest
-import repo_context
-from repo_context.cli import EXIT_SOME_FAILED, JSONL_CHUNK, main
+from bugcontext.integrations.cli import EXIT_SOME_FAILED, JSONL_CHUNK, main
 
 
 def cand(path: str, start: int = 1, end: int = 2, content: str = "xy\n", score: Any = 1.0) -> dict[str, Any]:
@@ -75,12 +75,12 @@ def test_each_line_gives_its_result_or_error_in_order(monkeypatch: pytest.Monkey
     # Standard error summarises the failed lines: their count, then each line and its error.
     failed = [x["error"] for x in out if "error" in x]
     assert err.splitlines() == [
-        "repo-context build: 5 of 7 lines could not be built (lines 3, 4, 6, 7, 9); "
+        "bugcontext build: 5 of 7 lines could not be built (lines 3, 4, 6, 7, 9); "
         'each has an {"error": ...} output line',
         *(f"  line {e['line']}: {e['type']}: {e['message']}" for e in failed),
     ]
     assert out == [
-        repo_context.build(good(1)).to_dict(),
+        bugcontext.build(good(1)).to_dict(),
         error(
             "InvalidInputError",
             "input",
@@ -93,7 +93,7 @@ def test_each_line_gives_its_result_or_error_in_order(monkeypatch: pytest.Monkey
             "InvalidInputError", "input", 'invalid JSON: key "max_chars" given twice in one object', None, 6
         ),
         error("InvalidInputError", "max_chars", "must be >= 0, got -3", None, 7),
-        repo_context.build(good(2)).to_dict(),
+        bugcontext.build(good(2)).to_dict(),
         error("InvalidInputError", "input", "must be a BuildInput or a mapping, not list", None, 9),
     ]
 
@@ -104,14 +104,14 @@ def test_all_valid_exits_0_and_keeps_order_across_chunks(monkeypatch: pytest.Mon
         monkeypatch, "".join(json.dumps(good(i % 40)) + "\n" for i in range(n)), "--threads", "2"
     )
     assert (status, err) == (0, "")
-    assert out == [repo_context.build(good(i % 40)).to_dict() for i in range(n)]
+    assert out == [bugcontext.build(good(i % 40)).to_dict() for i in range(n)]
 
 
 def test_cost_options_apply_to_every_line(monkeypatch: pytest.MonkeyPatch) -> None:
     text = "".join(json.dumps(good(i)) + "\n" for i in (1, 5, 9))
     status, out, _ = run(monkeypatch, text, "--cost", "tokens", "--template", "xml", "--budget", "40")
     assert status == 0
-    builder = repo_context.RepoContextBuilder(cost=repo_context.Cost(unit="tokens", template="xml"))
+    builder = bugcontext.ContextBuilder(cost=bugcontext.Cost(unit="tokens", template="xml"))
     expected = []
     for i in (1, 5, 9):
         data = {k: v for k, v in good(i).items() if k != "max_chars"}
@@ -139,7 +139,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_bad_options_exit_2(monkeypatch: pytest.MonkeyPatch, args: list[str], message: str) -> None:
     status, out, err = run(monkeypatch, json.dumps(good(1)) + "\n", *args)
     assert (status, out) == (2, [])
-    assert err == f"repo-context build: {message}\n"
+    assert err == f"bugcontext build: {message}\n"
 
 
 def test_file_and_jsonl_together_or_threads_alone_exit_2(
@@ -148,20 +148,20 @@ def test_file_and_jsonl_together_or_threads_alone_exit_2(
     path = tmp_path / "in.jsonl"
     path.write_text(json.dumps(good(1)) + "\n", encoding="utf-8")
     assert main(["build", str(path), "--jsonl", str(path)]) == 2
-    assert capsys.readouterr().err == "repo-context build: give FILE or --jsonl FILE, not both\n"
+    assert capsys.readouterr().err == "bugcontext build: give FILE or --jsonl FILE, not both\n"
     assert main(["build", str(path), "--threads", "2"]) == 2
-    assert capsys.readouterr().err == "repo-context build: --threads is only for --jsonl\n"
+    assert capsys.readouterr().err == "bugcontext build: --threads is only for --jsonl\n"
     assert main(["build", "--jsonl", str(tmp_path / "missing.jsonl")]) == 2
     captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.startswith("repo-context build: cannot read ")
+    assert captured.out == "" and captured.err.startswith("bugcontext build: cannot read ")
     assert main(["build", "--jsonl", str(path)]) == 0
-    assert json.loads(capsys.readouterr().out) == repo_context.build(good(1)).to_dict()
+    assert json.loads(capsys.readouterr().out) == bugcontext.build(good(1)).to_dict()
 
 
 def test_output_streams_before_the_input_ends() -> None:
     """The first chunk's results are written while standard input is still open."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "repo_context.cli", "build", "--jsonl", "-"],
+        [sys.executable, "-m", "bugcontext", "build", "--jsonl", "-"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -179,12 +179,12 @@ def test_output_streams_before_the_input_ends() -> None:
         proc.stdin.write(b"".join(json.dumps(good(i % 40)).encode() + b"\n" for i in range(JSONL_CHUNK)))
         proc.stdin.flush()
         first = [json.loads(lines.get(timeout=120)) for _ in range(JSONL_CHUNK)]
-        assert first == [repo_context.build(good(i % 40)).to_dict() for i in range(JSONL_CHUNK)]
+        assert first == [bugcontext.build(good(i % 40)).to_dict() for i in range(JSONL_CHUNK)]
         assert proc.poll() is None  # still waiting for more input
         proc.stdin.write(json.dumps(good(3)).encode() + b"\n")
         proc.stdin.close()
         assert proc.wait(timeout=120) == 0
-        assert json.loads(lines.get(timeout=60)) == repo_context.build(good(3)).to_dict()
+        assert json.loads(lines.get(timeout=60)) == bugcontext.build(good(3)).to_dict()
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -194,7 +194,7 @@ def test_output_streams_before_the_input_ends() -> None:
 def test_the_failure_summary_names_the_first_lines_and_counts_the_rest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from repo_context.cli import JSONL_FAILURES_SHOWN
+    from bugcontext.integrations.cli import JSONL_FAILURES_SHOWN
 
     bad = JSONL_FAILURES_SHOWN + 3
     text = json.dumps(good(1)) + "\n" + "[]\n" * bad
@@ -203,7 +203,7 @@ def test_the_failure_summary_names_the_first_lines_and_counts_the_rest(
     lines = err.splitlines()
     shown = ", ".join(str(n) for n in range(2, 2 + JSONL_FAILURES_SHOWN))
     assert lines[0] == (
-        f"repo-context build: {bad} of {bad + 1} lines could not be built (lines {shown} and 3 more); "
+        f"bugcontext build: {bad} of {bad + 1} lines could not be built (lines {shown} and 3 more); "
         'each has an {"error": ...} output line'
     )
     assert lines[1:] == [

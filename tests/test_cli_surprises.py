@@ -12,20 +12,20 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from repo_context.cli import EXIT_INTERRUPTED, EXIT_MISSING_EVIDENCE, main
+from bugcontext.integrations.cli import EXIT_INTERRUPTED, EXIT_MISSING_EVIDENCE, main
 
 
 def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
     out, err = capsys.readouterr()
-    assert (out, err) == (f"repo-context {version('repo-context')}\n", "")
+    assert (out, err) == (f"bugcontext {version('bugcontext')}\n", "")
 
 
 def test_version_in_a_process() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "repo_context.cli", "--version"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "bugcontext", "--version"], capture_output=True, text=True, timeout=120
     )
-    assert (done.returncode, done.stdout, done.stderr) == (0, f"repo-context {version('repo-context')}\n", "")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"bugcontext {version('bugcontext')}\n", "")
 
 
 @pytest.mark.parametrize(
@@ -48,7 +48,7 @@ def test_no_failing_test_is_a_clear_line_and_exit_5_when_required(
     (tmp_path / "t.log").write_text(log, encoding="utf-8", errors="surrogateescape")
     args = ["context", "--repo", str(tmp_path / "repo"), "--pytest-log", str(tmp_path / "t.log")]
     args += ["--no-cache", "--format", fmt]
-    line = f"repo-context context: warning: {why}: the context has no failure evidence"
+    line = f"bugcontext context: warning: {why}: the context has no failure evidence"
     assert main(args) == 0
     _, err = capsys.readouterr()
     assert err.splitlines()[0] == line
@@ -76,7 +76,7 @@ CHILD = textwrap.dedent(
         time.sleep(30)
 
     setattr(target, name, interrupted)
-    from repo_context.cli import main
+    from bugcontext.integrations.cli import main
     sys.exit(main(sys.argv[3:]))
     """
 )
@@ -108,7 +108,7 @@ def test_ctrl_c_in_rerank_is_one_line_and_exit_130(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (
         EXIT_INTERRUPTED,
         "",
-        "repo-context rerank: interrupted\n",
+        "bugcontext rerank: interrupted\n",
     )
     assert not (tmp_path / "out.parquet").exists()
 
@@ -116,19 +116,19 @@ def test_ctrl_c_in_rerank_is_one_line_and_exit_130(tmp_path: Path) -> None:
 def test_ctrl_c_in_build_jsonl_is_one_line_and_exit_130(tmp_path: Path) -> None:
     (tmp_path / "in.jsonl").write_text('{"candidates": [], "max_chars": 1}\n', encoding="utf-8")
     done = _interrupted(
-        "repo_context.builder", "RepoContextBuilder", "build", "--jsonl", str(tmp_path / "in.jsonl")
+        "bugcontext.core.builder", "ContextBuilder", "build", "--jsonl", str(tmp_path / "in.jsonl")
     )
     assert (done.returncode, done.stdout, done.stderr) == (
         EXIT_INTERRUPTED,
         "",
-        "repo-context build: interrupted\n",
+        "bugcontext build: interrupted\n",
     )
 
 
 def test_ctrl_c_while_the_command_line_is_read_is_one_line_and_exit_130() -> None:
-    done = _interrupted("repo_context.cli", "_parser", "build")
+    done = _interrupted("bugcontext.integrations.cli", "_parser", "build")
     assert (done.returncode, done.stdout, done.stderr) == (
         EXIT_INTERRUPTED,
         "",
-        "repo-context: interrupted\n",
+        "bugcontext: interrupted\n",
     )

@@ -15,10 +15,10 @@ import types
 import xml.etree.ElementTree as ET
 from typing import Any
 
+import bugcontext as rc
 import pytest
-import repo_context as rc
-from repo_context import Candidate, Cost, Reason, TokenCounter
-from repo_context.composer import (
+from bugcontext import Candidate, Cost, Reason, TokenCounter
+from bugcontext.core.composer import (
     RenderedBlock,
     _candidate_cost,
     _code_span,

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import bugcontext as rc
 import pytest
-import repo_context as rc
+from bugcontext import reference
+from bugcontext.core.composer import parse_xml_section, render_block
 from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from repo_context import reference
-from repo_context.composer import parse_xml_section, render_block
 
-ENGINES = {"native": rc.RepoContextBuilder, "reference": reference.RepoContextBuilder}
+ENGINES = {"native": rc.ContextBuilder, "reference": reference.ContextBuilder}
 
 
 def cand(
@@ -158,7 +158,7 @@ def test_build_input_takes_budget_and_cost(builder_cls: Any) -> None:
 
 
 def test_repeated_builds_reuse_the_token_cache() -> None:
-    builder = rc.RepoContextBuilder(cost={"unit": "tokens"})
+    builder = rc.ContextBuilder(cost={"unit": "tokens"})
     data = {"candidates": [cand("a", i + 1, i + 1, f"text number {i}") for i in range(50)], "budget": 100}
     first = builder.build(data)
     counter = builder.counter(builder.cost)
@@ -210,8 +210,8 @@ def inputs(draw: st.DrawFn) -> dict[str, Any]:
 @settings(max_examples=examples(400), deadline=None)
 @given(inputs())
 def test_engines_agree_and_rendered_section_fits(data: dict[str, Any]) -> None:
-    native = rc.RepoContextBuilder().build(data)
-    ref = reference.RepoContextBuilder().build(data)
+    native = rc.ContextBuilder().build(data)
+    ref = reference.ContextBuilder().build(data)
     assert native == ref
     assert native.to_dict() == ref.to_dict()
 
@@ -262,10 +262,10 @@ def test_chars_rendered_cost_is_additive(data: dict[str, Any]) -> None:
 def test_guarantee_removes_lowest_ranked_items_until_the_section_fits() -> None:
     # Token counts of the shipped templates add up at block boundaries, so the whole-section
     # check rarely bites; drive it with a counter that charges 25 per section on top.
-    from repo_context._finish import finish
+    from bugcontext.core._finish import finish
 
     cands = [cand("a.py", i * 10 + 1, i * 10 + 2, f"x{i}\n", score=9 - i) for i in range(4)]
-    builder = rc.RepoContextBuilder(template="markdown")
+    builder = rc.ContextBuilder(template="markdown")
     packed = builder.build({"candidates": cands, "budget": 10_000})
     per_block = [
         len(b)

@@ -19,12 +19,12 @@ import pytest
 
 pytest.importorskip("coverage")
 
-import repo_context
-from repo_context import InvalidInputError, Limits, ResourceLimitError
-from repo_context.cli import main
-from repo_context.sources import gather
-from repo_context.sources.coverage import detect_format, read_coverage, read_coverage_file
-from repo_context.sources.execution import (
+import bugcontext
+from bugcontext import InvalidInputError, Limits, ResourceLimitError
+from bugcontext.integrations.cli import main
+from bugcontext.job.sources import gather
+from bugcontext.job.sources.coverage import detect_format, read_coverage, read_coverage_file
+from bugcontext.job.sources.execution import (
     EXECUTED_SOURCE,
     NOT_EXECUTED_SOURCE,
     ExecutionRecord,
@@ -32,7 +32,7 @@ from repo_context.sources.execution import (
     context_test_id,
     run_outcomes,
 )
-from repo_context.sources.files import Repository
+from bugcontext.job.sources.files import Repository
 
 # `scale` is shared by both tests; the bug sits in the branch of `discount` that only the
 # failing test reaches, and the failing assertion sits in the test body (no traceback frame
@@ -245,7 +245,7 @@ def test_a_reference_the_failing_test_never_ran_scores_below_executed_code(made:
     without = gather(made["repo"], made["log"])
     before = [w for w in without.candidates if (w.path, w.start, w.end) == legacy]
     assert before and before[0].reason == "reference"
-    result = repo_context.Workspace(made["repo"], cache=False).context(
+    result = bugcontext.Workspace(made["repo"], cache=False).context(
         made["log"], coverage=made["reports"]["coverage-json"], budget=100_000
     )
     gathered = result.gathered
@@ -375,7 +375,7 @@ def test_the_command_line_and_the_api_take_a_report(
     args = ["context", "--repo", str(repo), "--pytest-log", str(log), "--format", "json", "--no-cache"]
     assert main([*args, "--coverage", str(report)]) == 0
     printed = json.loads(capsys.readouterr().out)
-    api = repo_context.context(repo, made["log"], coverage=report, cache=False)
+    api = bugcontext.context(repo, made["log"], coverage=report, cache=False)
     assert printed["items"] == api.to_dict()["items"]
     assert any(c.source == EXECUTED_SOURCE for c in api.gathered.candidates)
     spans = [(item["path"], item["start"], item["end"]) for item in printed["items"]]
@@ -391,7 +391,7 @@ def test_the_command_line_and_the_api_take_a_report(
 
 def test_the_mcp_tool_reads_a_confined_coverage_file(made: dict[str, Any], tmp_path: Path) -> None:
     pytest.importorskip("mcp")
-    from repo_context.mcp_server import create_server
+    from bugcontext.integrations.mcp_server import create_server
     from test_mcp_server import _calls, _context, _error
 
     repo = made["repo"]
@@ -411,7 +411,7 @@ def test_the_mcp_tool_reads_a_confined_coverage_file(made: dict[str, Any], tmp_p
     finally:
         fifo.unlink()
     assert not ok.is_error
-    expected = repo_context.Workspace(repo, cache=False).context(
+    expected = bugcontext.Workspace(repo, cache=False).context(
         made["log"], coverage=made["reports"]["coverage-json"].read_bytes()
     )
     assert ok.structured_content["result"]["items"] == expected.to_dict()["items"]

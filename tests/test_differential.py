@@ -12,8 +12,8 @@ import types
 from decimal import Decimal
 from typing import Any
 
-import repo_context
-import repo_context.reference as reference
+import bugcontext
+import bugcontext.reference as reference
 from conftest import (
     DIFF_EXAMPLES,
     FAILURE_FILES,
@@ -44,7 +44,7 @@ DIFF_SETTINGS = settings(
 
 def assert_same_result(drawn: Drawn) -> Any:
     inp = drawn.make()
-    native = repo_context.build(inp)
+    native = bugcontext.build(inp)
     ref = reference.build(inp)
     assert type(native) is type(ref)
     assert native == ref
@@ -83,17 +83,17 @@ def test_limits_native_equals_reference(drawn: Drawn, data: st.DataObject) -> No
     max_total = data.draw(st.integers(0, drawn.total_chars + 1), label="max_total_chars")
     inp = drawn.make()
     kwargs = {"max_candidates": max_candidates, "max_total_chars": max_total}
-    native = outcome(repo_context.RepoContextBuilder(**kwargs).build, inp)
-    ref = outcome(reference.RepoContextBuilder(**kwargs).build, inp)
+    native = outcome(bugcontext.ContextBuilder(**kwargs).build, inp)
+    ref = outcome(reference.ContextBuilder(**kwargs).build, inp)
     assert native == ref
 
     # What the contract says must happen.
     if n > max_candidates:
         assert native[0] == "error"
         exc_type, index, field = native[1][:3]
-        assert (exc_type, index, field) == (repo_context.ResourceLimitError, None, "candidates")
+        assert (exc_type, index, field) == (bugcontext.ResourceLimitError, None, "candidates")
         # The count found: a plain list's or tuple's length, else what was taken (one more).
-        given = inp.candidates if isinstance(inp, repo_context.BuildInput) else inp["candidates"]
+        given = inp.candidates if isinstance(inp, bugcontext.BuildInput) else inp["candidates"]
         found = n if type(given) in (list, tuple) else max_candidates + 1
         assert native[1][5:] == ("max_candidates", found, max_candidates)
         return
@@ -103,7 +103,7 @@ def test_limits_native_equals_reference(drawn: Drawn, data: st.DataObject) -> No
         if running > max_total:
             assert native[0] == "error"
             exc_type, index, field = native[1][:3]
-            assert (exc_type, index, field) == (repo_context.ResourceLimitError, i, "content")
+            assert (exc_type, index, field) == (bugcontext.ResourceLimitError, i, "content")
             assert native[1][5:] == ("max_total_chars", running, max_total)
             return
     assert native[0] == "ok"
@@ -243,13 +243,13 @@ def invalid_inputs(draw: Any) -> tuple[Any, tuple[Any, int | None, str]]:
     if top is None:
         assert first_bad is not None
         expected: tuple[Any, int | None, str] = (
-            repo_context.InvalidCandidateError,
+            bugcontext.InvalidCandidateError,
             first_bad[0],
             first_bad[1],
         )
     else:
         kind, value = top
-        expected = (repo_context.InvalidInputError, None, kind)
+        expected = (bugcontext.InvalidInputError, None, kind)
         if kind == "max_chars":
             if value is MISSING:
                 del data[max_key]
@@ -263,16 +263,16 @@ def invalid_inputs(draw: Any) -> tuple[Any, tuple[Any, int | None, str]]:
         elif kind == "failure_file_and_files":
             data[ff_key] = "ok.py"
             data["failure_files"] = value
-            expected = (repo_context.InvalidInputError, None, "failure_files")
+            expected = (bugcontext.InvalidInputError, None, "failure_files")
         elif kind == "unknown":
             data[value] = 0
-            expected = (repo_context.InvalidInputError, None, value)
+            expected = (bugcontext.InvalidInputError, None, value)
         elif kind == "both":
             if value == "max_chars":
                 data["max_chars"] = data["maxChars"] = drawn.max_chars
             else:
                 data["failure_file"] = data["failureFile"] = drawn.failure_file
-            expected = (repo_context.InvalidInputError, None, value)
+            expected = (bugcontext.InvalidInputError, None, value)
         elif kind == "candidates":
             if value is MISSING:
                 del data["candidates"]
@@ -289,7 +289,7 @@ def invalid_inputs(draw: Any) -> tuple[Any, tuple[Any, int | None, str]]:
 @given(case=invalid_inputs())
 def test_invalid_inputs_raise_equal_errors(case: tuple[Any, tuple[Any, int | None, str]]) -> None:
     inp, expected = case
-    native = outcome(repo_context.build, inp)
+    native = outcome(bugcontext.build, inp)
     ref = outcome(reference.build, inp)
     assert native[0] == "error", native
     assert ref[0] == "error", ref
@@ -306,17 +306,17 @@ def test_provenance_native_equals_reference(drawn: VerifiedDrawn, check: bool) -
     errors, the reader asked for the same paths in the same order, equal digests and keys."""
     native_reader, ref_reader = drawn.reader(), drawn.reader()
     native = outcome(
-        lambda inp: repo_context.build(inp, verify=native_reader if check else None), drawn.make()
+        lambda inp: bugcontext.build(inp, verify=native_reader if check else None), drawn.make()
     )
     ref = outcome(lambda inp: reference.build(inp, verify=ref_reader if check else None), drawn.make())
     assert native == ref
     assert native_reader.calls == ref_reader.calls
     if native[0] == "ok":
         inp = drawn.make()
-        assert repo_context.cache_key(inp) == reference.cache_key(inp)
+        assert bugcontext.cache_key(inp) == reference.cache_key(inp)
         if check:
             # Every stale omission is a candidate whose window is not its file's lines.
-            result = repo_context.build(drawn.make(), verify=drawn.reader())
+            result = bugcontext.build(drawn.make(), verify=drawn.reader())
             stale = {o.index for o in result.omitted if o.reason == "stale"}
             assert stale == set(expected_stale(drawn))
         else:

@@ -1,6 +1,6 @@
 """The result digest and the input cache key: the byte form, both engines, determinism.
 
-The byte form is restated here independently of ``repo_context.digest`` (``_form_*`` below,
+The byte form is restated here independently of ``bugcontext.core.digest`` (``_form_*`` below,
 from the documented notation), and a fixed input's digest and key are pinned to literal hex
 values, so that any change of the form or of the ranking policy is noticed.
 """
@@ -16,14 +16,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import bugcontext
+import bugcontext.reference as reference
 import pytest
-import repo_context
-import repo_context.reference as reference
+from bugcontext import Candidate, Cost
+from bugcontext.core.digest import input_key, result_digest
 from conftest import DIFF_EXAMPLES, Drawn, build_inputs, error_signature
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from repo_context import Candidate, Cost
-from repo_context.digest import input_key, result_digest
 
 
 def key_outcome(cache_key: Any, inp: Any) -> tuple[Any, ...]:
@@ -119,7 +119,7 @@ def independent_key() -> str:
 
 
 def test_the_policy_version_is_the_documented_one() -> None:
-    assert repo_context.POLICY_VERSION == POLICY
+    assert bugcontext.POLICY_VERSION == POLICY
 
 
 def test_the_pinned_values_follow_the_documented_form() -> None:
@@ -127,7 +127,7 @@ def test_the_pinned_values_follow_the_documented_form() -> None:
     assert independent_key() == FIXED_KEY
 
 
-@pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
+@pytest.mark.parametrize("module", [bugcontext, reference], ids=["native", "reference"])
 def test_fixed_input_digest_and_key_are_pinned(module: Any) -> None:
     result = module.build(FIXED_INPUT)
     assert result.selected == (3, 0)
@@ -147,7 +147,7 @@ def test_swapping_two_reasons_in_the_ranking_changes_the_pinned_digest() -> None
     body += _window("src/\udcff.py", 1, 1, "caf\u00e9 \U0001f600 \ud800", "failure")
     body += _window("src/util.py", 1, 5, "x" * 50, "failure")
     assert hashlib.sha256(body).hexdigest() != FIXED_DIGEST
-    assert repo_context.build(FIXED_INPUT).selected == (3, 0)
+    assert bugcontext.build(FIXED_INPUT).selected == (3, 0)
 
 
 # ---------------------------------------------------------------------------
@@ -159,16 +159,16 @@ def test_swapping_two_reasons_in_the_ranking_changes_the_pinned_digest() -> None
 @given(drawn=build_inputs())
 def test_digest_and_key_native_equal_reference_and_the_spec(drawn: Drawn) -> None:
     inp = drawn.make()
-    native, ref = repo_context.build(inp), reference.build(inp)
+    native, ref = bugcontext.build(inp), reference.build(inp)
     assert native.digest == ref.digest == result_digest(native) == result_digest(ref)
     assert len(native.digest) == 64 and int(native.digest, 16) >= 0
-    assert key_outcome(repo_context.cache_key, inp) == key_outcome(reference.cache_key, inp)
+    assert key_outcome(bugcontext.cache_key, inp) == key_outcome(reference.cache_key, inp)
 
 
 @SETTINGS
 @given(drawn=build_inputs(max_size=12), data=st.data())
 def test_digest_changes_with_any_field_of_any_item(drawn: Drawn, data: st.DataObject) -> None:
-    result = repo_context.build(drawn.make())
+    result = bugcontext.build(drawn.make())
     if not result.items:
         return
     at = data.draw(st.integers(0, len(result.items) - 1), label="item")
@@ -202,7 +202,7 @@ def test_digest_ignores_an_omitted_candidates_score_that_keeps_the_selection(
     drawn: Drawn, data: st.DataObject
 ) -> None:
     inp = drawn.make()
-    result = repo_context.build(inp)
+    result = bugcontext.build(inp)
     if not result.omitted:
         return
     o = data.draw(st.sampled_from(result.omitted), label="omission")
@@ -210,13 +210,13 @@ def test_digest_ignores_an_omitted_candidates_score_that_keeps_the_selection(
     spec = list(specs[o.index])
     spec[5] = data.draw(st.floats(-1e6, 1e6), label="score")
     specs[o.index] = tuple(spec)
-    again = repo_context.build(
+    again = bugcontext.build(
         Drawn(specs, drawn.forms, drawn.max_chars, drawn.failure_file, drawn.top_form, False).make()
     )
     if again.selected == result.selected:
         assert again.digest == result.digest
-    key_before = repo_context.cache_key(inp)
-    key_after = repo_context.cache_key(
+    key_before = bugcontext.cache_key(inp)
+    key_after = bugcontext.cache_key(
         Drawn(specs, drawn.forms, drawn.max_chars, drawn.failure_file, drawn.top_form, False).make()
     )
     # The key holds each score's exact type and value (the result carries it as given).
@@ -231,7 +231,7 @@ def _exact_score(score: Any) -> tuple[str, Any]:
 
 
 def _replace_items(result: Any, items: list[Candidate]) -> Any:
-    return repo_context.BuildResult(
+    return bugcontext.BuildResult(
         items,
         result.selected,
         result.used_chars,
@@ -250,7 +250,7 @@ def _replace_items(result: Any, items: list[Candidate]) -> Any:
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
+@pytest.mark.parametrize("module", [bugcontext, reference], ids=["native", "reference"])
 def test_key_covers_order_budget_cost_and_failing_files(module: Any) -> None:
     base = module.cache_key(FIXED_INPUT)
     variants = [
@@ -264,39 +264,39 @@ def test_key_covers_order_budget_cost_and_failing_files(module: Any) -> None:
     assert len({base, *keys}) == len(variants) + 1
     # Equal results, equal key: spellings of a path, a Reason member.
     same = [
-        Candidate("./src//app.py", 10, 20, "def f():\n    return 1\n", repo_context.Reason.REFERENCE, 1.0),
+        Candidate("./src//app.py", 10, 20, "def f():\n    return 1\n", bugcontext.Reason.REFERENCE, 1.0),
         *FIXED[1:],
     ]
     assert module.cache_key({**FIXED_INPUT, "candidates": same}) == base
     # An int score is not its float: the result carries the score as given (1 and 1.0).
     as_int = [Candidate("src/app.py", 10, 20, "def f():\n    return 1\n", "reference", 1), *FIXED[1:]]
     assert module.cache_key({**FIXED_INPUT, "candidates": as_int}) != base
-    assert module.cache_key(repo_context.BuildInput(FIXED, 60, failure_files=["src/\udcff.py"])) == base
+    assert module.cache_key(bugcontext.BuildInput(FIXED, 60, failure_files=["src/\udcff.py"])) == base
 
 
 def test_key_of_an_invalid_input_raises_the_build_error() -> None:
     bad = {"candidates": [*FIXED, {"path": "a", "start": 0}], "max_chars": 1}
-    native = key_outcome(repo_context.cache_key, bad)
-    assert native == key_outcome(reference.cache_key, bad) == key_outcome(repo_context.build, bad)
+    native = key_outcome(bugcontext.cache_key, bad)
+    assert native == key_outcome(reference.cache_key, bad) == key_outcome(bugcontext.build, bad)
     assert native[0] == "error"
 
 
 def test_digest_is_kept_through_pickle_and_equality() -> None:
-    result = repo_context.build(FIXED_INPUT)
+    result = bugcontext.build(FIXED_INPUT)
     copy = pickle.loads(pickle.dumps(result))
     assert copy == result and copy.digest == result.digest
     assert hash(copy) == hash(result)
 
 
 def test_digest_covers_the_cost_model() -> None:
-    chars = repo_context.build({"candidates": FIXED[:1], "max_chars": 1000})
-    xml = repo_context.build({"candidates": FIXED[:1], "budget": 1000, "cost": Cost(template="xml")})
+    chars = bugcontext.build({"candidates": FIXED[:1], "max_chars": 1000})
+    xml = bugcontext.build({"candidates": FIXED[:1], "budget": 1000, "cost": Cost(template="xml")})
     assert chars.items == xml.items
     assert chars.digest != xml.digest
 
 
 def test_hand_made_result_with_a_non_text_item_raises_type_error() -> None:
-    bad = _replace_items(repo_context.build(FIXED_INPUT), [Candidate(1, 1, 1, "x", "search", 0)])  # type: ignore[arg-type]
+    bad = _replace_items(bugcontext.build(FIXED_INPUT), [Candidate(1, 1, 1, "x", "search", 0)])  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         _ = bad.digest
 
@@ -306,12 +306,12 @@ def test_hand_made_result_with_a_non_text_item_raises_type_error() -> None:
 # ---------------------------------------------------------------------------
 
 _SCRIPT = """
-import repo_context, repo_context.reference as r
+import bugcontext, bugcontext.reference as r
 import sys
 sys.path.insert(0, {tests!r})
 from test_digest import FIXED_INPUT
 inp = dict(FIXED_INPUT, candidates=FIXED_INPUT["candidates"] * 3)
-print(repo_context.build(inp).digest, r.build(inp).digest, repo_context.cache_key(inp), r.cache_key(inp))
+print(bugcontext.build(inp).digest, r.build(inp).digest, bugcontext.cache_key(inp), r.cache_key(inp))
 """
 
 
@@ -394,7 +394,7 @@ def test_the_v2_values_follow_the_documented_form() -> None:
     assert independent_v2() == (V2_DIGEST, V2_KEY)
 
 
-@pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
+@pytest.mark.parametrize("module", [bugcontext, reference], ids=["native", "reference"])
 def test_provenance_uses_the_v2_form_and_without_it_v1_is_unchanged(module: Any) -> None:
     result = module.build(PROVENANCE_INPUT)
     assert result.selected == (0, 1, 2)
@@ -410,7 +410,7 @@ def test_provenance_uses_the_v2_form_and_without_it_v1_is_unchanged(module: Any)
     assert module.build(FIXED_INPUT).digest == FIXED_DIGEST
 
 
-@pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
+@pytest.mark.parametrize("module", [bugcontext, reference], ids=["native", "reference"])
 def test_the_key_covers_the_partition_into_groups(module: Any) -> None:
     def cand(path: str, group: Any = None) -> dict[str, Any]:
         c = {"path": path, "start": 1, "end": 2, "content": "xx", "reason": "search", "score": 1.0}
@@ -430,18 +430,18 @@ def test_the_key_covers_the_partition_into_groups(module: Any) -> None:
     assert key(cand("a.py", "g"), cand("b.py", "h")) != grouped
     assert key(cand("a.py", "g"), cand("b.py")) not in (grouped, apart)
     # Without groups the key is the v1 form, unchanged: restated from the documented bytes.
-    assert apart == repo_context.digest.input_key(
+    assert apart == bugcontext.core.digest.input_key(
         [("a.py", 1, 2, "xx", "search", 1.0), ("b.py", 1, 2, "xx", "search", 1.0)],
         2,
         3,
         [],
-        repo_context.Cost(),
+        bugcontext.Cost(),
     )
-    assert grouped == repo_context.digest.input_key(
+    assert grouped == bugcontext.core.digest.input_key(
         [("a.py", 1, 2, "xx", "search", 1.0), ("b.py", 1, 2, "xx", "search", 1.0)],
         2,
         3,
         [],
-        repo_context.Cost(),
+        bugcontext.Cost(),
         [0, 0],
     )

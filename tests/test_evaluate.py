@@ -1,4 +1,4 @@
-"""``repo-context eval``: metrics, strategies and the report, on a tiny hand-made case.
+"""``bugcontext eval``: metrics, strategies and the report, on a tiny hand-made case.
 
 The case is a small package with a genuine failing pytest run (made in a temporary folder and
 marked prepared, so nothing is downloaded).
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_context import TokenCounter
-from repo_context.composer import render_block
-from repo_context.evaluation.command import add_eval_parser, main
-from repo_context.evaluation.evaluate import (
+from bugcontext import TokenCounter
+from bugcontext.core.composer import render_block
+from bugcontext.evaluation.command import add_eval_parser, main
+from bugcontext.evaluation.evaluate import (
     DEFAULT_CASES,
     STRATEGIES,
     Evaluation,
@@ -28,9 +28,9 @@ from repo_context.evaluation.evaluate import (
     measure,
     select,
 )
-from repo_context.evaluation.realbugs import GoldRange, gold_ranges, load_cases, select_cases
-from repo_context.evaluation.report import coverage_chart, markdown_report
-from repo_context.sources import Repository
+from bugcontext.evaluation.realbugs import GoldRange, gold_ranges, load_cases, select_cases
+from bugcontext.evaluation.report import coverage_chart, markdown_report
+from bugcontext.job.sources import Repository
 
 CORE = textwrap.dedent(
     '''\
@@ -294,7 +294,7 @@ def test_command_line(work: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_add_eval_parser_plugs_into_a_command_line(work: Path, tmp_path: Path) -> None:
-    parser = argparse.ArgumentParser(prog="repo-context")
+    parser = argparse.ArgumentParser(prog="bugcontext")
     commands = parser.add_subparsers(dest="command", required=True)
     add_eval_parser(commands)
     args = parser.parse_args(["eval"])
@@ -326,7 +326,7 @@ def test_command_line_errors(work: Path, tmp_path: Path, capsys: pytest.CaptureF
     assert main(base) == 1
     captured = capsys.readouterr()
     assert "| tiny_mean | " in captured.out
-    assert "repo-context eval: other: preparation failed: this case needs Python 0.0" in captured.err
+    assert "bugcontext eval: other: preparation failed: this case needs Python 0.0" in captured.err
     assert main([*base, "--case", "nope"]) == 2
     assert "unknown case 'nope'" in capsys.readouterr().err
     assert main(["--cases", str(tmp_path / "missing.json")]) == 2
@@ -346,7 +346,7 @@ def test_realbugs_cases_file() -> None:
 
 
 def fake_run(strategy: str, budget: int, covered: int, tokens: int, duplicate: int = 0) -> Any:
-    from repo_context.evaluation.evaluate import Run
+    from bugcontext.evaluation.evaluate import Run
 
     return Run(
         case="c",
@@ -369,7 +369,7 @@ def fake_run(strategy: str, budget: int, covered: int, tokens: int, duplicate: i
 
 
 def test_targets_verdicts() -> None:
-    from repo_context.evaluation.evaluate import CaseInfo
+    from bugcontext.evaluation.evaluate import CaseInfo
 
     runs = (
         fake_run("naive", 8000, 1, 900),
@@ -429,8 +429,8 @@ def make_tree_case(tmp_path: Path, case_id: str = "tiny__calc-1") -> tuple[dict[
 
 
 def test_tree_case_preparation_and_evaluation(tmp_path: Path) -> None:
-    from repo_context.evaluation.evaluate import prepare_case, split_of
-    from repo_context.evaluation.realbugs import PreparationError
+    from bugcontext.evaluation.evaluate import prepare_case, split_of
+    from bugcontext.evaluation.realbugs import PreparationError
 
     case, trees = make_tree_case(tmp_path)
     work = tmp_path / "work"
@@ -464,8 +464,8 @@ def test_tree_case_preparation_and_evaluation(tmp_path: Path) -> None:
 
 
 def test_tree_case_wrong_exit(tmp_path: Path) -> None:
-    from repo_context.evaluation.evaluate import prepare_case
-    from repo_context.evaluation.realbugs import PreparationError
+    from bugcontext.evaluation.evaluate import prepare_case
+    from bugcontext.evaluation.realbugs import PreparationError
 
     case, trees = make_tree_case(tmp_path, "tiny__calc-2")
     case["expected_exit"] = 3
@@ -477,7 +477,7 @@ def test_tree_case_wrong_exit(tmp_path: Path) -> None:
 def test_split_is_fixed() -> None:
     import hashlib
 
-    from repo_context.evaluation.evaluate import split_of
+    from bugcontext.evaluation.evaluate import split_of
 
     for case_id in ("a", "b", "pallets__flask-4992", "ytdl_unescape_html"):
         even = hashlib.sha256(case_id.encode()).digest()[0] % 2 == 0
@@ -487,8 +487,8 @@ def test_split_is_fixed() -> None:
 
 
 def test_shipped_case_lists() -> None:
-    from repo_context.evaluation.evaluate import DEFAULT_CASE_FILES, issue_of
-    from repo_context.evaluation.realbugs2 import DEFAULT_CASES2, is_tree_case
+    from bugcontext.evaluation.evaluate import DEFAULT_CASE_FILES, issue_of
+    from bugcontext.evaluation.realbugs2 import DEFAULT_CASES2, is_tree_case
 
     assert DEFAULT_CASES2 in DEFAULT_CASE_FILES and DEFAULT_CASES2.is_file()
     cases = load_cases(DEFAULT_CASES2)
@@ -499,8 +499,8 @@ def test_shipped_case_lists() -> None:
 
 
 def test_ablation_of_redundant_sources(work: Path) -> None:
-    from repo_context.evaluation.evaluate import Ablation, ablation
-    from repo_context.evaluation.report import ablation_report
+    from bugcontext.evaluation.evaluate import Ablation, ablation
+    from bugcontext.evaluation.report import ablation_report
 
     cases = [{"id": "tiny_mean", "python": "3.11", "gold": GOLD}]
     evaluation, _ = evaluate(cases, work, budgets=(8000,), repeat=1)

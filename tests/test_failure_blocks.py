@@ -7,11 +7,11 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import bugcontext
 import pytest
-import repo_context
-from repo_context import Limits, Workspace
-from repo_context._failure_block import cut_message, fit_blocks
-from repo_context.cli import main
+from bugcontext import Limits, Workspace
+from bugcontext.integrations.cli import main
+from bugcontext.job._failure_block import cut_message, fit_blocks
 from test_workspace import LIB, OTHER, TEST, _log
 
 # A GitHub token, assembled here so that the file itself holds none.
@@ -52,7 +52,7 @@ def test_the_section_opens_with_the_failure_in_markdown(repo: Path) -> None:
         "cost": len(text),
         "text": text,
     }
-    assert result.section == text + repo_context.render(result.result)
+    assert result.section == text + bugcontext.render(result.result)
     assert len(result.section) == result.used <= result.budget == 900
     assert result.result.budget == 900 - len(text)
 
@@ -73,7 +73,7 @@ def test_xml_template_gives_a_failure_element(repo: Path) -> None:
 
 
 def test_tokens_keep_the_whole_section_within_the_budget(repo: Path) -> None:
-    counter = repo_context.TokenCounter("o200k_base")
+    counter = bugcontext.TokenCounter("o200k_base")
     for budget in (60, 90, 150, 400):
         for template in ("markdown", "xml"):
             result = Workspace(repo, cache=False).context(
@@ -107,7 +107,7 @@ def test_a_long_message_is_cut_with_a_visible_marker(repo: Path) -> None:
 def test_max_failure_blocks_and_a_budget_too_small_for_the_block(repo: Path) -> None:
     none = Workspace(repo, cache=False, limits=Limits(max_failure_blocks=0)).context(_log(), budget=900)
     assert none.failure_blocks == () and none.result.budget == 900
-    assert none.section == repo_context.render(none.result)
+    assert none.section == bugcontext.render(none.result)
     tiny = Workspace(repo, cache=False).context(_log(), budget=20)
     assert tiny.failure_blocks == () and tiny.section == "" and tiny.used == 0
     blocks = Workspace(repo, cache=False).context(_log(), budget=900).failure_blocks

@@ -17,13 +17,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import bugcontext
 import pytest
-import repo_context
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from repo_context.cli import main
-from repo_context.sources import Repository, gather
-from repo_context.sources.failure import (
+from bugcontext.integrations.cli import main
+from bugcontext.job.sources import Repository, gather
+from bugcontext.job.sources.failure import (
     assertion_in_test,
     called_code_windows,
     failure_files,
@@ -34,7 +32,7 @@ from repo_context.sources.failure import (
     merge_windows,
     project_frames,
 )
-from repo_context.sources.pytest_log import (
+from bugcontext.job.sources.pytest_log import (
     LogFormatError,
     TestFailure,
     is_junit_xml,
@@ -43,7 +41,9 @@ from repo_context.sources.pytest_log import (
     parse_pytest_log,
     parse_test_output,
 )
-from repo_context.sources.window import RADIUS
+from bugcontext.job.sources.window import RADIUS
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 DATA = Path(__file__).parent / "data" / "logs"
 
@@ -805,8 +805,8 @@ def test_failure_files_rank_first_in_error_order(repo: Path, logs: dict[str, str
     data = gathered.build_input(100_000)
     assert data["failure_files"] == ["pkg/core.py", "tests/test_core.py"]
     assert "failure_file" not in data
-    result = repo_context.build(data)
-    assert result == repo_context.reference.build(data)
+    result = bugcontext.build(data)
+    assert result == bugcontext.reference.build(data)
     assert result.failure_files == ("pkg/core.py", "tests/test_core.py")
     paths = [item.path for item in result.items]
     failing = [p for p in paths if p in gathered.failure_files]
@@ -865,7 +865,7 @@ def test_gather_puts_the_called_code_among_the_references(repo: Path, logs: dict
     references = [(c.path, c.start) for c in gathered.candidates if c.reason == "reference"]
     assert ("pkg/core.py", line_of(core, "def add")) in references
     assert len(references) == len(set(references))
-    result = repo_context.build(gathered.build_input(100_000))
+    result = bugcontext.build(gathered.build_input(100_000))
     assert ("pkg/core.py", "reference") in {(i.path, i.reason) for i in result.items}
 
 
@@ -1019,7 +1019,7 @@ def test_locate_test_from_every_id_shape(repo: Path) -> None:
 def test_merge_windows_keeps_the_best_of_equal_spans(repo: Path) -> None:
     source = Repository(repo).source("pkg/core.py")
     assert source is not None
-    from repo_context.sources.window import make_window
+    from bugcontext.job.sources.window import make_window
 
     a = make_window(source, 1, 2, "reference", 1.5)
     b = make_window(source, 1, 2, "reference", 1.9)
@@ -1048,7 +1048,7 @@ def test_context_reads_junit_xml(
     bad.write_text("<testsuite><testcase>", encoding="utf-8")
     assert main(["context", "--repo", str(repo), "--pytest-log", str(log), "--junit-xml", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("repo-context context: invalid JUnit XML") and err.count("\n") == 1
+    assert err.startswith("bugcontext context: invalid JUnit XML") and err.count("\n") == 1
     missing = tmp_path / "missing.xml"
     assert main(["context", "--repo", str(repo), "--pytest-log", str(log), "--junit-xml", str(missing)]) == 2
     assert "cannot read" in capsys.readouterr().err

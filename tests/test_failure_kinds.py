@@ -19,19 +19,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from repo_context.cli import main
-from repo_context.sources import Repository, gather
-from repo_context.sources import pytest_log as pl
-from repo_context.sources.failure import (
+from bugcontext.integrations.cli import main
+from bugcontext.job.sources import Repository, gather
+from bugcontext.job.sources import pytest_log as pl
+from bugcontext.job.sources.failure import (
     FRAME_AMBIGUOUS,
     FRAME_PAST_END,
     FRAME_UNMATCHED,
     resolve_frames,
 )
-from repo_context.sources.files import PolicyOmission
-from repo_context.sources.pytest_log import (
+from bugcontext.job.sources.files import PolicyOmission
+from bugcontext.job.sources.pytest_log import (
     Frame,
     TestFailure,
     UnknownTestError,
@@ -43,6 +41,8 @@ from repo_context.sources.pytest_log import (
     strip_ansi,
     summary_order,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 STYLES = ("long", "short", "native", "line", "auto")
 

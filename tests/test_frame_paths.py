@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_context import Limits, Workspace
-from repo_context.limits import describe
-from repo_context.sources import Repository, resolve_frames
-from repo_context.sources.failure import FRAME_UNMATCHED, PATH_MAX, map_path
-from repo_context.sources.pytest_log import parse_test_output
+from bugcontext import Limits, Workspace
+from bugcontext.core.limits import describe
+from bugcontext.job.sources import Repository, resolve_frames
+from bugcontext.job.sources.failure import FRAME_UNMATCHED, PATH_MAX, map_path
+from bugcontext.job.sources.pytest_log import parse_test_output
 
 
 def _traceback(*frames: tuple[str, int]) -> str:
@@ -152,7 +152,7 @@ def test_the_workspace_stops_at_the_calls_deadline(repo: Path) -> None:
 def test_a_coverage_reports_path_leading_out_answers_as_one_that_names_nothing(
     tmp_path: Path, repo: Path
 ) -> None:
-    from repo_context.sources.coverage import read_coverage
+    from bugcontext.job.sources.coverage import read_coverage
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -173,7 +173,7 @@ def test_a_coverage_reports_path_leading_out_answers_as_one_that_names_nothing(
 
 
 def test_frames_past_every_file_are_bounded_by_max_frames_too(tmp_path: Path) -> None:
-    from repo_context.sources.failure import FRAME_PAST_END
+    from bugcontext.job.sources.failure import FRAME_PAST_END
 
     root = tmp_path / "repo"
     root.mkdir()

@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from repo_context import Workspace
-from repo_context.sources import gather
-from repo_context.sources.failure import FRAME_PAST_END, resolve_frames
-from repo_context.sources.files import Repository
-from repo_context.sources.pytest_log import failing_tests, parse_test_output, select_test
+from bugcontext import Workspace
+from bugcontext.job.sources import gather
+from bugcontext.job.sources.failure import FRAME_PAST_END, resolve_frames
+from bugcontext.job.sources.files import Repository
+from bugcontext.job.sources.pytest_log import failing_tests, parse_test_output, select_test
 
 PAD = "".join(f"# line {i}\n" for i in range(1, 9))
 CALC = PAD + "def divide(a, b):\n    return a / b\n"

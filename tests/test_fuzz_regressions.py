@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from repo_context.secrets import Secret, find_secrets, redact
-from repo_context.sources.files import Repository
-from repo_context.sources.pytest_log import (
+from bugcontext.core.secrets import Secret, find_secrets, redact
+from bugcontext.job.sources.files import Repository
+from bugcontext.job.sources.pytest_log import (
     Frame,
     LogFormatError,
     parse_junit_xml,

@@ -8,13 +8,13 @@ import subprocess
 import sys
 from typing import Any
 
+import bugcontext
+import bugcontext.reference as reference
 import pytest
-import repo_context
-import repo_context.reference as reference
+from bugcontext import Candidate, InvalidCandidateError, Omission
 from conftest import DIFF_EXAMPLES, error_signature, strict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from repo_context import Candidate, InvalidCandidateError, Omission
 
 SETTINGS = settings(
     max_examples=DIFF_EXAMPLES // 2,
@@ -101,7 +101,7 @@ def test_a_rendered_section_drops_a_group_whole() -> None:
     cands = [IFACE, IMPL, OTHER]
     cost = {"unit": "tokens", "template": "markdown"}
     results = []
-    for module in (repo_context, reference):
+    for module in (bugcontext, reference):
         full = module.build({"candidates": cands, "budget": 10_000, "cost": cost})
         results.append(module.build({"candidates": cands, "budget": full.used - 1, "cost": cost}))
     native, ref = results
@@ -144,7 +144,7 @@ def grouped_inputs(draw: Any) -> dict[str, Any]:
 @SETTINGS
 @given(inp=grouped_inputs())
 def test_groups_native_equals_reference_and_are_all_in_or_all_out(inp: dict[str, Any]) -> None:
-    native, ref = repo_context.build(inp), reference.build(inp)
+    native, ref = bugcontext.build(inp), reference.build(inp)
     assert native == ref
     assert strict(native.to_dict()) == strict(ref.to_dict())
     assert native.digest == ref.digest
@@ -171,7 +171,7 @@ def test_groups_native_equals_reference_and_are_all_in_or_all_out(inp: dict[str,
 def test_without_groups_results_are_exactly_as_before(inp: dict[str, Any]) -> None:
     plain = {**inp, "candidates": [{k: v for k, v in c.items() if k != "group"} for c in inp["candidates"]]}
     nones = {**inp, "candidates": [{**c, "group": None} for c in plain["candidates"]]}
-    for module in (repo_context, reference):
+    for module in (bugcontext, reference):
         assert module.build(plain) == module.build(nones)
         assert strict(module.build(plain).to_dict()) == strict(module.build(nones).to_dict())
 
@@ -193,12 +193,12 @@ def test_invalid_groups_raise_equal_errors(inp: dict[str, Any], bad: Any, at: in
             return error_signature(exc)
         return None
 
-    assert sig(repo_context.build) == sig(reference.build) is not None
+    assert sig(bugcontext.build) == sig(reference.build) is not None
 
 
 def test_a_group_that_is_not_a_json_value_is_written_as_its_repr() -> None:
     # The JSON form always serialises: a non-finite float or a non-scalar group as its repr.
-    make = repo_context.Candidate
+    make = bugcontext.Candidate
     assert make("a.py", 1, 1, "x", "failure", 1, group=float("nan")).to_dict()["group"] == "nan"
     assert make("a.py", 1, 1, "x", "failure", 1, group=float("-inf")).to_dict()["group"] == "-inf"
     assert make("a.py", 1, 1, "x", "failure", 1, group=("t", 1)).to_dict()["group"] == "('t', 1)"
@@ -210,7 +210,7 @@ def test_a_group_that_is_not_a_json_value_is_written_as_its_repr() -> None:
     )
     for engine in ("native", "reference"):
         proc = subprocess.run(
-            [sys.executable, "-m", "repo_context.cli", "build", "-", "--engine", engine],
+            [sys.executable, "-m", "bugcontext", "build", "-", "--engine", engine],
             input=line.encode(),
             capture_output=True,
             timeout=120,

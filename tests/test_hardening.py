@@ -19,13 +19,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import bugcontext
 import pytest
-import repo_context
-from repo_context import _io, _writer, cli, limits
-from repo_context.errors import ResourceLimitError
-from repo_context.limits import DEFAULT_LIMITS, Limits
-from repo_context.pytest_plugin import MARKER
-from repo_context.sources import Repository
+from bugcontext.core import _io, _writer, limits
+from bugcontext.core.errors import ResourceLimitError
+from bugcontext.core.limits import DEFAULT_LIMITS, Limits
+from bugcontext.integrations import cli
+from bugcontext.integrations.pytest_plugin import MARKER
+from bugcontext.job.sources import Repository
 
 TIMEOUT = 120  # seconds: a guard against hangs, not a speed test
 
@@ -36,7 +37,7 @@ def run(
     stdout: Any = subprocess.PIPE,
 ) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "repo_context.cli", *args],
+        [sys.executable, "-m", "bugcontext", *args],
         stdin=stdin,
         stdout=stdout,
         stderr=subprocess.PIPE,
@@ -112,8 +113,8 @@ COMMANDS = ["build", "build-markdown", "context", "context-json", "eval", "help"
 
 
 def prefix(name: str) -> str:
-    """The ``repo-context ...`` prefix of the error line of command ``name``."""
-    return "repo-context" if name.endswith("help") else f"repo-context {name.split('-')[0]}"
+    """The ``bugcontext ...`` prefix of the error line of command ``name``."""
+    return "bugcontext" if name.endswith("help") else f"bugcontext {name.split('-')[0]}"
 
 
 # --- 12. broken pipes and closed streams ---------------------------------------------------
@@ -145,7 +146,7 @@ def test_every_command_with_standard_output_closed_exits_1_with_one_line(
     inputs: dict[str, Path], name: str
 ) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "repo_context.cli", *commands(inputs)[name]],
+        [sys.executable, "-m", "bugcontext", *commands(inputs)[name]],
         stdin=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         pass_fds=(),
@@ -164,7 +165,7 @@ def test_every_command_with_standard_output_closed_exits_1_with_one_line(
 def test_standard_error_closed_too_still_exits_1(inputs: dict[str, Path]) -> None:
     with open("/dev/full", "wb") as full:
         proc = subprocess.run(
-            [sys.executable, "-m", "repo_context.cli", "build", str(inputs["small"])],
+            [sys.executable, "-m", "bugcontext", "build", str(inputs["small"])],
             stdin=subprocess.DEVNULL,
             stdout=full,
             preexec_fn=lambda: os.close(2),
@@ -179,14 +180,14 @@ def test_standard_error_closed_too_still_exits_1(inputs: dict[str, Path]) -> Non
 def test_pipe_closed_after_ten_bytes_exits_1_not_0(
     inputs: dict[str, Path], unbuffered: bool, fmt: str
 ) -> None:
-    """``repo-context build big.json | head -c10``: the reader goes away after 10 bytes, so
+    """``bugcontext build big.json | head -c10``: the reader goes away after 10 bytes, so
     the output is cut short, which must not pass for success."""
     env = dict(os.environ)
     env.pop("PYTHONUNBUFFERED", None)
     if unbuffered:
         env["PYTHONUNBUFFERED"] = "1"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "repo_context.cli", "build", "--format", fmt, str(inputs["big"])],
+        [sys.executable, "-m", "bugcontext", "build", "--format", fmt, str(inputs["big"])],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -198,12 +199,12 @@ def test_pipe_closed_after_ten_bytes_exits_1_not_0(
     err = proc.stderr.read()
     assert proc.wait(timeout=TIMEOUT) == 1
     assert len(head) == 10
-    assert err.decode() == "repo-context build: cannot write the output: Broken pipe\n"
+    assert err.decode() == "bugcontext build: cannot write the output: Broken pipe\n"
 
 
 def test_closed_standard_input_is_invalid_input() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "repo_context.cli", "build"],
+        [sys.executable, "-m", "bugcontext", "build"],
         capture_output=True,
         preexec_fn=lambda: os.close(0),
         timeout=TIMEOUT,
@@ -212,7 +213,7 @@ def test_closed_standard_input_is_invalid_input() -> None:
     assert proc.returncode == 2
     assert proc.stdout == b""
     assert (
-        proc.stderr.decode() == "repo-context build: cannot read standard input: standard input is closed\n"
+        proc.stderr.decode() == "bugcontext build: cannot read standard input: standard input is closed\n"
     )
 
 
@@ -221,7 +222,7 @@ def test_eval_report_file_that_cannot_be_written_exits_1(inputs: dict[str, Path]
     proc = run(*commands(inputs)["eval"], "--out", str(tmp_path))
     assert proc.returncode == 1
     assert proc.stderr.decode().endswith(
-        f"repo-context eval: cannot write {tmp_path}/eval.md: is a folder\n"
+        f"bugcontext eval: cannot write {tmp_path}/eval.md: is a folder\n"
     )
     assert (tmp_path / "eval.md").is_dir()
 
@@ -272,7 +273,7 @@ def test_endless_log_or_report_is_exit_2_naming_the_limit(
     assert proc.stdout == b""
     value = getattr(DEFAULT_LIMITS, limit)
     assert proc.stderr.decode() == (
-        f"repo-context context: input field '{field}': /dev/zero is more than {value} bytes, "
+        f"bugcontext context: input field '{field}': /dev/zero is more than {value} bytes, "
         f"over the limit {limit} = {value} bytes\n"
     )
 
@@ -293,7 +294,7 @@ def test_oversized_build_input_is_exit_2(
     assert status == 2
     assert out == ""
     assert err == (
-        f"repo-context build: input field 'input': {shown} is more than 1000 bytes, "
+        f"bugcontext build: input field 'input': {shown} is more than 1000 bytes, "
         "over the limit max_input_bytes = 1000 bytes\n"
     )
 
@@ -321,7 +322,7 @@ def test_eval_cases_file_is_capped() -> None:
     proc = run("eval", "--cases", "/dev/zero")
     assert proc.returncode == 2
     assert proc.stderr.decode() == (
-        f"repo-context eval: input field 'cases': /dev/zero is more than {_io.MAX_INPUT_BYTES} bytes, "
+        f"bugcontext eval: input field 'cases': /dev/zero is more than {_io.MAX_INPUT_BYTES} bytes, "
         f"over the limit max_input_bytes = {_io.MAX_INPUT_BYTES} bytes\n"
     )
 
@@ -353,7 +354,7 @@ def test_resource_limit_error_pickles_with_its_limit() -> None:
         None,
         "candidate 3: field 'content': total content exceeds the limit of 5 characters",
     )
-    assert isinstance(error, repo_context.InvalidInputError)
+    assert isinstance(error, bugcontext.InvalidInputError)
 
 
 PATHOLOGICAL = "*a*a*a*a*a*a*a*a*a*a*b"
@@ -550,14 +551,14 @@ def test_names_in_messages_are_escaped(tmp_path: Path) -> None:
     proc = run("build", str(missing))
     assert proc.returncode == 2
     assert proc.stderr.decode() == (
-        f"repo-context build: cannot read {tmp_path}/no\\u000asuch: No such file or directory\n"
+        f"bugcontext build: cannot read {tmp_path}/no\\u000asuch: No such file or directory\n"
     )
     proc = run("context", "--repo", str(missing), "--pytest-log", "-")
-    assert proc.stderr.decode() == f"repo-context context: not a directory: {tmp_path}/no\\u000asuch\n"
+    assert proc.stderr.decode() == f"bugcontext context: not a directory: {tmp_path}/no\\u000asuch\n"
 
 
 def test_plugin_lines_escape_names() -> None:
-    from repo_context.pytest_plugin import _describe, _name
+    from bugcontext.integrations.pytest_plugin import _describe, _name
 
     assert _name("t.py::test[a\nb]") == "t.py::test[a\\u000ab]"
     error = OSError(2, "No such file or directory", "a\nb")
@@ -644,7 +645,7 @@ def test_write_file_refuses_a_directory(tmp_path: Path) -> None:
 
 pytest_plugins = ["pytester"]
 
-PLUGIN = ("-p", "repo_context.pytest_plugin")
+PLUGIN = ("-p", "bugcontext.integrations.pytest_plugin")
 
 
 @pytest.fixture
@@ -655,9 +656,9 @@ def failing_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) 
 
 
 def _run_plugin(pytester: pytest.Pytester, target: str) -> list[str]:
-    result = pytester.runpytest_subprocess(*PLUGIN, f"--repo-context={target}", timeout=TIMEOUT)
+    result = pytester.runpytest_subprocess(*PLUGIN, f"--bugcontext={target}", timeout=TIMEOUT)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    return [line for line in result.outlines if line.startswith("repo-context:")]
+    return [line for line in result.outlines if line.startswith("bugcontext:")]
 
 
 def test_plugin_through_a_link_to_a_regular_file_keeps_the_link(failing_project: pytest.Pytester) -> None:
@@ -666,7 +667,7 @@ def test_plugin_through_a_link_to_a_regular_file_keeps_the_link(failing_project:
     link = failing_project.path / "context.md"
     link.symlink_to(real)
     lines = _run_plugin(failing_project, "context.md")
-    assert lines == ["repo-context: context of test_x.py::test_x written to context.md"]
+    assert lines == ["bugcontext: context of test_x.py::test_x written to context.md"]
     assert link.is_symlink()
     assert "- failure file: test_x.py" in real.read_text()
 
@@ -675,7 +676,7 @@ def test_plugin_through_a_link_to_a_device_keeps_both(failing_project: pytest.Py
     link = failing_project.path / "context.md"
     link.symlink_to(os.devnull)
     lines = _run_plugin(failing_project, "context.md")
-    assert lines == ["repo-context: context of test_x.py::test_x written to context.md"]
+    assert lines == ["bugcontext: context of test_x.py::test_x written to context.md"]
     assert link.is_symlink() and os.readlink(link) == os.devnull
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
 
@@ -689,7 +690,7 @@ def test_plugin_through_a_link_to_a_pipe_writes_into_the_pipe(failing_project: p
     reader = _read_end(fifo)
     lines = _run_plugin(failing_project, "context.md")
     got = _drain(reader)
-    assert lines == ["repo-context: context of test_x.py::test_x written to context.md"]
+    assert lines == ["bugcontext: context of test_x.py::test_x written to context.md"]
     assert link.is_symlink() and stat.S_ISFIFO(fifo.stat().st_mode)
     assert b"\n- failure file: test_x.py\n" in got
 
@@ -700,7 +701,7 @@ def test_plugin_refuses_a_pipe_nobody_reads(failing_project: pytest.Pytester) ->
     os.mkfifo(fifo)
     lines = _run_plugin(failing_project, "pipe")
     assert lines == [
-        f"repo-context: cannot write the context of test_x.py::test_x: cannot write "
+        f"bugcontext: cannot write the context of test_x.py::test_x: cannot write "
         f"{failing_project.path}/pipe: no process reads the named pipe"
     ]
     assert stat.S_ISFIFO(fifo.stat().st_mode)
@@ -713,7 +714,7 @@ def test_plugin_writes_through_a_device_and_keeps_it(failing_project: pytest.Pyt
     device = failing_project.path / "null"
     os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
     lines = _run_plugin(failing_project, "null")
-    assert lines == ["repo-context: context of test_x.py::test_x written to null"]
+    assert lines == ["bugcontext: context of test_x.py::test_x written to null"]
     assert stat.S_ISCHR(device.stat().st_mode)
 
 
@@ -721,12 +722,12 @@ def test_plugin_report_larger_than_the_cap_gets_no_context(
     failing_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(limits, "DEFAULT_LIMITS", Limits(max_log_bytes=10))
-    result = failing_project.runpytest(*PLUGIN, "--repo-context=context.md")
+    result = failing_project.runpytest(*PLUGIN, "--bugcontext=context.md")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    lines = [line for line in result.outlines if line.startswith("repo-context:")]
+    lines = [line for line in result.outlines if line.startswith("bugcontext:")]
     assert len(lines) == 1
     prefix = (
-        "repo-context: cannot write the context of test_x.py::test_x: ResourceLimitError: input field "
+        "bugcontext: cannot write the context of test_x.py::test_x: ResourceLimitError: input field "
         "'pytest_log': the report is "
     )
     assert lines[0].startswith(prefix)
@@ -751,7 +752,7 @@ def test_plugin_report_larger_than_the_cap_gets_no_context(
     ],
 )
 def test_patterns_that_could_backtrack_are_matched_by_re2(pattern: str, bounded_by_re2: bool) -> None:
-    from repo_context.sources.files import _rules
+    from bugcontext.job.sources.files import _rules
 
     spec = _rules([pattern])
     regexes = [p.regex for p in spec.patterns if getattr(p, "regex", None) is not None]
@@ -762,9 +763,9 @@ def test_patterns_that_could_backtrack_are_matched_by_re2(pattern: str, bounded_
 def test_plugin_problem_without_a_terminal_goes_to_standard_error(failing_project: pytest.Pytester) -> None:
     fifo = failing_project.path / "pipe"
     os.mkfifo(fifo)
-    result = failing_project.runpytest_subprocess(*PLUGIN, "-p", "no:terminal", "--repo-context=pipe")
+    result = failing_project.runpytest_subprocess(*PLUGIN, "-p", "no:terminal", "--bugcontext=pipe")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert result.errlines == [
-        f"repo-context: cannot write the context of test_x.py::test_x: cannot write "
+        f"bugcontext: cannot write the context of test_x.py::test_x: cannot write "
         f"{failing_project.path}/pipe: no process reads the named pipe"
     ]

@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import bugcontext
+import bugcontext.reference as reference
 import pytest
-import repo_context
-import repo_context.reference as reference
+from bugcontext.core.composer import render_block
 from conftest import FIELDS, Drawn, Idx, build_inputs, make_candidate, strict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from repo_context.composer import render_block
 
-ENGINES = [pytest.param(repo_context.build, id="native"), pytest.param(reference.build, id="reference")]
+ENGINES = [pytest.param(bugcontext.build, id="native"), pytest.param(reference.build, id="reference")]
 
 
 def _boom(*args: Any, **kwargs: Any) -> Any:
@@ -163,7 +163,7 @@ def test_huge_int_subclass_score_is_too_large_whatever_its_float(build: Any) -> 
         "reason": "search",
         "score": LyingInt(2**1100),
     }
-    with pytest.raises(repo_context.InvalidCandidateError) as info:
+    with pytest.raises(bugcontext.InvalidCandidateError) as info:
         build({"candidates": [cand], "max_chars": 1})
     assert (info.value.index, info.value.field, info.value.problem) == (
         0,
@@ -181,7 +181,7 @@ def test_str_subclass_content_with_lying_encode_is_costed_as_its_real_xml_block(
     cand = {"path": "a.py", "start": 1, "end": 8, "content": LyingStr(text), "reason": "search", "score": 1.0}
     fits = build({"candidates": [cand], "budget": real, "cost": cost})
     assert fits.selected == (0,) and fits.used == real
-    assert repo_context.render(fits) == block
+    assert bugcontext.render(fits) == block
     assert type(fits.items[0].content) is str and str.__eq__(fits.items[0].content, text)
     short = build({"candidates": [cand], "budget": real - 1, "cost": cost})
     assert short.selected == () and short.used == 0
@@ -206,7 +206,7 @@ def test_str_subclass_reason_with_hash_and_eq_builds_and_renders(build: Any, tem
     expected = render_block(
         "a.py", 1, 2, "ab\n", "reference", failing=False, template=template, line_numbers=False
     )
-    assert repo_context.render(result) == expected
+    assert bugcontext.render(result) == expected
     assert "referenced definition" in expected
 
 
@@ -221,16 +221,16 @@ def test_str_subclass_content_overriding_str_renders_its_content(build: Any) -> 
         "score": 1,
     }
     result = build({"candidates": [cand], "max_chars": 100})
-    assert repo_context.render(result) == "### a.py:1-1 (search hit)\n```python\nreal = 1\n```\n\n"
-    assert repo_context.render(result, template="xml") == (
+    assert bugcontext.render(result) == "### a.py:1-1 (search hit)\n```python\nreal = 1\n```\n\n"
+    assert bugcontext.render(result, template="xml") == (
         '<snippet path="a.py" start="1" end="1" reason="search" label="search hit">real = 1\n</snippet>\n'
     )
 
 
 def test_render_of_a_hand_made_result_uses_the_text_of_str_subclasses() -> None:
-    item = repo_context.Candidate("a.py", 1, 1, LyingStr("real = 1\n"), LyingStr("failure"), 1.0)
-    result = repo_context.BuildResult([item], [0], 9, False, [], [], repo_context.Cost(), 100, 9, [])
-    assert repo_context.render(result) == "### a.py:1-1 (failure evidence)\n```python\nreal = 1\n```\n\n"
+    item = bugcontext.Candidate("a.py", 1, 1, LyingStr("real = 1\n"), LyingStr("failure"), 1.0)
+    result = bugcontext.BuildResult([item], [0], 9, False, [], [], bugcontext.Cost(), 100, 9, [])
+    assert bugcontext.render(result) == "### a.py:1-1 (failure evidence)\n```python\nreal = 1\n```\n\n"
 
 
 # ---------------------------------------------------------------------------
@@ -283,7 +283,7 @@ def test_hostile_values_give_the_result_of_plain_values(
     budget = drawn.max_chars if template is None else drawn.max_chars * 4
     cost = {"unit": "chars", "template": template}
     expected = reference.build(_with(drawn, plain, budget, cost))
-    for build in (repo_context.build, reference.build):
+    for build in (bugcontext.build, reference.build):
         got = build(_with(drawn, hostile, budget, cost))
         assert got == expected
         assert strict(got.to_dict()) == strict(expected.to_dict())
@@ -291,7 +291,7 @@ def test_hostile_values_give_the_result_of_plain_values(
             assert (type(item.path), type(item.start), type(item.end)) == (str, int, int)
             assert (type(item.content), type(item.reason)) == (str, str)
             assert type(item.score) in (int, float)
-        assert repo_context.render(got) == repo_context.render(expected)
+        assert bugcontext.render(got) == bugcontext.render(expected)
 
 
 # ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import pytest
 CHILD = textwrap.dedent(
     """
     import sys, time
-    import repo_context as rc
+    import bugcontext as rc
 
     mode, n = sys.argv[1], int(sys.argv[2])
     cands = [
@@ -31,10 +31,10 @@ CHILD = textwrap.dedent(
         for i in range(n)
     ]
     if mode == "tokens":
-        make = lambda: rc.RepoContextBuilder(cost=rc.Cost(unit="tokens", template="markdown"))
+        make = lambda: rc.ContextBuilder(cost=rc.Cost(unit="tokens", template="markdown"))
         data = {"candidates": cands, "budget": 50_000}
     else:
-        make = rc.RepoContextBuilder
+        make = rc.ContextBuilder
         data = {"candidates": cands, "max_chars": 200_000}
     if mode == "many":
         step = n // 8
@@ -94,10 +94,10 @@ def test_sigint_interrupts_a_large_build_promptly(mode: str, n: int) -> None:
 
 
 def _interrupt_on_fifo(tmp_path: Path, args: list[str], fifo: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``repo-context ARGS`` that reads the named pipe ``fifo``; once it has opened it (our
+    """Run ``bugcontext ARGS`` that reads the named pipe ``fifo``; once it has opened it (our
     open for writing returns then) and waits for data, send SIGINT."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "repo_context.cli", *args],
+        [sys.executable, "-m", "bugcontext", *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -131,13 +131,13 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path: Path, command: str) -> None:
         "eval": ["eval", "--cases", str(fifo), "--work", str(tmp_path / "work")],
     }[command]
     done = _interrupt_on_fifo(tmp_path, args, fifo)
-    assert (done.returncode, done.stdout, done.stderr) == (130, "", f"repo-context {command}: interrupted\n")
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", f"bugcontext {command}: interrupted\n")
 
 
 def test_ctrl_c_stops_the_mcp_server_with_one_line(tmp_path: Path) -> None:
     pytest.importorskip("mcp")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "repo_context.cli", "mcp", "--root", str(tmp_path), "--no-cache"],
+        [sys.executable, "-m", "bugcontext", "mcp", "--root", str(tmp_path), "--no-cache"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -164,4 +164,4 @@ def test_ctrl_c_stops_the_mcp_server_with_one_line(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert (proc.returncode, err) == (130, "repo-context mcp: interrupted\n")
+    assert (proc.returncode, err) == (130, "bugcontext mcp: interrupted\n")

@@ -14,16 +14,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import bugcontext
+import bugcontext.reference as reference
 import pytest
-import repo_context
-import repo_context.reference as reference
+from bugcontext import InvalidInputError
+from bugcontext.core.digest import input_key
 from conftest import DIFF_EXAMPLES, VerifiedDrawn, error_signature, verified_inputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from repo_context import InvalidInputError
-from repo_context.digest import input_key
 
-ENGINES = [repo_context, reference]
+ENGINES = [bugcontext, reference]
 SETTINGS = settings(
     max_examples=max(DIFF_EXAMPLES // 8, 20),
     deadline=None,
@@ -74,20 +74,20 @@ SCORES = st.one_of(
 @given(a=SCORES, b=SCORES)
 def test_equal_keys_exactly_when_equal_results(a: Any, b: Any) -> None:
     keys = {m.__name__: (m.cache_key(_one(a)), m.cache_key(_one(b))) for m in ENGINES}
-    assert keys["repo_context"] == keys["repo_context.reference"]
-    key_a, key_b = keys["repo_context"]
+    assert keys["bugcontext"] == keys["bugcontext.reference"]
+    key_a, key_b = keys["bugcontext"]
     same = _exact(a) == _exact(b)
     assert (key_a == key_b) == same
     # One candidate, selected: its score is the only difference there can be.
-    assert (_json(repo_context.build(_one(a))) == _json(repo_context.build(_one(b)))) == (key_a == key_b)
+    assert (_json(bugcontext.build(_one(a))) == _json(bugcontext.build(_one(b)))) == (key_a == key_b)
 
 
 def test_a_float_only_input_keeps_its_key() -> None:
     """The exact-score extension applies only where a score is an ``int`` or ``-0.0``: the key
     of an input of other floats is the earlier form, unchanged."""
     rows = [("a.py", 1, 1, "x\n", "search", 2.5)]
-    assert repo_context.cache_key(_one(2.5)) == reference.cache_key(_one(2.5))
-    assert repo_context.cache_key(_one(2.5)) == input_key(rows, 1, 10, [], repo_context.Cost())
+    assert bugcontext.cache_key(_one(2.5)) == reference.cache_key(_one(2.5))
+    assert bugcontext.cache_key(_one(2.5)) == input_key(rows, 1, 10, [], bugcontext.Cost())
     # As restated from the documented bytes of v1, without any extension:
     import hashlib
 
@@ -95,7 +95,7 @@ def test_a_float_only_input_keeps_its_key() -> None:
 
     body = _s("repo-context input v1") + _s(POLICY) + _cost("chars", None, None, False, "rank")
     body += struct.pack(">QQQ", 10, 0, 1) + _window("a.py", 1, 1, "x\n", "search") + struct.pack(">d", 2.5)
-    assert repo_context.cache_key(_one(2.5)) == hashlib.sha256(body).hexdigest()
+    assert bugcontext.cache_key(_one(2.5)) == hashlib.sha256(body).hexdigest()
 
 
 def test_int_subclass_scores_are_keyed_by_their_value() -> None:
@@ -122,13 +122,13 @@ def test_verified_keys_native_equal_reference_and_read_as_the_build_reads(drawn:
         except Exception as exc:
             return ("error", error_signature(exc)), reader.calls
 
-    native, ref = outcome(repo_context), outcome(reference)
+    native, ref = outcome(bugcontext), outcome(reference)
     assert native == ref
     if native[0][0] == "ok":
         build_reader = drawn.reader()
-        repo_context.build(drawn.make(), verify=build_reader)
+        bugcontext.build(drawn.make(), verify=build_reader)
         assert build_reader.calls == native[1]  # once per path, in order of first appearance
-        assert native[0][1] != repo_context.cache_key(drawn.make())
+        assert native[0][1] != bugcontext.cache_key(drawn.make())
 
 
 @pytest.mark.parametrize("module", ENGINES, ids=["native", "reference"])
@@ -153,7 +153,7 @@ def test_equal_verified_keys_equal_files_equal_results(module: Any) -> None:
     assert result(now) != result(edited) == result(gone)  # a.py stale in both
     assert len({key(now), key(edited), key(gone), module.cache_key(inp)}) == 4
     assert key(dict(now)) == key(now) and result(dict(now)) == result(now)
-    assert key(now) == repo_context.cache_key(inp, verify=now.get) == reference.cache_key(inp, verify=now.get)
+    assert key(now) == bugcontext.cache_key(inp, verify=now.get) == reference.cache_key(inp, verify=now.get)
 
 
 @pytest.mark.parametrize("module", ENGINES, ids=["native", "reference"])
@@ -169,7 +169,7 @@ def test_a_bad_reader_is_refused_as_the_build_refuses_it(module: Any) -> None:
 
 @pytest.mark.parametrize("engine", ["native", "reference"])
 def test_a_verified_trace_records_the_key_of_the_files_it_read(engine: str) -> None:
-    module = repo_context if engine == "native" else reference
+    module = bugcontext if engine == "native" else reference
     inp = _one(1.0)
     reads: list[str] = []
     versions = iter([b"x\n", b"changed\n"])
@@ -190,7 +190,7 @@ def test_a_verified_trace_records_the_key_of_the_files_it_read(engine: str) -> N
 
 _SCRIPT = """
 import collections, io, json
-import repo_context, repo_context.reference as r
+import bugcontext, bugcontext.reference as r
 Pair = collections.namedtuple("Pair", "kind members")
 groups = [
     frozenset({"alpha", "beta", "gamma", "delta", "epsilon"}),
@@ -206,7 +206,7 @@ cands = [
 ]
 inp = {"candidates": cands, "max_chars": 100}
 out = []
-for m in (repo_context, r):
+for m in (bugcontext, r):
     trace = io.StringIO()
     out.append(m.build(inp, trace=trace).to_dict())
     out.append(json.loads(trace.getvalue())["input"]["candidates"])
@@ -256,7 +256,7 @@ def test_a_canonical_group_is_its_repr_where_that_is_already_canonical() -> None
         1.5j,
         ("s\udcff",),
     ]:
-        cand = repo_context.Candidate("a.py", 1, 1, "x\n", "search", 1.0, group=group)
+        cand = bugcontext.Candidate("a.py", 1, 1, "x\n", "search", 1.0, group=group)
         assert cand.to_dict()["group"] == repr(group)
 
 
@@ -264,21 +264,21 @@ def test_a_deeply_nested_group_is_written_without_a_crash() -> None:
     group: Any = frozenset({"leaf"})
     for _ in range(300):
         group = (group,)
-    cand = repo_context.Candidate("a.py", 1, 1, "x\n", "search", 1.0, group=group)
+    cand = bugcontext.Candidate("a.py", 1, 1, "x\n", "search", 1.0, group=group)
     assert cand.to_dict()["group"] == repr(group)
 
 
 def test_scores_by_value_in_the_input_key_function(tmp_path: Path) -> None:
     rows = [("a.py", 1, 1, "x\n", "search", BIG + 1)]
-    assert input_key(rows, 1, 10, [], repo_context.Cost()) == repo_context.cache_key(_one(BIG + 1))
-    assert input_key(rows, 1, 10, [], repo_context.Cost()) != input_key(
-        [("a.py", 1, 1, "x\n", "search", float(BIG))], 1, 10, [], repo_context.Cost()
+    assert input_key(rows, 1, 10, [], bugcontext.Cost()) == bugcontext.cache_key(_one(BIG + 1))
+    assert input_key(rows, 1, 10, [], bugcontext.Cost()) != input_key(
+        [("a.py", 1, 1, "x\n", "search", float(BIG))], 1, 10, [], bugcontext.Cost()
     )
 
 
 _CONTEXT_SCRIPT = """
 import json, sys
-from repo_context import Workspace
+from bugcontext import Workspace
 root, log = sys.argv[1], open(sys.argv[2], encoding="utf-8").read()
 print(json.dumps(Workspace(root, cache=False).context(log, budget=3000).to_dict(), sort_keys=True))
 """

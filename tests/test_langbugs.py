@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_context.evaluation.langbugs import (
+from bugcontext.evaluation.langbugs import (
     DEFAULT_LANG_CASES,
     LANGUAGES,
     _source_entries,
@@ -19,9 +19,9 @@ from repo_context.evaluation.langbugs import (
     recorded_case,
     validate_lang_case,
 )
-from repo_context.evaluation.realbugs import PreparationError
-from repo_context.sources.logs import detect_format, parse_log
-from repo_context.sources.pytest_log import parse_junit_xml
+from bugcontext.evaluation.realbugs import PreparationError
+from bugcontext.job.sources.logs import detect_format, parse_log
+from bugcontext.job.sources.pytest_log import parse_junit_xml
 
 CASES: list[dict[str, Any]] = json.loads(DEFAULT_LANG_CASES.read_text(encoding="utf-8"))
 

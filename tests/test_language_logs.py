@@ -1,4 +1,4 @@
-"""Test output of JavaScript/TypeScript, Go, Rust and Java runners (:mod:`repo_context.sources.logs`).
+"""Test output of JavaScript/TypeScript, Go, Rust and Java runners (:mod:`bugcontext.job.sources.logs`).
 
 The fixtures under ``tests/data/langs`` are recorded runs (see its README: which were made
 by running the tool here and which follow the format's documentation); each parses back
@@ -11,14 +11,14 @@ import json
 from pathlib import Path
 
 import pytest
+from bugcontext.integrations.cli import main
+from bugcontext.job.sources.failure import is_test_file
+from bugcontext.job.sources.gather import gather
+from bugcontext.job.sources.logs import detect_format, parse_log
+from bugcontext.job.sources.logs._common import is_dependency_path, java_frame, node_frame
+from bugcontext.job.sources.pytest_log import parse_test_output
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from repo_context.cli import main
-from repo_context.sources.failure import is_test_file
-from repo_context.sources.gather import gather
-from repo_context.sources.logs import detect_format, parse_log
-from repo_context.sources.logs._common import is_dependency_path, java_frame, node_frame
-from repo_context.sources.pytest_log import parse_test_output
 
 DATA = Path(__file__).parent / "data" / "langs"
 LOGS = DATA / "logs"
@@ -959,9 +959,9 @@ COVERAGE = [
 def test_coverage_reports_of_other_languages_are_execution_evidence(
     repo: str, report: str, fmt: str, executed: dict[str, set[int]]
 ) -> None:
-    from repo_context.sources.coverage import detect_format as coverage_format
-    from repo_context.sources.coverage import read_coverage
-    from repo_context.sources.files import Repository
+    from bugcontext.job.sources.coverage import detect_format as coverage_format
+    from bugcontext.job.sources.coverage import read_coverage
+    from bugcontext.job.sources.files import Repository
 
     data = (LOGS / report).read_bytes()
     assert coverage_format(data) == fmt
@@ -987,9 +987,9 @@ def test_coverage_reports_of_other_languages_are_execution_evidence(
     ],
 )
 def test_damaged_go_and_jacoco_reports_are_refused(data: bytes, problem: str) -> None:
-    from repo_context.errors import InvalidInputError
-    from repo_context.sources.coverage import read_coverage
-    from repo_context.sources.files import Repository
+    from bugcontext.core.errors import InvalidInputError
+    from bugcontext.job.sources.coverage import read_coverage
+    from bugcontext.job.sources.files import Repository
 
     with pytest.raises(InvalidInputError, match="coverage") as caught:
         read_coverage(data, Repository(REPOS / "go"))
@@ -1010,7 +1010,7 @@ SEGMENT = st.tuples(st.integers(0, 500), st.integers(0, 3), st.integers(0, 9000)
 
 @given(st.lists(st.lists(SEGMENT, max_size=6), min_size=1, max_size=20))
 def test_source_map_mappings_decode_what_was_encoded(lines: list[list[tuple[int, int, int, int]]]) -> None:
-    from repo_context.sources.logs.sourcemap import decode_mappings, encode_vlq
+    from bugcontext.job.sources.logs.sourcemap import decode_mappings, encode_vlq
 
     state = [0, 0, 0, 0]
     texts = []
@@ -1029,15 +1029,15 @@ def test_source_map_mappings_decode_what_was_encoded(lines: list[list[tuple[int,
 
 @pytest.mark.parametrize("bad", ["A!", "g", "AA", "AAA", "AAAAAA"])
 def test_damaged_source_map_mappings_are_refused(bad: str) -> None:
-    from repo_context.sources.logs.sourcemap import decode_mappings
+    from bugcontext.job.sources.logs.sourcemap import decode_mappings
 
     with pytest.raises(ValueError):
         decode_mappings(bad)
 
 
 def test_a_source_map_over_its_limit_is_not_read() -> None:
-    from repo_context.limits import Limits
-    from repo_context.sources.files import Repository
+    from bugcontext.core.limits import Limits
+    from bugcontext.job.sources.files import Repository
 
     repo = Repository(REPOS / "tsmap", limits=Limits(max_source_map_bytes=64))
     gathered = gather(repo, (LOGS / "tsmap-spec.log").read_text(encoding="utf-8"))
@@ -1081,8 +1081,8 @@ def test_adversarial_logs_parse_in_linear_time(text: str) -> None:
 
 def test_the_mcp_tool_reads_any_runner_log_and_a_junit_report_alone() -> None:
     pytest.importorskip("mcp")
-    import repo_context
-    from repo_context.mcp_server import create_server
+    import bugcontext
+    from bugcontext.integrations.mcp_server import create_server
     from test_mcp_server import _calls, _context
 
     repo = REPOS / "java"
@@ -1095,10 +1095,10 @@ def test_the_mcp_tool_reads_any_runner_log_and_a_junit_report_alone() -> None:
         _context(repo, junit_xml=report, budget=2000),
         _context(repo, junit_file=str(LOGS / "junit5-report.xml"), budget=2000),
     )
-    expected = repo_context.Workspace(repo, cache=False).context(log, budget=2000)
+    expected = bugcontext.Workspace(repo, cache=False).context(log, budget=2000)
     assert not from_log.is_error, from_log
     assert from_log.structured_content["result"] == json.loads(json.dumps(expected.to_dict()))
-    alone = repo_context.Workspace(repo, cache=False).context("", junit_xml=report, budget=2000)
+    alone = bugcontext.Workspace(repo, cache=False).context("", junit_xml=report, budget=2000)
     for result in (from_report, from_file):
         assert not result.is_error, result
         assert result.structured_content["result"] == json.loads(json.dumps(alone.to_dict()))
@@ -1124,7 +1124,7 @@ def test_the_mcp_tool_reads_any_runner_log_and_a_junit_report_alone() -> None:
 def test_a_failing_test_is_chosen_by_its_id_or_name_in_every_language(
     log: str, test: str, chosen: str
 ) -> None:
-    from repo_context.sources.pytest_log import failing_tests, select_test
+    from bugcontext.job.sources.pytest_log import failing_tests, select_test
 
     failures = parse_test_output((LOGS / log).read_text(encoding="utf-8"))
     found = select_test(failing_tests(failures), test)

@@ -1,4 +1,4 @@
-"""Resource limits (``repo_context.limits``): each setting set low through ``Limits``, the exact
+"""Resource limits (``bugcontext.core.limits``): each setting set low through ``Limits``, the exact
 error (``limit``, ``value``, ``maximum``, message) or the documented skip, and the command line's
 ``--limit`` with exit status 2."""
 
@@ -13,16 +13,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import bugcontext
 import pyarrow as pa
 import pytest
-import repo_context
-from repo_context import _io, cli, limits, reference
-from repo_context.errors import InvalidInputError, ResourceLimitError
-from repo_context.limits import DEFAULT_LIMITS, Limits
-from repo_context.sources import Repository
-from repo_context.sources.gather import gather
-from repo_context.trace import read_trace
-from repo_context.workspace import Workspace
+from bugcontext import reference
+from bugcontext.core import _io, limits
+from bugcontext.core.errors import InvalidInputError, ResourceLimitError
+from bugcontext.core.limits import DEFAULT_LIMITS, Limits
+from bugcontext.core.trace import read_trace
+from bugcontext.integrations import cli
+from bugcontext.job.sources import Repository
+from bugcontext.job.sources.gather import gather
+from bugcontext.job.workspace import Workspace
 
 FAILING_TEST = "def test_x():\n    assert helper() == 2\n\n\ndef helper():\n    return 1\n"
 LOG = (
@@ -58,7 +60,7 @@ def repo(tmp_path: Path) -> Path:
 
 def run_cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "repo_context.cli", *args],
+        [sys.executable, "-m", "bugcontext", *args],
         input=stdin,
         capture_output=True,
         timeout=300,
@@ -101,10 +103,10 @@ def test_defaults_and_units() -> None:
         "max_cache_bytes": 1 << 30,
     }
     # The old names are the defaults, set in one place.
-    assert repo_context.DEFAULT_MAX_CANDIDATES == DEFAULT_LIMITS.max_candidates
-    assert repo_context.DEFAULT_MAX_TOTAL_CHARS == DEFAULT_LIMITS.max_total_chars
+    assert bugcontext.DEFAULT_MAX_CANDIDATES == DEFAULT_LIMITS.max_candidates
+    assert bugcontext.DEFAULT_MAX_TOTAL_CHARS == DEFAULT_LIMITS.max_total_chars
     assert (_io.MAX_INPUT_BYTES, _io.MAX_LOG_BYTES, _io.MAX_JUNIT_BYTES) == (256 << 20, 64 << 20, 64 << 20)
-    assert repo_context.Limits is Limits and repo_context.DEFAULT_LIMITS is DEFAULT_LIMITS
+    assert bugcontext.Limits is Limits and bugcontext.DEFAULT_LIMITS is DEFAULT_LIMITS
 
 
 def test_every_setting_is_documented_with_its_unit_and_behaviour() -> None:
@@ -171,9 +173,9 @@ def test_parse_takes_ascii_digits_only_and_shows_a_long_value_cut_short(value: s
 # --- build-level limits: both engines, the same error -----------------------------------------
 
 
-@pytest.mark.parametrize("engine", [repo_context, reference])
+@pytest.mark.parametrize("engine", [bugcontext, reference])
 def test_max_candidates(engine: Any) -> None:
-    builder = engine.RepoContextBuilder(limits=Limits(max_candidates=2))
+    builder = engine.ContextBuilder(limits=Limits(max_candidates=2))
     with pytest.raises(ResourceLimitError) as info:
         builder.build({"candidates": [cand(0), cand(1), cand(2)], "max_chars": 10})
     assert caught(info.value) == (
@@ -205,9 +207,9 @@ def test_max_candidates(engine: Any) -> None:
     assert taken == [0, 1, 2]
 
 
-@pytest.mark.parametrize("engine", [repo_context, reference])
+@pytest.mark.parametrize("engine", [bugcontext, reference])
 def test_max_candidates_keyword_is_an_alias(engine: Any) -> None:
-    builder = engine.RepoContextBuilder(limits=Limits(max_candidates=2), max_candidates=3)
+    builder = engine.ContextBuilder(limits=Limits(max_candidates=2), max_candidates=3)
     assert builder.max_candidates == 3
     assert builder.limits == Limits(max_candidates=3)
     assert list(builder.build({"candidates": [cand(0), cand(1), cand(2)], "max_chars": 10}).selected) == [
@@ -215,12 +217,12 @@ def test_max_candidates_keyword_is_an_alias(engine: Any) -> None:
         1,
         2,
     ]
-    assert engine.RepoContextBuilder(max_total_chars=5).limits == DEFAULT_LIMITS.replace(max_total_chars=5)
+    assert engine.ContextBuilder(max_total_chars=5).limits == DEFAULT_LIMITS.replace(max_total_chars=5)
 
 
-@pytest.mark.parametrize("engine", [repo_context, reference])
+@pytest.mark.parametrize("engine", [bugcontext, reference])
 def test_max_total_chars(engine: Any) -> None:
-    builder = engine.RepoContextBuilder(limits=Limits(max_total_chars=10))
+    builder = engine.ContextBuilder(limits=Limits(max_total_chars=10))
     data = {"candidates": [cand(0, "x" * 4), cand(1, "y" * 4), cand(2, "😀" * 4), cand(3)], "max_chars": 100}
     with pytest.raises(ResourceLimitError) as info:
         builder.build(data)
@@ -235,7 +237,7 @@ def test_max_total_chars(engine: Any) -> None:
     )
 
 
-@pytest.mark.parametrize("build_table", [repo_context.build_table, reference.build_table])
+@pytest.mark.parametrize("build_table", [bugcontext.build_table, reference.build_table])
 def test_table_limits(build_table: Any) -> None:
     table = pa.table(
         {
@@ -483,7 +485,7 @@ def test_default_limits_are_read_at_call_time(repo: Path, monkeypatch: pytest.Mo
     with pytest.raises(ResourceLimitError) as info:
         Repository(repo).files()
     assert (info.value.limit, info.value.value, info.value.maximum) == ("max_files", 1, 0)
-    builder = repo_context.RepoContextBuilder()
+    builder = bugcontext.ContextBuilder()
     assert builder.limits == Limits(max_files=0)
 
 
@@ -497,26 +499,26 @@ def test_cli_limit_exit_2(repo: Path, tmp_path: Path) -> None:
     proc = run_cli("context", "--repo", str(repo), "--pytest-log", str(log), "--limit", "max_log_bytes=100")
     assert (proc.returncode, proc.stdout) == (2, b"")
     assert proc.stderr.decode() == (
-        f"repo-context context: input field 'pytest_log': {log} is {size} bytes, over the limit "
+        f"bugcontext context: input field 'pytest_log': {log} is {size} bytes, over the limit "
         "max_log_bytes = 100 bytes\n"
     )
     proc = run_cli("context", "--repo", str(repo), "--pytest-log", str(log), "--limit", "max_files=0")
     assert (proc.returncode, proc.stdout) == (2, b"")
     assert proc.stderr.decode() == (
-        "repo-context context: input field 'repo': the walk of the repository is more than 0 entries, "
+        "bugcontext context: input field 'repo': the walk of the repository is more than 0 entries, "
         "over the limit max_files = 0 entries\n"
     )
     data = json.dumps({"candidates": [cand(0), cand(1)], "max_chars": 10}).encode()
     proc = run_cli("build", "--limit", "max_candidates=1", stdin=data)
     assert (proc.returncode, proc.stdout) == (2, b"")
     assert proc.stderr.decode() == (
-        "repo-context build: input field 'candidates': 2 candidates, over the limit "
+        "bugcontext build: input field 'candidates': 2 candidates, over the limit "
         "max_candidates = 1 candidates\n"
     )
     proc = run_cli("build", "--limit", "max_nothing=1", stdin=data)
     assert (proc.returncode, proc.stdout) == (2, b"")
     assert proc.stderr.decode().startswith(
-        "repo-context build: input field 'max_nothing': is not a resource limit (one of max_input_bytes, "
+        "bugcontext build: input field 'max_nothing': is not a resource limit (one of max_input_bytes, "
     )
 
 
@@ -538,14 +540,14 @@ def test_cli_issue_limit(repo: Path, tmp_path: Path) -> None:
     )
     assert (proc.returncode, proc.stdout) == (2, b"")
     assert proc.stderr.decode() == (
-        f"repo-context context: input field 'issue': {issue} is 16 bytes, over the limit "
+        f"bugcontext context: input field 'issue': {issue} is 16 bytes, over the limit "
         "max_issue_bytes = 8 bytes\n"
     )
 
 
 def test_max_log_bytes_mcp_test_run(tmp_path: Path) -> None:
     pytest.importorskip("mcp")
-    from repo_context.mcp_server import _run_test
+    from bugcontext.integrations.mcp_server import _run_test
 
     (tmp_path / "test_p.py").write_text("def test_p():\n    assert 'x' * 5000 == ''\n")
     with pytest.raises(ResourceLimitError) as info:
@@ -583,7 +585,7 @@ def test_cli_rerank_limit(tmp_path: Path) -> None:
     proc = run_cli(*args, "--limit", "max_candidates=2")
     assert (proc.returncode, proc.stdout) == (2, b"")
     assert proc.stderr.decode() == (
-        "repo-context rerank: input field 'candidates': 3 candidates, over the limit "
+        "bugcontext rerank: input field 'candidates': 3 candidates, over the limit "
         "max_candidates = 2 candidates (group 'b')\n"
     )
     assert not out.exists()

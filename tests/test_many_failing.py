@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from repo_context.sources import gather
-from repo_context.sources.gather import MAX_FAILING_TESTS, _by_reach
-from repo_context.sources.window import Window
+from bugcontext.job.sources import gather
+from bugcontext.job.sources.gather import MAX_FAILING_TESTS, _by_reach
+from bugcontext.job.sources.window import Window
 
 CALC = """\
 def helper(x):

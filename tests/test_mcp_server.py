@@ -12,11 +12,11 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import repo_context
+import bugcontext
+from bugcontext.core.secrets import SECRET_REDACTED
+from bugcontext.integrations.mcp_server import create_server
 from mcp import Client
 from mcp_types import TextContent
-from repo_context.mcp_server import create_server
-from repo_context.secrets import SECRET_REDACTED
 from test_workspace import LIB, OTHER, TEST, _log
 
 
@@ -43,8 +43,8 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
     )
     log_file = tmp_path / "failing.log"
     log_file.write_text(_log(), encoding="utf-8")
-    expected = repo_context.Workspace(repo, cache=False).context(_log(), budget=700)
-    expected_tokens = repo_context.Workspace(repo, cache=False).context(
+    expected = bugcontext.Workspace(repo, cache=False).context(_log(), budget=700)
+    expected_tokens = bugcontext.Workspace(repo, cache=False).context(
         _log(), test="tests/test_ratios.py::test_other", budget=90, cost={"unit": "tokens", "template": "xml"}
     )
     build_input = {
@@ -118,8 +118,8 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
 
             built = await client.call_tool("build", {"input": build_input})
             assert not built.is_error, built
-            result = repo_context.build(build_input)
-            assert _text(built) == repo_context.composer.render_markdown(result)
+            result = bugcontext.build(build_input)
+            assert _text(built) == bugcontext.core.composer.render_markdown(result)
             assert built.structured_content["result"] == json.loads(json.dumps(result.to_dict()))
 
             # Bad input is a tool error with the reason, not a crash of the server.
@@ -142,10 +142,10 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
 
 
 def test_the_servers_limits_bound_every_tool_call(repo: Path, tmp_path: Path) -> None:
-    # create_server(limits=...) (repo-context mcp --limit NAME=N): a call over a limit is a
+    # create_server(limits=...) (bugcontext mcp --limit NAME=N): a call over a limit is a
     # tool error naming the limit, in the build tool and in the context tool.
     server = create_server(
-        cache=False, limits=repo_context.Limits(max_candidates=1, max_log_bytes=100), roots=[tmp_path]
+        cache=False, limits=bugcontext.Limits(max_candidates=1, max_log_bytes=100), roots=[tmp_path]
     )
     log_file = tmp_path / "failing.log"
     log_file.write_text(_log(), encoding="utf-8")
@@ -247,7 +247,7 @@ def test_a_path_outside_the_roots_is_refused_without_saying_whether_it_exists(
 def test_a_sibling_folder_with_the_roots_name_as_prefix_is_outside(repo: Path, tmp_path: Path) -> None:
     evil = tmp_path / "repo-evil"
     (evil / "lib").mkdir(parents=True)
-    (evil / "lib" / "ratios.py").write_text(repo_context_lib(), encoding="utf-8")
+    (evil / "lib" / "ratios.py").write_text(bugcontext_lib(), encoding="utf-8")
     (evil / "failing.log").write_text(_log(), encoding="utf-8")
     # The root given with a trailing separator is the same root.
     server = create_server(cache=False, roots=[str(repo) + "/"])
@@ -264,7 +264,7 @@ def test_a_sibling_folder_with_the_roots_name_as_prefix_is_outside(repo: Path, t
     ]
 
 
-def repo_context_lib() -> str:
+def bugcontext_lib() -> str:
     from test_workspace import LIB as lib
 
     return lib
@@ -361,7 +361,7 @@ def test_an_oversized_log_or_report_is_refused_before_it_is_read(repo: Path) -> 
     log.write_text(_log(), encoding="utf-8")
     size = log.stat().st_size
     server = create_server(
-        cache=False, roots=[repo], limits=repo_context.Limits(max_log_bytes=100, max_junit_bytes=10)
+        cache=False, roots=[repo], limits=bugcontext.Limits(max_log_bytes=100, max_junit_bytes=10)
     )
     results = _calls(
         server,
@@ -388,7 +388,7 @@ tests/test_ratios.py:9: AssertionError</failure></testcase></testsuite></testsui
 def test_a_junit_report_file_inside_the_roots_is_read(repo: Path) -> None:
     report = repo / "junit.xml"
     report.write_text(JUNIT, encoding="utf-8")
-    expected = repo_context.Workspace(repo, cache=False).context(_log(), junit_xml=JUNIT, budget=800)
+    expected = bugcontext.Workspace(repo, cache=False).context(_log(), junit_xml=JUNIT, budget=800)
     server = create_server(cache=False, roots=[repo])
     from_file, from_text = _calls(
         server,
@@ -481,14 +481,14 @@ def test_the_interpreter_is_the_configured_one_or_the_repositorys_own(repo: Path
     (repo / ".venv").symlink_to(repo / "lib")  # a link inside, but no environment
     (refused,) = _calls(server, run)
     assert _error(refused) == no_interpreter
-    with pytest.raises(repo_context.InvalidInputError) as info:
+    with pytest.raises(bugcontext.InvalidInputError) as info:
         create_server(roots=[repo], python=tmp_path / "no-python")
     assert str(info.value) == f"input field 'python': not an executable file: {tmp_path / 'no-python'}"
-    with pytest.raises(repo_context.InvalidInputError) as info:
+    with pytest.raises(bugcontext.InvalidInputError) as info:
         create_server(roots=[repo], python=tmp_path)
     assert str(info.value) == f"input field 'python': not an executable file: {tmp_path}"
     os.chmod(mark, 0o644)
-    with pytest.raises(repo_context.InvalidInputError) as info:
+    with pytest.raises(bugcontext.InvalidInputError) as info:
         create_server(roots=[repo], python=mark)  # not executable
     assert str(info.value) == f"input field 'python': not an executable file: {mark}"
 
@@ -555,10 +555,10 @@ def test_every_result_and_error_passes_the_secret_screen(repo: Path) -> None:
         _context(repo, log_file=str(repo / f"{TOKEN}.log")),
         _context(repo, test_log=_log(), budget=TOKEN),
     )
-    result = repo_context.build(build_input)
-    section = repo_context.composer.render_markdown(result)
+    result = bugcontext.build(build_input)
+    section = bugcontext.core.composer.render_markdown(result)
     assert TOKEN in section  # the engine itself keeps the content ...
-    expected, records = repo_context.secrets.redact_json(
+    expected, records = bugcontext.core.secrets.redact_json(
         {"section": section, "result": json.loads(json.dumps(result.to_dict()))}
     )
     assert not built.is_error, built
@@ -621,7 +621,7 @@ def test_a_call_never_holds_a_worker_past_its_time_limit(
 
     (repo / "tests" / "test_slow.py").write_text(SLOW_TEST, encoding="utf-8")
     server = create_server(
-        cache=False, roots=[repo], allow_run=True, python=sys.executable, limits=repo_context.Limits(**limits)
+        cache=False, roots=[repo], allow_run=True, python=sys.executable, limits=bugcontext.Limits(**limits)
     )
     started = time.monotonic()
     slow, quick = _calls(
@@ -689,7 +689,7 @@ def test_the_clients_roots_narrow_the_servers_roots(repo: Path, tmp_path: Path) 
 
 
 def test_the_scope_compares_whole_path_components() -> None:
-    from repo_context.mcp_server import _Scope
+    from bugcontext.integrations.mcp_server import _Scope
 
     scope = _Scope((Path("/srv/repo"),), None)
     assert [
@@ -701,7 +701,7 @@ def test_the_scope_compares_whole_path_components() -> None:
 
 
 def test_the_command_line_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from repo_context.cli import _parser, main
+    from bugcontext.integrations.cli import _parser, main
 
     args = _parser().parse_args(["mcp", "--root", "a", "--root", "b", "--allow-run", "--python", "py"])
     assert (args.root, args.allow_run, args.python) == (["a", "b"], True, "py")
@@ -709,11 +709,11 @@ def test_the_command_line_options(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert (args.root, args.allow_run, args.python) == (None, False, None)
     assert main(["mcp", "--root", str(tmp_path / "nowhere")]) == 2
     assert capsys.readouterr().err == (
-        f"repo-context mcp: input field 'root': not a folder: {tmp_path / 'nowhere'}\n"
+        f"bugcontext mcp: input field 'root': not a folder: {tmp_path / 'nowhere'}\n"
     )
     assert main(["mcp", "--root", str(tmp_path), "--python", str(tmp_path / "py")]) == 2
     assert capsys.readouterr().err == (
-        f"repo-context mcp: input field 'python': not an executable file: {tmp_path / 'py'}\n"
+        f"bugcontext mcp: input field 'python': not an executable file: {tmp_path / 'py'}\n"
     )
 
 
@@ -806,7 +806,7 @@ def test_a_file_replaced_by_a_link_after_the_check_is_refused(
 ) -> None:
     # The opened file's own path (/proc/self/fd) is checked again: here it is made to say the
     # file opened lies outside, as if a link had been swapped in between the check and the open.
-    from repo_context import mcp_server
+    from bugcontext.integrations import mcp_server
 
     log = repo / "failing.log"
     log.write_text(_log(), encoding="utf-8")
@@ -845,7 +845,7 @@ def test_a_child_that_keeps_writing_after_the_run_does_not_hold_it(
 ) -> None:
     import time
 
-    from repo_context.mcp_server import _run_test
+    from bugcontext.integrations.mcp_server import _run_test
 
     (repo / "tests" / "test_lingering.py").write_text(LINGERING_TEST, encoding="utf-8")
     monkeypatch.setenv("WRITES", "x")
@@ -869,7 +869,7 @@ def test_calls_past_their_time_limit_leave_the_server_its_workers(
     import threading
     import time
 
-    from repo_context import workspace as workspace_module
+    from bugcontext.job import workspace as workspace_module
 
     release = threading.Event()
     real_context = workspace_module.Workspace.context
@@ -880,7 +880,7 @@ def test_calls_past_their_time_limit_leave_the_server_its_workers(
         return real_context(self, *args, **kwargs)
 
     monkeypatch.setattr(workspace_module.Workspace, "context", slow)
-    server = create_server(cache=False, roots=[repo], limits=repo_context.Limits(mcp_call_seconds=2))
+    server = create_server(cache=False, roots=[repo], limits=bugcontext.Limits(mcp_call_seconds=2))
 
     async def session() -> tuple[list[Any], Any, float, float]:
         found: list[Any] = []
@@ -918,12 +918,12 @@ def test_a_result_over_max_result_bytes_is_a_tool_error(repo: Path) -> None:
         ],
         "max_chars": 100,
     }
-    result = repo_context.RepoContextBuilder().build(build_input)
-    section = repo_context.composer.render_markdown(result)
+    result = bugcontext.ContextBuilder().build(build_input)
+    section = bugcontext.core.composer.render_markdown(result)
     structured = {"section": section, "result": result.to_dict()}
     size = len(json.dumps(structured, ensure_ascii=False).encode()) + len(section.encode())
-    fits = create_server(cache=False, roots=[repo], limits=repo_context.Limits(max_result_bytes=size))
-    over = create_server(cache=False, roots=[repo], limits=repo_context.Limits(max_result_bytes=size - 1))
+    fits = create_server(cache=False, roots=[repo], limits=bugcontext.Limits(max_result_bytes=size))
+    over = create_server(cache=False, roots=[repo], limits=bugcontext.Limits(max_result_bytes=size - 1))
     (kept,) = _calls(fits, ("build", {"input": build_input}))
     assert not kept.is_error and _text(kept) == section
     (refused,) = _calls(over, ("build", {"input": build_input}))
@@ -959,7 +959,7 @@ def test_the_clients_roots_are_capped(repo: Path) -> None:
 
         return callback
 
-    server = create_server(cache=False, roots=[repo], limits=repo_context.Limits(mcp_client_roots=3))
+    server = create_server(cache=False, roots=[repo], limits=bugcontext.Limits(mcp_client_roots=3))
     (refused,) = _calls(server, _context(repo, test_log=_log()), list_roots_callback=listing(4))
     assert _error(refused) == (
         ERROR + "input field 'roots': the client's list of roots is 4 roots, "
@@ -977,7 +977,7 @@ def test_the_clients_roots_request_is_under_the_calls_time_limit(repo: Path) -> 
         await anyio.sleep(4)
         return mcp_types.ListRootsResult(roots=[mcp_types.Root(uri=repo.as_uri())])
 
-    server = create_server(cache=False, roots=[repo], limits=repo_context.Limits(mcp_call_seconds=1))
+    server = create_server(cache=False, roots=[repo], limits=bugcontext.Limits(mcp_call_seconds=1))
     # Were the roots request outside the limit, the call would succeed once they came.
     # The initialize handshake: the server asks for the roots (roots/list) and waits.
     (slow,) = _calls(server, _context(repo, test_log=_log()), list_roots_callback=stalled, mode="legacy")
@@ -987,7 +987,7 @@ def test_the_clients_roots_request_is_under_the_calls_time_limit(repo: Path) -> 
 
 
 def test_a_test_id_is_a_test_file_or_a_folder_without_links_leading_out(repo: Path, tmp_path: Path) -> None:
-    from repo_context import mcp_server
+    from bugcontext.integrations import mcp_server
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -1022,7 +1022,7 @@ def test_a_test_id_is_a_test_file_or_a_folder_without_links_leading_out(repo: Pa
         "suite/deep/test_out.py",
     ]
     root = repo.resolve()
-    limits = repo_context.DEFAULT_LIMITS
+    limits = bugcontext.DEFAULT_LIMITS
     assert mcp_server._check_test_id(root, "tests", limits) is None
     assert mcp_server._check_test_id(root, "tests/test_ratios.py::test_other", limits) is None
     few = limits.replace(max_files=2)
@@ -1039,7 +1039,7 @@ def test_a_call_given_up_on_lets_go_of_its_workspace(repo: Path, monkeypatch: py
     # call's limit; the next call on the same repository is served by a new workspace.
     import threading
 
-    from repo_context import workspace as workspace_module
+    from bugcontext.job import workspace as workspace_module
 
     release = threading.Event()
     first = threading.Event()
@@ -1052,7 +1052,7 @@ def test_a_call_given_up_on_lets_go_of_its_workspace(repo: Path, monkeypatch: py
         return real_refresh(self, *args, **kwargs)
 
     monkeypatch.setattr(workspace_module.Workspace, "_refresh", refresh)
-    server = create_server(cache=False, roots=[repo], limits=repo_context.Limits(mcp_call_seconds=3))
+    server = create_server(cache=False, roots=[repo], limits=bugcontext.Limits(mcp_call_seconds=3))
     try:
         given_up, served = _calls(server, _context(repo, test_log=_log()), _context(repo, test_log=_log()))
     finally:
@@ -1066,7 +1066,7 @@ def test_a_call_given_up_on_lets_go_of_its_workspace(repo: Path, monkeypatch: py
 
 def test_a_request_the_sdk_cannot_read_gets_an_error_reply() -> None:
     import mcp_types
-    from repo_context import mcp_server
+    from bugcontext.integrations import mcp_server
 
     def reply(line: str) -> Any:
         try:
@@ -1096,7 +1096,7 @@ def test_a_request_the_sdk_cannot_read_gets_an_error_reply() -> None:
 
 
 def test_no_os_error_text_carries_a_path_of_the_server(repo: Path, tmp_path: Path) -> None:
-    from repo_context import mcp_server
+    from bugcontext.integrations import mcp_server
 
     missing = OSError(2, "No such file or directory", str(tmp_path / "secret" / "place"))
     assert mcp_server._os_error(missing) == "cannot read the repository: No such file or directory"
@@ -1142,7 +1142,7 @@ def test_a_process_that_leaves_the_runs_session_is_killed_too(repo: Path) -> Non
 def test_the_server_keeps_at_most_mcp_workspaces_workspaces(
     repo: Path, monkeypatch: pytest.MonkeyPatch, kept: int, made: int
 ) -> None:
-    from repo_context import mcp_server
+    from bugcontext.integrations import mcp_server
 
     created: list[Path] = []
 
@@ -1152,7 +1152,7 @@ def test_the_server_keeps_at_most_mcp_workspaces_workspaces(
             super().__init__(root, **options)
 
     monkeypatch.setattr(mcp_server, "Workspace", Counted)
-    server = create_server(cache=False, roots=[repo], limits=repo_context.Limits(mcp_workspaces=kept))
+    server = create_server(cache=False, roots=[repo], limits=bugcontext.Limits(mcp_workspaces=kept))
     # Every folder is a repository of its own: lib, then tests, then lib again.
     results = _calls(
         server,

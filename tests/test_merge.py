@@ -7,13 +7,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+import bugcontext
 import pytest
-import repo_context
+from bugcontext import Candidate, InvalidCandidateError, Reason
+from bugcontext.job.merge import MergedCandidate, Part, RangeMerger, merge_windows
+from bugcontext.job.sources import Repository
 from hypothesis import given
 from hypothesis import strategies as st
-from repo_context import Candidate, InvalidCandidateError, Reason
-from repo_context.merge import MergedCandidate, Part, RangeMerger, merge_windows
-from repo_context.sources import Repository
 
 # 30 lines; line endings vary (CRLF, a lone CR) and the last line has none, so a re-read that
 # normalised line endings or dropped the last line would show.
@@ -159,7 +159,7 @@ def test_the_builder_takes_merged_candidates(repo: Repository) -> None:
         repo.root, [cand("pkg/a.py", 1, 10, "search", 1.0), cand("pkg/a.py", 5, 12, "failure", 2.0)]
     )
     for data in (merged, [m.to_dict() for m in merged]):
-        result = repo_context.build({"candidates": data, "max_chars": 10_000})
+        result = bugcontext.build({"candidates": data, "max_chars": 10_000})
         assert [(i.path, i.start, i.end, i.reason) for i in result.items] == [("pkg/a.py", 1, 12, "failure")]
         assert result.items[0].content == text(1, 12)
     provenance = merged[result.selected[0]].provenance
@@ -247,8 +247,8 @@ def test_merging_property(tmp_path_factory: pytest.TempPathFactory, inputs: list
 
 
 def test_a_file_refused_by_the_secrets_policy_is_never_re_read(tmp_path: Path) -> None:
-    import repo_context as rc
-    from repo_context.merge import RangeMerger
+    import bugcontext as rc
+    from bugcontext.job.merge import RangeMerger
 
     # (A file refused by name: since issue 17 a secret in the content is redacted, not refused.)
     (tmp_path / "id_rsa_keys.py").write_text("KEY = 'AKIA" + "ABCDEFGHIJKLMNOP'\n")

@@ -7,13 +7,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+import bugcontext
+import bugcontext.reference as reference
 import pytest
-import repo_context
-import repo_context.reference as reference
+from bugcontext import Candidate, MissingEvidence, Omission
+from bugcontext.integrations.cli import main
 from conftest import DIFF_EXAMPLES, Drawn, build_inputs, failing_list
 from hypothesis import HealthCheck, given, settings
-from repo_context import Candidate, MissingEvidence, Omission
-from repo_context.cli import main
 from test_cli import cli, failing_repo  # noqa: F401  (a fixture)
 
 SETTINGS = settings(
@@ -86,7 +86,7 @@ def test_a_rendered_section_that_drops_the_failure_window_reports_it() -> None:
     cands = [Candidate("a.py", 1, 3, "def f():\n    return 1\n", "failure", 1.0)]
     cost = {"unit": "tokens", "template": "markdown"}
     results = []
-    for module in (repo_context, reference):
+    for module in (bugcontext, reference):
         fits = module.build({"candidates": cands, "budget": 10_000, "cost": cost, "failure_file": "a.py"})
         assert fits.missing_critical == ()
         small = module.build(
@@ -111,7 +111,7 @@ def test_missing_evidence_is_immutable_and_pickles() -> None:
 @given(drawn=build_inputs())
 def test_missing_critical_follows_the_contract_in_both_engines(drawn: Drawn) -> None:
     inp = drawn.make()
-    native, ref = repo_context.build(inp), reference.build(inp)
+    native, ref = bugcontext.build(inp), reference.build(inp)
     assert native.missing_critical == ref.missing_critical
     # The contract, restated: each failing file with failure windows none of which is selected.
     specs = drawn.specs  # (path, start, end, content, reason, score)
@@ -150,13 +150,13 @@ def test_cli_build_warns_and_require_failure_exits_5(tmp_path: Any, capsys: Any)
     out, err = capsys.readouterr()
     data = json.loads(out)
     assert data["missing_critical"][0]["path"] == "src/app.py"
-    assert data["digest"] == repo_context.build(json.loads((tmp_path / "in.json").read_text())).digest
+    assert data["digest"] == bugcontext.build(json.loads((tmp_path / "in.json").read_text())).digest
     assert err == ""  # build is JSON in, JSON out: the result carries it
     assert main(["build", file, "--require-failure"]) == 5
     out, err = capsys.readouterr()
     assert json.loads(out) == data
     assert err == (
-        "repo-context build: warning: missing failure evidence: src/app.py: all failure windows left "
+        "bugcontext build: warning: missing failure evidence: src/app.py: all failure windows left "
         "out (window 0 budget, window 3 budget)\n"
     )
 
@@ -185,7 +185,7 @@ def test_cli_context_reports_the_digest_and_missing_evidence(failing_repo: tuple
     tight = cli(*args, "--max-chars", "40")
     assert tight.returncode == 0
     assert b"- missing failure evidence: " in tight.stderr
-    warning = b"repo-context context: warning: missing failure evidence: "
+    warning = b"bugcontext context: warning: missing failure evidence: "
     assert tight.stderr.startswith(warning), tight.stderr
     required = cli(*args, "--max-chars", "40", "--require-failure", "--format", "json")
     assert required.returncode == 5

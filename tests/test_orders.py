@@ -97,16 +97,16 @@ def test_budget_skips_in_descending_order(engine: Any, rc: Any) -> None:
 def test_random_orders_agree_with_the_reference(
     windows: list[tuple[int, int]], rnd: random.Random, budget: int
 ) -> None:
-    import repo_context
-    import repo_context.reference as reference
+    import bugcontext
+    import bugcontext.reference as reference
 
     spans = [(s, s + w) for s, w in windows]
     rnd.shuffle(spans)
     cands = [
-        repo_context.Candidate(
+        bugcontext.Candidate(
             rnd.choice(["a.py", "b.py"]), s, e, "x" * (e - s + 1), "search", float(rnd.randint(0, 3))
         )
         for s, e in spans
     ]
     inp = {"candidates": cands, "max_chars": budget}
-    assert _decisions(repo_context.build(inp)) == _decisions(reference.build(inp))
+    assert _decisions(bugcontext.build(inp)) == _decisions(reference.build(inp))

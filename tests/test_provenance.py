@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import bugcontext
+import bugcontext.reference
 import pytest
-import repo_context
-import repo_context.reference
-from repo_context import Candidate, InvalidCandidateError, InvalidInputError, Omission
-from repo_context.composer import render_omitted
+from bugcontext import Candidate, InvalidCandidateError, InvalidInputError, Omission
+from bugcontext.core.composer import render_omitted
 
 A_PY = b"def f():\n    return 1\n\ndef g():\n    return 2\n"
 A_SHA = hashlib.sha256(A_PY).hexdigest()
@@ -70,8 +70,8 @@ def make(
 
 
 ENGINES: dict[str, Callable[..., Any]] = {
-    "native": repo_context.build,
-    "reference": repo_context.reference.build,
+    "native": bugcontext.build,
+    "reference": bugcontext.reference.build,
 }
 
 
@@ -314,8 +314,8 @@ def test_a_stale_failure_window_is_missing_critical_evidence(engine: str) -> Non
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_token_and_template_costs_are_verified_alike(engine: str) -> None:
-    builder = (repo_context if engine == "native" else repo_context.reference).RepoContextBuilder(
-        cost=repo_context.Cost(unit="tokens", template="markdown")
+    builder = (bugcontext if engine == "native" else bugcontext.reference).ContextBuilder(
+        cost=bugcontext.Cost(unit="tokens", template="markdown")
     )
     cands = [
         {"path": "a.py", "start": 1, "end": 2, "content": F_TEXT, "reason": "search", "score": 2},
@@ -324,7 +324,7 @@ def test_token_and_template_costs_are_verified_alike(engine: str) -> None:
     result = builder.build({"candidates": cands, "budget": 1000}, verify=Files({"a.py": A_PY}))
     assert result.selected == (0,)
     assert result.omitted == (Omission(1, 1, "stale"),)
-    assert repo_context.render(result).count("### ") == 1
+    assert bugcontext.render(result).count("### ") == 1
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
@@ -358,7 +358,7 @@ def test_verify_errors(engine: str) -> None:
 def test_the_report_counts_stale_omissions() -> None:
     files = Files({"src/a.py": A_PY})
     cands = verified_input("dict")
-    result = repo_context.build({"candidates": cands, "max_chars": 100}, verify=files)
+    result = bugcontext.build({"candidates": cands, "max_chars": 100}, verify=files)
     report = render_omitted(
         result,
         [
@@ -379,7 +379,7 @@ def test_the_report_counts_stale_omissions() -> None:
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_the_digest_and_key_change_with_provenance(engine: str) -> None:
     build = ENGINES[engine]
-    key = repo_context.cache_key if engine == "native" else repo_context.reference.cache_key
+    key = bugcontext.cache_key if engine == "native" else bugcontext.reference.cache_key
 
     def data(**extra: Any) -> dict[str, Any]:
         return {
@@ -409,8 +409,8 @@ def test_the_digest_and_key_change_with_provenance(engine: str) -> None:
     assert len({key(data()), *(key(d) for d in variants)}) == 5
     # Both engines agree.
     for d in variants:
-        assert repo_context.build(d).digest == repo_context.reference.build(d).digest
-        assert repo_context.cache_key(d) == repo_context.reference.cache_key(d)
+        assert bugcontext.build(d).digest == bugcontext.reference.build(d).digest
+        assert bugcontext.cache_key(d) == bugcontext.reference.cache_key(d)
 
 
 # --- workspace and command line --------------------------------------------------------------
@@ -461,10 +461,10 @@ def failing_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def test_workspace_stamps_its_candidates_and_omits_an_edited_files_windows(
     engine: str, failing_repo: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import repo_context.workspace as workspace
+    import bugcontext.job.workspace as workspace
 
     repo, log = failing_repo
-    ws = repo_context.Workspace(repo, cache=False)
+    ws = bugcontext.Workspace(repo, cache=False)
     res = ws.context(log, budget=100_000, cost={"unit": "chars"}, engine=engine)
     lib_sha = hashlib.sha256(LIB.encode()).hexdigest()
     test_sha = hashlib.sha256(TEST.encode()).hexdigest()
@@ -498,7 +498,7 @@ def test_workspace_stamps_its_candidates_and_omits_an_edited_files_windows(
 
 def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "repo_context.cli", *args],
+        [sys.executable, "-m", "bugcontext", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -533,7 +533,7 @@ def test_cli_build_verify_root(engine: str, tmp_path: Path) -> None:
     # Nor is an empty name (it would mean the current folder).
     empty = run_cli("build", "--verify-root", "", stdin=json.dumps(data))
     assert (empty.returncode, empty.stdout) == (2, "")
-    assert empty.stderr == "repo-context build: --verify-root:  is not a folder\n"
+    assert empty.stderr == "bugcontext build: --verify-root:  is not a folder\n"
 
 
 def test_folder_reader_stays_inside_its_folder(tmp_path: Path) -> None:
@@ -541,7 +541,7 @@ def test_folder_reader_stays_inside_its_folder(tmp_path: Path) -> None:
     (tmp_path / "in" / "a.py").write_bytes(b"x\n")
     (tmp_path / "secret.py").write_bytes(b"s\n")
     (tmp_path / "in" / "link.py").symlink_to(tmp_path / "secret.py")
-    read = repo_context.folder_reader(tmp_path / "in")
+    read = bugcontext.folder_reader(tmp_path / "in")
     assert read("a.py") == b"x\n"
     assert read("missing.py") is None
     assert read("link.py") is None

@@ -1,7 +1,7 @@
-"""The pytest plugin: ``pytest --repo-context=PATH`` writes the context of failing tests.
+"""The pytest plugin: ``pytest --bugcontext=PATH`` writes the context of failing tests.
 
 Every test runs pytest itself on a tiny project (``pytester``, in this process), with the
-plugin loaded by ``-p repo_context.pytest_plugin`` and entry-point plugins off, so that the
+plugin loaded by ``-p bugcontext.integrations.pytest_plugin`` and entry-point plugins off, so that the
 runs do not depend on what else is installed.
 """
 
@@ -12,14 +12,14 @@ import stat
 from pathlib import Path
 
 import pytest
-from repo_context import TokenCounter
-from repo_context.cli import run_context
-from repo_context.pytest_plugin import MARKER, context_file_name, failure_log
-from repo_context.sources import parse_pytest_log
+from bugcontext import TokenCounter
+from bugcontext.integrations.cli import run_context
+from bugcontext.integrations.pytest_plugin import MARKER, context_file_name, failure_log
+from bugcontext.job.sources import parse_pytest_log
 
 pytest_plugins = ["pytester"]
 
-PLUGIN = ("-p", "repo_context.pytest_plugin")
+PLUGIN = ("-p", "bugcontext.integrations.pytest_plugin")
 
 CALC = '''
 def scale(value):
@@ -100,7 +100,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def summary_lines(result: pytest.RunResult) -> list[str]:
-    return [line for line in result.outlines if line.startswith("repo-context:")]
+    return [line for line in result.outlines if line.startswith("bugcontext:")]
 
 
 def section_of(text: str) -> str:
@@ -113,7 +113,7 @@ def section_of(text: str) -> str:
 
 
 def test_first_failing_test_context(project: pytest.Pytester) -> None:
-    result = run(project, "--repo-context=context.md")
+    result = run(project, "--bugcontext=context.md")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1, failed=2)
     text = (project.path / "context.md").read_text(encoding="utf-8")
@@ -124,12 +124,12 @@ def test_first_failing_test_context(project: pytest.Pytester) -> None:
     assert "- error: ZeroDivisionError: division by zero" in text
     assert "test_label" not in text.split("## Failure")[1]  # only the first failure
     assert summary_lines(result) == [
-        "repo-context: context of test_calc.py::test_ratio written to context.md (the first of 2 failures)"
+        "bugcontext: context of test_calc.py::test_ratio written to context.md (the first of 2 failures)"
     ]
 
 
 def test_same_context_as_the_command_line(project: pytest.Pytester, tmp_path: Path) -> None:
-    result = run(project, "--repo-context=context.md", "--tb=long", "-k", "ratio")
+    result = run(project, "--bugcontext=context.md", "--tb=long", "-k", "ratio")
     log = tmp_path / "pytest.log"
     log.write_text("\n".join(result.outlines) + "\n", encoding="utf-8")
     expected = run_context(project.path, log).markdown()
@@ -141,9 +141,9 @@ def test_same_context_as_the_command_line(project: pytest.Pytester, tmp_path: Pa
 def test_directory_one_file_per_failing_test(project: pytest.Pytester, existing: bool) -> None:
     if existing:
         (project.path / "contexts").mkdir()
-        option = "--repo-context=contexts"
+        option = "--bugcontext=contexts"
     else:
-        option = "--repo-context=contexts/"
+        option = "--bugcontext=contexts/"
     result = run(project, option)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     folder = project.path / "contexts"
@@ -160,7 +160,7 @@ def test_directory_one_file_per_failing_test(project: pytest.Pytester, existing:
     assert "def ratio(total, count):" in ratio
     shown = "contexts" if existing else "contexts/"
     assert summary_lines(result) == [
-        f"repo-context: 2 context files (one per failing test) written to {shown}"
+        f"bugcontext: 2 context files (one per failing test) written to {shown}"
     ]
 
 
@@ -183,7 +183,7 @@ def test_directory_names_never_collide(pytester: pytest.Pytester, monkeypatch: p
             assert False, "body broke"
         """
     )
-    result = run(pytester, "--repo-context=out/")
+    result = run(pytester, "--bugcontext=out/")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     names = {path.name for path in (pytester.path / "out").iterdir()}
     assert len(names) == 6  # four parametrised failures; one test failed and errored
@@ -208,7 +208,7 @@ def test_setup_and_collection_errors(pytester: pytest.Pytester, monkeypatch: pyt
             pass
         """
     )
-    result = run(pytester, "--repo-context=setup.md")
+    result = run(pytester, "--bugcontext=setup.md")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     text = (pytester.path / "setup.md").read_text(encoding="utf-8")
     assert "- test: ERROR at setup of test_query" in text
@@ -216,7 +216,7 @@ def test_setup_and_collection_errors(pytester: pytest.Pytester, monkeypatch: pyt
     assert 'def database():\n    raise ConnectionError("no database")\n' in text
 
     pytester.makepyfile(test_setup="import missing_module_for_the_plugin_test\n")
-    result = run(pytester, "--repo-context=collect.md")
+    result = run(pytester, "--bugcontext=collect.md")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     text = (pytester.path / "collect.md").read_text(encoding="utf-8")
     assert "- test: ERROR collecting test_setup.py" in text
@@ -230,24 +230,24 @@ def test_no_failure_writes_and_removes_nothing(pytester: pytest.Pytester, target
     (pytester.path / "contexts" / "old.md").write_text("an earlier run\n", encoding="utf-8")
     (pytester.path / "context.md").write_text("an earlier run\n", encoding="utf-8")
     before = sorted(str(path.relative_to(pytester.path)) for path in pytester.path.rglob("*.md"))
-    result = run(pytester, f"--repo-context={target}", "-p", "no:cacheprovider")
+    result = run(pytester, f"--bugcontext={target}", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.OK
     after = sorted(str(path.relative_to(pytester.path)) for path in pytester.path.rglob("*.md"))
     assert after == before
     assert (pytester.path / "context.md").read_text(encoding="utf-8") == "an earlier run\n"
-    assert summary_lines(result) == ["repo-context: no failing test, no context written"]
+    assert summary_lines(result) == ["bugcontext: no failing test, no context written"]
 
 
 def test_budget_in_characters(project: pytest.Pytester) -> None:
-    run(project, "--repo-context=full.md", "--repo-context-template=markdown")
+    run(project, "--bugcontext=full.md", "--bugcontext-template=markdown")
     full = section_of((project.path / "full.md").read_text(encoding="utf-8"))
     budget = 300
     assert len(full) > budget  # the budget below leaves something out
     run(
         project,
-        "--repo-context=small.md",
-        "--repo-context-template=markdown",
-        f"--repo-context-budget={budget}",
+        "--bugcontext=small.md",
+        "--bugcontext-template=markdown",
+        f"--bugcontext-budget={budget}",
     )
     text = (project.path / "small.md").read_text(encoding="utf-8")
     used, total, unit, counted = BUDGET_LINE.findall(text)[0]
@@ -262,10 +262,10 @@ def test_budget_in_tokens(project: pytest.Pytester) -> None:
     budget = 100  # the failure element (about 25 tokens), then the failure window
     run(
         project,
-        "--repo-context=tokens.md",
-        "--repo-context-cost=tokens",
-        "--repo-context-template=xml",
-        f"--repo-context-budget={budget}",
+        "--bugcontext=tokens.md",
+        "--bugcontext-cost=tokens",
+        "--bugcontext-template=xml",
+        f"--bugcontext-budget={budget}",
     )
     text = (project.path / "tokens.md").read_text(encoding="utf-8")
     used, total, unit, counted = BUDGET_LINE.findall(text)[0]
@@ -283,15 +283,15 @@ def test_budget_in_tokens(project: pytest.Pytester) -> None:
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        ("--repo-context-budget=lots", "argument --repo-context-budget: expected a whole number >= 0"),
-        ("--repo-context-budget=-1", "argument --repo-context-budget: expected a whole number >= 0"),
-        ("--repo-context-cost=bytes", "argument --repo-context-cost: invalid choice: 'bytes'"),
-        ("--repo-context-template=html", "argument --repo-context-template: invalid choice: 'html'"),
-        ("--repo-context=", "argument --repo-context: expected a file or directory path"),
+        ("--bugcontext-budget=lots", "argument --bugcontext-budget: expected a whole number >= 0"),
+        ("--bugcontext-budget=-1", "argument --bugcontext-budget: expected a whole number >= 0"),
+        ("--bugcontext-cost=bytes", "argument --bugcontext-cost: invalid choice: 'bytes'"),
+        ("--bugcontext-template=html", "argument --bugcontext-template: invalid choice: 'html'"),
+        ("--bugcontext=", "argument --bugcontext: expected a file or directory path"),
     ],
 )
 def test_bad_option_value_is_a_usage_error(project: pytest.Pytester, option: str, message: str) -> None:
-    result = run(project, "--repo-context=context.md", option)
+    result = run(project, "--bugcontext=context.md", option)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert any(message in line for line in result.errlines), result.errlines
     assert "Traceback" not in result.stderr.str()
@@ -300,11 +300,11 @@ def test_bad_option_value_is_a_usage_error(project: pytest.Pytester, option: str
 
 def test_own_failure_keeps_the_exit_status(project: pytest.Pytester) -> None:
     (project.path / "blocker").write_text("a file, not a folder\n", encoding="utf-8")
-    result = run(project, "--repo-context=blocker/context.md", "-W", "error")
+    result = run(project, "--bugcontext=blocker/context.md", "-W", "error")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1, failed=2)
     [line] = summary_lines(result)
-    assert line.startswith("repo-context: cannot write the context of test_calc.py::test_ratio: ")
+    assert line.startswith("bugcontext: cannot write the context of test_calc.py::test_ratio: ")
 
 
 def test_run_from_a_subfolder_of_the_rootdir(
@@ -313,7 +313,7 @@ def test_run_from_a_subfolder_of_the_rootdir(
     project.makeini("[pytest]\n")  # the rootdir stays the project folder
     sub = project.mkdir("sub")
     monkeypatch.chdir(sub)
-    result = run(project, "--repo-context=context.md", str(project.path / "test_calc.py"), "-k", "ratio")
+    result = run(project, "--bugcontext=context.md", str(project.path / "test_calc.py"), "-k", "ratio")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert any(line.startswith("../test_calc.py:") for line in result.outlines)  # paths from sub/
     text = (sub / "context.md").read_text(encoding="utf-8")
@@ -356,11 +356,11 @@ def test_directory_mode_applies_the_writer_rules_to_each_file(project: pytest.Py
     (folder / context_file_name(label)).mkdir()
     (folder / context_file_name(ratio)).write_text(MARKER + "\nold", encoding="utf-8")  # the plugin's
     (folder / context_file_name(ratio)).chmod(0o600)
-    result = run(project, "--repo-context=contexts")
+    result = run(project, "--bugcontext=contexts")
     assert summary_lines(result) == [
-        f"repo-context: cannot write the context of {label}: cannot write "
+        f"bugcontext: cannot write the context of {label}: cannot write "
         f"{folder / context_file_name(label)}: is a folder",
-        "repo-context: 1 context file (one per failing test) written to contexts",
+        "bugcontext: 1 context file (one per failing test) written to contexts",
     ]
     written = folder / context_file_name(ratio)
     assert "- test: test_ratio" in written.read_text(encoding="utf-8")
@@ -368,11 +368,11 @@ def test_directory_mode_applies_the_writer_rules_to_each_file(project: pytest.Py
     assert sorted(p.name for p in folder.iterdir()) == sorted(context_file_name(n) for n in (label, ratio))
 
     written.chmod(0o444)
-    result = run(project, "--repo-context=contexts")
+    result = run(project, "--bugcontext=contexts")
     assert summary_lines(result) == [
-        f"repo-context: cannot write the context of {ratio}: cannot write {written}: "
+        f"bugcontext: cannot write the context of {ratio}: cannot write {written}: "
         "the file is read-only (it is not replaced)",
-        f"repo-context: cannot write the context of {label}: cannot write "
+        f"bugcontext: cannot write the context of {label}: cannot write "
         f"{folder / context_file_name(label)}: is a folder",
     ]
     assert "- test: test_ratio" in written.read_text(encoding="utf-8")
@@ -391,69 +391,69 @@ def _refused(path: Path) -> str:
 
 @pytest.mark.parametrize("form", ["space", "source", "link"])
 def test_an_existing_file_it_did_not_write_is_never_replaced(project: pytest.Pytester, form: str) -> None:
-    """``--repo-context test_calc.py`` (pytest takes the test file as the option's value), a
+    """``--bugcontext test_calc.py`` (pytest takes the test file as the option's value), a
     source file of the repository, a link to the test file: each is left as it was."""
     tests, calc = project.path / "test_calc.py", project.path / "calc.py"
     before = {path: path.read_bytes() for path in (tests, calc)}
     if form == "space":
-        result = run(project, "--repo-context", "test_calc.py")
+        result = run(project, "--bugcontext", "test_calc.py")
         target = project.path / "test_calc.py"
     elif form == "source":
-        result = run(project, "--repo-context=calc.py")
+        result = run(project, "--bugcontext=calc.py")
         target = project.path / "calc.py"
     else:
         (project.path / "link.md").symlink_to(tests)
-        result = run(project, "--repo-context=link.md")
+        result = run(project, "--bugcontext=link.md")
         target = project.path / "link.md"
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert summary_lines(result) == [
-        f"repo-context: cannot write the context of test_calc.py::test_ratio: {_refused(target)}"
+        f"bugcontext: cannot write the context of test_calc.py::test_ratio: {_refused(target)}"
     ]
     assert {path: path.read_bytes() for path in (tests, calc)} == before
     assert (project.path / "link.md").is_symlink() == (form == "link")
 
 
 def test_its_own_context_file_is_replaced(project: pytest.Pytester) -> None:
-    run(project, "--repo-context=context.md")
+    run(project, "--bugcontext=context.md")
     first = (project.path / "context.md").read_text(encoding="utf-8")
     assert first.startswith(MARKER + "\n")
     (project.path / "context.md").write_text(MARKER + "\nan older context\n", encoding="utf-8")
-    result = run(project, "--repo-context=context.md")
-    assert summary_lines(result)[0].startswith("repo-context: context of test_calc.py::test_ratio written")
+    result = run(project, "--bugcontext=context.md")
+    assert summary_lines(result)[0].startswith("bugcontext: context of test_calc.py::test_ratio written")
     assert (project.path / "context.md").read_text(encoding="utf-8") == first
 
 
 def test_a_passing_run_removes_its_stale_context_only(project: pytest.Pytester) -> None:
-    run(project, "--repo-context=context.md")
+    run(project, "--bugcontext=context.md")
     assert (project.path / "context.md").exists()
     project.makepyfile(test_calc=PASSING)
-    result = run(project, "--repo-context=context.md")
+    result = run(project, "--bugcontext=context.md")
     assert result.ret == pytest.ExitCode.OK
     assert summary_lines(result) == [
-        "repo-context: no failing test, no context written (removed the previous context: context.md)"
+        "bugcontext: no failing test, no context written (removed the previous context: context.md)"
     ]
     assert not (project.path / "context.md").exists()
     # A file the plugin did not write stays.
     (project.path / "notes.md").write_text("# my notes\n", encoding="utf-8")
-    result = run(project, "--repo-context=notes.md")
-    assert summary_lines(result) == ["repo-context: no failing test, no context written"]
+    result = run(project, "--bugcontext=notes.md")
+    assert summary_lines(result) == ["bugcontext: no failing test, no context written"]
     assert (project.path / "notes.md").read_text(encoding="utf-8") == "# my notes\n"
 
 
 def test_directory_mode_removes_the_files_of_tests_that_no_longer_fail(project: pytest.Pytester) -> None:
     folder = project.path / "contexts"
-    run(project, "--repo-context=contexts/")
+    run(project, "--bugcontext=contexts/")
     label, ratio = "test_calc.py::test_label[a b [c]]", "test_calc.py::test_ratio"
     assert sorted(p.name for p in folder.iterdir()) == sorted(context_file_name(n) for n in (label, ratio))
     keep = folder / "x-0123456789.md"  # the plugin's naming, not its marker: not the plugin's
     keep.write_text("mine\n", encoding="utf-8")
     project.makepyfile(test_calc=TESTS.replace("assert spread([len(label), 1]) == 0", "pass"))
-    run(project, "--repo-context=contexts/")
+    run(project, "--bugcontext=contexts/")
     assert sorted(p.name for p in folder.iterdir()) == sorted([context_file_name(ratio), keep.name])
     project.makepyfile(test_calc=PASSING)
-    result = run(project, "--repo-context=contexts/")
+    result = run(project, "--bugcontext=contexts/")
     assert summary_lines(result) == [
-        "repo-context: no failing test, no context written (removed the previous context: 1 file in "
+        "bugcontext: no failing test, no context written (removed the previous context: 1 file in "
         "contexts/)"
     ]
     assert sorted(p.name for p in folder.iterdir()) == [keep.name]

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from repo_context.sources import Repository, SymbolIndex, gather
-from repo_context.sources.failure import ProjectFrame
-from repo_context.sources.gather import SOURCES
-from repo_context.sources.hops import (
+from bugcontext.job.sources import Repository, SymbolIndex, gather
+from bugcontext.job.sources.failure import ProjectFrame
+from bugcontext.job.sources.gather import SOURCES
+from bugcontext.job.sources.hops import (
     CALLEE_HOP,
     SIBLING_HOP,
     STATE_HOP,
@@ -18,7 +18,7 @@ from repo_context.sources.hops import (
     hop_evidence,
     hop_windows,
 )
-from repo_context.sources.issue import (
+from bugcontext.job.sources.issue import (
     CODE_WEIGHT,
     QUALIFIED_WEIGHT,
     TRACEBACK_WEIGHT,
@@ -28,8 +28,8 @@ from repo_context.sources.issue import (
     issue_query,
     issue_windows,
 )
-from repo_context.sources.languages import LANGUAGES, load
-from repo_context.sources.pytest_log import Frame
+from bugcontext.job.sources.languages import LANGUAGES, load
+from bugcontext.job.sources.pytest_log import Frame
 
 pytestmark = pytest.mark.skipif(
     any(load(name) is None for name in LANGUAGES), reason="tree-sitter grammars are not installed"
@@ -288,8 +288,8 @@ LONG = (
 
 
 def test_split_classes_and_import_windows(repo: Repository) -> None:
-    from repo_context.sources.units import MEMBER_HOP, import_windows, split_classes
-    from repo_context.sources.window import make_window
+    from bugcontext.job.sources.units import MEMBER_HOP, import_windows, split_classes
+    from bugcontext.job.sources.window import make_window
 
     (repo.root / "pkg" / "long.py").write_text(LONG, encoding="utf-8")
     source = repo.source("pkg/long.py")
@@ -319,8 +319,8 @@ def test_split_classes_and_import_windows(repo: Repository) -> None:
 
 
 def test_split_a_class_with_many_methods(repo: Repository) -> None:
-    from repo_context.sources.units import MAX_MEMBERS, split_classes
-    from repo_context.sources.window import make_window
+    from bugcontext.job.sources.units import MAX_MEMBERS, split_classes
+    from bugcontext.job.sources.window import make_window
 
     methods = "".join(f"    def m{i}(self):\n        return {i}\n\n" for i in range(MAX_MEMBERS + 1))
     (repo.root / "pkg" / "wide.py").write_text("class Wide:\n" + methods, encoding="utf-8")
@@ -358,9 +358,9 @@ def test_pattern_siblings_of_a_library_call(tmp_path: Path) -> None:
 
 
 def test_candidate_recall_counts_a_hunk_inside_one_candidate() -> None:
-    from repo_context.evaluation.evaluate import candidate_recall
-    from repo_context.evaluation.realbugs import GoldRange
-    from repo_context.sources.window import Window
+    from bugcontext.evaluation.evaluate import candidate_recall
+    from bugcontext.evaluation.realbugs import GoldRange
+    from bugcontext.job.sources.window import Window
 
     def w(path: str, start: int, end: int) -> Window:
         return Window(path, start, end, "", "reference", 1.0)

@@ -10,19 +10,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from repo_context.sources import Repository, SymbolIndex, names_on_line, reference_windows
-from repo_context.sources.failure import ProjectFrame
-from repo_context.sources.files import node_span
-from repo_context.sources.languages import LANGUAGES, language_for, load
-from repo_context.sources.pytest_log import Frame
-from repo_context.sources.references import (
+from bugcontext.job.sources import Repository, SymbolIndex, names_on_line, reference_windows
+from bugcontext.job.sources.failure import ProjectFrame
+from bugcontext.job.sources.files import node_span
+from bugcontext.job.sources.languages import LANGUAGES, language_for, load
+from bugcontext.job.sources.pytest_log import Frame
+from bugcontext.job.sources.references import (
     CALLEE_WEIGHT,
     IMPORT_WEIGHT,
     TEST_WEIGHT,
     Evidence,
     reference_evidence,
 )
-from repo_context.sources.symbols import Definition, Import
+from bugcontext.job.sources.symbols import Definition, Import
 
 ROOT = Path(__file__).resolve().parent.parent
 

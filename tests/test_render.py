@@ -8,13 +8,10 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
+import bugcontext
 import pytest
-import repo_context
-from conftest import build_inputs, examples
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
-from repo_context import _core
-from repo_context.composer import (
+from bugcontext import _core
+from bugcontext.core.composer import (
     RenderedBlock,
     block_language,
     label,
@@ -24,9 +21,12 @@ from repo_context.composer import (
     render,
     render_block,
 )
+from conftest import build_inputs, examples
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 TEMPLATES = ["markdown", "xml"]
-REASONS: list[Any] = ["failure", "reference", "search", *repo_context.Reason]
+REASONS: list[Any] = ["failure", "reference", "search", *bugcontext.Reason]
 MAX_LINE = 2**31 - 1
 
 # Characters that exercise every rule: fences, escapes, line breaks, XML-invalid characters
@@ -317,15 +317,15 @@ def test_labels() -> None:
     assert label("failure", False) == "failure evidence"
     assert label("reference", False) == "referenced definition"
     assert label("search", False) == "search hit"
-    assert label(repo_context.Reason.SEARCH, False) == "search hit"
+    assert label(bugcontext.Reason.SEARCH, False) == "search hit"
     assert label("failure", True) == "failure evidence in the failing file"
     assert label("reference", True) == "referenced definition in the failing file"
     assert label("search", True) == "search hit in the failing file"
-    assert label(repo_context.Reason.SEARCH, True) == "search hit in the failing file"
+    assert label(bugcontext.Reason.SEARCH, True) == "search hit in the failing file"
     with pytest.raises(ValueError, match="reason"):
         label("overlap", True)
     block = render_block(
-        "a.py", 1, 1, "", repo_context.Reason.REFERENCE, failing=False, template="xml", line_numbers=False
+        "a.py", 1, 1, "", bugcontext.Reason.REFERENCE, failing=False, template="xml", line_numbers=False
     )
     assert 'reason="reference" label="referenced definition"' in block
 
@@ -367,7 +367,7 @@ CANDS = [
 
 
 def test_plan_rank_and_file_order_on_a_real_build() -> None:
-    raw = repo_context.build({"candidates": CANDS, "max_chars": 10_000, "failure_file": "src/a.py"})
+    raw = bugcontext.build({"candidates": CANDS, "max_chars": 10_000, "failure_file": "src/a.py"})
     result = raw
     assert result.failure_file == "src/a.py"
     # Failure file first (by score), then references, then search.
@@ -408,10 +408,10 @@ def test_plan_rank_and_file_order_on_a_real_build() -> None:
 
 
 def test_plan_without_failure_file_and_empty() -> None:
-    result = repo_context.build({"candidates": CANDS, "max_chars": 10_000})
+    result = bugcontext.build({"candidates": CANDS, "max_chars": 10_000})
     blocks = plan(result, template="xml")
     assert all("in the failing file" not in b.text for b in blocks)
-    empty = repo_context.build({"candidates": [], "max_chars": 0})
+    empty = bugcontext.build({"candidates": [], "max_chars": 0})
     assert plan(empty) == [] and render(empty) == "" and render(empty, "xml", order="file") == ""
     with pytest.raises(ValueError, match="template"):
         plan(empty, template="text")
@@ -435,7 +435,7 @@ def same_path_groups_are_contiguous(paths: list[str]) -> bool:
     line_numbers=st.booleans(),
 )
 def test_plan_properties(drawn: Any, template: str, line_numbers: bool) -> None:
-    raw = repo_context.build(drawn.make())
+    raw = bugcontext.build(drawn.make())
     ff = drawn.failure_file
     given = [] if ff is None else [ff] if isinstance(ff, str) else ff
     failing = {"/".join(s for s in f.split("/") if s not in ("", ".")) for f in given}
@@ -478,26 +478,26 @@ def test_plan_properties(drawn: Any, template: str, line_numbers: bool) -> None:
 
 
 def test_command_line_markdown_is_the_block_format_under_a_heading() -> None:
-    from repo_context.composer import render_markdown
+    from bugcontext.core.composer import render_markdown
 
-    result = repo_context.build({"candidates": CANDS, "max_chars": 10_000})
+    result = bugcontext.build({"candidates": CANDS, "max_chars": 10_000})
     out = render_markdown(result)
     assert (
         out
-        == "## Code context\n\n" + repo_context.render(result, "markdown", False, "rank").rstrip("\n") + "\n"
+        == "## Code context\n\n" + bugcontext.render(result, "markdown", False, "rank").rstrip("\n") + "\n"
     )
     assert "### src/b.py:30-40 (referenced definition)\n" in out
 
 
 def test_render_checks_its_options() -> None:
-    result = repo_context.build({"candidates": [cand("a.py", 1, 1, "x\n", "search", 1.0)], "max_chars": 100})
+    result = bugcontext.build({"candidates": [cand("a.py", 1, 1, "x\n", "search", 1.0)], "max_chars": 100})
     with pytest.raises(TypeError):
-        repo_context.render(result, line_numbers="no")  # type: ignore[arg-type]
+        bugcontext.render(result, line_numbers="no")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        repo_context.render(result, template="html")
+        bugcontext.render(result, template="html")
     with pytest.raises(ValueError):
-        repo_context.render(result, order="path")
-    assert repo_context.render(result) == repo_context.render(result, "markdown", False, "rank")
+        bugcontext.render(result, order="path")
+    assert bugcontext.render(result) == bugcontext.render(result, "markdown", False, "rank")
 
 
 def test_render_takes_each_option_left_out_from_the_results_cost() -> None:
@@ -507,9 +507,9 @@ def test_render_takes_each_option_left_out_from_the_results_cost() -> None:
         {"path": "b.py", "start": 5, "end": 5, "content": "z", "reason": "reference", "score": 1.0},
     ]
     cost = {"template": "xml", "line_numbers": True, "order": "file"}
-    result = repo_context.build({"candidates": cands, "budget": 10_000, "cost": cost})
+    result = bugcontext.build({"candidates": cands, "budget": 10_000, "cost": cost})
     label = 'reason="reference" label="referenced definition"'
-    assert repo_context.render(result) == (
+    assert bugcontext.render(result) == (
         f'<snippet path="b.py" start="1" end="1" {label}>1 | y</snippet>\n'
         f'<snippet path="b.py" start="5" end="5" {label}>5 | z</snippet>\n'
         f'<snippet path="a.py" start="2" end="2" {label}>2 | x</snippet>\n'
@@ -520,7 +520,7 @@ def test_render_takes_each_option_left_out_from_the_results_cost() -> None:
         "### a.py:2-2 (referenced definition)\n```python\nx\n```\n\n"
         "### b.py:5-5 (referenced definition)\n```python\nz\n```\n\n"
     )
-    assert repo_context.render(result, template="markdown", line_numbers=False, order="rank") == markdown
-    assert repo_context.render(repo_context.build({"candidates": cands, "max_chars": 10_000})) == markdown
+    assert bugcontext.render(result, template="markdown", line_numbers=False, order="rank") == markdown
+    assert bugcontext.render(bugcontext.build({"candidates": cands, "max_chars": 10_000})) == markdown
     with pytest.raises(TypeError, match=r"^line_numbers must be a bool, not int$"):
-        repo_context.render(result, line_numbers=1)  # type: ignore[arg-type]
+        bugcontext.render(result, line_numbers=1)  # type: ignore[arg-type]

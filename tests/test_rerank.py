@@ -1,5 +1,5 @@
-"""``repo-context rerank``: build_table over a Parquet file read in record batches, groups
-carried over batch boundaries, and ``repo_context.ray.rerank`` on a local Ray cluster."""
+"""``bugcontext rerank``: build_table over a Parquet file read in record batches, groups
+carried over batch boundaries, and ``bugcontext.batch.ray.rerank`` on a local Ray cluster."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_context import build_table
-from repo_context.cli import main
+from bugcontext import build_table
+from bugcontext.integrations.cli import main
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -39,7 +39,7 @@ def candidates(n_groups: int, per_group: int, seed: int = 7, key: str = "task") 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "repo_context.cli", *args],
+        [sys.executable, "-m", "bugcontext", *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -91,7 +91,7 @@ def test_rerank_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path: Pat
     )
     assert proc.returncode == 2
     assert proc.stderr == (
-        "repo-context rerank: candidate 33: field 'start': must be >= 1, got 0 "
+        "bugcontext rerank: candidate 33: field 'start': must be >= 1, got 0 "
         "(group 'task-0003', row 3 of the group)\n"
     )
     assert proc.stdout == ""
@@ -99,13 +99,13 @@ def test_rerank_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path: Pat
 
     proc = cli("rerank", str(tmp_path / "missing.parquet"), "--budget", "5", "--out", str(out))
     assert proc.returncode == 2
-    assert proc.stderr.startswith("repo-context rerank: cannot read ")
+    assert proc.stderr.startswith("bugcontext rerank: cannot read ")
     assert proc.stderr.count("\n") == 1
 
     proc = cli("rerank", str(source), "--group-by", "nope", "--budget", "5", "--out", str(out))
     assert (proc.returncode, proc.stderr) == (
         2,
-        "repo-context rerank: input field 'nope': is not a column of the table\n",
+        "bugcontext rerank: input field 'nope': is not a column of the table\n",
     )
 
 
@@ -119,7 +119,7 @@ def test_rerank_rejects_a_file_not_grouped_by_the_key(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr == (
-        "repo-context rerank: the input is not grouped by task: key 'task-0000' appears again "
+        "bugcontext rerank: the input is not grouped by task: key 'task-0000' appears again "
         "after its group ended (sort the file by task)\n"
     )
     assert not out.exists()
@@ -127,7 +127,7 @@ def test_rerank_rejects_a_file_not_grouped_by_the_key(tmp_path: Path) -> None:
 
 def test_ray_rerank_equals_build_table() -> None:
     ray = pytest.importorskip("ray")
-    from repo_context.ray import rerank
+    from bugcontext.batch.ray import rerank
 
     table = candidates(12, 15, seed=3)
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)

@@ -9,12 +9,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import bugcontext
 import pytest
-import repo_context
-from repo_context.cli import main
-from repo_context.errors import InvalidInputError
-from repo_context.limits import Limits
-from repo_context.sources.rerun import TRACER_DIR, rerun, rerun_for_log, rerun_python
+from bugcontext.core.errors import InvalidInputError
+from bugcontext.core.limits import Limits
+from bugcontext.integrations.cli import main
+from bugcontext.job.sources.rerun import TRACER_DIR, rerun, rerun_for_log, rerun_python
 
 CALC = textwrap.dedent(
     """\
@@ -253,17 +253,17 @@ def test_the_interpreter_rule(tmp_path: Path) -> None:
 
 
 def test_the_context_api_and_command_line(repo: Path, log: str, tmp_path: Path, capsys) -> None:
-    result = repo_context.context(repo, log, cache=False, rerun=True, python=sys.executable)
+    result = bugcontext.context(repo, log, cache=False, rerun=True, python=sys.executable)
     assert result.rerun is not None and result.rerun.notes == ()
     assert result.gathered.execution is not None and result.gathered.execution.source == "rerun"
     assert result.to_dict()["rerun"]["outcomes"] == {FAILING[0]: "failed", FAILING[1]: "failed"}
     assert "- re-run (failing): 2 test ids, exit 1" in result.summary()
     with pytest.raises(InvalidInputError, match="rerun"):
-        repo_context.context(repo, log, cache=False, rerun="all")
+        bugcontext.context(repo, log, cache=False, rerun="all")
     with pytest.raises(InvalidInputError, match="rerun"):
-        repo_context.context(repo, log, cache=False, rerun=True, coverage=b"{}")
+        bugcontext.context(repo, log, cache=False, rerun=True, coverage=b"{}")
     with pytest.raises(InvalidInputError, match="python"):
-        repo_context.context(repo, log, cache=False, python=sys.executable)
+        bugcontext.context(repo, log, cache=False, python=sys.executable)
 
     log_file = tmp_path / "failing.log"
     log_file.write_text(log, encoding="utf-8")
@@ -331,11 +331,11 @@ def test_the_tracer_runs_unchanged_on_every_python(
         f"with open({str(marker)!r}, 'a') as f:\n    f.write('x')\n", encoding="utf-8"
     )
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("REPO_CONTEXT_TRACE_")},
+        **{k: v for k, v in os.environ.items() if not k.startswith("BUGCONTEXT_TRACE_")},
         "PYTHONPATH": os.pathsep.join([str(TRACER_DIR), str(site)]),
         "PYTHONDONTWRITEBYTECODE": "1",
-        "REPO_CONTEXT_TRACE_DIR": str(out),
-        "REPO_CONTEXT_TRACE_ROOT": str(repo),
+        "BUGCONTEXT_TRACE_DIR": str(out),
+        "BUGCONTEXT_TRACE_ROOT": str(repo),
     }
     subprocess.run([python, "main.py"], cwd=repo, env=env, check=True, capture_output=True)
     records = [json.loads(path.read_text()) for path in sorted(out.glob("trace-*.json"))]
@@ -358,8 +358,8 @@ def test_the_tracer_runs_unchanged_on_every_python(
 
 def _extra_path(version: str) -> dict[str, str]:
     """An interpreter's extra ``PYTHONPATH`` for pytest, if one is set for it
-    (``REPO_CONTEXT_TEST_PYTHONPATH_3_6`` for 3.6, say: a folder pytest was installed into)."""
-    found = os.environ.get("REPO_CONTEXT_TEST_PYTHONPATH_" + version.replace(".", "_"))
+    (``BUGCONTEXT_TEST_PYTHONPATH_3_6`` for 3.6, say: a folder pytest was installed into)."""
+    found = os.environ.get("BUGCONTEXT_TEST_PYTHONPATH_" + version.replace(".", "_"))
     return {"PYTHONPATH": found} if found else {}
 
 
@@ -392,8 +392,8 @@ def test_the_rerun_on_every_python_that_has_pytest(version: str, python: str, re
 def test_the_mcp_server_reruns_only_when_allowed(repo: Path, log: str) -> None:
     pytest.importorskip("mcp")
     import anyio
+    from bugcontext.integrations.mcp_server import create_server
     from mcp import Client
-    from repo_context.mcp_server import create_server
 
     async def call(server: object, **arguments: object) -> object:
         async with Client(server) as client:  # type: ignore[arg-type]
@@ -469,7 +469,7 @@ def test_a_tracer_replaced_by_another_is_reported(repo: Path, log: str) -> None:
 
 
 def test_a_log_cannot_make_the_rerun_import_code_outside_the_repository(tmp_path: Path) -> None:
-    from repo_context.sources.rerun import _runnable
+    from bugcontext.job.sources.rerun import _runnable
 
     root = tmp_path / "repo"
     (root / "tests").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""The safe reader (``repo_context.sources.files``): every rule it enforces, one by one, and
+"""The safe reader (``bugcontext.job.sources.files``): every rule it enforces, one by one, and
 end to end through ``gather`` and the command line.
 
 The secrets used here are assembled at run time from harmless pieces, so that this file
@@ -13,12 +13,12 @@ import os
 import sys
 from pathlib import Path
 
+import bugcontext
 import pytest
-import repo_context
-from repo_context.cli import main, run_context
-from repo_context.secrets import redact_text
-from repo_context.sources import Repository, gather
-from repo_context.sources.files import (
+from bugcontext.core.secrets import redact_text
+from bugcontext.integrations.cli import main, run_context
+from bugcontext.job.sources import Repository, gather
+from bugcontext.job.sources.files import (
     BINARY_BLOCK,
     MAX_FILE_BYTES,
     SECRET_CONTENT,
@@ -30,7 +30,7 @@ from repo_context.sources.files import (
     secret_name,
     split_lines,
 )
-from repo_context.sources.window import Window, make_window
+from bugcontext.job.sources.window import Window, make_window
 
 needs_symlinks = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX symbolic links")
 
@@ -567,7 +567,7 @@ def test_a_secret_in_the_failure_file_is_redacted_not_withheld(tmp_path: Path) -
     for c in gathered.candidates:
         text = redact_text((tmp_path / c.path).read_text(encoding="utf-8"))
         assert c.content == "".join(text.splitlines(keepends=True)[c.start - 1 : c.end])
-    result = repo_context.build(gathered.build_input(100_000))
+    result = bugcontext.build(gathered.build_input(100_000))
     assert any(item.path == "pkg/settings.py" for item in result.items)
     everything = json.dumps(result.to_dict())
     assert AWS_KEY not in everything and "hunter2" not in everything

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_context import Workspace
-from repo_context.sources import symbols as symbols_module
-from repo_context.sources.files import Repository
-from repo_context.sources.symbols import FileSummary, ParsedFile, SymbolIndex
+from bugcontext import Workspace
+from bugcontext.job.sources import symbols as symbols_module
+from bugcontext.job.sources.files import Repository
+from bugcontext.job.sources.symbols import FileSummary, ParsedFile, SymbolIndex
 
 UTIL = """\
 def helper(value):
@@ -229,7 +229,7 @@ def test_collector_state_is_restored(repo: Path, enabled: bool) -> None:
 def test_kept_neighbours_follow_the_listing(repo: Path, tmp_path: Path) -> None:
     """A Python file's neighbours are kept per content while the analysed paths are the
     same: a file added that an import names is found (the listing changed)."""
-    from repo_context.workspace import _Symbols
+    from bugcontext.job.workspace import _Symbols
 
     (repo / "lib" / "core.py").write_text("import lib.extra\n" + CORE, encoding="utf-8")
     cache = tmp_path / "cache"
@@ -260,7 +260,7 @@ def test_an_edit_updates_the_latest_index(
     """After one file is edited, the search index is the latest one updated for that file
     (in the same workspace, and in a new one through the cache), not indexed again: the
     same context as a workspace without a cache."""
-    from repo_context import workspace as workspace_module
+    from bugcontext.job import workspace as workspace_module
 
     cache = tmp_path / "cache"
     ws = Workspace(repo, cache_dir=cache)
@@ -308,7 +308,7 @@ def test_an_edit_updates_the_latest_index(
 def test_an_updated_index_is_stored_past_a_few_files(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: int
 ) -> None:
-    from repo_context import workspace as workspace_module
+    from bugcontext.job import workspace as workspace_module
 
     monkeypatch.setattr(workspace_module, "STORE_AFTER_FILES", after)
     cache = tmp_path / "cache"

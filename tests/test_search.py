@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from repo_context.sources import search
-from repo_context.sources.files import Repository
-from repo_context.sources.pytest_log import Frame, TestFailure, parse_pytest_log
-from repo_context.sources.search import (
+from bugcontext.job.sources import search
+from bugcontext.job.sources.files import Repository
+from bugcontext.job.sources.pytest_log import Frame, TestFailure, parse_pytest_log
+from bugcontext.job.sources.search import (
     CHUNK_LINES,
     QUERY_WEIGHTS,
     SearchIndex,

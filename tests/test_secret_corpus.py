@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from repo_context.secrets import EXCLUDED_PLUGINS, KINDS, RULE_SET, find_secrets, redact
+from bugcontext.core.secrets import EXCLUDED_PLUGINS, KINDS, RULE_SET, find_secrets, redact
 
 from tests.secret_corpus import caught, project_files, read, secrets, stdlib_files
 

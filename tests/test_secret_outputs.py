@@ -2,7 +2,7 @@
 
 * Every output (the Markdown context and summary, the JSON of ``context`` and ``build``,
   error messages, the pytest plugin's files) passes through one redaction
-  (``repo_context.secrets.redact``), which is reported.
+  (``bugcontext.core.secrets.redact``), which is reported.
 * A window any source proposes into a file the reader refuses is a policy omission.
 
 The secrets are assembled at run time from harmless pieces.
@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 
 import pytest
-from repo_context.cli import SECRET_REDACTED, main, redact_json, run_context
-from repo_context.sources import gather
-from repo_context.sources.files import Repository
+from bugcontext.integrations.cli import SECRET_REDACTED, main, redact_json, run_context
+from bugcontext.job.sources import gather
+from bugcontext.job.sources.files import Repository
 
 pytest_plugins = ["pytester"]
 
@@ -138,7 +138,7 @@ def test_build_output_is_redacted_and_reported(tmp_path: Path, capsys: pytest.Ca
     out = json.loads(captured.out)
     assert out["items"][0]["content"] == 'TOKEN = "[REDACTED: GitHubTokenDetector]"\n'
     assert captured.err == (
-        "repo-context build: warning: 1 secret redacted from this output (reason policy): "
+        "bugcontext build: warning: 1 secret redacted from this output (reason policy): "
         "GitHubTokenDetector\n"
     )
     assert main(["build", str(data), "--format", "markdown"]) == 0
@@ -151,7 +151,7 @@ def test_error_messages_are_redacted(tmp_path: Path, capsys: pytest.CaptureFixtu
     data = write(tmp_path, "in.json", json.dumps({"candidates": bad, "max_chars": 10}))
     assert main(["build", str(data)]) == 2
     err = capsys.readouterr().err
-    assert AWS_ID not in err and err.startswith("repo-context build: ")
+    assert AWS_ID not in err and err.startswith("bugcontext build: ")
 
 
 def test_redact_json_names_where_each_secret_was() -> None:
@@ -177,7 +177,7 @@ def test_the_pytest_plugin_file_is_redacted(
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     pytester.makepyfile(config=CONFIG, test_config=TEST_CONFIG)
     result = pytester.runpytest(
-        "-p", "repo_context.pytest_plugin", "--repo-context=context.md", "test_config.py"
+        "-p", "bugcontext.integrations.pytest_plugin", "--bugcontext=context.md", "test_config.py"
     )
     result.assert_outcomes(failed=1)
     text = (pytester.path / "context.md").read_text(encoding="utf-8")
@@ -243,7 +243,7 @@ def test_a_secret_module_keeps_its_reference_window_redacted(tmp_path: Path) -> 
 
 
 def test_search_hits_in_a_file_with_a_secret_are_kept_redacted(tmp_path: Path) -> None:
-    from repo_context.sources.search import SearchIndex, tokenize
+    from bugcontext.job.sources.search import SearchIndex, tokenize
 
     write(tmp_path, "a.py", "def frobnicate_widget():\n    return 1\n")
     write(tmp_path, "b.py", f'TOKEN = "{GITHUB}"\n\n\ndef frobnicate_widget_twice():\n    return 2\n')
@@ -368,7 +368,7 @@ def test_a_withheld_failing_file_is_missing_evidence(
     """A failing file that is a secret by name (``id_rsa*``) is withheld whole; its failure
     windows are then missing evidence: in ``missing_critical``, said in the summary, and
     ``--require-failure`` fails."""
-    from repo_context.cli import EXIT_MISSING_EVIDENCE
+    from bugcontext.integrations.cli import EXIT_MISSING_EVIDENCE
 
     root = tmp_path / "repo"
     log = _failing_repo(root, "id_rsa_tools", VALIDATE)
@@ -393,7 +393,7 @@ def test_the_build_verifies_a_redacted_window_against_the_files_own_bytes(tmp_pa
     """The verify reader gives a file with redacted secrets as its redacted lines while its
     bytes are those the windows were cut from, and its own bytes once it changed (so the
     window is stale)."""
-    from repo_context.workspace import Workspace, _verifier
+    from bugcontext.job.workspace import Workspace, _verifier
 
     root = tmp_path / "repo"
     write(root, "keys.py", f'KEY = "{AWS_ID}"\n')

@@ -1,4 +1,4 @@
-"""The secret detector (``repo_context.secrets``): every kind with a true and a false
+"""The secret detector (``bugcontext.core.secrets``): every kind with a true and a false
 positive, exact spans, redaction, and adversarial 1 MB lines for every pattern applied to
 text the program did not write.
 
@@ -12,10 +12,10 @@ import re
 import time
 
 import pytest
+from bugcontext.core.secrets import KINDS, Redaction, Secret, find_secrets, redact, redact_text, redaction
+from bugcontext.job.sources.files import SECRET_CONTENT, SECRET_NAME, secret_in_text
 from hypothesis import given
 from hypothesis import strategies as st
-from repo_context.secrets import KINDS, Redaction, Secret, find_secrets, redact, redact_text, redaction
-from repo_context.sources.files import SECRET_CONTENT, SECRET_NAME, secret_in_text
 
 J = "".join
 
@@ -294,10 +294,10 @@ def test_credential_config_entries_are_linear() -> None:
 
 def test_every_python_pattern_on_untrusted_text_is_linear() -> None:
     """The regular expressions kept in Python, on lines built to make them backtrack."""
-    from repo_context import composer
-    from repo_context.pytest_plugin import _LOCATION, _NATIVE, _is_rule
-    from repo_context.sources import references, search, symbols
-    from repo_context.sources.files import _ENDING, _LINE, split_lines
+    from bugcontext.core import composer
+    from bugcontext.integrations.pytest_plugin import _LOCATION, _NATIVE, _is_rule
+    from bugcontext.job.sources import references, search, symbols
+    from bugcontext.job.sources.files import _ENDING, _LINE, split_lines
 
     long = "a" * MB
     assert _timed(_LOCATION.match, "x:" + "1" * MB) is None
@@ -344,14 +344,14 @@ def _rule_regex(line: str) -> bool:
     ],
 )
 def test_is_rule_is_the_expression_it_replaces(line: str) -> None:
-    from repo_context.pytest_plugin import _is_rule
+    from bugcontext.integrations.pytest_plugin import _is_rule
 
     assert _is_rule(line) is _rule_regex(line)
 
 
 @given(st.text(alphabet="=_ ax\t", max_size=16))
 def test_is_rule_agrees_with_the_expression_on_any_line(line: str) -> None:
-    from repo_context.pytest_plugin import _is_rule
+    from bugcontext.integrations.pytest_plugin import _is_rule
 
     assert _is_rule(line) is _rule_regex(line)
 
@@ -371,7 +371,7 @@ def test_redaction_keeps_every_line_and_leaves_no_secret(text: str) -> None:
 
 
 def test_translate_turns_lookarounds_into_half_boundaries_and_byte_checks() -> None:
-    from repo_context.secrets import RuleError, translate
+    from bugcontext.core.secrets import RuleError, translate
 
     start = "(?:(?<=\\W)|(?<=^))"
     assert translate(start + "key=([a-f0-9]{48}(?![a-f0-9]))", 0) == (
@@ -390,7 +390,7 @@ def test_translate_turns_lookarounds_into_half_boundaries_and_byte_checks() -> N
 
 
 def test_a_rule_that_does_not_compile_is_refused_and_the_rules_in_use_kept() -> None:
-    from repo_context import _core
+    from bugcontext import _core
 
     before = _core.secret_kinds()
     with pytest.raises(ValueError, match="unknown check"):
@@ -403,7 +403,7 @@ def test_a_rule_that_does_not_compile_is_refused_and_the_rules_in_use_kept() -> 
 
 
 def test_a_secret_inside_terminal_colour_codes_is_redacted() -> None:
-    from repo_context.secrets import redact_text
+    from bugcontext.core.secrets import redact_text
 
     key = "AKIA" + "QWERTYUIOPASDFGH"
     for text in (f"\x1b[31m{key}\x1b[0m boom", f"\x1b]0;title\x07{key}", f"x = \x1b[1;32m{key}"):

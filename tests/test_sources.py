@@ -15,9 +15,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+import bugcontext
 import pytest
-import repo_context
-from repo_context.sources import (
+from bugcontext.job.sources import (
     Repository,
     build_query,
     chunk_spans,
@@ -30,9 +30,9 @@ from repo_context.sources import (
     strip_ansi,
     tokenize,
 )
-from repo_context.sources.files import decode_source, split_lines
-from repo_context.sources.pytest_log import _rule_title
-from repo_context.sources.search import MAX_PER_FILE
+from bugcontext.job.sources.files import decode_source, split_lines
+from bugcontext.job.sources.pytest_log import _rule_title
+from bugcontext.job.sources.search import MAX_PER_FILE
 
 CORE = (
     '''\
@@ -436,8 +436,8 @@ def test_gather_scores_order_sources_and_build_accepts_them(repo: Path) -> None:
     assert failure and reference and search
     assert min(failure) > max(reference) > 0
     assert min(reference) > max(search)
-    result = repo_context.build(gathered.build_input(100_000))
-    assert result == repo_context.reference.build(gathered.build_input(100_000))
+    result = bugcontext.build(gathered.build_input(100_000))
+    assert result == bugcontext.reference.build(gathered.build_input(100_000))
     first = result.items[0]
     assert (first.path, first.reason) == ("pkg/core.py", "failure")
     assert first.content == lines_of(repo / "pkg" / "core.py", first.start, first.end)
@@ -572,7 +572,7 @@ def test_line_numbers_too_long_for_int_are_unusable_frames(tmp_path: Path) -> No
     (tmp_path / "pkg" / "mod.py").write_text("def f():\n    raise ValueError('boom')\n", encoding="utf-8")
     gathered = gather(tmp_path, report + f"pkg/mod.py:{huge}: in f\npkg/mod.py:2: ValueError\n")
     assert gathered.failure_file == "pkg/mod.py"
-    repo_context.build(gathered.build_input(1000))
+    bugcontext.build(gathered.build_input(1000))
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a backslash separates paths on Windows")
@@ -592,7 +592,7 @@ def test_files_whose_path_the_builder_rejects_are_skipped(tmp_path: Path) -> Non
     gathered = gather(tmp_path, log, query="widget error")
     assert gathered.failure_file is None
     assert {c.path for c in gathered.candidates} == {"pkg/mod.py"}
-    result = repo_context.build(gathered.build_input(10_000))
+    result = bugcontext.build(gathered.build_input(10_000))
     assert [item.path for item in result.items] == ["pkg/mod.py"]
 
 

@@ -14,12 +14,12 @@ import itertools
 import math
 from typing import Any
 
+import bugcontext
+import bugcontext.reference as reference
 import pytest
-import repo_context
-import repo_context.reference as reference
+from bugcontext import InvalidCandidateError, InvalidInputError, TableResult, build_table
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from repo_context import InvalidCandidateError, InvalidInputError, TableResult, build_table
 
 pa = pytest.importorskip("pyarrow")
 
@@ -236,7 +236,7 @@ def test_each_group_decides_as_build(case: dict[str, Any]) -> None:
         failing = None
         if case["failure_files"] and rows:
             failing = table.column(case["failure_files"])[rows[0]].as_py()
-        built = repo_context.build(
+        built = bugcontext.build(
             {"candidates": _group_candidates(table, rows), "budget": budget, "failure_files": failing}
         )
         mine = [decisions[r] for r in rows]
@@ -441,7 +441,7 @@ def test_token_costs_equal_the_reference() -> None:
     for cost in ({"unit": "tokens"}, {"unit": "tokens", "encoding": "cl100k_base"}):
         native = build_table(table, budget=12, group_by="task", cost=cost)
         assert native == reference.build_table(table, budget=12, group_by="task", cost=cost)
-    counter = repo_context.TokenCounter("o200k_base")
+    counter = bugcontext.TokenCounter("o200k_base")
     costs = build_table(table, budget=12, cost={"unit": "tokens"}).decisions.column("cost").to_pylist()
     assert costs == list(counter.count(table.column("content").to_pylist()))
 

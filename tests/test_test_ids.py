@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from repo_context import Workspace
-from repo_context.cli import main
-from repo_context.sources.pytest_log import (
+from bugcontext import Workspace
+from bugcontext.integrations.cli import main
+from bugcontext.job.sources.pytest_log import (
     FailingTest,
     UnknownTestError,
     failing_tests,
@@ -157,7 +157,7 @@ def test_the_report_says_a_collection_failure_is_one(runs: tuple[Path, str, str]
 
 def test_the_mcp_tool_runs_a_base_id_and_reports_an_import_failure(runs: tuple[Path, str, str]) -> None:
     pytest.importorskip("mcp")
-    from repo_context.mcp_server import create_server
+    from bugcontext.integrations.mcp_server import create_server
     from test_mcp_server import ERROR, _calls, _context, _error, _text
 
     root, _, _ = runs

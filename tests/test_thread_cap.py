@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import bugcontext
+import bugcontext.reference as reference
 import pytest
-import repo_context
-import repo_context.reference as reference
-from repo_context import RepoContextBuilder, build_table
-from repo_context.limits import Limits, clamp_threads, cores
+from bugcontext import ContextBuilder, build_table
+from bugcontext.core.limits import Limits, clamp_threads, cores
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -47,7 +47,7 @@ def one_input(i: int) -> dict[str, Any]:
 
 def said(requested: int, maximum: int) -> str:
     limit = f"over the limit max_threads = {maximum} threads: using {maximum}"
-    return f"repo-context: {requested} threads asked, {limit}\n"
+    return f"bugcontext: {requested} threads asked, {limit}\n"
 
 
 def test_clamp_threads_rules(capfd: pytest.CaptureFixture[str]) -> None:
@@ -73,13 +73,13 @@ def test_build_table_clamps(build: Any, capfd: pytest.CaptureFixture[str]) -> No
 
 def test_build_table_passes_the_clamped_count(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Any] = []
-    real = repo_context._core.build_table
+    real = bugcontext._core.build_table
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         seen.append(kwargs["threads"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(repo_context._core, "build_table", spy)
+    monkeypatch.setattr(bugcontext._core, "build_table", spy)
     build_table(table(), budget=20, group_by="task", threads=100_019, limits=TWO)
     build_table(table(), budget=20, group_by="task", limits=Limits(max_threads=1))
     build_table(table(), budget=20, group_by="task", threads=1, limits=TWO)
@@ -88,25 +88,25 @@ def test_build_table_passes_the_clamped_count(monkeypatch: pytest.MonkeyPatch) -
 
 def test_build_many_passes_the_clamped_count(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[int] = []
-    real = repo_context._core.build_many
+    real = bugcontext._core.build_many
 
     def spy(inputs: Any, check: Any, threads: int, return_errors: bool) -> Any:
         seen.append(threads)
         return real(inputs, check, threads, return_errors)
 
-    monkeypatch.setattr(repo_context._core, "build_many", spy)
+    monkeypatch.setattr(bugcontext._core, "build_many", spy)
     inputs = [one_input(i) for i in range(8)]
-    builder = RepoContextBuilder(limits=TWO)
+    builder = ContextBuilder(limits=TWO)
     assert builder.build_many(inputs, threads=100_021) == [builder.build(x) for x in inputs]
     assert seen == [2]
-    assert reference.RepoContextBuilder(limits=TWO).build_many(inputs, threads=100_021) == [
-        reference.RepoContextBuilder().build(x) for x in inputs
+    assert reference.ContextBuilder(limits=TWO).build_many(inputs, threads=100_021) == [
+        reference.ContextBuilder().build(x) for x in inputs
     ]
 
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "repo_context.cli", *args],
+        [sys.executable, "-m", "bugcontext", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -124,13 +124,13 @@ def test_command_line_threads_are_clamped_and_said_once(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert (
-        proc.stderr == "repo-context: 100000 threads asked, over the limit max_threads = 2 threads: using 2\n"
+        proc.stderr == "bugcontext: 100000 threads asked, over the limit max_threads = 2 threads: using 2\n"
     )
     assert pq.read_table(out).equals(build_table(table(), budget=20, group_by="task").decisions)
     lines = "".join(json.dumps(one_input(i)) + "\n" for i in range(5))
     proc = run("build", "--jsonl", "-", "--threads", "100000", "--limit", "max_threads=1", stdin=lines)
     assert proc.returncode == 0, proc.stderr
     assert (
-        proc.stderr == "repo-context: 100000 threads asked, over the limit max_threads = 1 threads: using 1\n"
+        proc.stderr == "bugcontext: 100000 threads asked, over the limit max_threads = 1 threads: using 1\n"
     )
     assert len(proc.stdout.splitlines()) == 5

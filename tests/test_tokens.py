@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bugcontext._core import TokenCounter
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from repo_context._core import TokenCounter
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 REPO = Path(__file__).resolve().parents[1]
@@ -436,7 +436,7 @@ def test_no_network_needed() -> None:
         "import socket\n"
         "def deny(*a, **k): raise OSError('network disabled')\n"
         "socket.socket = deny; socket.create_connection = deny; socket.getaddrinfo = deny\n"
-        "from repo_context._core import TokenCounter\n"
+        "from bugcontext._core import TokenCounter\n"
         "print(TokenCounter('o200k_base').count_one('hello world'),"
         " TokenCounter('cl100k_base').count_one('hello world'))\n"
     )

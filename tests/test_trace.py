@@ -1,4 +1,4 @@
-"""Build traces (``trace=``, ``--trace``) and their replay (``repo-context replay``)."""
+"""Build traces (``trace=``, ``--trace``) and their replay (``bugcontext replay``)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+import bugcontext
+import bugcontext.reference as reference
 import pytest
-import repo_context
-import repo_context.reference as reference
+from bugcontext import Candidate, InvalidCandidateError
+from bugcontext.core.trace import Change, read_trace, replay
+from bugcontext.integrations.cli import main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from repo_context import Candidate, InvalidCandidateError
-from repo_context.cli import main
-from repo_context.trace import Change, read_trace, replay
 from test_cli import cli, failing_repo  # noqa: F401  (a fixture)
 
 CANDS = [
@@ -27,7 +27,7 @@ CANDS = [
 INPUT = {"candidates": CANDS, "max_chars": 15, "failure_files": ["util.py"]}
 
 
-@pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
+@pytest.mark.parametrize("module", [bugcontext, reference], ids=["native", "reference"])
 def test_a_trace_line_records_key_digest_input_and_every_decision(module: Any) -> None:
     out = io.StringIO()
     result = module.build(INPUT, trace=out)
@@ -35,9 +35,9 @@ def test_a_trace_line_records_key_digest_input_and_every_decision(module: Any) -
     record = json.loads(out.getvalue())
     assert out.getvalue().count("\n") == 1
     assert record["trace"] == 1
-    assert record["policy"] == repo_context.POLICY_VERSION
-    assert record["engine"] == ("native" if module is repo_context else "reference")
-    assert record["cache_key"] == repo_context.cache_key(INPUT)
+    assert record["policy"] == bugcontext.POLICY_VERSION
+    assert record["engine"] == ("native" if module is bugcontext else "reference")
+    assert record["cache_key"] == bugcontext.cache_key(INPUT)
     assert record["digest"] == result.digest
     assert record["input"]["candidates"][2] == {
         "path": "api.py",
@@ -60,21 +60,21 @@ def test_a_trace_line_records_key_digest_input_and_every_decision(module: Any) -
 
 def test_a_trace_file_is_appended_to_and_an_invalid_input_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    repo_context.build(INPUT, trace=path)
+    bugcontext.build(INPUT, trace=path)
     reference.build({**INPUT, "max_chars": 40}, trace=str(path))
     with pytest.raises(InvalidCandidateError):
-        repo_context.build({"candidates": [{"path": ""}], "max_chars": 1}, trace=path)
+        bugcontext.build({"candidates": [{"path": ""}], "max_chars": 1}, trace=path)
     records = read_trace(path)
     assert [r["input"]["budget"] for r in records] == [15, 40]
 
 
 def test_replay_reproduces_and_shows_what_changed(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    repo_context.build(INPUT, trace=path)
-    repo_context.build({**INPUT, "max_chars": 40}, trace=path)
+    bugcontext.build(INPUT, trace=path)
+    bugcontext.build({**INPUT, "max_chars": 40}, trace=path)
     moved = [CANDS[1], CANDS[2], Candidate("util.py", 1, 5, "u" * 10, "reference", 1.0)]
-    repo_context.build({"candidates": moved, "max_chars": 40}, trace=path)
-    for build in (repo_context.build, reference.build):
+    bugcontext.build({"candidates": moved, "max_chars": 40}, trace=path)
+    for build in (bugcontext.build, reference.build):
         turns = list(replay(path, build))
         assert [t.reproduced for t in turns] == [True, True, True]
         assert turns[0].changes == ()
@@ -92,10 +92,10 @@ def test_replay_reproduces_and_shows_what_changed(tmp_path: Path) -> None:
 
 def test_replay_says_why_an_item_was_dropped(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    repo_context.build({**INPUT, "max_chars": 40}, trace=path)
-    repo_context.build({**INPUT, "max_chars": 25}, trace=path)  # the pair no longer fits
-    repo_context.build({**INPUT, "candidates": CANDS[1:], "max_chars": 40}, trace=path)
-    turns = list(replay(path, repo_context.build))
+    bugcontext.build({**INPUT, "max_chars": 40}, trace=path)
+    bugcontext.build({**INPUT, "max_chars": 25}, trace=path)  # the pair no longer fits
+    bugcontext.build({**INPUT, "candidates": CANDS[1:], "max_chars": 40}, trace=path)
+    turns = list(replay(path, bugcontext.build))
     assert turns[1].changes == (
         Change("dropped", "api.py", 1, 5, 1, None, "group (member impl.py:1-5)"),
         Change("dropped", "impl.py", 1, 5, 2, None, "group (member impl.py:1-5)"),
@@ -108,7 +108,7 @@ def test_replay_says_why_an_item_was_dropped(tmp_path: Path) -> None:
 
 def test_replay_reports_a_changed_policy_or_engine_result(tmp_path: Path, capsys: Any) -> None:
     path = tmp_path / "t.jsonl"
-    repo_context.build(INPUT, trace=path)
+    bugcontext.build(INPUT, trace=path)
     record = json.loads(path.read_text())
     record["digest"] = "0" * 64
     path.write_text(json.dumps(record) + "\n")
@@ -178,7 +178,7 @@ class Id:
         return hash(self.value)
 
 
-@pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
+@pytest.mark.parametrize("module", [bugcontext, reference], ids=["native", "reference"])
 @pytest.mark.parametrize(
     "groups",
     [
@@ -209,7 +209,7 @@ def test_groups_are_traced_as_their_partition_and_replayed_exactly(
     assert [i.path for i in result.items] == (["c.py"] if shared else ["a.py", "c.py"])
 
 
-@pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
+@pytest.mark.parametrize("module", [bugcontext, reference], ids=["native", "reference"])
 def test_a_verified_trace_replays_and_reports_what_turned_stale(tmp_path: Path, module: Any) -> None:
     files = {"a.py": b"one\ntwo\n", "b.py": b"bee\n"}
     cands = [
@@ -239,13 +239,13 @@ def test_replay_of_an_empty_trace_exits_2(tmp_path: Path, capsys: Any) -> None:
         path.write_text(text)
         assert main(["replay", str(path)]) == 2
         assert capsys.readouterr().err == (
-            f"repo-context replay: {path}: no trace records (an empty trace has nothing to replay)\n"
+            f"bugcontext replay: {path}: no trace records (an empty trace has nothing to replay)\n"
         )
 
 
 def _valid_record() -> dict[str, Any]:
     out = io.StringIO()
-    repo_context.build(INPUT, trace=out)
+    bugcontext.build(INPUT, trace=out)
     record: dict[str, Any] = json.loads(out.getvalue())
     return record
 
@@ -273,7 +273,7 @@ def test_replay_names_the_line_of_a_line_that_is_not_a_record(tmp_path: Path, ca
     # A good record on line 1 and a blank line 2: the bad line is line 3 of the file.
     path.write_bytes(json.dumps(_valid_record()).encode() + b"\n\n" + line + b"\n")
     assert main(["replay", str(path)]) == 2
-    assert capsys.readouterr().err == f"repo-context replay: {path}: trace line 3: {problem}\n"
+    assert capsys.readouterr().err == f"bugcontext replay: {path}: trace line 3: {problem}\n"
     with pytest.raises(ValueError) as caught:
         read_trace(path)
     assert str(caught.value) == f"trace line 3: {problem}"
@@ -406,7 +406,7 @@ def test_replay_names_the_line_and_the_field_of_a_malformed_record(
     path = tmp_path / "t.jsonl"
     path.write_text(json.dumps(_valid_record()) + "\n\n" + json.dumps(record) + "\n")
     assert main(["replay", str(path), "--engine", engine]) == 2
-    assert capsys.readouterr().err == f"repo-context replay: {path}: trace line 3: {problem}\n"
+    assert capsys.readouterr().err == f"bugcontext replay: {path}: trace line 3: {problem}\n"
     assert capsys.readouterr().out == ""
 
 
@@ -421,10 +421,10 @@ def test_optional_fields_may_be_absent_or_null(tmp_path: Path, capsys: Any) -> N
     assert capsys.readouterr().out.startswith("turn 1: digest ")
 
 
-@pytest.mark.parametrize("module", [repo_context, reference], ids=["native", "reference"])
+@pytest.mark.parametrize("module", [bugcontext, reference], ids=["native", "reference"])
 @pytest.mark.parametrize("target", [5, io.BytesIO(), object()], ids=["int", "binary", "object"])
 def test_a_trace_that_is_not_a_path_or_text_stream_is_invalid_input(module: Any, target: Any) -> None:
-    with pytest.raises(repo_context.InvalidInputError) as info:
+    with pytest.raises(bugcontext.InvalidInputError) as info:
         module.build(INPUT, trace=target)
     assert (info.value.field, info.value.index) == ("trace", None)
     assert info.value.problem == f"must be a path or a text stream, not {type(target).__name__}"
@@ -436,7 +436,7 @@ def test_a_trace_that_cannot_be_written_fails_the_command_with_status_1(tmp_path
     target = tmp_path / "missing" / "t.jsonl"
     assert main(["build", str(data), "--trace", str(target)]) == 1
     err = capsys.readouterr().err
-    assert err == f"repo-context build: cannot write {target}: the folder {target.parent} does not exist\n"
+    assert err == f"bugcontext build: cannot write {target}: the folder {target.parent} does not exist\n"
 
 
 def _paths(obj: Any, prefix: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
@@ -472,6 +472,6 @@ def test_any_value_anywhere_in_a_record_is_replayed_or_named(tmp_path: Path, dat
     path = tmp_path / "t.jsonl"
     path.write_text(json.dumps(_valid_record()) + "\n" + json.dumps(record) + "\n")
     try:
-        list(replay(path, repo_context.build))
+        list(replay(path, bugcontext.build))
     except ValueError as exc:
         assert re.match(r"trace line 2: field '[^']+': \S", str(exc)), str(exc)

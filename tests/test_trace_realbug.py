@@ -1,8 +1,8 @@
 """Traces and replay across two turns of a real bug (more-itertools 9.0.0, ``split_after``).
 
-Turn 1: the regression test fails; ``repo-context context`` builds the context from its log and
+Turn 1: the regression test fails; ``bugcontext context`` builds the context from its log and
 appends the build to a trace. The fix of the 9.1.0 release is applied (``fix.patch``). Turn 2:
-the same test passes; the context of that run is appended to the same trace. ``repo-context
+the same test passes; the context of that run is appended to the same trace. ``bugcontext
 replay`` rebuilds both lines from their saved inputs, reproduces both digests and says what the
 second turn dropped and why. The data and its origin: ``tests/data/realbug_more_itertools``.
 """
@@ -49,7 +49,7 @@ def _apply_fix(repo: Path) -> None:
 
 def _context(repo: Path, log: Path, trace: Path, cache: Path) -> dict[str, object]:
     proc = subprocess.run(
-        [sys.executable, "-m", "repo_context.cli", "context", "--repo", str(repo), "--pytest-log",
+        [sys.executable, "-m", "bugcontext", "context", "--repo", str(repo), "--pytest-log",
          str(log), "--format", "json", "--trace", str(trace), "--cache-dir", str(cache)],
         capture_output=True,
         text=True,
@@ -91,7 +91,7 @@ def test_two_turns_of_a_real_bug_are_traced_and_replayed(tmp_path: Path) -> None
     assert records[0]["digest"] != records[1]["digest"]
 
     proc = subprocess.run(
-        [sys.executable, "-m", "repo_context.cli", "replay", str(trace)],
+        [sys.executable, "-m", "bugcontext", "replay", str(trace)],
         capture_output=True,
         text=True,
         timeout=300,

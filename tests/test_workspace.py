@@ -12,15 +12,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import bugcontext
 import pytest
-import repo_context
+from bugcontext import ContextResult, Workspace
+from bugcontext.integrations.cli import main
+from bugcontext.job import workspace as workspace_module
+from bugcontext.job.sources import Repository, gather
+from bugcontext.job.sources.symbols import SymbolIndex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from repo_context import ContextResult, Workspace
-from repo_context import workspace as workspace_module
-from repo_context.cli import main
-from repo_context.sources import Repository, gather
-from repo_context.sources.symbols import SymbolIndex
 
 LIB = """\
 def parse_ratio(text):
@@ -105,16 +105,16 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def _spent(result: repo_context.ContextResult) -> int:
+def _spent(result: bugcontext.ContextResult) -> int:
     """What the failure blocks at the head of ``result``'s section cost (characters)."""
     return sum(len(block.text) for block in result.failure_blocks)
 
 
-def _plain(root: Path, log: str, budget: int, cost: dict[str, Any]) -> repo_context.BuildResult:
+def _plain(root: Path, log: str, budget: int, cost: dict[str, Any]) -> bugcontext.BuildResult:
     """The same job without a workspace: gather, stamp each candidate with its provenance (the
     SHA-256 of its file's bytes, the source that proposed it), then build verified against the
     folder."""
-    repo_context.sources.search.SearchIndex.clear_cache()
+    bugcontext.job.sources.search.SearchIndex.clear_cache()
     gathered = gather(root, log)
     data = gathered.build_input(budget)
     stamped = [
@@ -125,14 +125,14 @@ def _plain(root: Path, log: str, budget: int, cost: dict[str, Any]) -> repo_cont
         }
         for w in gathered.candidates
     ]
-    return repo_context.build(
+    return bugcontext.build(
         {
             "candidates": stamped,
             "failure_files": data["failure_files"],
             "budget": budget,
             "cost": cost,
         },
-        verify=repo_context.folder_reader(root),
+        verify=bugcontext.folder_reader(root),
     )
 
 
@@ -141,7 +141,7 @@ def test_context_is_the_job_without_a_workspace(repo: Path, tmp_path: Path) -> N
     result = ws.context(_log(), budget=900)
     assert isinstance(result, ContextResult)
     # The default cost is the rendered Markdown section, so the section is within the budget.
-    assert result.result.cost.to_dict() == repo_context.Cost.parse({"template": "markdown"}).to_dict()
+    assert result.result.cost.to_dict() == bugcontext.Cost.parse({"template": "markdown"}).to_dict()
     assert len(result.section) == result.used <= 900 == result.budget
     # The failure blocks open the section; the windows were built in what they left.
     assert result.section.startswith("".join(b.text for b in result.failure_blocks))
@@ -198,7 +198,7 @@ def test_context_is_the_job_without_a_workspace(repo: Path, tmp_path: Path) -> N
         "policy_redacted": [],
     }
     # The one-call form gives the same.
-    once = repo_context.context(repo, _log(), budget=900, cache_dir=tmp_path / "cache")
+    once = bugcontext.context(repo, _log(), budget=900, cache_dir=tmp_path / "cache")
     assert once.result.to_dict() == result.result.to_dict()
     # Tokens and another template.
     tokens = ws.context(_log(), budget=120, cost={"unit": "tokens", "template": "xml"}, engine="reference")
@@ -206,7 +206,7 @@ def test_context_is_the_job_without_a_workspace(repo: Path, tmp_path: Path) -> N
         tokens.result.to_dict()
         == _plain(repo, _log(), tokens.result.budget, {"unit": "tokens", "template": "xml"}).to_dict()
     )
-    counter = repo_context.TokenCounter("o200k_base")
+    counter = bugcontext.TokenCounter("o200k_base")
     assert counter.count_one(tokens.section) == tokens.used <= 120
 
 
@@ -303,7 +303,7 @@ def test_default_cache_folder_is_under_the_user_cache(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     ws = Workspace(repo)
     assert ws.cache_path is not None
-    assert ws.cache_path.parent == tmp_path / "xdg" / "repo-context"
+    assert ws.cache_path.parent == tmp_path / "xdg" / "bugcontext"
 
 
 @pytest.mark.parametrize("damage", ["garbage", "version", "blobs", "stats"])
@@ -418,7 +418,7 @@ def test_printed_section_fits_the_budget(
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             assert main(args) == 0, err.getvalue()
         printed = out.getvalue()
-        cost = len(printed) if unit == "chars" else repo_context.TokenCounter("o200k_base").count_one(printed)
+        cost = len(printed) if unit == "chars" else bugcontext.TokenCounter("o200k_base").count_one(printed)
         assert cost <= budget
         assert "## Omitted" in err.getvalue() and "## Omitted" not in printed
 
@@ -447,7 +447,7 @@ def test_command_line_cache_options(repo: Path, tmp_path: Path, capsys: pytest.C
     assert main([*base, "--cache-dir", str(tmp_path / "cache")]) == 0
     assert capsys.readouterr().out == uncached
     assert [p.name for p in (tmp_path / "cache").glob("derived-*.sqlite3")] == [
-        f"derived-{repo_context._cache.rules_version()}.sqlite3"
+        f"derived-{bugcontext.job._cache.rules_version()}.sqlite3"
     ]
     # A second process-like run on the warm cache prints the same.
     assert main([*base, "--cache-dir", str(tmp_path / "cache")]) == 0

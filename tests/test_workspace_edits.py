@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_context import Workspace, _cache
-from repo_context import workspace as workspace_module
-from repo_context.limits import Limits
-from repo_context.sources.files import WINDOW_CHANGED
+from bugcontext import Workspace
+from bugcontext.core.limits import Limits
+from bugcontext.job import _cache
+from bugcontext.job import workspace as workspace_module
+from bugcontext.job.sources.files import WINDOW_CHANGED
 
 LIB = """\
 def parse_ratio(text):
@@ -249,8 +250,8 @@ def test_an_oversized_cache_value_is_a_miss_and_rebuilt(repo: Path, tmp_path: Pa
 
 
 def test_the_search_index_of_a_repository_sees_an_edit_that_keeps_the_stat(repo: Path) -> None:
-    from repo_context.sources import Repository
-    from repo_context.sources.search import SearchIndex
+    from bugcontext.job.sources import Repository
+    from bugcontext.job.sources.search import SearchIndex
 
     SearchIndex.clear_cache()
     first = SearchIndex.for_repository(Repository(repo))

@@ -1,4 +1,4 @@
-"""The one writer of every output file (:mod:`repo_context._writer`), with real files: a
+"""The one writer of every output file (:mod:`bugcontext.core._writer`), with real files: a
 regular file replaced atomically with its mode, a link kept and its target replaced, devices
 and pipes written in place, folders and read-only files refused, outputs that are inputs (or
 each other) refused before any work, write failures named as such (exit 1), temporary files
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_context import _writer
-from repo_context._io import OutputError
-from repo_context.cli import main
+from bugcontext.core import _writer
+from bugcontext.core._io import OutputError
+from bugcontext.integrations.cli import main
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -264,7 +264,7 @@ def test_a_pipe_nobody_reads_is_refused_at_once(parquet_in: Path, capsys: Any) -
     assert time.monotonic() - started < 30
     assert (
         capsys.readouterr().err
-        == f"repo-context rerank: cannot write {fifo}: no process reads the named pipe\n"
+        == f"bugcontext rerank: cannot write {fifo}: no process reads the named pipe\n"
     )
     assert stat.S_ISFIFO(fifo.stat().st_mode)
 
@@ -282,7 +282,7 @@ def test_parquet_through_a_pipe_is_whole(parquet_in: Path) -> None:
             got += chunk
     finally:
         os.close(reader)
-    from repo_context import build_table
+    from bugcontext import build_table
 
     expected = build_table(pq.read_table(parquet_in), budget=40, group_by="task").decisions
     assert pq.read_table(pa.BufferReader(got)).equals(expected)
@@ -319,7 +319,7 @@ def test_rerank_to_a_full_disk_is_exit_1_not_a_read_error(parquet_in: Path, caps
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
     assert main(rerank(parquet_in, "--out", "/dev/full")) == 1
-    assert capsys.readouterr().err == "repo-context rerank: cannot write /dev/full: No space left on device\n"
+    assert capsys.readouterr().err == "bugcontext rerank: cannot write /dev/full: No space left on device\n"
 
 
 @pytest.mark.parametrize("option", ["--out", "--summary"])
@@ -339,7 +339,7 @@ def test_rerank_output_problems_exit_1_and_name_the_output(
     }
     for target, why in cases.items():
         assert main(rerank(parquet_in, option, target, other, str(folder / "ok.parquet"))) == 1
-        assert capsys.readouterr().err == f"repo-context rerank: cannot write {target}: {why}\n"
+        assert capsys.readouterr().err == f"bugcontext rerank: cannot write {target}: {why}\n"
         assert sorted(p.name for p in folder.iterdir()) == ["dir", "in.parquet", "ro.parquet"]
     assert ro.read_bytes() == b"keep" and list((folder / "dir").iterdir()) == []
 
@@ -358,7 +358,7 @@ def test_rerank_refuses_an_output_that_is_the_input(parquet_in: Path, capsys: An
             )
             assert main(rerank(parquet_in, *extra)) == 2
             assert capsys.readouterr().err == (
-                f"repo-context rerank: {option} {name} is the same file as the input {parquet_in} "
+                f"bugcontext rerank: {option} {name} is the same file as the input {parquet_in} "
                 "(refusing to overwrite an input)\n"
             )
     assert parquet_in.read_bytes() == before
@@ -369,12 +369,12 @@ def test_rerank_refuses_out_equal_to_summary(parquet_in: Path, capsys: Any) -> N
     folder = parquet_in.parent
     out = folder / "out.parquet"
     assert main(rerank(parquet_in, "--out", str(out), "--summary", str(out))) == 2
-    assert capsys.readouterr().err == f"repo-context rerank: --out and --summary name the same file {out}\n"
+    assert capsys.readouterr().err == f"bugcontext rerank: --out and --summary name the same file {out}\n"
     out.write_bytes(b"old")
     (folder / "alias.parquet").symlink_to(out)
     assert main(rerank(parquet_in, "--out", str(out), "--summary", str(folder / "alias.parquet"))) == 2
     assert capsys.readouterr().err == (
-        f"repo-context rerank: --out {out} and --summary {folder / 'alias.parquet'} are the same file\n"
+        f"bugcontext rerank: --out {out} and --summary {folder / 'alias.parquet'} are the same file\n"
     )
     assert out.read_bytes() == b"old"
 
@@ -384,7 +384,7 @@ def test_context_report_problems(project: dict[str, Path], capsys: Any) -> None:
     before = log.read_text()
     assert main(context(project, "--report", str(log))) == 2
     assert capsys.readouterr().err == (
-        f"repo-context context: --report {log} is the same file as --log {log} "
+        f"bugcontext context: --report {log} is the same file as --log {log} "
         "(refusing to overwrite an input)\n"
     )
     assert main(context(project, "--trace", str(log))) == 2
@@ -392,14 +392,14 @@ def test_context_report_problems(project: dict[str, Path], capsys: Any) -> None:
     report = folder / "report.md"
     assert main(context(project, "--report", str(report), "--trace", str(report))) == 2
     assert (
-        capsys.readouterr().err == f"repo-context context: --report and --trace name the same file {report}\n"
+        capsys.readouterr().err == f"bugcontext context: --report and --trace name the same file {report}\n"
     )
     assert main(context(project, "--report", str(folder))) == 1
-    assert capsys.readouterr().err == f"repo-context context: cannot write {folder}: is a folder\n"
+    assert capsys.readouterr().err == f"bugcontext context: cannot write {folder}: is a folder\n"
     missing = folder / "none" / "r.md"
     assert main(context(project, "--report", str(missing))) == 1
     assert capsys.readouterr().err == (
-        f"repo-context context: cannot write {missing}: the folder {missing.parent} does not exist\n"
+        f"bugcontext context: cannot write {missing}: the folder {missing.parent} does not exist\n"
     )
     assert log.read_text() == before and temps(folder) == []
     assert main(context(project, "--report", str(report))) == 0
@@ -420,7 +420,7 @@ def test_context_report_equal_to_a_log_read_from_standard_input(project: dict[st
     ]
     with log.open("rb") as stdin:
         proc = subprocess.run(
-            [sys.executable, "-m", "repo_context.cli", *args],
+            [sys.executable, "-m", "bugcontext", *args],
             stdin=stdin,
             capture_output=True,
             text=True,
@@ -429,7 +429,7 @@ def test_context_report_equal_to_a_log_read_from_standard_input(project: dict[st
         )
     assert (proc.returncode, proc.stderr) == (
         2,
-        f"repo-context context: --report {log} is the same file as --log standard input "
+        f"bugcontext context: --report {log} is the same file as --log standard input "
         "(refusing to overwrite an input)\n",
     )
     assert log.read_text() == LOG
@@ -440,12 +440,12 @@ def test_build_trace_equal_to_the_input_is_refused(project: dict[str, Path], cap
     before = data.read_text()
     assert main(["build", str(data), "--trace", str(data)]) == 2
     assert capsys.readouterr().err == (
-        f"repo-context build: --trace {data} is the same file as the input {data} "
+        f"bugcontext build: --trace {data} is the same file as the input {data} "
         "(refusing to overwrite an input)\n"
     )
     assert data.read_text() == before
     assert main(["build", str(data), "--trace", str(project["folder"])]) == 1
-    assert capsys.readouterr().err == f"repo-context build: cannot write {project['folder']}: is a folder\n"
+    assert capsys.readouterr().err == f"bugcontext build: cannot write {project['folder']}: is a folder\n"
 
 
 def test_eval_out_refuses_a_cases_file_it_would_replace(tmp_path: Path, capsys: Any) -> None:
@@ -453,14 +453,14 @@ def test_eval_out_refuses_a_cases_file_it_would_replace(tmp_path: Path, capsys: 
     cases.write_text("[]")
     assert main(["eval", "--cases", str(cases), "--work", str(tmp_path / "w"), "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == (
-        f"repo-context eval: --out {cases} is the same file as --cases {cases} "
+        f"bugcontext eval: --out {cases} is the same file as --cases {cases} "
         "(refusing to overwrite an input)\n"
     )
     assert cases.read_text() == "[]"
     file = tmp_path / "file"
     file.write_text("x")
     assert main(["eval", "--cases", str(cases), "--work", str(tmp_path / "w"), "--out", str(file)]) == 1
-    assert capsys.readouterr().err == f"repo-context eval: cannot write {file}: not a folder\n"
+    assert capsys.readouterr().err == f"bugcontext eval: cannot write {file}: not a folder\n"
 
 
 # --- traces: appended, never left with part of a line ----------------------------------------
@@ -506,7 +506,7 @@ def test_a_trace_through_a_link_is_appended_to_its_target(tmp_path: Path) -> Non
 CHILD = textwrap.dedent(
     """
     import sys, time
-    from repo_context._writer import atomic_output
+    from bugcontext.core._writer import atomic_output
     with atomic_output(sys.argv[1]) as out:
         out.file.write(b"partial output")
         out.file.flush()
@@ -539,7 +539,7 @@ def test_rerank_killed_mid_run_leaves_no_output_and_no_temporary(tmp_path: Path,
     pq.write_table(table(400_000, 40_000), source, row_group_size=5_000)
     out = tmp_path / "out.parquet"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "repo_context.cli", *rerank(source, "--out", str(out), "--batch-rows", "500")],
+        [sys.executable, "-m", "bugcontext", *rerank(source, "--out", str(out), "--batch-rows", "500")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -551,7 +551,7 @@ def test_rerank_killed_mid_run_leaves_no_output_and_no_temporary(tmp_path: Path,
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=TIMEOUT)
     if signum == signal.SIGINT:  # Ctrl-C: one line, the shell's status for it
-        assert (proc.returncode, err) == (130, b"repo-context rerank: interrupted\n")
+        assert (proc.returncode, err) == (130, b"bugcontext rerank: interrupted\n")
     else:
         assert proc.returncode == -signum
     assert [p.name for p in tmp_path.iterdir()] == ["in.parquet"]
@@ -609,15 +609,15 @@ def test_a_trace_on_a_full_disk_is_a_write_failure_of_every_command(
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
     assert main(["build", str(project["input"]), "--trace", "/dev/full"]) == 1
-    assert capsys.readouterr().err == "repo-context build: cannot write /dev/full: No space left on device\n"
+    assert capsys.readouterr().err == "bugcontext build: cannot write /dev/full: No space left on device\n"
     assert main(context(project, "--trace", "/dev/full")) == 1
     err = capsys.readouterr().err
-    assert err.endswith("repo-context context: cannot write /dev/full: No space left on device\n")
+    assert err.endswith("bugcontext context: cannot write /dev/full: No space left on device\n")
     assert "cannot read" not in err
 
 
 def test_a_trace_the_api_cannot_write_is_refused_before_the_build(tmp_path: Path) -> None:
-    import repo_context
+    import bugcontext
 
     data: dict[str, Any] = {
         "candidates": [{"path": "a.py", "start": 1, "end": 1, "content": "x", "reason": "search", "score": 1}]
@@ -626,18 +626,18 @@ def test_a_trace_the_api_cannot_write_is_refused_before_the_build(tmp_path: Path
     read_only = tmp_path / "ro.jsonl"
     read_only.write_text("")
     read_only.chmod(0o444)
-    for engine in (repo_context, repo_context.reference):
+    for engine in (bugcontext, bugcontext.reference):
         for target, why in (
             (tmp_path, "is a folder"),
             (read_only, "the file is read-only (it is not replaced)"),
         ):
-            with pytest.raises(repo_context.OutputError) as caught:
+            with pytest.raises(bugcontext.OutputError) as caught:
                 engine.build(data, trace=target)
             assert str(caught.value) == f"cannot write {target}: {why}"
     assert read_only.read_text() == ""
     good = tmp_path / "t.jsonl"
-    repo_context.build(data, trace=good)
-    repo_context.reference.build(data, trace=good)
+    bugcontext.build(data, trace=good)
+    bugcontext.reference.build(data, trace=good)
     assert [json.loads(line)["engine"] for line in good.read_text().splitlines()] == ["native", "reference"]
 
 
@@ -646,7 +646,7 @@ def test_build_trace_equal_to_the_input_read_from_standard_input(project: dict[s
     before = data.read_text()
     with data.open("rb") as stdin:
         proc = subprocess.run(
-            [sys.executable, "-m", "repo_context.cli", "build", "-", "--trace", str(data)],
+            [sys.executable, "-m", "bugcontext", "build", "-", "--trace", str(data)],
             stdin=stdin,
             capture_output=True,
             text=True,
@@ -655,7 +655,7 @@ def test_build_trace_equal_to_the_input_read_from_standard_input(project: dict[s
         )
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == (
-        f"repo-context build: --trace {data} is the same file as the input standard input "
+        f"bugcontext build: --trace {data} is the same file as the input standard input "
         "(refusing to overwrite an input)\n"
     )
     assert data.read_text() == before
@@ -683,14 +683,14 @@ def test_rerank_on_a_full_disk_keeps_the_old_output(
     monkeypatch.setattr(_writer._Sink, "write", full)
     assert main(rerank(parquet_in, "--out", str(out))) == 1
     err = capsys.readouterr().err
-    assert err == f"repo-context rerank: cannot write {out}: No space left on device\n"
+    assert err == f"bugcontext rerank: cannot write {out}: No space left on device\n"
     assert out.read_bytes() == b"old" and temps(parquet_in.parent) == []
 
 
 APPENDER = textwrap.dedent(
     """
     import os, sys, time
-    from repo_context import _writer
+    from bugcontext import _writer
 
     real_fsync = os.fsync
     def slow_fsync(fd):  # the line is written: stopped now, the append must be undone
@@ -725,7 +725,7 @@ def test_however_a_run_ends_its_output_is_absent_old_or_whole(tmp_path: Path) ->
     """The property, on ``rerank`` stopped at many moments (before, during and after the
     work): the output is the old file or the whole new one, never a part, and no temporary
     file is left."""
-    from repo_context import build_table
+    from bugcontext import build_table
 
     source = tmp_path / "in.parquet"
     data = table(100_000, 10_000)
@@ -740,7 +740,7 @@ def test_however_a_run_ends_its_output_is_absent_old_or_whole(tmp_path: Path) ->
             [
                 sys.executable,
                 "-m",
-                "repo_context.cli",
+                "bugcontext.integrations.cli",
                 *rerank(source, "--out", str(out), "--batch-rows", "500"),
             ],
             stdout=subprocess.DEVNULL,
@@ -764,7 +764,7 @@ def test_a_signal_whose_own_handler_goes_on_leaves_the_output_to_finish(tmp_path
     child = textwrap.dedent(
         """
         import os, signal, sys
-        from repo_context._writer import atomic_output
+        from bugcontext.core._writer import atomic_output
         signal.signal(signal.SIGTERM, lambda signum, frame: print("handled", flush=True))
         with atomic_output(sys.argv[1]) as out:
             out.file.write(b"first ")
@@ -788,13 +788,13 @@ def test_a_signal_whose_own_handler_goes_on_leaves_the_output_to_finish(tmp_path
 def test_standard_output_by_name_is_written_in_place(parquet_in: Path) -> None:
     """``--out /dev/stdout`` with standard output a pipe (its name resolves to no file)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "repo_context.cli", *rerank(parquet_in, "--out", "/dev/stdout")],
+        [sys.executable, "-m", "bugcontext", *rerank(parquet_in, "--out", "/dev/stdout")],
         capture_output=True,
         timeout=TIMEOUT,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    from repo_context import build_table
+    from bugcontext import build_table
 
     expected = build_table(pq.read_table(parquet_in), budget=40, group_by="task").decisions
     assert pq.read_table(pa.BufferReader(proc.stdout)).equals(expected)
@@ -901,7 +901,7 @@ def test_build_after_a_killed_append_gives_a_replayable_trace(project: dict[str,
 
 def _cli(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "repo_context.cli", *args], timeout=TIMEOUT, check=False, **kwargs
+        [sys.executable, "-m", "bugcontext", *args], timeout=TIMEOUT, check=False, **kwargs
     )
 
 
@@ -923,7 +923,7 @@ def test_an_output_that_is_standard_output_is_refused(
         command = args[0]
         assert (proc.returncode, proc.stderr.decode()) == (
             2,
-            f"repo-context {command}: {label} {name} is the same file as standard output (its output "
+            f"bugcontext {command}: {label} {name} is the same file as standard output (its output "
             "would be lost or mixed with the other)\n",
         )
         assert both.read_bytes() == b""  # refused before any work
@@ -940,7 +940,7 @@ def test_an_output_that_is_standard_error_is_refused(project: dict[str, Path], p
         proc = _cli(*rerank(parquet_in, "--out", "/dev/stderr"), stdout=subprocess.PIPE, stderr=stderr)
     assert proc.returncode == 2
     assert err.read_text() == (
-        "repo-context rerank: --out /dev/stderr is the same file as standard error (its output would be "
+        "bugcontext rerank: --out /dev/stderr is the same file as standard error (its output would be "
         "lost or mixed with the other)\n"
     )
 
@@ -971,7 +971,7 @@ def test_context_refuses_an_output_that_is_a_file_of_the_repository(
         assert main(context(project, option, str(target))) == 2
         assert capsys.readouterr() == (
             "",
-            f"repo-context context: {option} {target} is a file of the repository {repo} (refusing to "
+            f"bugcontext context: {option} {target} is a file of the repository {repo} (refusing to "
             "overwrite an input)\n",
         )
         assert ((repo / "test_x.py").read_bytes(), (repo / "pkg" / "calc.py").read_bytes()) == before
@@ -998,7 +998,7 @@ def test_rerank_with_a_summary_that_cannot_be_written_keeps_the_old_out(
     out = parquet_in.parent / "out.parquet"
     out.write_bytes(b"old")
     assert main(rerank(parquet_in, "--out", str(out), "--summary", "/dev/full")) == 1
-    assert capsys.readouterr().err == "repo-context rerank: cannot write /dev/full: No space left on device\n"
+    assert capsys.readouterr().err == "bugcontext rerank: cannot write /dev/full: No space left on device\n"
     assert out.read_bytes() == b"old" and temps(parquet_in.parent) == []
 
 
@@ -1070,25 +1070,25 @@ def test_path_errors_of_every_command_are_redacted(
         (
             ["context", "--repo", str(project["repo"]), "--pytest-log", missing],
             2,
-            f"repo-context context: cannot read {shown}: No such file or directory\n",
+            f"bugcontext context: cannot read {shown}: No such file or directory\n",
         ),
         (
             ["context", "--repo", f"{folder}/nope_{AWS}", "--pytest-log", str(project["log"])],
             2,
-            f"repo-context context: not a directory: {folder}/nope_[REDACTED: AWSKeyDetector]\n",
+            f"bugcontext context: not a directory: {folder}/nope_[REDACTED: AWSKeyDetector]\n",
         ),
         (
             context(project, "--report", f"{folder}/nodir_{GITHUB}/x.md"),
             1,
-            f"repo-context context: cannot write {folder}/nodir_[REDACTED: GitHubTokenDetector]/x.md: "
+            f"bugcontext context: cannot write {folder}/nodir_[REDACTED: GitHubTokenDetector]/x.md: "
             f"the folder {folder}/nodir_[REDACTED: GitHubTokenDetector] does not exist\n",
         ),
-        (["build", missing], 2, f"repo-context build: cannot read {shown}: No such file or directory\n"),
-        (["replay", missing], 2, f"repo-context replay: cannot read {shown}: No such file or directory\n"),
+        (["build", missing], 2, f"bugcontext build: cannot read {shown}: No such file or directory\n"),
+        (["replay", missing], 2, f"bugcontext replay: cannot read {shown}: No such file or directory\n"),
         (
             rerank(parquet_in, "--out", f"{folder}/nodir_{GITHUB}/o.parquet"),
             1,
-            f"repo-context rerank: cannot write {folder}/nodir_[REDACTED: GitHubTokenDetector]/o.parquet: "
+            f"bugcontext rerank: cannot write {folder}/nodir_[REDACTED: GitHubTokenDetector]/o.parquet: "
             f"the folder {folder}/nodir_[REDACTED: GitHubTokenDetector] does not exist\n",
         ),
     ]
@@ -1125,14 +1125,14 @@ def test_eval_with_an_unknown_case_creates_nothing(tmp_path: Path, capsys: Any) 
         main(["eval", "--cases", str(cases), "--case", "nope", "--out", str(out), "--work", str(tmp_path)])
         == 2
     )
-    assert capsys.readouterr().err.startswith("repo-context eval: ")
+    assert capsys.readouterr().err.startswith("bugcontext eval: ")
     assert not out.exists()
 
 
 def test_a_failed_eval_leaves_out_as_it_was(
     tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from repo_context.evaluation import command
+    from bugcontext.evaluation import command
 
     real = command.evaluate
 
@@ -1149,8 +1149,8 @@ def test_a_failed_eval_leaves_out_as_it_was(
     assert main(["eval", "--cases", str(cases), "--out", str(out), "--work", str(tmp_path / "work")]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[-2:] == [
-        "repo-context eval: case-1: preparation failed: download failed",
-        f"repo-context eval: {out} left as it was: 1 case(s) not prepared",
+        "bugcontext eval: case-1: preparation failed: download failed",
+        f"bugcontext eval: {out} left as it was: 1 case(s) not prepared",
     ]
     assert sorted(p.name for p in out.iterdir()) == ["eval.md"]
     assert (out / "eval.md").read_text() == "a good report\n"
@@ -1159,7 +1159,7 @@ def test_a_failed_eval_leaves_out_as_it_was(
 RENAMES = textwrap.dedent(
     """
     import os, signal, sys
-    from repo_context import _writer
+    from bugcontext import _writer
 
     real_rename = os.rename
     def rename_then_stopped(*args, **kwargs):
@@ -1207,7 +1207,7 @@ def test_a_signal_between_two_renames_waits_until_both_are_done(tmp_path: Path, 
     ],
 )
 def test_redact_names_finds_secrets_glued_by_underscores(text: str, expected: str) -> None:
-    from repo_context._io import redact_names
+    from bugcontext.core._io import redact_names
 
     assert redact_names(text) == expected
     assert redact_names(expected) == expected
@@ -1255,7 +1255,7 @@ def test_a_secret_glued_to_a_file_name_never_reaches_the_markdown(tmp_path: Path
     out, err = capsys.readouterr()
     assert "### pkg/calc_[REDACTED: AWSKeyDetector].py:1-2" in out
     assert AWS not in out and AWS not in err
-    assert "repo-context context: warning: 1 secret redacted from this output (reason policy): " in err
+    assert "bugcontext context: warning: 1 secret redacted from this output (reason policy): " in err
     window = {
         "path": f"pkg/{name}",
         "start": 1,
@@ -1270,4 +1270,4 @@ def test_a_secret_glued_to_a_file_name_never_reaches_the_markdown(tmp_path: Path
     out, err = capsys.readouterr()
     assert "pkg/calc_[REDACTED: AWSKeyDetector].py" in out and AWS not in out
     note = "1 secret redacted from this output (reason policy): AWSKeyDetector"
-    assert err == f"repo-context build: warning: {note}\n"
+    assert err == f"bugcontext build: warning: {note}\n"

@@ -181,7 +181,7 @@ fn build_window<'py>(
             (Err(err), _) => out.append(err.into_value(py))?,
             (Ok(_), None) => {
                 return Err(pyo3::exceptions::PyRuntimeError::new_err(
-                    "repo_context: an input was not built",
+                    "bugcontext: an input was not built",
                 ));
             }
         }

@@ -19,7 +19,7 @@ use crate::render::{self, Template};
 /// Candidates costed per call into the token counter.
 const CHUNK: usize = 1024;
 
-/// Set `row.cost` for every candidate according to `cost` (a `repo_context.Cost`); `failing`
+/// Set `row.cost` for every candidate according to `cost` (a `bugcontext.Cost`); `failing`
 /// tells, per path id, whether the path is a failing file (its blocks are labelled so). Returns the
 /// content lengths (characters) when the cost is something else, `None` when it is the
 /// content length itself (then `row.cost` is left as read).
@@ -107,7 +107,7 @@ fn candidate<'a>(item: &'a Item<'_>) -> PyResult<&'a Candidate> {
         Item::Same(obj) => Ok(obj.cast::<Candidate>()?.get()),
         Item::New(c) => Ok(c),
         Item::Taken => {
-            let problem = "repo_context: a candidate was costed after it was taken";
+            let problem = "bugcontext: a candidate was costed after it was taken";
             Err(pyo3::exceptions::PyRuntimeError::new_err(problem))
         }
     }
@@ -182,7 +182,7 @@ fn block<'py>(
         render::reason_name(row.reason),
     );
     let text = py
-        .import(intern!(py, "repo_context.composer"))?
+        .import(intern!(py, "bugcontext.core.composer"))?
         .call_method(intern!(py, "render_block"), args, Some(&kwargs))?;
     Ok(Text::Python(text.cast_into::<PyString>()?))
 }

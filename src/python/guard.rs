@@ -1,5 +1,5 @@
 //! No Rust panic crosses into Python: every entry point of the extension runs its body through
-//! [`guard`], which turns a panic into `repo_context.errors.InternalError` (a `RuntimeError`,
+//! [`guard`], which turns a panic into `bugcontext.core.errors.InternalError` (a `RuntimeError`,
 //! so an `except Exception` catches it; PyO3's own `PanicException` is a `BaseException`).
 //!
 //! A panic is a bug: input the engine refuses is an `InvalidInputError` made before any work.
@@ -28,11 +28,11 @@ fn message(payload: &(dyn Any + Send)) -> &str {
 /// The error for a panic in entry point `name`.
 fn internal(name: &str, payload: &(dyn Any + Send)) -> PyErr {
     let text = format!(
-        "repo_context: internal error in {name}: {} (a bug: please report it)",
+        "bugcontext: internal error in {name}: {} (a bug: please report it)",
         message(payload)
     );
     Python::attach(|py| {
-        py.import("repo_context.errors")
+        py.import("bugcontext.core.errors")
             .and_then(|m| m.getattr("InternalError"))
             .and_then(|class| class.call1((text.as_str(),)))
             .map(PyErr::from_value)

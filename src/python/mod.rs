@@ -62,7 +62,7 @@ fn reprs(fields: &[(&str, &Bound<'_, PyAny>)]) -> PyResult<String> {
 /// `content`, why it was proposed (`reason`: "failure", "reference" or "search") and how
 /// strongly (`score`, higher first). Immutable, compared by value, hashable, picklable. The
 /// constructor does not validate: `build` does, naming the candidate's index and field.
-#[pyclass(frozen, module = "repo_context", name = "Candidate")]
+#[pyclass(frozen, module = "bugcontext", name = "Candidate")]
 pub struct Candidate {
     /// Repository-relative path (`str`; canonical in build results).
     #[pyo3(get)]
@@ -362,7 +362,7 @@ enum Why {
 /// the selected window it hits (`overlaps`), and for a group that did not fit the input index of
 /// the member at which its cost went past the budget (`member`). A `"stale"` candidate's content
 /// is no longer what its file holds at its line range (the build's `verify` reader said so).
-#[pyclass(frozen, eq, hash, module = "repo_context", name = "Omission")]
+#[pyclass(frozen, eq, hash, module = "bugcontext", name = "Omission")]
 #[derive(PartialEq, Eq, Hash)]
 pub struct Omission {
     /// Input index of the omitted candidate.
@@ -512,7 +512,7 @@ impl Omission {
 
 /// Where a selected item stands in the rendered section: its input `index`, its selection
 /// `rank` (position in `items`) and its render `position`.
-#[pyclass(frozen, eq, hash, module = "repo_context", name = "Block")]
+#[pyclass(frozen, eq, hash, module = "bugcontext", name = "Block")]
 #[derive(PartialEq, Eq, Hash)]
 pub struct Block {
     /// Input index of the item.
@@ -581,8 +581,8 @@ impl Block {
 /// cost's unit; with a template, `used` is the cost of the whole rendered section), `blocks`
 /// (with a template, one `Block` per item in render order; else empty), `missing_critical`
 /// (the failing files whose failure windows were all left out) and `digest` (SHA-256 of the
-/// selection in the byte form of `repo_context.digest`, computed on first use).
-#[pyclass(frozen, module = "repo_context", name = "BuildResult")]
+/// selection in the byte form of `bugcontext.core.digest`, computed on first use).
+#[pyclass(frozen, module = "bugcontext", name = "BuildResult")]
 pub struct BuildResult {
     /// The selected candidates (tuple of `Candidate`), in selection order, paths canonical.
     #[pyo3(get)]
@@ -602,7 +602,7 @@ pub struct BuildResult {
     /// The canonical failing files (tuple of `str`), in error order.
     #[pyo3(get)]
     failure_files: Py<PyTuple>,
-    /// The cost model (`repo_context.Cost`) the budget was counted in.
+    /// The cost model (`bugcontext.Cost`) the budget was counted in.
     #[pyo3(get)]
     cost: Py<PyAny>,
     /// The budget (`int`), in the cost model's unit.
@@ -615,10 +615,10 @@ pub struct BuildResult {
     #[pyo3(get)]
     blocks: Py<PyTuple>,
     /// The failing files whose failure windows were all left out (tuple of
-    /// `repo_context.MissingEvidence`, in error order).
+    /// `bugcontext.MissingEvidence`, in error order).
     #[pyo3(get)]
     missing_critical: Py<PyTuple>,
-    /// The digest, computed on first use (see `repo_context.digest`).
+    /// The digest, computed on first use (see `bugcontext.core.digest`).
     digest: std::sync::OnceLock<Py<PyString>>,
 }
 
@@ -735,7 +735,7 @@ fn text_bytes<'a>(value: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, [u8]>> {
     }
 }
 
-/// `COST` of the byte form, from a `repo_context.Cost`.
+/// `COST` of the byte form, from a `bugcontext.Cost`.
 fn cost_form(form: &mut Form, cost: &Bound<'_, PyAny>) -> PyResult<()> {
     let py = cost.py();
     let optional = |name: &Bound<'_, PyString>| -> PyResult<Option<Vec<u8>>> {
@@ -821,7 +821,7 @@ impl BuildResult {
 
     /// The result's digest (64 lower-case hex digits): SHA-256 over the items in selection
     /// order (canonical path, line range, SHA-256 of the content, reason), the failing files,
-    /// the cost model and the policy version, in the byte form of `repo_context.digest`.
+    /// the cost model and the policy version, in the byte form of `bugcontext.core.digest`.
     /// Computed on first use; equal selections give equal digests in every process and from
     /// both engines. Raises `TypeError` for a hand-made result whose items are not text and
     /// integers.
@@ -940,7 +940,7 @@ impl BuildResult {
 /// The input of a build: `candidates` (a list of `Candidate`, mappings or objects with the six
 /// attributes), the budget (`max_chars` in characters, or `budget` in the unit of `cost`), the
 /// optional `failure_file` and the optional `cost` model.
-#[pyclass(frozen, module = "repo_context", name = "BuildInput")]
+#[pyclass(frozen, module = "bugcontext", name = "BuildInput")]
 pub struct BuildInput {
     /// The candidates (a tuple snapshot of the iterable given).
     #[pyo3(get)]
@@ -1084,10 +1084,10 @@ impl BuildInput {
 // ---------------------------------------------------------------------------------------------
 // Reading and validating candidates (mirrors `_validate` in reference.py, message for message).
 
-/// Raise `repo_context.errors.<class>(field, problem, index)`.
+/// Raise `bugcontext.core.errors.<class>(field, problem, index)`.
 fn error(py: Python<'_>, class: &str, field: &str, problem: String, index: usize) -> PyErr {
     let made = py
-        .import("repo_context.errors")
+        .import("bugcontext.core.errors")
         .and_then(|m| m.getattr(class))
         .and_then(|cls| cls.call1((field, problem, index)));
     match made {
@@ -1096,8 +1096,8 @@ fn error(py: Python<'_>, class: &str, field: &str, problem: String, index: usize
     }
 }
 
-/// A `repo_context.errors.ResourceLimitError` for a build-level limit: `limit` names the
-/// setting of `repo_context.limits.Limits`, `value` the amount found (a running total),
+/// A `bugcontext.core.errors.ResourceLimitError` for a build-level limit: `limit` names the
+/// setting of `bugcontext.core.limits.Limits`, `value` the amount found (a running total),
 /// `maximum` the configured value.
 fn limit_error(
     py: Python<'_>,
@@ -1109,7 +1109,7 @@ fn limit_error(
     maximum: u64,
 ) -> PyErr {
     let made = py
-        .import("repo_context.errors")
+        .import("bugcontext.core.errors")
         .and_then(|m| m.getattr("ResourceLimitError"))
         .and_then(|cls| {
             let kwargs = PyDict::new(py);
@@ -1129,7 +1129,7 @@ fn invalid(py: Python<'_>, field: &str, problem: String, index: usize) -> PyErr 
 }
 
 /// `str(int)`, or a stand-in for an integer too long for Python to print (its digit limit):
-/// identical to `repo_context._input.show_int`, since error messages must never fail.
+/// identical to `bugcontext.core._input.show_int`, since error messages must never fail.
 fn show_int(int: &Bound<'_, PyAny>) -> String {
     int.str().map_or_else(
         |_| "an integer too large to print".to_owned(),
@@ -1516,7 +1516,7 @@ impl<'py> Paths<'py> {
             // Lone surrogates have no UTF-8 form: use the reference's rule, and key the path by
             // its surrogate-pass encoding (never valid UTF-8, so it cannot collide).
             Err(_) => {
-                let input = py.import(intern!(py, "repo_context._input"))?;
+                let input = py.import(intern!(py, "bugcontext.core._input"))?;
                 let canonical = match input.call_method1(intern!(py, "canonical_path"), (value,)) {
                     Ok(c) => c.cast_into::<PyString>()?,
                     Err(e) => {
@@ -2234,7 +2234,7 @@ pub(crate) fn prepare<'py>(
 /// A file as the `verify` reader gave it: the hex SHA-256 of its bytes, and its text (the bytes
 /// after a leading UTF-8 byte-order mark) with the byte offset where each line starts and,
 /// last, the text's length. Lines end at `\n`, `\r\n` or a lone `\r` (as in
-/// `repo_context.sources.files.split_lines`), each keeping its line ending.
+/// `bugcontext.job.sources.files.split_lines`), each keeping its line ending.
 struct Verified {
     sha256: String,
     text: Vec<u8>,
@@ -2294,7 +2294,7 @@ impl Verified {
 /// differs from the SHA-256 of the bytes read, or whose content is not exactly the file's lines
 /// `start..end` (the bytes decoded as UTF-8, a leading BOM dropped, invalid bytes as lone
 /// surrogates: `surrogateescape`). Returns the number of stale rows. Mirrors
-/// `repo_context.reference._stale`.
+/// `bugcontext.reference._stale`.
 fn mark_stale(
     verify: &Bound<'_, PyAny>,
     rows: &mut [Row],
@@ -2308,7 +2308,7 @@ fn mark_stale(
         let c = match item {
             Item::Same(obj) => obj.cast::<Candidate>()?.get(),
             Item::New(c) => c,
-            Item::Taken => return Err(PyRuntimeError::new_err("repo_context: item taken")),
+            Item::Taken => return Err(PyRuntimeError::new_err("bugcontext: item taken")),
         };
         let slot = &mut files[row.path as usize];
         if slot.is_none() {
@@ -2390,7 +2390,7 @@ pub(crate) fn assemble<'py>(
                 }
                 Item::Taken => {
                     return Err(PyRuntimeError::new_err(
-                        "repo_context: an index was selected twice",
+                        "bugcontext: an index was selected twice",
                     ));
                 }
             },
@@ -2477,7 +2477,7 @@ fn failure_windows(
     Ok(windows)
 }
 
-/// The cache key of an input (see `repo_context.digest`): the candidates are read and validated
+/// The cache key of an input (see `bugcontext.core.digest`): the candidates are read and validated
 /// exactly as `build` reads them, then hashed in input order with the budget, the canonical
 /// failing files and the cost model.
 ///
@@ -2507,7 +2507,7 @@ fn cache_key<'py>(
             let c = match item {
                 Item::Same(obj) => obj.cast::<Candidate>()?.get(),
                 Item::New(c) => c,
-                Item::Taken => return Err(PyRuntimeError::new_err("repo_context: item taken")),
+                Item::Taken => return Err(PyRuntimeError::new_err("bugcontext: item taken")),
             };
             Ok(Candidate {
                 path: c.path.clone_ref(py),
@@ -2560,7 +2560,7 @@ fn cache_key<'py>(
                 )?;
             }
         }
-        // The partition into groups (`repo_context.digest`): each candidate's dense group id + 1.
+        // The partition into groups (`bugcontext.core.digest`): each candidate's dense group id + 1.
         if reader.n_groups() > 0 {
             form.text(b"groups");
             form.number(reader.rows.len() as u64);
@@ -2572,7 +2572,7 @@ fn cache_key<'py>(
                 });
             }
         }
-        // Exact scores (`repo_context.digest`): the type and value the result carries.
+        // Exact scores (`bugcontext.core.digest`): the type and value the result carries.
         let scores = candidates
             .iter()
             .map(|c| score_form(c.score.bind(py)))
@@ -2630,7 +2630,7 @@ fn cache_key<'py>(
     })
 }
 
-/// A candidate's score in the key's `"scores"` extension (see `repo_context.digest`).
+/// A candidate's score in the key's `"scores"` extension (see `bugcontext.core.digest`).
 enum ScoreForm {
     /// A float other than `-0.0`: its bits are already in the form.
     Float,
@@ -2656,8 +2656,8 @@ fn score_form(score: &Bound<'_, PyAny>) -> PyResult<ScoreForm> {
     Ok(ScoreForm::Int(exact.repr()?.to_str()?.to_owned()))
 }
 
-/// Validate, rank and pack. Called by `repo_context.RepoContextBuilder.build` after the top
-/// level of the input was checked by `repo_context._input.normalize_input`.
+/// Validate, rank and pack. Called by `bugcontext.ContextBuilder.build` after the top
+/// level of the input was checked by `bugcontext.core._input.normalize_input`.
 ///
 /// `candidates` is a list or tuple; `budget` the budget in the cost's unit (`budget_obj` as
 /// given); `failure_files` the canonical failing files; `max_total_chars` the total-content
@@ -2698,7 +2698,7 @@ fn build<'py>(
     })
 }
 
-/// The `repo_context._core` extension module.
+/// The `bugcontext._core` extension module.
 #[pymodule]
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -1,5 +1,5 @@
 //! Block rendering for Python (see `crate::render`): `render_block`, the Rust renderer behind
-//! the same signature as `repo_context.composer.render_block`, for differential testing.
+//! the same signature as `bugcontext.core.composer.render_block`, for differential testing.
 
 use pyo3::exceptions::{PyUnicodeEncodeError, PyValueError};
 use pyo3::intern;
@@ -11,7 +11,7 @@ use crate::engine::Reason;
 use crate::render::{self, Template};
 
 /// One item as a block of a prompt section, rendered in Rust (`src/render.rs`): the same text
-/// as `repo_context.composer.render_block` with the same arguments. A `path` or `content` with
+/// as `bugcontext.core.composer.render_block` with the same arguments. A `path` or `content` with
 /// lone surrogates has no UTF-8 form; that call is handed to the Python renderer.
 #[pyfunction]
 #[pyo3(signature = (path, start, end, content, reason, *, failing, template, line_numbers, source_id=None))]
@@ -52,7 +52,7 @@ fn render_block<'py>(
                 kwargs.set_item(intern!(py, "line_numbers"), line_numbers)?;
                 kwargs.set_item(intern!(py, "source_id"), source_id)?;
                 return py
-                    .import(intern!(py, "repo_context.composer"))?
+                    .import(intern!(py, "bugcontext.core.composer"))?
                     .getattr(intern!(py, "render_block"))?
                     .call((path, start, end, content, reason), Some(&kwargs));
             }

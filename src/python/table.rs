@@ -2,7 +2,7 @@
 //! (the `pyo3-arrow` crate over arrow-rs's C stream import), runs [`columnar::build_table`] with
 //! the GIL released, and exports the two result tables the same way.
 //!
-//! Called by `repo_context.table.build_table` after it checked the arguments and the schema.
+//! Called by `bugcontext.batch.table.build_table` after it checked the arguments and the schema.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -16,7 +16,7 @@ use crate::tokens::Encoding;
 
 /// Build every group of `table`; return `(decisions, groups)` as Arrow tables (objects with
 /// `__arrow_c_stream__`). A validation error is raised as made by
-/// `repo_context.table._table_error(kind, field, problem, row, local, key_row)`.
+/// `bugcontext.batch.table._table_error(kind, field, problem, row, local, key_row)`.
 #[pyfunction]
 #[pyo3(signature = (table, *, group_by, budget, budget_column, failure_files, encoding, max_candidates, max_total_chars, threads))]
 #[allow(clippy::too_many_arguments)]
@@ -85,7 +85,7 @@ fn build_table_body<'py>(
         Err(e) => {
             let problem = format!("cannot be imported as Arrow data: {e}");
             let made = py
-                .import("repo_context.errors")?
+                .import("bugcontext.core.errors")?
                 .getattr("InvalidInputError")?
                 .call1(("table", problem))?;
             return Err(PyErr::from_value(made));
@@ -117,7 +117,7 @@ fn build_table_body<'py>(
                 ),
             };
             let made = py
-                .import("repo_context.table")?
+                .import("bugcontext.batch.table")?
                 .getattr("_table_error")?
                 .call1((kind, e.field, problem, e.row, e.local, e.key_row, limit))?;
             Err(PyErr::from_value(made))

@@ -55,7 +55,7 @@ fn surrogate_replacement(text: &Bound<'_, PyString>) -> PyResult<String> {
 /// `TokenCounter(encoding)` raises `ValueError` for an unknown encoding name and `TypeError`
 /// for a non-`str`; `count(texts)` (an iterable of `str`, not a bare `str`) returns a
 /// `list[int]` and raises `TypeError` naming the index of a non-`str` item.
-#[pyclass(frozen, module = "repo_context", name = "TokenCounter")]
+#[pyclass(frozen, module = "bugcontext", name = "TokenCounter")]
 pub struct TokenCounter {
     encoding: Encoding,
     cache: Mutex<TokenCache>,

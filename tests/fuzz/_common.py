@@ -6,12 +6,12 @@ undocumented exception escape) when one fails. ``check`` is plain Python, so the
 replay test (``tests/test_fuzz_corpus.py``) runs it without atheris; :func:`fuzz_main`
 runs it under atheris (libFuzzer). A target imports the code under test inside
 :func:`instrumented`, which, when the target runs as the fuzzer (its file is the program),
-instruments ``repo_context`` and the named libraries for coverage as they are imported
+instruments ``bugcontext`` and the named libraries for coverage as they are imported
 (``atheris.instrument_imports``: only that code, so start-up takes a second, not the minute
 ``atheris.instrument_all`` takes over everything loaded).
 
 The time guard: one input may take at most :func:`time_limit` seconds (50 ms plus 20 µs
-per input byte, or what the target sets, times ``REPO_CONTEXT_FUZZ_TIME_SCALE``, default
+per input byte, or what the target sets, times ``BUGCONTEXT_FUZZ_TIME_SCALE``, default
 1; the instrumented code under atheris gets 4 times that). A slow input is timed a second
 time before it counts, so that a pause of the machine (another process, the garbage
 collector) is not reported as a super-linear path.
@@ -36,7 +36,7 @@ _INSTRUMENTED = Path(sys.argv[0]).name.startswith("fuzz_")
 
 
 def instrumented(*libraries: str) -> contextlib.AbstractContextManager[Any]:
-    """A context for the target's imports: under the fuzzer, ``repo_context`` and
+    """A context for the target's imports: under the fuzzer, ``bugcontext`` and
     ``libraries`` imported inside it are instrumented for coverage; otherwise (the corpus
     replay test) nothing happens."""
     if not _INSTRUMENTED:
@@ -44,7 +44,7 @@ def instrumented(*libraries: str) -> contextlib.AbstractContextManager[Any]:
     import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     manager: contextlib.AbstractContextManager[Any] = atheris.instrument_imports(
-        include=["repo_context", *libraries]
+        include=["bugcontext", *libraries]
     )
     return manager
 
@@ -52,7 +52,7 @@ def instrumented(*libraries: str) -> contextlib.AbstractContextManager[Any]:
 def time_limit(size: int, per_byte: float = 20e-6) -> float:
     """Seconds one input of ``size`` bytes may take: 50 ms + ``per_byte`` seconds (20 µs)
     per byte, scaled."""
-    scale = float(os.environ.get("REPO_CONTEXT_FUZZ_TIME_SCALE", "1"))
+    scale = float(os.environ.get("BUGCONTEXT_FUZZ_TIME_SCALE", "1"))
     if _INSTRUMENTED:
         scale *= 4
     return (0.05 + per_byte * size) * scale

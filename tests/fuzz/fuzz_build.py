@@ -1,11 +1,11 @@
 """Fuzz target: ``build`` from JSON, the Rust engine against the pure-Python reference.
 
-The input is a build input as JSON bytes, read as ``repo-context build`` reads it (standard
+The input is a build input as JSON bytes, read as ``bugcontext build`` reads it (standard
 JSON plus ``NaN``/``Infinity``, a key given twice refused); bytes that are not JSON are read
 as a structured input instead (:func:`structured`: candidates drawn from the bytes, bad
 values included), so the fuzzer reaches the engines from any bytes. Invariants:
 
-* ``repo_context.build`` and ``repo_context.reference.build`` give equal results (``==``,
+* ``bugcontext.build`` and ``bugcontext.reference.build`` give equal results (``==``,
   and the same JSON form with value types and float signs) or raise the same error type
   with the same ``index``, ``field``, ``problem`` and message;
 * the only errors are the documented ``InvalidInputError`` family;
@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import fuzz_main, instrumented
 
 with instrumented():
-    import repo_context
-    from repo_context import reference
-    from repo_context.cli import _unique_keys
+    import bugcontext
+    from bugcontext import reference
+    from bugcontext.integrations.cli import _unique_keys
 
 _PATHS = (
     "a.py",
@@ -136,7 +136,7 @@ def structured(data: bytes, *, valid: bool = False) -> dict[str, Any]:
 def _outcome(engine: Any, data: Any) -> tuple[str, Any]:
     try:
         result = engine(data)
-    except repo_context.InvalidInputError as exc:
+    except bugcontext.InvalidInputError as exc:
         return "error", (type(exc), exc.index, exc.field, exc.problem, str(exc))
     return "ok", result
 
@@ -151,14 +151,14 @@ def _strict(value: Any) -> Any:
     return (type(value).__qualname__, repr(value))
 
 
-def _consistent(result: repo_context.BuildResult, count: int) -> None:
+def _consistent(result: bugcontext.BuildResult, count: int) -> None:
     decided = sorted([*result.selected, *(o.index for o in result.omitted)])
     assert decided == list(range(count)), (decided, count)
     assert len(result.items) == len(result.selected)
     assert result.used <= result.budget, (result.used, result.budget)
 
 
-def build_both(data: bytes, *, valid: bool = False) -> tuple[Any, repo_context.BuildResult | None]:
+def build_both(data: bytes, *, valid: bool = False) -> tuple[Any, bugcontext.BuildResult | None]:
     """The input and its result (``None`` for an invalid input), both engines checked;
     ``valid``: bytes that are not JSON are drawn as a valid input."""
     try:
@@ -166,7 +166,7 @@ def build_both(data: bytes, *, valid: bool = False) -> tuple[Any, repo_context.B
     except (ValueError, RecursionError):
         value = structured(data, valid=valid)
     before = repr(value)
-    native = _outcome(repo_context.build, value)
+    native = _outcome(bugcontext.build, value)
     assert repr(value) == before, "the native engine changed its input"
     ref = _outcome(reference.build, value)
     assert repr(value) == before, "the reference changed its input"
@@ -192,7 +192,7 @@ def check(data: bytes) -> None:
 def warm_up() -> None:
     """Load the token encodings before the first timed input."""
     for encoding in ("o200k_base", "cl100k_base"):
-        repo_context.TokenCounter(encoding).count(["def f(): pass"])
+        bugcontext.TokenCounter(encoding).count(["def f(): pass"])
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Fuzz target: ``.gitignore`` matching (``repo_context.sources.files``).
+"""Fuzz target: ``.gitignore`` matching (``bugcontext.job.sources.files``).
 
 The input is ``RULES \\0 PATHS`` as bytes: a ``.gitignore`` file, then ``/``-separated
 repository paths one a line (a trailing ``/`` asks about a folder); without a ``\\0`` the
@@ -33,10 +33,10 @@ from _common import fuzz_main, instrumented
 
 with instrumented("pathspec"):
     import re2
+    from bugcontext.core.limits import DEFAULT_LIMITS
+    from bugcontext.job.sources import files
     from pathspec import GitIgnoreSpec
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
-    from repo_context.limits import DEFAULT_LIMITS
-    from repo_context.sources import files
 
 _PATHS = (
     "a.py",
@@ -119,7 +119,7 @@ def check(data: bytes) -> None:
     limits = DEFAULT_LIMITS
     hybrid, note = files._read_rules(root / ".gitignore", limits)
     if len(rules_bytes) > limits.max_gitignore_bytes or len(lines) > limits.max_gitignore_patterns:
-        # Over a limit: skipped with a note, not an error (repo_context.limits).
+        # Over a limit: skipped with a note, not an error (bugcontext.core.limits).
         assert hybrid is None and note is not None and note.startswith("rules not applied: ")
         return
     assert hybrid is not None

@@ -1,4 +1,4 @@
-"""Fuzz target: the JUnit XML reader (``repo_context.sources.pytest_log.parse_junit_xml``).
+"""Fuzz target: the JUnit XML reader (``bugcontext.job.sources.pytest_log.parse_junit_xml``).
 
 The input is a JUnit XML document as bytes. Invariants:
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import fuzz_main, instrumented
 
 with instrumented("defusedxml"):
-    from repo_context.sources import pytest_log as pl
+    from bugcontext.job.sources import pytest_log as pl
 
 from fuzz_pytest_log import _well_formed
 

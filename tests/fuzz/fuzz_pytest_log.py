@@ -1,4 +1,4 @@
-"""Fuzz target: the test-output parser (``repo_context.sources.pytest_log``).
+"""Fuzz target: the test-output parser (``bugcontext.job.sources.pytest_log``).
 
 The input is a test log as bytes, read as the command line reads it (UTF-8, undecodable
 bytes replaced). Invariants:
@@ -28,11 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import fuzz_main, instrumented
 
 with instrumented():
-    from repo_context.sources import pytest_log as pl
+    from bugcontext.job.sources import pytest_log as pl
 
 _MAX_LINE = 2**31 - 1
 _STAMP = "2024-05-01T10:00:00.1234567Z "
-# pytest's shapes, and the other runners' (``repo_context.sources.logs``).
+# pytest's shapes, and the other runners' (``bugcontext.job.sources.logs``).
 ORIGINS = ("pytest", "unittest", "junit", "traceback", "summary")
 ORIGINS += ("vitest", "jest", "mocha", "node-test", "tap", "go", "cargo", "java", "stack-trace")
 
@@ -81,7 +81,7 @@ def check(data: bytes) -> None:
             pass
     else:
         # Any runner's log: the format told from the content (a pytest log reads as before).
-        from repo_context.sources.logs import detect_format, parse_log
+        from bugcontext.job.sources.logs import detect_format, parse_log
 
         read = parse_log(text)
         _well_formed(read)
@@ -89,7 +89,7 @@ def check(data: bytes) -> None:
         if detect_format(text) == "python":
             # A Python log reads as before; one where the pytest reader finds no failure is
             # read for bare stack traces of any language (parse_log's documented fallback).
-            from repo_context.sources.logs import clean_lines, parse_stack_traces
+            from bugcontext.job.sources.logs import clean_lines, parse_stack_traces
 
             assert read == (failures or parse_stack_traces(clean_lines(text)))
         if "\r" not in text:

@@ -1,4 +1,4 @@
-"""Fuzz target: rendering a build result (``repo_context.render``, ``composer``).
+"""Fuzz target: rendering a build result (``bugcontext.render``, ``composer``).
 
 The input is a build input, read as in ``fuzz_build`` (JSON, else drawn from the bytes, with
 valid values only);
@@ -27,10 +27,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import repo_context
+import bugcontext
 from _common import fuzz_main
-from fuzz_build import build_both, warm_up  # imports repo_context, instrumented
-from repo_context import _core, composer
+from bugcontext import _core
+from bugcontext.core import composer
+from fuzz_build import build_both, warm_up  # imports bugcontext, instrumented
 
 
 def _markdown_blocks(section: str) -> list[dict[str, Any]]:
@@ -55,13 +56,13 @@ def _markdown_blocks(section: str) -> list[dict[str, Any]]:
     return blocks
 
 
-def _check_result(result: repo_context.BuildResult) -> None:
+def _check_result(result: bugcontext.BuildResult) -> None:
     failing = set(result.failure_files)
     for template in composer.TEMPLATES:
         for line_numbers in (False, True):
             for order in composer.ORDERS:
                 blocks = composer.plan(result, template=template, line_numbers=line_numbers, order=order)
-                section = repo_context.render(result, template, line_numbers, order)
+                section = bugcontext.render(result, template, line_numbers, order)
                 assert section == "".join(block.text for block in blocks)
                 items = [result.items[block.rank] for block in blocks]
                 assert sorted(block.rank for block in blocks) == list(range(len(result.items)))
@@ -102,12 +103,12 @@ def _check_result(result: repo_context.BuildResult) -> None:
                     ]
     cost = result.cost
     if cost.template is not None:
-        section = repo_context.render(result)
+        section = bugcontext.render(result)
         if cost.unit == "chars":
             assert result.used == len(section), (result.used, len(section))
         else:
             assert cost.encoding is not None
-            counted = repo_context.TokenCounter(cost.encoding).count([section])[0]
+            counted = bugcontext.TokenCounter(cost.encoding).count([section])[0]
             assert result.used == counted, (result.used, counted)
 
 

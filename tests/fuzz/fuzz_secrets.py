@@ -1,4 +1,4 @@
-"""Fuzz target: the secret detector (``repo_context.secrets``, Rust ``regex`` rules).
+"""Fuzz target: the secret detector (``bugcontext.core.secrets``, Rust ``regex`` rules).
 
 The input is a text as bytes in reverse order (UTF-8 once turned around; undecodable bytes
 kept as lone surrogates, as the reader keeps them): the committed corpus holds realistic
@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import fuzz_main, instrumented
 
 with instrumented():
-    from repo_context import secrets
-    from repo_context.sources.files import split_lines
+    from bugcontext.core import secrets
+    from bugcontext.job.sources.files import split_lines
 
 
 def check(data: bytes) -> None:

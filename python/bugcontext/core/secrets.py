@@ -1,0 +1,343 @@
+r"""Secrets in text: where they are, and the text with them redacted.
+
+One detector serves the whole program: the reader (:mod:`bugcontext.job.sources.files`) redacts
+each secret it finds in a file's lines (files that are secrets by name are withheld whole), and
+every text that leaves the program (the Markdown context and its summary, the JSON output, error
+messages, the pytest plugin's files) passes through :func:`redact` on its way out.
+
+**Rules.** Detection is based on a maintained, published rule set: the plugins of
+`detect-secrets <https://pypi.org/project/detect-secrets/>`_ (a dependency). On import, this
+module reads the regular expressions of every regex-based plugin (:data:`RULE_SET` names the
+version), translates the few constructs the Rust ``regex`` crate lacks (the lookarounds
+``(?<=\W)|(?<=^)`` and ``(?!class)``, see :func:`translate`) and installs them in the Rust
+detector (``bugcontext._core.install_secret_rules``), where they run with the built-in rules
+for the formats that set lacks. A *family* (the ``kind`` of a finding) is a plugin's name
+(``AWSKeyDetector``, ``SlackDetector``, ...) or a built-in rule's id; :data:`KINDS` lists them
+all. Three plugins are not used, on purpose: ``KeywordDetector`` (its expressions need
+lookaheads and back-references; its keyword list is kept in the built-in ``generic-password``
+and ``generic-secret`` rules, whose values are judged by length, entropy and placeholder rules
+instead), ``Base64HighEntropyString`` and ``HexHighEntropyString`` (any quoted string of high
+entropy: hashes and test vectors everywhere), and ``IPPublicDetector`` (an address is not a
+secret).
+
+**Time.** Every rule runs in the Rust ``regex`` crate, in time linear in the text, whatever the
+text (no backtracking).
+
+**Values judged in code** (the built-in rules; thresholds in ``src/secrets.rs``): a quoted value
+assigned to a password name (``password``, ``passwd``, ``pwd``, ``passphrase``, ...) is a secret
+from 6 characters and 2.0 bits of entropy per character when it holds letters and digits
+(``"hunter2"``), and from 14 characters and 3.2 bits when it is all letters or symbols (a short
+word such as ``"python"`` is a test fixture as often as a password); a quoted value assigned to
+another secret name (``secret``, ``token``, ``api_key``, ...) from 12 characters, 3.0 bits,
+letters with digits or symbols; an unquoted value from 8 characters, 2.5 bits, letters with
+digits. None of them is a placeholder: a template or variable reference (``${X}``, ``{{x}}``,
+``%(x)s``, ``$X``, ``<x>``), a mask (``xxxx``, ``****``), or a value made *only* of placeholder
+words (``changeme``, ``your_api_key_here``, ``test123``); a value that merely contains such a
+word (``mytestvalue9Zq``) is not a placeholder. Names in code (``os.environ``, ``API_KEY``,
+``get_token``, ``quoted-string``) are not values. The password of a URL (``redis://:pw@host``
+too) is a secret unless it is a placeholder, equals the user name, or the host is a
+documentation host (``example.com``/``.org``/``.net`` and names under them, RFC 2606):
+``ftp://foo:bar@ftp.example.org/`` and ``postgres://user:pass@db`` are documentation.
+Offsets are characters (code points).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from bugcontext._core import install_secret_rules, secret_kinds, secret_spans
+
+__all__ = [
+    "EXCLUDED_PLUGINS",
+    "KINDS",
+    "RULE_SET",
+    "SECRET_REDACTED",
+    "Redaction",
+    "Secret",
+    "find_secrets",
+    "redact",
+    "redact_json",
+    "redact_text",
+    "redaction",
+    "redaction_note",
+]
+
+#: The detect-secrets plugins whose expressions are not installed (see the module docstring).
+EXCLUDED_PLUGINS = frozenset(
+    {"KeywordDetector", "Base64HighEntropyString", "HexHighEntropyString", "IPPublicDetector"}
+)
+#: Plugins whose capture group 1 is the secret (a keyword or URL around a value); in every
+#: other plugin's expressions, the whole match is.
+_VALUE_GROUP = frozenset(
+    {
+        "AWSKeyDetector",
+        "BasicAuthDetector",
+        "CloudantDetector",
+        "IbmCloudIamDetector",
+        "IbmCosHmacDetector",
+        "SoftlayerDetector",
+        "NpmDetector",
+    }
+)
+_CHECKS = {
+    "BasicAuthDetector": "url-password",
+    "JwtTokenDetector": "jwt",
+    "PrivateKeyDetector": "private-key",
+}
+
+_START_HALF = "(?:(?<=\\W)|(?<=^))"
+_LOOKAHEAD = re.compile(r"\(\?!(\\w|\[(?:\\.|[^\]\\])*\])\)")
+_LOOKAROUND = re.compile(r"\(\?<?[=!]")
+
+
+class RuleError(ValueError):
+    """An expression of the rule set that the Rust ``regex`` crate cannot run as it is."""
+
+
+def _escape_class_dashes(pattern: str) -> str:
+    """``pattern`` with each ``-`` inside a character class that is not a range (``[0-9-_]``,
+    which Python reads as a literal ``-``) escaped, as the ``regex`` crate needs."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    in_class = False
+    items = 0  # class members since the last range (a `-` after a range is a literal)
+    after_range = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            out.append(pattern[i : i + 2])
+            i += 2
+            items += 1
+            after_range = False
+            continue
+        if not in_class:
+            if c == "[":
+                in_class, items, after_range = True, 0, False
+                out.append(c)
+                if pattern[i + 1 : i + 2] == "^":
+                    out.append("^")
+                    i += 1
+                if pattern[i + 1 : i + 2] == "]":
+                    out.append("\\]")
+                    i += 1
+                i += 1
+                continue
+            out.append(c)
+            i += 1
+            continue
+        if c == "]":
+            in_class = False
+            out.append(c)
+        elif c == "-":
+            literal = items == 0 or after_range or pattern[i + 1 : i + 2] == "]"
+            if literal:
+                out.append("\\-")
+                items += 1
+                after_range = False
+            else:
+                out.append(c)
+                # The next member closes the range.
+                nxt = pattern[i + 1 : i + 3] if pattern[i + 1 : i + 2] == "\\" else pattern[i + 1 : i + 2]
+                out.append(nxt)
+                i += len(nxt)
+                after_range = True
+        else:
+            out.append(c)
+            items += 1
+            after_range = False
+        i += 1
+    return "".join(out)
+
+
+def translate(pattern: str, flags: int) -> tuple[str, str | None]:
+    """The ``regex``-crate form of a Python expression of the rule set: ``(pattern,
+    not_followed_by)``. ``(?:(?<=\\W)|(?<=^))`` becomes ``\\b{start-half}`` (same meaning);
+    a ``(?!\\w)`` or ``(?![class])`` at the end of the expression or of its first group is
+    removed and returned as ``not_followed_by`` (the class the byte after the secret may not
+    be in, checked in Rust); a ``-`` that Python reads as a literal in a class is escaped;
+    ``re.IGNORECASE`` and ``re.VERBOSE`` become ``(?i)`` and ``(?x)``, and ``(?m)`` makes
+    ``^`` and ``$`` match at lines (the plugins run line by line). Raises :class:`RuleError`
+    for any other lookaround."""
+    text = pattern.replace(_START_HALF, r"\b{start-half}")
+    follow: str | None = None
+    for m in list(_LOOKAHEAD.finditer(text)):
+        rest = text[m.end() :]
+        if rest and not rest.startswith(")"):
+            raise RuleError(f"a lookahead {m.group()!r} not at the end of the secret in {pattern!r}")
+        if follow is not None:
+            raise RuleError(f"two lookaheads in {pattern!r}")
+        follow = "[A-Za-z0-9_]" if m.group(1) == "\\w" else m.group(1)
+        text = text[: m.start()] + text[m.end() :]
+    if _LOOKAROUND.search(text):
+        raise RuleError(f"a lookaround the regex crate lacks in {pattern!r}")
+    text = _escape_class_dashes(text)
+    prefix = "(?m" + ("i" if flags & re.IGNORECASE else "") + ("x" if flags & re.VERBOSE else "") + ")"
+    return prefix + text, None if follow is None else _escape_class_dashes(follow)
+
+
+def _plugin_rules() -> list[tuple[str, str, str, bool, str | None]]:
+    """The installed rules: one per expression of every regex-based detect-secrets plugin not
+    in :data:`EXCLUDED_PLUGINS`, in the plugins' name order, as
+    ``_core.install_secret_rules`` takes them."""
+    # (imported as untyped modules: the rule set is data here)
+    util: Any = importlib.import_module("detect_secrets.core.plugins.util")
+    base: Any = importlib.import_module("detect_secrets.plugins.base")
+    regex_based: type = base.RegexBasedDetector
+    mapping = util.get_mapping_from_secret_type_to_class()
+    plugins: list[Any] = sorted(mapping.values(), key=lambda c: c.__name__)
+    rules: list[tuple[str, str, str, bool, str | None]] = []
+    for plugin in plugins:
+        name = plugin.__name__
+        if name in EXCLUDED_PLUGINS or not issubclass(plugin, regex_based):
+            continue
+        for expression in plugin.denylist:
+            translated, follow = translate(expression.pattern, expression.flags)
+            group = name in _VALUE_GROUP and expression.groups >= 1
+            rules.append((name, translated, _CHECKS.get(name, "token"), group, follow))
+    return rules
+
+
+#: The rule set installed: ``"detect-secrets VERSION"``.
+RULE_SET = f"detect-secrets {metadata.version('detect-secrets')}"
+install_secret_rules(_plugin_rules())
+
+#: The kinds (families) of secret detected: the installed plugins' names, then the built-in
+#: rules' ids, in rule order (see the module docstring).
+KINDS: tuple[str, ...] = tuple(secret_kinds())
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A secret found in a text: characters ``start..end`` (code points, half-open) are a
+    secret of kind ``kind`` (one of :data:`KINDS`)."""
+
+    start: int
+    end: int
+    kind: str
+
+
+def find_secrets(text: str) -> list[Secret]:
+    """Every secret in ``text``, sorted by ``start``, never overlapping (overlapping findings
+    are merged under the kind of the first). Linear in ``len(text)``. Raises ``TypeError`` if
+    ``text`` is not a ``str``."""
+    return [Secret(start, end, kind) for start, end, kind in _spans(text)]
+
+
+def redaction(kind: str) -> str:
+    """The text that replaces a secret of kind ``kind``: ``[REDACTED: kind]``."""
+    return f"[REDACTED: {kind}]"
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """``text`` with every secret replaced, and the kinds replaced (in order, repeated)."""
+
+    text: str
+    kinds: tuple[str, ...]
+
+
+_ENDING = re.compile(r"\r\n|\r|\n")
+
+
+def _kept_endings(text: str, start: int, end: int) -> tuple[str, str]:
+    """The line endings to keep around the replacement of ``text[start:end]``, so that the text
+    keeps its number of lines (``\\n``, ``\\r\\n`` and ``\\r`` end a line): a ``\\n`` that
+    completes a ``\\r`` just before the secret stays before the replacement; the endings inside
+    the secret follow it, a lone ``\\r`` written as ``\\n`` (so two endings never merge into one)
+    but for the last, which may complete a ``\\r\\n`` with the text after the secret."""
+    secret = text[start:end]
+    lead = ""
+    if secret.startswith("\n") and start > 0 and text[start - 1] == "\r":
+        lead, secret = "\n", secret[1:]
+    found = _ENDING.findall(secret)
+    kept = ["\n" if e == "\r" else e for e in found]
+    if secret.endswith("\r"):
+        kept[-1] = "\r"
+    return lead, "".join(kept)
+
+
+def redact(text: str) -> Redaction:
+    """``text`` with every secret (:func:`find_secrets`) replaced by :func:`redaction` of its
+    kind, the line endings inside a secret (a private key block) kept after the replacement, so
+    that the text keeps its lines; and the kinds replaced. Repeated until the text holds no
+    secret (a replacement can cut a longer value that was not a secret into one that is), so
+    ``find_secrets(redact(text).text) == []``. A text without secrets is returned as it is."""
+    found = _spans(text)
+    if not found:
+        return Redaction(text, ())
+    kinds: list[str] = []
+    # Until nothing is found: replacing a secret inside the value of a keyword assignment
+    # that was not a secret as a whole (its value held a placeholder word further on) cuts
+    # the value at the replacement, and what is left of it may be one. Each pass replaces
+    # characters of the text itself (a replacement holds no secret), so this ends.
+    while found:
+        parts: list[str] = []
+        at = 0
+        for start, end, kind in found:
+            lead, endings = _kept_endings(text, start, end)
+            parts += [text[at:start], lead, redaction(kind), endings]
+            at = end
+        parts.append(text[at:])
+        text = "".join(parts)
+        kinds.extend(kind for _, _, kind in found)
+        found = _spans(text)
+    return Redaction(text, tuple(kinds))
+
+
+# A terminal colour or cursor sequence (ECMA-48 CSI or OSC). Its last byte is a letter, so a
+# key right after it (``\x1b[31mAKIA...``) would not start at a word boundary and be missed.
+_TERMINAL_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?)")
+
+
+def _spans(text: str) -> list[tuple[int, int, str]]:
+    """:func:`secret_spans` of ``text`` with each terminal sequence read as spaces of its
+    length (offsets unchanged), so colour codes around a secret do not hide it."""
+    if "\x1b" in text:
+        text = _TERMINAL_SEQUENCE.sub(lambda m: " " * len(m.group()), text)
+    return list(secret_spans(text))
+
+
+def redact_text(text: str) -> str:
+    """``redact(text).text``: ``text`` with its secrets replaced."""
+    return redact(text).text
+
+
+#: Why a secret was replaced in an output (``"policy_redacted"`` records).
+SECRET_REDACTED = "policy: secret in the output"
+
+
+def redaction_note(kinds: Sequence[str]) -> str:
+    """The line that reports the secrets redacted from an output (``kinds`` as
+    :attr:`Redaction.kinds`)."""
+    n = len(kinds)
+    return f"{n} secret{'s' if n != 1 else ''} redacted from this output (reason policy): " + ", ".join(
+        dict.fromkeys(kinds)
+    )
+
+
+def redact_json(value: Any, where: str = "$") -> tuple[Any, list[dict[str, str]]]:
+    """``value`` (a JSON value: ``dict``, ``list``, ``str``, numbers) with every secret in a
+    string, keys included, replaced by ``[REDACTED: kind]``; and one record per secret:
+    ``{"where": JSONPath of the string, "kind", "reason": "policy", "why": "policy: secret in
+    the output"}``. ``value`` is not changed."""
+    found: list[dict[str, str]] = []
+
+    def walk(item: Any, at: str) -> Any:
+        if isinstance(item, str):
+            done = redact(item)
+            found.extend(
+                {"where": at, "kind": kind, "reason": "policy", "why": SECRET_REDACTED} for kind in done.kinds
+            )
+            return done.text
+        if isinstance(item, dict):
+            return {walk(k, f"{at}.<key>"): walk(v, f"{at}.{k}") for k, v in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [walk(v, f"{at}[{i}]") for i, v in enumerate(item)]
+        return item
+
+    return walk(value, where), found

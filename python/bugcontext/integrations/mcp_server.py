@@ -1,0 +1,1001 @@
+"""bugcontext as a Model Context Protocol server (``bugcontext mcp``), over standard I/O.
+
+Built on the official ``mcp`` Python SDK (2.x, ``MCPServer``). Two tools:
+
+* ``context_for_failure``: the context job for a failing test of a repository
+  (:meth:`bugcontext.Workspace.context`): the repository folder, the test output (its text,
+  or a file holding it), optionally a JUnit XML report (text or file) and the node id of the
+  failing test to build for; or the node id alone, when the server was started with
+  ``allow_run`` (the server then runs that test with pytest first); the budget and the cost
+  (unit, encoding, template, line numbers);
+* ``build``: ``bugcontext build`` on a JSON input (candidates, budget, cost, failing files).
+
+Each returns the rendered section as its text content, and the structured result as its
+structured content. One :class:`bugcontext.Workspace` per repository folder is kept (the
+``Limits.mcp_workspaces`` most recently used), so a call after the first reuses what was
+derived (and the on-disk cache serves the first call of a new server or workspace).
+
+The client is untrusted (a language model steered by whatever text it reads), so the server
+gives it no more than its configuration allows (the threat model: ``docs/mcp.md``):
+
+* **Roots.** Every path a tool receives (``repository``, ``log_file``, ``junit_file``, the
+  file part of a test id to run) is resolved (``os.path.realpath``: symbolic links, ``..``)
+  and must lie inside one of the server's roots (``roots=``, ``--root DIR``; default the
+  current folder), compared by whole path components (:meth:`pathlib.PurePath.is_relative_to`
+  on resolved paths), and, when the client declares the ``roots`` capability, inside one of
+  the client's ``file://`` roots too (the intersection: the client can narrow the server's
+  roots, never widen them). Anything else is the tool error :data:`OUTSIDE` (the same words
+  whether the path exists or not).
+* **Files.** Only regular files are read (a folder, a named pipe, a device or a socket is
+  refused before it is opened, and the opened file is checked again), each at most
+  ``Limits.max_log_bytes`` / ``max_junit_bytes`` bytes, within the call's time limit.
+* **Test runs.** Running a test runs the repository's code: only with ``allow_run=True``
+  (``--allow-run``). The interpreter is the server's ``python=`` (``--python PATH``), else
+  the ``bin/python`` of the repository's own ``.venv`` or ``venv`` (a virtual environment
+  inside the repository), else the call is a tool error; never the server's own
+  interpreter, never a tool argument. The test id is passed after ``--``, may not start
+  with ``-`` or ``@``, and its file part must name a test file (``test_*.py``,
+  ``*_test.py``, not a link) or a folder without links leading out, inside the repository
+  (:func:`_check_test_id`); doctests are not collected. The run is killed (its whole process
+  group, and on Linux every process it left behind: :data:`bugcontext.job._run._REAPER`) after
+  ``Limits.test_run_seconds`` or when the call's time limit passes.
+* **Time.** A call has one time limit, ``Limits.mcp_call_seconds``, over the client's roots
+  request, the tool's work and the making of its result (rendering, JSON, the screen), all
+  blocking work in worker threads; past it the call returns a tool error, the worker is
+  abandoned and the workspace it holds let go (a test run or a file read stops at the same
+  deadline, and the workspace stops at its next stage).
+* **Size.** A result is at most ``Limits.max_result_bytes``; the client's roots at most
+  ``Limits.mcp_client_roots``; an argument the tool does not take is refused.
+* **Secrets.** Every tool result (its text and every string of its structured content) and
+  every error text passes through :func:`bugcontext.core.secrets.redact`; the structured result
+  lists what was replaced under ``"redacted"``. An error never holds a system error's file
+  name, and echoes an argument cut short.
+
+A tool argument that names a path (now or in a later tool: a coverage report, a source map)
+goes through ``_Scope.confine`` (a folder) or ``_read_regular`` (a file), and one that reaches
+another program's command line is passed after ``--`` and refused if it starts with ``-`` or
+``@`` (``_check_test_id``).
+
+Nothing else in the package imports this module: it needs the ``mcp`` extra
+(``pip install 'bugcontext[mcp]'``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import fnmatch
+import json
+import os
+import stat
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import anyio
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.resolve import ListRoots, Resolve
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    CallToolResult,
+    ErrorData,
+    InputRequiredResult,
+    JSONRPCError,
+    ListRootsResult,
+    TextContent,
+)
+
+from bugcontext import reference
+from bugcontext.core import builder as native
+from bugcontext.core.composer import header_path, render, render_markdown
+from bugcontext.core.errors import InvalidInputError
+from bugcontext.core.limits import DEFAULT_LIMITS, Limits, limit_error, over, resolve, utf8_length
+from bugcontext.core.secrets import redact_json, redact_text
+from bugcontext.job._run import (
+    DeadlineReached,
+    OutputTooLarge,
+    StartError,
+    TimedOut,
+    repository_python,
+    run_bounded,
+)
+from bugcontext.job.sources.execution import ExecutionRecord
+from bugcontext.job.sources.failure import PATH_MAX
+from bugcontext.job.sources.files import Repository
+from bugcontext.job.sources.pytest_log import UnknownTestError
+from bugcontext.job.sources.rerun import RERUN_MODES, RerunReport, rerun_for_log
+from bugcontext.job.workspace import Workspace
+
+__all__ = ["OUTSIDE", "create_server", "run"]
+
+#: The tool error for a path outside the roots, after the argument's name
+#: (``"log_file: the path is outside the server's roots"``): the same words whether the path
+#: exists or not.
+OUTSIDE = "the path is outside the server's roots"
+
+_INSTRUCTIONS = (
+    "bugcontext selects the code a model should see about a failing test. Call "
+    "context_for_failure with the repository folder and the test output (pytest, unittest, a "
+    "traceback or JUnit XML): it returns the prompt section, ranked and packed into the budget, "
+    "and a structured result saying what was selected and what was left out and why. Every "
+    "path must lie inside the server's roots."
+)
+
+_RUN_ENABLED = (
+    "With a node id and no test output, the test is run first: running a repository's tests "
+    "runs that repository's code. The server runs ``python -m pytest -rA --tb=long -p "
+    "no:cacheprovider -p no:doctest -- NODEID`` (NODEID: a test file named test_*.py or "
+    "*_test.py, or a folder, inside the repository) in the repository with the interpreter of its own "
+    "configuration (--python, else the repository's .venv or venv), at most "
+    "{seconds} seconds."
+)
+_RUN_DISABLED = (
+    "Running tests is disabled on this server (it was started without --allow-run, because "
+    "running a repository's tests runs that repository's code): give the test output."
+)
+
+_CONTEXT_DESCRIPTION = """Build the code context for a failing test.
+
+repository: the folder the tests ran in. test_log: the test output (pytest in any --tb style,
+unittest, a traceback; vitest, jest, mocha, node --test (spec or TAP); go test (plain, -v,
+-json); cargo test or nextest; JUnit 4/5, Maven Surefire or Gradle; any log with stack traces;
+or a JUnit XML report), its format told from its content; or log_file: a file holding it.
+test: the id (or name) of the failing test to build for (default: the first failure; a
+parametrised test's base id covers every failed parametrisation).
+junit_xml: the run's JUnit XML report, if any (alone, without test_log, it is the test
+output); or junit_file: a file holding it. coverage_file: a coverage
+report of the failing tests (coverage.py's .coverage data file, its JSON report, LCOV or
+Cobertura XML): the code they executed is failure evidence. rerun: true (or "failing"; "files"
+for every test of their files) re-runs the failing tests under a tracer for that evidence (only
+on a server started with --allow-run). query: extra search words.
+budget: in the cost's unit (default 16000 characters or 4000 tokens). unit: "chars" or
+"tokens"; encoding: "o200k_base" (default) or "cl100k_base"; template: "markdown" or "xml"
+(the budget counts the rendered section); line_numbers: number the lines.
+
+{run}
+
+Every path (repository, log_file, junit_file, coverage_file) must be a path inside the server's
+roots (symbolic links resolved); log_file, junit_file and coverage_file must be regular files.
+
+Returns the section (text: it opens with the failure, one block per failing test used, then
+the code) and, structured, the section, the result (ContextResult.to_dict(): the build result's
+JSON form, the policy omissions, the failure and its failure blocks), the report (Markdown),
+the timings in seconds and "redacted" (secrets the server replaced in this result).
+"""
+
+_BUILD_DESCRIPTION = """Rank, de-duplicate and pack candidates: the input of bugcontext build
+(a JSON object: "candidates", "max_chars" or "budget" and "cost", "failure_files").
+engine: "native" (Rust) or "reference" (pure Python).
+
+Returns the section (text: the cost's template, else the Markdown section) and, structured,
+the section, the build result's JSON form and "redacted" (secrets the server replaced in this
+result).
+"""
+
+#: pytest's options before ``--`` and the node id: every result reported, long tracebacks,
+#: no cache written into the repository, no doctest collection (only test files run).
+PYTEST_OPTIONS = ("-rA", "--tb=long", "-p", "no:cacheprovider", "-p", "no:doctest")
+
+#: The default of ``Limits.test_run_seconds``: the longest a test run started by
+#: ``context_for_failure`` may take, in seconds (600).
+PYTEST_TIMEOUT = DEFAULT_LIMITS.test_run_seconds
+
+_CHUNK = 1 << 16
+_T = TypeVar("_T")
+
+#: The end of the current tool call's time limit (``time.monotonic()``), set where every
+#: call passes (``_ScreenedServer.call_tool``) and read by the tool's worker.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("_DEADLINE", default=None)
+
+#: The longest text of a tool argument echoed in an error, in characters.
+_ECHO = 200
+
+#: The longest error text a tool call returns, in characters.
+_MESSAGE = 2000
+
+#: The longest test id the server hands pytest, in characters.
+MAX_TEST_ID = 65_536
+
+#: The names pytest collects as test files by default (``python_files``).
+TEST_FILES = ("test_*.py", "*_test.py")
+
+#: Folders pytest never enters by default (``norecursedirs``), not walked when a test folder
+#: is checked for links leading out; a virtual environment (``pyvenv.cfg``) neither.
+_NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
+
+
+def _shown(text: str) -> str:
+    """``text`` as echoed in an error: at most :data:`_ECHO` characters (then ``...``),
+    control characters escaped (:func:`bugcontext.core.composer.header_path`)."""
+    return header_path(text if len(text) <= _ECHO else text[:_ECHO] + "...")
+
+
+def _too_long(path: str) -> bool:
+    return len(path) > PATH_MAX or len(path.encode("utf-8", "surrogatepass")) > PATH_MAX
+
+
+class _Expired(Exception):
+    """The call's deadline passed inside the worker."""
+
+
+def _call_expired(limits: Limits) -> ToolError:
+    return ToolError(f"the call took {over('mcp_call_seconds', 0, limits.mcp_call_seconds, exact=False)}")
+
+
+class _Scope:
+    """Where a call may reach: the server's roots and, when the client declared some, the
+    client's roots (``None``: the client declared none), every one a resolved folder."""
+
+    def __init__(self, server: tuple[Path, ...], client: tuple[Path, ...] | None) -> None:
+        self.server = server
+        self.client = client
+
+    def contains(self, real: Path) -> bool:
+        def inside(folders: Iterable[Path]) -> bool:
+            return any(real.is_relative_to(folder) for folder in folders)
+
+        return inside(self.server) and (self.client is None or inside(self.client))
+
+    def confine(self, path: str, field: str) -> Path:
+        """``path`` resolved (relative to the server's working folder), if it lies inside the
+        scope; else the tool error ``"{field}: the path is outside the server's roots"`` (for
+        a path longer than ``PATH_MAX`` bytes too, which names nothing, without resolving it)."""
+        if _too_long(path):
+            raise ToolError(f"{field}: {OUTSIDE}")
+        try:
+            real = Path(os.path.realpath(path))
+        except (ValueError, OSError):  # a NUL byte; a path the system cannot take
+            raise ToolError(f"{field}: {OUTSIDE}") from None
+        if not self.contains(real):
+            raise ToolError(f"{field}: {OUTSIDE}")
+        return real
+
+
+def _file_root(uri: str) -> Path | None:
+    """The resolved folder of a ``file://`` root URI (``None`` for another scheme or host)."""
+    parts = urllib.parse.urlsplit(uri)
+    if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
+        return None
+    try:
+        return Path(os.path.realpath(urllib.request.url2pathname(parts.path)))
+    except (ValueError, OSError):
+        return None
+
+
+def _client_roots(ctx: Context[Any, Any]) -> ListRoots | ListRootsResult | None:
+    """The client's roots (``roots/list``) when it declared the ``roots`` capability, else
+    ``None`` (the resolver of the tools' hidden ``client_roots`` parameter)."""
+    try:
+        capabilities = ctx.client_capabilities
+    except ValueError:  # called outside a request (MCPServer.call_tool directly): no client
+        return None
+    if capabilities is None or capabilities.roots is None:
+        return None
+    return ListRoots()
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _opened_path(fd: int) -> Path | None:
+    """The path the system says the open file ``fd`` has (Linux ``/proc``; ``None`` where
+    there is no such view)."""
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return None
+
+
+def _read_regular(
+    scope: _Scope, path: str, arg: str, limit: str, field: str, limits: Limits, deadline: float
+) -> bytes:
+    """The bytes of the regular file ``path`` (the tool argument ``arg``) inside ``scope``, at
+    most the setting ``limit`` of ``limits`` (``ResourceLimitError`` for ``field``), read
+    before ``deadline`` (``time.monotonic()``). A folder, pipe, device or socket is refused
+    before it is opened (``os.stat``) and again on the opened file (``os.fstat``: the open
+    neither follows a link nor blocks), so reading never waits on a writer."""
+    real = scope.confine(path, arg)
+    shown = _shown(path)
+    try:
+        info = os.stat(real)
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError(f"{arg}: {shown} is {_kind(info.st_mode)}, not a regular file")
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+        fd = os.open(real, flags)
+    except OSError as exc:
+        raise ToolError(f"{arg}: cannot read {shown}: {exc.strerror or type(exc).__name__}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError(f"{arg}: {shown} is {_kind(info.st_mode)}, not a regular file")
+        opened = _opened_path(fd)
+        if opened is not None and not scope.contains(opened):
+            raise ToolError(f"{arg}: {OUTSIDE}")  # replaced by a link after the check
+        maximum: int = getattr(limits, limit)
+        if info.st_size > maximum:
+            raise limit_error(field, limit, shown, info.st_size, maximum)
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            if time.monotonic() > deadline:
+                raise _Expired
+            try:
+                chunk = handle.read(min(_CHUNK, maximum + 1 - total))
+            except OSError as exc:
+                raise ToolError(f"{arg}: cannot read {shown}: {exc.strerror or type(exc).__name__}") from None
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > maximum:
+                raise limit_error(field, limit, shown, total, maximum, exact=False)
+
+
+def _interpreter(root: Path, configured: Path | None) -> Path:
+    """The interpreter that runs a test of the repository ``root``: ``configured`` (the
+    server's ``python=``), else the ``bin/python`` of the repository's ``.venv`` or ``venv``,
+    a virtual environment (``pyvenv.cfg``) inside the repository (resolved); a tool error if
+    there is none."""
+    if configured is not None:
+        return configured
+    found = repository_python(root)
+    if found is not None:
+        return found
+    raise ToolError(
+        "test: no interpreter to run the test with: the repository has no virtual environment "
+        "(.venv or venv, with pyvenv.cfg and bin/python), and the server was started without --python"
+    )
+
+
+def _check_test_id(root: Path, node_id: str, limits: Limits, deadline: float | None = None) -> None:
+    """A tool error unless ``node_id`` is a test id to hand pytest: at most
+    :data:`MAX_TEST_ID` characters, not an option or an argument file (a leading ``-`` or
+    ``@``), and its file part (before the first ``::``, at most ``PATH_MAX`` bytes) inside
+    the repository ``root`` once resolved, itself not a symbolic link, and either a regular
+    file named as pytest names test files (:data:`TEST_FILES`) or a folder holding no
+    symbolic link that leads out of the repository (walked without following links, folders
+    pytest does not enter by default left out, at most ``limits.max_files`` entries, before
+    ``deadline``, a ``time.monotonic()`` value, else ``_Expired``)."""
+    shown = _shown(node_id)
+    if not node_id:
+        raise ToolError("test: the node id is empty")
+    if node_id[0] in "-@":
+        raise ToolError(f"test: not a test node id: {shown} (it may not start with '-' or '@')")
+    part = node_id.split("::", 1)[0]
+    if len(node_id) > MAX_TEST_ID or _too_long(part):
+        raise ToolError(f"test: not a test node id: {shown} (longer than a test id can be)")
+    given = root / part
+    try:
+        real = Path(os.path.realpath(given))
+        if not real.is_relative_to(root):
+            raise ToolError(f"test: the test's path is outside the repository: {shown}")
+        info = os.lstat(given)
+    except (ValueError, OSError):
+        raise ToolError(f"test: no such test file or folder in the repository: {_shown(part)}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise ToolError(f"test: the test's path is a symbolic link: {_shown(part)}")
+    if stat.S_ISREG(info.st_mode):
+        if not any(fnmatch.fnmatchcase(real.name, pattern) for pattern in TEST_FILES):
+            raise ToolError(f"test: not a test file (named {' or '.join(TEST_FILES)}): {_shown(part)}")
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"test: no such test file or folder in the repository: {_shown(part)}")
+    found = _link_leading_out(root, real, limits.max_files, deadline)
+    if found is not None:
+        raise ToolError(f"test: the folder {_shown(part)} {found}")
+
+
+def _link_leading_out(root: Path, folder: Path, maximum: int, deadline: float | None = None) -> str | None:
+    """Why the test folder ``folder`` may not be run (words after its name), or ``None``: it
+    holds a symbolic link whose target lies outside the repository ``root`` (pytest would
+    collect a test file there), or more than ``maximum`` entries to check."""
+    pending = [folder]
+    seen = 0
+    while pending:
+        here = pending.pop()
+        try:
+            entries = list(os.scandir(here))
+        except OSError:
+            continue  # pytest cannot enter it either
+        if deadline is not None and time.monotonic() > deadline:
+            raise _Expired
+        for entry in entries:
+            seen += 1
+            if seen > maximum:
+                return f"holds more than {maximum} entries to check (the limit max_files)"
+            if entry.is_symlink():
+                if not Path(os.path.realpath(entry.path)).is_relative_to(root):
+                    rel = Path(entry.path).relative_to(root).as_posix()
+                    return f"holds a symbolic link leading out of the repository: {_shown(rel)}"
+            elif entry.is_dir(follow_symlinks=False):
+                name = entry.name
+                if not any(fnmatch.fnmatchcase(name, pattern) for pattern in _NORECURSE) and not (
+                    os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))
+                ):
+                    pending.append(Path(entry.path))
+    return None
+
+
+def _run_test(
+    root: Path,
+    node_id: str,
+    python: str | os.PathLike[str],
+    *,
+    limits: Limits | None = None,
+    deadline: float | None = None,
+) -> str:
+    """The output of ``python -m pytest -rA --tb=long -p no:cacheprovider -p no:doctest --
+    NODE_ID`` run in
+    ``root`` (standard output and standard error, as they come), at most
+    ``limits.max_log_bytes`` of it (``limits`` default: ``DEFAULT_LIMITS``).
+
+    The run is its own process group (a new session, standard input the null device); the
+    whole group is killed when the run ends, writes more than the limit, takes more than
+    ``limits.test_run_seconds`` or reaches ``deadline`` (``time.monotonic()``: the call's).
+    On Linux the run goes under :data:`bugcontext.job._run._REAPER`, a child subreaper, which
+    kills every process the run left behind, also one that started a session of its own
+    (:func:`bugcontext.job._run.run_bounded`).
+    The node id is passed after ``--`` and is not checked here (:func:`_check_test_id`).
+
+    Raises ``ToolError`` if the interpreter cannot be started, ``ToolError`` naming
+    ``test_run_seconds`` after that many seconds, ``_Expired`` at ``deadline``,
+    ``ResourceLimitError`` for more output than ``max_log_bytes``."""
+    limits = resolve(limits)
+    maximum = limits.max_log_bytes
+    command = [os.fspath(python), "-m", "pytest", *PYTEST_OPTIONS, "--", node_id]
+    try:
+        done = run_bounded(
+            command, root, seconds=limits.test_run_seconds, max_output=maximum, deadline=deadline
+        )
+    except StartError as exc:
+        raise ToolError(f"test: cannot start the interpreter: {exc}") from None
+    except DeadlineReached:
+        raise _Expired from None
+    except TimedOut:
+        words = over("test_run_seconds", 0, limits.test_run_seconds, exact=False)
+        raise ToolError(f"test: the test run took {words}: {_shown(node_id)}") from None
+    except OutputTooLarge:
+        raise limit_error(
+            "pytest_log", "max_log_bytes", "the test output", maximum + 1, maximum, exact=False
+        ) from None
+    return done.output.decode("utf-8", errors="replace")
+
+
+def _rerun_mode(rerun: bool | str | None, allow_run: bool, coverage_file: str | None) -> str | None:
+    """The re-run mode of the ``rerun`` argument (``None``: no re-run); a tool error for an
+    unknown mode, a re-run on a server without ``--allow-run``, or with ``coverage_file``."""
+    if rerun is None or rerun is False:
+        return None
+    mode = "failing" if rerun is True else rerun
+    if mode not in RERUN_MODES:
+        raise ToolError(f"rerun: must be true or one of {', '.join(RERUN_MODES)}, got {_shown(str(rerun))!r}")
+    if not allow_run:
+        raise ToolError(
+            "rerun: running tests is disabled: the server was started without --allow-run "
+            "(running a repository's tests runs its code)"
+        )
+    if coverage_file is not None:
+        raise ToolError("rerun: give coverage_file or rerun, not both")
+    return str(mode)
+
+
+def _traced_rerun(
+    root: Path,
+    text: str,
+    junit: str | bytes | None,
+    test: str | None,
+    mode: str,
+    python: Path,
+    limits: Limits,
+    deadline: float,
+) -> tuple[ExecutionRecord, RerunReport]:
+    """The traced re-run of the failing tests of the log ``text`` (``test`` alone when
+    given) with the server's interpreter ``python``: every test id passes the rule of a test
+    the server runs (:func:`_check_test_id`; one that does not is left out and noted). The
+    report names the interpreter ``python`` only (not its path on the server's machine)."""
+
+    def check(node_id: str) -> str | None:
+        try:
+            _check_test_id(root, node_id, limits, deadline)
+        except ToolError as exc:
+            return str(exc).removeprefix("test: ")
+        return None
+
+    record, found = rerun_for_log(
+        Repository(root, limits=limits),
+        text,
+        junit_xml=junit,
+        test=test,
+        mode=mode,
+        python=python,
+        current=False,
+        limits=limits,
+        deadline=deadline,
+        check=check,
+    )
+    shown = os.fspath(python)
+    found = dataclasses.replace(
+        found,
+        python="python",
+        command=("python", *found.command[1:]),
+        notes=tuple(note.replace(shown, "python") for note in found.notes),
+    )
+    return record, found
+
+
+#: Last lines of a test run's output quoted when the run reported no failing test.
+RUN_TAIL_LINES = 5
+
+
+def _no_failure_in_run(node_id: str, output: str) -> str:
+    """Why a test run gave no failure to build for: the node id and the last
+    :data:`RUN_TAIL_LINES` non-blank lines of its output (each echoed as :func:`_shown` does),
+    which say what went wrong (no tests collected, pytest missing, a crash)."""
+    tail = [line for line in output.splitlines() if line.strip()][-RUN_TAIL_LINES:]
+    said = " | ".join(_shown(line.strip()) for line in tail) if tail else "(no output)"
+    return f"test: the run of {_shown(node_id)} reported no failing test; its output ends: {said}"
+
+
+def _os_error(exc: OSError) -> str:
+    """The words for an ``OSError`` met reading the repository: its reason only, never the
+    file name it carries (an absolute path of the server's machine)."""
+    if isinstance(exc, NotADirectoryError) and exc.strerror is None:
+        return "the repository is not a folder"
+    return f"cannot read the repository: {exc.strerror or type(exc).__name__}"
+
+
+def _message(text: str) -> str:
+    return text if len(text) <= _MESSAGE else text[:_MESSAGE] + "..."
+
+
+async def _in_worker(
+    job: Callable[[float], _T],
+    limits: Limits,
+    *,
+    abandoned: Callable[[], None] | None = None,
+) -> _T:
+    """``job(deadline)`` in a worker thread, ``deadline`` (``time.monotonic()``) the end of
+    the call's time limit (the one :class:`_ScreenedServer` set for the call, else
+    ``limits.mcp_call_seconds`` from now): past it the call is a tool error, the worker is
+    abandoned and ``abandoned()`` is called (the workspace it holds is let go). An error of
+    the input (a bad candidate, budget or cost, a folder or file that cannot be read, an
+    unknown test) becomes a tool error whose message reaches the client (an ``OSError`` by
+    its reason only, never a path of the server's machine; at most 2,000 characters)."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        deadline = time.monotonic() + limits.mcp_call_seconds
+    expired = True
+    try:
+        with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+            try:
+                result = await anyio.to_thread.run_sync(job, deadline, abandon_on_cancel=True)
+                expired = False
+                return result
+            except ToolError as exc:
+                expired = False
+                raise ToolError(_message(str(exc))) from exc.__cause__
+            except (_Expired, TimeoutError):
+                raise _call_expired(limits) from None
+            except OSError as exc:
+                expired = False
+                raise ToolError(_os_error(exc)) from None
+            except (InvalidInputError, ValueError, LookupError, TypeError) as exc:
+                expired = False
+                raise ToolError(_message(str(exc))) from exc
+        raise _call_expired(limits)
+    finally:
+        if expired and abandoned is not None:
+            abandoned()
+
+
+def _sized(text: str, structured: dict[str, Any], limits: Limits) -> CallToolResult:
+    """The tool result of ``text`` and ``structured`` (made JSON: a JSON round trip), if its
+    UTF-8 JSON is at most ``limits.max_result_bytes``; else ``ResourceLimitError`` (field
+    ``"result"``)."""
+    encoded = json.dumps(structured, allow_nan=False, ensure_ascii=False)
+    maximum = limits.max_result_bytes
+    size, exact = utf8_length(encoded, maximum)
+    if exact:
+        more, exact = utf8_length(text, maximum)
+        size += more
+    if size > maximum:
+        raise limit_error("result", "max_result_bytes", "the result", size, maximum, exact=exact)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=json.loads(encoded)
+    )
+
+
+def _screened(result: CallToolResult) -> CallToolResult:
+    """``result`` with every secret of its text content and of its structured content
+    replaced (:func:`bugcontext.core.secrets.redact`); a structured dict gets ``"redacted"``,
+    the records of what was replaced (:func:`bugcontext.core.secrets.redact_json`)."""
+    content = [
+        item.model_copy(update={"text": redact_text(item.text)}) if isinstance(item, TextContent) else item
+        for item in result.content
+    ]
+    structured = result.structured_content
+    if structured is not None:
+        structured, found = redact_json(structured)
+        if isinstance(structured, dict):
+            structured["redacted"] = found
+    return result.model_copy(update={"content": content, "structured_content": structured})
+
+
+def _has_surrogate(value: object) -> bool:
+    """Whether a string of the JSON value ``value`` (its keys included) holds a lone
+    surrogate (``"\\udcff"``: an escape JSON allows that names no character)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if not item.isascii() and any("\ud800" <= ch <= "\udfff" for ch in item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+def _unreadable_reply(error: Exception) -> SessionMessage | None:
+    """The JSON-RPC error reply to a request line the SDK could not read, when its text is
+    JSON naming a request id (a lone surrogate escape, which Python's JSON reader takes and
+    the SDK's does not): ``-32602`` (invalid params) for a lone surrogate, ``-32700`` (parse
+    error) otherwise; ``None`` when there is no request to answer."""
+    errors = getattr(error, "errors", None)
+    if not callable(errors):
+        return None
+    try:
+        listed = errors()
+        line = listed[0].get("input") if listed else None
+        message = json.loads(line) if isinstance(line, str) else None
+    except (ValueError, TypeError, IndexError, AttributeError):
+        return None
+    if not isinstance(message, dict) or "method" not in message:
+        return None
+    request = message.get("id")
+    if isinstance(request, bool) or not isinstance(request, (str, int)):
+        return None  # a notification, or no usable id: nothing to answer
+    if isinstance(request, str) and _has_surrogate(request):
+        return None
+    if _has_surrogate(message):
+        data = ErrorData(
+            code=-32602,
+            message="a string of the request holds a lone surrogate (\\ud800-\\udfff), which is not text",
+        )
+    else:
+        data = ErrorData(code=-32700, message="the request is not valid JSON-RPC")
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request, error=data))
+
+
+class _ScreenedServer(MCPServer[Any]):
+    """``MCPServer`` whose every tool call runs under one time limit (the client's
+    ``roots/list`` answer, the tool's work and the screen), refuses arguments the tool does
+    not take, and whose every tool result and tool error (the SDK's own argument errors, and
+    protocol errors raised during a call, included) passes the secret screen, the result's
+    in a worker thread."""
+
+    def __init__(self, name: str, *, instructions: str, limits: Limits) -> None:
+        super().__init__(name, instructions=instructions)
+        self._limits = limits
+
+    def _check_arguments(self, name: str, arguments: dict[str, Any]) -> None:
+        tool = self._tool_manager.get_tool(name)
+        if tool is None or not isinstance(arguments, dict):
+            return  # the SDK's own error
+        known = list(tool.parameters.get("properties", {}))
+        unknown = [key for key in arguments if key not in known]
+        if unknown:
+            listed = ", ".join(_shown(str(key)) for key in unknown[:10])
+            more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+            raise ToolError(
+                f"Error executing tool {name}: unknown argument {listed}{more} "
+                f"(the tool takes {', '.join(known)})"
+            )
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        limits = self._limits
+        deadline = time.monotonic() + limits.mcp_call_seconds
+        token = _DEADLINE.set(deadline)
+        try:
+            self._check_arguments(name, arguments)
+            with anyio.move_on_after(limits.mcp_call_seconds):  # the roots request too
+                result = await super().call_tool(name, arguments, context)
+                if isinstance(result, CallToolResult):
+                    return await _in_worker(lambda _: _screened(result), limits)
+                return result
+            raise ToolError(f"Error executing tool {name}: {_call_expired(limits)}")
+        except UnexpectedToolError as exc:
+            raise UnexpectedToolError(redact_text(_message(str(exc)))) from exc.__cause__
+        except ToolError as exc:
+            raise ToolError(redact_text(_message(str(exc)))) from exc.__cause__
+        except MCPError as exc:  # a protocol error (the client failed to list its roots)
+            data = None if exc.data is None else redact_json(exc.data)[0]
+            raise MCPError(exc.code, redact_text(_message(exc.message)), data) from exc
+        finally:
+            _DEADLINE.reset(token)
+
+    async def run_stdio_async(self) -> None:
+        """Serve over standard I/O (the SDK's transport), answering a request line the SDK
+        cannot read with a JSON-RPC error (:func:`_unreadable_reply`) instead of dropping it,
+        so that the client never waits for a reply that does not come."""
+        async with stdio_server() as (read_stream, write_stream):
+            sender, receiver = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+            async def forward() -> None:
+                async with sender:
+                    async for item in read_stream:
+                        reply = _unreadable_reply(item) if isinstance(item, Exception) else None
+                        if reply is not None:
+                            await write_stream.send(reply)
+                        else:
+                            await sender.send(item)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(forward)
+                await self._lowlevel_server.run(
+                    receiver, write_stream, self._lowlevel_server.create_initialization_options()
+                )
+                group.cancel_scope.cancel()
+
+
+def _folders(roots: Sequence[str | os.PathLike[str]] | None) -> tuple[Path, ...]:
+    listed = [os.getcwd()] if roots is None else [os.fspath(root) for root in roots]
+    if not listed:
+        raise InvalidInputError("root", "give at least one root folder")
+    folders = []
+    for root in listed:
+        real = Path(os.path.realpath(root))
+        if not real.is_dir():
+            raise InvalidInputError("root", f"not a folder: {header_path(root)}")
+        folders.append(real)
+    return tuple(folders)
+
+
+def _interpreter_option(python: str | os.PathLike[str] | None) -> Path | None:
+    if python is None:
+        return None
+    path = Path(os.path.abspath(python))
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise InvalidInputError("python", f"not an executable file: {header_path(os.fspath(python))}")
+    return path
+
+
+def create_server(
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    cache: bool = True,
+    limits: Limits | None = None,
+    roots: Sequence[str | os.PathLike[str]] | None = None,
+    allow_run: bool = False,
+    python: str | os.PathLike[str] | None = None,
+) -> MCPServer[Any]:
+    """The MCP server with the ``context_for_failure`` and ``build`` tools.
+
+    ``cache_dir`` and ``cache`` configure the workspaces' on-disk cache
+    (:class:`bugcontext.Workspace`); ``limits`` (default
+    :data:`bugcontext.core.limits.DEFAULT_LIMITS`, read when the server is made) bound every tool
+    call: the test output read, the repository walked, the build, the call's time
+    (``mcp_call_seconds``) and a test run's (``test_run_seconds``). A call over a limit is a
+    tool error naming it. ``roots``: the folders every path of a call must lie in (default:
+    the current folder); ``allow_run``: whether ``context_for_failure`` may run a test (it runs
+    the repository's code); ``python``: the interpreter of those runs (default: the
+    repository's ``.venv``/``venv``, else a run is a tool error). See the module's
+    documentation for what a call can reach.
+
+    Raises:
+        InvalidInputError: a root that is not a folder (``field`` ``"root"``), no root, or a
+            ``python`` that is not an executable file (``"python"``).
+    """
+    limits = resolve(limits)
+    folders = _folders(roots)
+    interpreter = _interpreter_option(python)
+    server = _ScreenedServer("bugcontext", instructions=_INSTRUCTIONS, limits=limits)
+    workspaces: OrderedDict[Path, Workspace] = OrderedDict()
+    lock = threading.Lock()
+
+    def scope(found: ListRootsResult | None) -> _Scope:
+        if found is None:
+            return _Scope(folders, None)
+        count = len(found.roots)
+        if count > limits.mcp_client_roots:
+            raise limit_error(
+                "roots", "mcp_client_roots", "the client's list of roots", count, limits.mcp_client_roots
+            )
+        client = (_file_root(str(root.uri)) for root in found.roots)
+        return _Scope(folders, tuple(folder for folder in client if folder is not None))
+
+    def workspace(root: Path) -> Workspace:
+        """The workspace of ``root``: kept for later calls, the ``mcp_workspaces`` most
+        recently used at most (an older one is let go; its cache stays on disk)."""
+        with lock:
+            found = workspaces.get(root)
+            if found is None:
+                found = Workspace(root, cache_dir=cache_dir, cache=cache, limits=limits)
+                workspaces[root] = found
+            workspaces.move_to_end(root)
+            while len(workspaces) > limits.mcp_workspaces:
+                workspaces.popitem(last=False)
+            return found
+
+    def forget(root: Path, used: list[Workspace]) -> None:
+        """Let go of the workspace a call given up on holds (its worker may hold its lock
+        until it reaches its deadline check): the next call on ``root`` gets a new one."""
+        with lock:
+            if used and workspaces.get(root) is used[0]:
+                del workspaces[root]
+
+    run_words = _RUN_ENABLED.format(seconds=limits.test_run_seconds) if allow_run else _RUN_DISABLED
+
+    @server.tool(description=_CONTEXT_DESCRIPTION.format(run=run_words))
+    async def context_for_failure(
+        repository: str,
+        client_roots: Annotated[ListRootsResult | None, Resolve(_client_roots)],
+        test_log: str | None = None,
+        log_file: str | None = None,
+        test: str | None = None,
+        junit_xml: str | None = None,
+        junit_file: str | None = None,
+        coverage_file: str | None = None,
+        query: str | None = None,
+        budget: int | None = None,
+        unit: str = "chars",
+        encoding: str | None = None,
+        template: str = "markdown",
+        line_numbers: bool = False,
+        rerun: bool | str | None = None,
+    ) -> CallToolResult:
+        mode = _rerun_mode(rerun, allow_run, coverage_file)
+        reported = junit_xml is not None or junit_file is not None
+        if test_log is None and log_file is None and test is None and not reported:
+            raise ToolError(
+                "give test_log (the test output), log_file, junit_xml, junit_file, or test (a node id to run)"
+            )
+        if test_log is not None and log_file is not None:
+            raise ToolError("give test_log or log_file, not both")
+        if junit_xml is not None and junit_file is not None:
+            raise ToolError("give junit_xml or junit_file, not both")
+        if test_log is None and log_file is None and not reported and not allow_run:
+            raise ToolError(
+                "test: running tests is disabled: the server was started without --allow-run "
+                "(running a repository's tests runs its code); give test_log or log_file"
+            )
+        cost = {"unit": unit, "encoding": encoding, "template": template, "line_numbers": line_numbers}
+        used: list[Workspace] = []
+        confined: list[Path] = []
+
+        def job(deadline: float) -> CallToolResult:
+            allowed = scope(client_roots)
+            root = allowed.confine(repository, "repository")
+            confined.append(root)
+            text = test_log
+            if text is None and log_file is not None:
+                data = _read_regular(
+                    allowed, log_file, "log_file", "max_log_bytes", "pytest_log", limits, deadline
+                )
+                text = data.decode("utf-8", errors="replace")
+            report: str | bytes | None = junit_xml
+            if junit_file is not None:
+                report = _read_regular(
+                    allowed, junit_file, "junit_file", "max_junit_bytes", "junit_xml", limits, deadline
+                )
+            coverage: bytes | ExecutionRecord | None = None
+            if coverage_file is not None:
+                coverage = _read_regular(
+                    allowed,
+                    coverage_file,
+                    "coverage_file",
+                    "max_coverage_bytes",
+                    "coverage",
+                    limits,
+                    deadline,
+                )
+            ws = workspace(root)
+            used.append(ws)
+            if text is None and report is not None:
+                text = ""  # the JUnit report alone is the test output
+            ran = text is None
+            if text is None:
+                node_id = str(test)
+                _check_test_id(ws.root, node_id, limits, deadline)
+                python_path = _interpreter(ws.root, interpreter)
+                text = _run_test(ws.root, node_id, python_path, limits=limits, deadline=deadline)
+            rerun_report: RerunReport | None = None
+            if mode is not None:
+                coverage, rerun_report = _traced_rerun(
+                    ws.root, text, report, test, mode, _interpreter(ws.root, interpreter), limits, deadline
+                )
+            try:
+                outcome = ws.context(
+                    text,
+                    junit_xml=report,
+                    test=test,
+                    query=query,
+                    budget=budget,
+                    cost=cost,
+                    coverage=coverage,
+                    deadline=deadline,
+                )
+            except UnknownTestError as exc:
+                if not ran or exc.known:
+                    raise
+                raise ToolError(_no_failure_in_run(str(test), text)) from None
+            if rerun_report is not None:
+                outcome = dataclasses.replace(outcome, rerun=rerun_report)
+            if time.monotonic() > deadline:
+                raise _Expired
+            structured = {
+                "section": outcome.section,
+                "result": outcome.to_dict(),
+                "report": outcome.summary(),
+                "timings": dict(outcome.timings),
+            }
+            return _sized(outcome.section, structured, limits)
+
+        return await _in_worker(
+            job, limits, abandoned=lambda: forget(confined[0], used) if confined else None
+        )
+
+    @server.tool(description=_BUILD_DESCRIPTION)
+    async def build(input: dict[str, Any], engine: str = "native") -> CallToolResult:
+        engines = {
+            "native": native.ContextBuilder(limits=limits).build,
+            "reference": reference.ContextBuilder(limits=limits).build,
+        }
+        if engine not in engines:
+            raise ToolError(f"engine must be 'native' or 'reference', got {_shown(engine)!r}")
+
+        def job(deadline: float) -> CallToolResult:
+            result = engines[engine](input)
+            if time.monotonic() > deadline:
+                raise _Expired
+            section = (
+                render(result)
+                if result.cost.template is not None
+                else render_markdown(result, order=result.cost.order)
+            )
+            if time.monotonic() > deadline:
+                raise _Expired
+            return _sized(section, {"section": section, "result": result.to_dict()}, limits)
+
+        return await _in_worker(job, limits)
+
+    return server
+
+
+def run(
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    cache: bool = True,
+    limits: Limits | None = None,
+    roots: Sequence[str | os.PathLike[str]] | None = None,
+    allow_run: bool = False,
+    python: str | os.PathLike[str] | None = None,
+) -> None:
+    """Serve over standard input and output until the client closes them (arguments as for
+    :func:`create_server`)."""
+    create_server(
+        cache_dir=cache_dir, cache=cache, limits=limits, roots=roots, allow_run=allow_run, python=python
+    ).run()
