@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -77,11 +78,22 @@ def test_cache_info_and_clear(repo: Path, tmp_path: Path, capsys: pytest.Capture
     (cache / "notes.txt").write_text("mine", encoding="utf-8")
     (tmp_path / "target.sqlite3").write_text("not the cache's", encoding="utf-8")
     (cache / "derived-link.sqlite3").symlink_to(tmp_path / "target.sqlite3")
+    # A file with the cache's name that SQLite did not write, and a journal beside it.
+    (cache / "derived-mine.sqlite3").write_bytes(b"my notes, not a database")
+    (cache / "derived-mine.sqlite3-journal").write_bytes(b"mine too")
+    mine = {"derived-mine.sqlite3", "derived-mine.sqlite3-journal"}
+    assert mine.isdisjoint(p.name for p in cache_files(cache))
     count = len(cache_files(cache))
     size = _size(cache)
     assert main(["cache", "clear", "--cache-dir", str(cache)]) == 0
     assert capsys.readouterr().out == f"removed {count} files ({size} bytes) from {cache}\n"
-    assert sorted(p.name for p in cache.iterdir()) == ["derived-link.sqlite3", "notes.txt"]
+    assert sorted(p.name for p in cache.iterdir()) == [
+        "derived-link.sqlite3",
+        "derived-mine.sqlite3",
+        "derived-mine.sqlite3-journal",
+        "notes.txt",
+    ]
+    assert (cache / "derived-mine.sqlite3").read_bytes() == b"my notes, not a database"
     assert (tmp_path / "target.sqlite3").read_text(encoding="utf-8") == "not the cache's"
     assert main(["cache", "info", "--cache-dir", str(cache), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["entries"] == 0
@@ -119,8 +131,12 @@ def test_the_least_recently_used_entries_go_past_the_limit(tmp_path: Path) -> No
 
 
 def test_other_rule_versions_go_first(tmp_path: Path) -> None:
-    old = tmp_path / "derived-0000.sqlite3"
-    old.write_bytes(b"\0" * 300_000)
+    old = tmp_path / "derived-0000.sqlite3"  # another rules version's database
+    db = sqlite3.connect(old)
+    db.execute("CREATE TABLE blobs (key TEXT PRIMARY KEY, value BLOB)")
+    db.execute("INSERT INTO blobs VALUES ('k', ?)", (b"\0" * 300_000,))
+    db.commit()
+    db.close()
     os.utime(old, ns=(1, 1))
     store = TrackedStore(tmp_path)
     store.put_many("docs", _values(2, 10_000))

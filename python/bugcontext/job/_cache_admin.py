@@ -37,18 +37,48 @@ LOW_WATER = 0.8
 _SUFFIXES = ("", "-wal", "-shm", "-journal")
 
 
+#: The first bytes of every SQLite database file (its header string).
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _is_database(path: Path) -> bool:
+    """Whether ``path`` is a regular file (not a link) that SQLite wrote: it starts with the
+    SQLite header, or is empty (a database created and not yet written)."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        head = os.read(fd, len(SQLITE_HEADER))
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return head in (b"", SQLITE_HEADER)
+
+
 def cache_files(folder: Path) -> list[Path]:
-    """The cache's own files in ``folder``: regular files named ``derived-*.sqlite3`` and
-    their journal files (never a link or anything else), sorted by name; ``[]`` when the
-    folder does not exist."""
+    """The cache's own files in ``folder``, sorted by name: each regular file named
+    ``derived-*.sqlite3`` that is a SQLite database (:func:`_is_database`: a file of that name
+    holding anything else is not ours and is left alone), and the journal files
+    (``-wal``, ``-shm``, ``-journal``) of such a database; never a link or anything else.
+    ``[]`` when the folder does not exist. ``folder`` itself is taken as named (a link to a
+    folder is followed, as for any path the user gives)."""
     try:
         names = os.listdir(folder)
     except (FileNotFoundError, NotADirectoryError):
         return []
+    databases = {
+        name
+        for name in names
+        if name.startswith("derived-") and name.endswith(".sqlite3") and _is_database(folder / name)
+    }
     found = []
     for name in sorted(names):
         base = next((name[: -len(s)] for s in _SUFFIXES[1:] if name.endswith(s)), name)
-        if base.startswith("derived-") and base.endswith(".sqlite3"):
+        if base in databases:
             with contextlib.suppress(OSError):
                 if stat.S_ISREG(os.lstat(folder / name).st_mode):
                     found.append(folder / name)
