@@ -222,23 +222,33 @@ def _check_mcp_config(data: object, what: str) -> None:
         assert args.command == "mcp", what
 
 
-def _prepare(base: Path, directives: set[str]) -> None:
+@pytest.fixture(scope="session")
+def real_bug(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with the README's real bug: ``repo`` (more-itertools 9.0.0 and its regression
+    test) and ``failing.log`` (the test's output, as the README makes it)."""
+    base = tmp_path_factory.mktemp("real-bug")
+    shutil.copytree(ROOT / "tests" / "data" / "realbug_more_itertools", base / "repo")
+    for extra in ("fix.patch", "README.md", "LICENSE"):
+        (base / "repo" / extra).unlink()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/test_more.py", *PYTEST_ARGS],
+        cwd=base / "repo",
+        env=_environment(base),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the regression test fails
+    (base / "failing.log").write_text(proc.stdout, encoding="utf-8")
+    return base
+
+
+def _prepare(base: Path, directives: set[str], real_bug: Path) -> None:
     for name in LINKED:
         (base / name).symlink_to(ROOT / name)
     if "needs repo" in directives:
-        shutil.copytree(ROOT / "tests" / "data" / "realbug_more_itertools", base / "repo")
-        for extra in ("fix.patch", "README.md", "LICENSE"):
-            (base / "repo" / extra).unlink()
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "tests/test_more.py", *PYTEST_ARGS],
-            cwd=base / "repo",
-            env=_environment(base),
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-        )
-        assert proc.returncode == 1, proc.stdout + proc.stderr  # the regression test fails
-        (base / "failing.log").write_text(proc.stdout, encoding="utf-8")
+        shutil.copytree(real_bug / "repo", base / "repo")
+        shutil.copy(real_bug / "failing.log", base / "failing.log")
 
 
 def _directive_kind(block: Block) -> str:
@@ -252,11 +262,11 @@ def _directive_kind(block: Block) -> str:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
-def test_every_example_of_the_page_runs(page: Path, tmp_path: Path) -> None:
+def test_every_example_of_the_page_runs(page: Path, tmp_path: Path, real_bug: Path) -> None:
     blocks, directives = parse(page)
     unknown = directives - {"needs repo"}
     assert not unknown, f"{page.name}: unknown page directives {unknown}"
-    _prepare(tmp_path, directives)
+    _prepare(tmp_path, directives, real_bug)
     env = _environment(tmp_path)
     last_stdout: str | None = None
     for number, block in enumerate(blocks):
@@ -276,8 +286,8 @@ def test_every_example_of_the_page_runs(page: Path, tmp_path: Path) -> None:
             assert found is not None
             command = found.group("command")
             assert not NOT_SHORT.search(command), f"{block}: the short form is itself a long run"
-            script = _script([(1, command)])
-            last_stdout = _run(["bash", "-c", script], tmp_path, env, f"{block} (short form)")
+            short = _script([(1, command)])
+            last_stdout = _run(["bash", "-c", short], tmp_path, env, f"{block} (short form)")
             continue
         if kind in ("skip", "text"):
             if kind == "text" and block.lang in ("", "text", "console"):
@@ -384,3 +394,39 @@ def test_every_subcommand_and_flag_is_documented() -> None:
                 assert f"`{option}" in cli_page, f"docs/cli.md: {' '.join(path)} {option} is not documented"
 
     walk(_parser(), ())
+
+
+def test_extras_and_versions_named_exist() -> None:
+    """Every extra a page names (``'.[mcp]'``, "the ``table`` extra") is one of pyproject.toml's,
+    and every wheel name carries the project's version."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = set(project["optional-dependencies"])
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        named = re.findall(r"\.\[([\w,]+)\]", text) + re.findall(r"the `(\w+)` extra", text)
+        for group in named:
+            for extra in group.split(","):
+                assert extra in extras, f"{page.name}: no extra {extra!r} in pyproject.toml"
+        for version in re.findall(r"bugcontext-(\d+\.\d+\.\d+)-", text):
+            assert version == project["version"], f"{page.name}: a wheel of version {version}"
+
+
+def test_shown_output_matches_with_elisions() -> None:
+    check_output("a\n[...]\nc\n", "a\nb\nb2\nc\n", "elided")
+    check_output("a\n[...]\n", "a\nanything\n", "open end")
+    check_output("a\nb\n", "a\nb\n\n", "trailing blank lines")
+    for shown, printed in (("a\n[...]\nc", "a\nb\n"), ("a\nb", "a\nc"), ("x\n[...]", "a\nx")):
+        with pytest.raises(AssertionError):
+            check_output(shown, printed, "differs")
+
+
+def test_commands_are_split_and_their_status_checked(tmp_path: Path) -> None:
+    assert _commands("# a comment\necho a \\\n  b\n\nfalse  # exit 1\n") == [
+        (2, "echo a    b"),
+        (5, "false  # exit 1"),
+    ]
+    ok = subprocess.run(["bash", "-c", _script([(1, "false  # exit 1"), (2, "true")])])
+    assert ok.returncode == 0
+    wrong = subprocess.run(["bash", "-c", _script([(1, "true  # exit 1")])], capture_output=True, text=True)
+    assert wrong.returncode == 97 and "line 1 of the block exited 0, expected 1" in wrong.stderr
