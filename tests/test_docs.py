@@ -335,13 +335,22 @@ OTHER_PROJECTS = {"tests/test_more.py", "tests/test_parse.py"}
 PATH = re.compile(r"`((?:src|python|tests|benches|scripts|docs)/[\w./-]*[\w/])`")
 
 
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives the headings of ``page`` (lower case, punctuation dropped,
+    spaces as hyphens)."""
+    headings = re.findall(r"^#+ (.+)$", page.read_text(encoding="utf-8"), re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings}
+
+
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_links_and_paths_exist(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
-    for target, _anchor in LINK.findall(text):
+    for target, anchor in LINK.findall(text):
         if "://" in target:
             continue
         assert (page.parent / target).exists(), f"{page.name}: link to a missing file {target}"
+        if anchor:
+            assert anchor[1:] in _anchors(page.parent / target), f"{page.name}: no heading {target}{anchor}"
     for path in PATH.findall(text):
         if path.startswith("src/") and not (path.endswith(".rs") or path.startswith("src/python")):
             continue  # another project's layout (src/main/java, src/marshmallow/...)
