@@ -168,29 +168,7 @@ pub(crate) fn cache_key<'py>(
         for (index, obj) in candidates.try_iter()?.enumerate() {
             reader.read(&obj?, index)?;
         }
-        let candidate = |item: &Item<'py>| -> PyResult<Candidate> {
-            let c = match item {
-                Item::Same(obj) => obj.cast::<Candidate>()?.get(),
-                Item::New(c) => c,
-                Item::Taken => return Err(PyRuntimeError::new_err("repo_context: item taken")),
-            };
-            Ok(Candidate {
-                path: c.path.clone_ref(py),
-                start: c.start.clone_ref(py),
-                end: c.end.clone_ref(py),
-                content: c.content.clone_ref(py),
-                reason: c.reason.clone_ref(py),
-                score: c.score.clone_ref(py),
-                group: c.group.clone_ref(py),
-                source_sha256: c.source_sha256.clone_ref(py),
-                source_id: c.source_id.clone_ref(py),
-            })
-        };
-        let candidates: Vec<Candidate> = reader
-            .items
-            .iter()
-            .map(candidate)
-            .collect::<PyResult<_>>()?;
+        let candidates = owned_candidates(py, &reader)?;
         let any = candidates.iter().any(|c| c.has_provenance(py));
         let mut form = Form::new(if any {
             digest::INPUT_TAG_V2
@@ -203,96 +181,156 @@ pub(crate) fn cache_key<'py>(
         for f in &failure_files {
             form.text(&text_bytes(f)?);
         }
-        let contents = candidates
-            .iter()
-            .map(|c| text_bytes(c.content.bind(py)))
-            .collect::<PyResult<Vec<_>>>()?;
-        let hashes = py.detach(|| digest::content_hashes(&contents, PARALLEL_HASH_BYTES));
-        form.number(reader.rows.len() as u64);
-        for ((row, c), hash) in reader.rows.iter().zip(&candidates).zip(&hashes) {
-            form.text(&text_bytes(c.path.bind(py))?);
-            form.number(u64::from(row.start));
-            form.number(u64::from(row.end));
-            form.hash(hash);
-            form.text(row.reason.name().as_bytes());
-            form.score(row.score);
-            if any {
-                let some = |v: &Py<PyAny>| (!v.is_none(py)).then(|| v.bind(py).clone());
-                provenance_form(
-                    &mut form,
-                    some(&c.source_sha256).as_ref(),
-                    some(&c.source_id).as_ref(),
-                )?;
-            }
-        }
-        // The partition into groups (`repo_context.digest`): each candidate's dense group id + 1.
-        if reader.n_groups() > 0 {
-            form.text(b"groups");
-            form.number(reader.rows.len() as u64);
-            for row in &reader.rows {
-                form.number(if row.group == engine::NO_GROUP {
-                    0
-                } else {
-                    u64::from(row.group) + 1
-                });
-            }
-        }
-        // Exact scores (`repo_context.digest`): the type and value the result carries.
-        let scores = candidates
-            .iter()
-            .map(|c| score_form(c.score.bind(py)))
-            .collect::<PyResult<Vec<_>>>()?;
-        if scores.iter().any(|s| !matches!(s, ScoreForm::Float)) {
-            form.text(b"scores");
-            form.number(scores.len() as u64);
-            for s in &scores {
-                match s {
-                    ScoreForm::Float => form.raw(&[0]),
-                    ScoreForm::NegativeZero => form.raw(&[1]),
-                    ScoreForm::Int(digits) => {
-                        form.raw(&[2]);
-                        form.text(digits.as_bytes());
-                    }
-                }
-            }
-        }
-        // The verify reader's state: each file's SHA-256 as the reader returned it.
+        rows_form(py, &mut form, &reader, &candidates, any)?;
+        groups_form(&mut form, &reader);
+        scores_form(py, &mut form, &candidates)?;
         if let Some(verify) = verify {
-            let mut seen = vec![false; reader.paths.ids.len()];
-            let mut hashes = Vec::new();
-            for (row, c) in reader.rows.iter().zip(&candidates) {
-                let slot = &mut seen[row.path as usize];
-                if *slot {
-                    continue;
-                }
-                *slot = true;
-                let path = c.path.bind(py);
-                let got = verify.call1((path,))?;
-                if got.is_none() {
-                    hashes.push(None);
-                } else if let Ok(bytes) = got.cast::<pyo3::types::PyBytes>() {
-                    use sha2::{Digest, Sha256};
-                    let hex: String = Sha256::digest(bytes.as_bytes())
-                        .iter()
-                        .map(|b| format!("{b:02x}"))
-                        .collect();
-                    hashes.push(Some(hex));
-                } else {
-                    return Err(PyTypeError::new_err(format!(
-                        "verify: the reader must return bytes or None, not {} (for {})",
-                        type_name(&got),
-                        path.repr()?
-                    )));
-                }
-            }
-            form.text(b"verified");
-            form.number(hashes.len() as u64);
-            for h in &hashes {
-                form.optional(h.as_ref().map(String::as_bytes));
-            }
+            verified_form(&mut form, &verify, &reader, &candidates)?;
         }
         Ok(form.hex())
     })
+}
+
+/// Each item the reader kept, as a `Candidate` (sharing the objects it holds).
+fn owned_candidates(py: Python<'_>, reader: &Reader<'_>) -> PyResult<Vec<Candidate>> {
+    let candidate = |item: &Item<'_>| -> PyResult<Candidate> {
+        let c = match item {
+            Item::Same(obj) => obj.cast::<Candidate>()?.get(),
+            Item::New(c) => c,
+            Item::Taken => return Err(PyRuntimeError::new_err("repo_context: item taken")),
+        };
+        Ok(Candidate {
+            path: c.path.clone_ref(py),
+            start: c.start.clone_ref(py),
+            end: c.end.clone_ref(py),
+            content: c.content.clone_ref(py),
+            reason: c.reason.clone_ref(py),
+            score: c.score.clone_ref(py),
+            group: c.group.clone_ref(py),
+            source_sha256: c.source_sha256.clone_ref(py),
+            source_id: c.source_id.clone_ref(py),
+        })
+    };
+    reader.items.iter().map(candidate).collect()
+}
+
+/// The candidates in input order: `U(n)` then, per candidate, its canonical path, line range,
+/// `H(content)` (hashed with the GIL released), reason and score, and its provenance when
+/// `any` candidate has some.
+fn rows_form(
+    py: Python<'_>,
+    form: &mut Form,
+    reader: &Reader<'_>,
+    candidates: &[Candidate],
+    any: bool,
+) -> PyResult<()> {
+    let contents = candidates
+        .iter()
+        .map(|c| text_bytes(c.content.bind(py)))
+        .collect::<PyResult<Vec<_>>>()?;
+    let hashes = py.detach(|| digest::content_hashes(&contents, PARALLEL_HASH_BYTES));
+    form.number(reader.rows.len() as u64);
+    for ((row, c), hash) in reader.rows.iter().zip(candidates).zip(&hashes) {
+        form.text(&text_bytes(c.path.bind(py))?);
+        form.number(u64::from(row.start));
+        form.number(u64::from(row.end));
+        form.hash(hash);
+        form.text(row.reason.name().as_bytes());
+        form.score(row.score);
+        if any {
+            let some = |v: &Py<PyAny>| (!v.is_none(py)).then(|| v.bind(py).clone());
+            provenance_form(
+                form,
+                some(&c.source_sha256).as_ref(),
+                some(&c.source_id).as_ref(),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The partition into groups (`repo_context.digest`): each candidate's dense group id + 1,
+/// when some candidate has a group.
+fn groups_form(form: &mut Form, reader: &Reader<'_>) {
+    if reader.n_groups() > 0 {
+        form.text(b"groups");
+        form.number(reader.rows.len() as u64);
+        for row in &reader.rows {
+            form.number(if row.group == engine::NO_GROUP {
+                0
+            } else {
+                u64::from(row.group) + 1
+            });
+        }
+    }
+}
+
+/// Exact scores (`repo_context.digest`): the type and value the result carries, when some
+/// score is not a float other than `-0.0`.
+fn scores_form(py: Python<'_>, form: &mut Form, candidates: &[Candidate]) -> PyResult<()> {
+    let scores = candidates
+        .iter()
+        .map(|c| score_form(c.score.bind(py)))
+        .collect::<PyResult<Vec<_>>>()?;
+    if scores.iter().any(|s| !matches!(s, ScoreForm::Float)) {
+        form.text(b"scores");
+        form.number(scores.len() as u64);
+        for s in &scores {
+            match s {
+                ScoreForm::Float => form.raw(&[0]),
+                ScoreForm::NegativeZero => form.raw(&[1]),
+                ScoreForm::Int(digits) => {
+                    form.raw(&[2]);
+                    form.text(digits.as_bytes());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The verify reader's state: each file's SHA-256 as the reader returned it, once per
+/// canonical path in order of first appearance.
+fn verified_form(
+    form: &mut Form,
+    verify: &Bound<'_, PyAny>,
+    reader: &Reader<'_>,
+    candidates: &[Candidate],
+) -> PyResult<()> {
+    let py = verify.py();
+    let mut seen = vec![false; reader.paths.ids.len()];
+    let mut hashes = Vec::new();
+    for (row, c) in reader.rows.iter().zip(candidates) {
+        let slot = &mut seen[row.path as usize];
+        if *slot {
+            continue;
+        }
+        *slot = true;
+        let path = c.path.bind(py);
+        let got = verify.call1((path,))?;
+        if got.is_none() {
+            hashes.push(None);
+        } else if let Ok(bytes) = got.cast::<pyo3::types::PyBytes>() {
+            use sha2::{Digest, Sha256};
+            let hex: String = Sha256::digest(bytes.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            hashes.push(Some(hex));
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "verify: the reader must return bytes or None, not {} (for {})",
+                type_name(&got),
+                path.repr()?
+            )));
+        }
+    }
+    form.text(b"verified");
+    form.number(hashes.len() as u64);
+    for h in &hashes {
+        form.optional(h.as_ref().map(String::as_bytes));
+    }
+    Ok(())
 }
 
 /// A candidate's score in the key's `"scores"` extension (see `repo_context.digest`).

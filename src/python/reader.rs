@@ -10,7 +10,7 @@ use pyo3::types::{PyDict, PyInt, PyString, PyTuple, PyType};
 use pyo3::{Borrowed, ffi, intern};
 use rustc_hash::FxHashMap;
 
-use crate::engine::{self, MAX_LINE, Row};
+use crate::engine::{self, MAX_LINE, Reason, Row};
 
 use super::candidate::Candidate;
 use super::errors::{invalid, limit_error};
@@ -245,15 +245,7 @@ impl<'py> Reader<'py> {
 impl<'py> Reader<'py> {
     pub(crate) fn read(&mut self, obj: &Bound<'py, PyAny>, index: usize) -> PyResult<()> {
         let py = obj.py();
-        let shape = if let Ok(c) = obj.cast::<Candidate>() {
-            Shape::Native(c.get())
-        } else if let Ok(d) = obj.cast_exact::<PyDict>() {
-            Shape::Dict(d)
-        } else if self.kinds.is_mapping(obj)? {
-            Shape::Mapping
-        } else {
-            Shape::Attributes
-        };
+        let shape = self.shape(obj)?;
         // A `Candidate`'s fields are borrowed (no reference-count writes on the hot path).
         let get = |name: &Bound<'py, PyString>, native: fn(&Candidate) -> &Py<PyAny>| match &shape {
             Shape::Native(c) => Ok(Field::Borrowed(native(c).bind_borrowed(py))),
@@ -265,39 +257,13 @@ impl<'py> Reader<'py> {
 
         let start_obj = get(intern!(py, "start"), |c| &c.start)?;
         let (start, start_int) = line(&start_obj, "start", index)?;
-        if start < 1 {
-            return Err(invalid(
-                py,
-                "start",
-                format!("must be >= 1, got {}", show_int(&start_int)),
-                index,
-            ));
-        }
-        if start > i64::from(MAX_LINE) {
-            let problem = format!("must be <= {MAX_LINE}, got {}", show_int(&start_int));
-            return Err(invalid(py, "start", problem, index));
-        }
+        check_start(start, &start_int, index)?;
         let end_obj = get(intern!(py, "end"), |c| &c.end)?;
         let (end, end_int) = line(&end_obj, "end", index)?;
-        if end < start {
-            let problem = format!("must be >= start ({start}), got {}", show_int(&end_int));
-            return Err(invalid(py, "end", problem, index));
-        }
-        if end > i64::from(MAX_LINE) {
-            let problem = format!("must be <= {MAX_LINE}, got {}", show_int(&end_int));
-            return Err(invalid(py, "end", problem, index));
-        }
+        check_end(start, end, &end_int, index)?;
 
         let content = get(intern!(py, "content"), |c| &c.content)?;
-        let cost = match content.cast::<PyString>() {
-            // SAFETY: a str (or subclass) object; its length in code points, read from the
-            // object itself, so that a subclass's own __len__ plays no part.
-            Ok(_) => (unsafe { ffi::PyUnicode_GetLength(content.as_ptr()) }) as u64,
-            Err(_) => {
-                let problem = format!("must be a str, not {}", type_name(&content));
-                return Err(invalid(py, "content", problem, index));
-            }
-        };
+        let cost = content_length(&content, index)?;
         // The snapshot: a str subclass becomes the exact str it holds (`str.__str__`).
         let content_exact = content.is_exact_instance_of::<PyString>();
         let reason_obj = get(intern!(py, "reason"), |c| &c.reason)?;
@@ -314,6 +280,59 @@ impl<'py> Reader<'py> {
             optional_field(obj, &shape, intern!(py, "source_id"), |c| &c.source_id)?;
         let id_obj = source_id(id_obj, index)?;
 
+        self.add_to_total(py, cost, index)?;
+
+        let snapshot = Snapshot {
+            path: &path,
+            canonical,
+            start: start_int,
+            start_exact: start_obj.is_exact_instance_of::<PyInt>(),
+            end: end_int,
+            end_exact: end_obj.is_exact_instance_of::<PyInt>(),
+            content: &content,
+            content_exact,
+            reason_obj: &reason_obj,
+            reason,
+            reason_exact,
+            score: &score_obj,
+            score_copy,
+            group: group_obj,
+            source_sha256: (sha_obj, sha_exact),
+            source_id: (id_obj, id_exact),
+        };
+        let item = snapshot.into_item(obj, matches!(shape, Shape::Native(_)))?;
+        // Both in 1..=MAX_LINE here.
+        self.rows.push(Row {
+            path: path_id,
+            start: start as u32,
+            end: end as u32,
+            cost,
+            reason,
+            score,
+            group,
+            stale: false,
+        });
+        self.items.push(item);
+        Ok(())
+    }
+
+    /// How to read the fields of `obj`.
+    #[inline]
+    fn shape<'a>(&mut self, obj: &'a Bound<'py, PyAny>) -> PyResult<Shape<'a, 'py>> {
+        Ok(if let Ok(c) = obj.cast::<Candidate>() {
+            Shape::Native(c.get())
+        } else if let Ok(d) = obj.cast_exact::<PyDict>() {
+            Shape::Dict(d)
+        } else if self.kinds.is_mapping(obj)? {
+            Shape::Mapping
+        } else {
+            Shape::Attributes
+        })
+    }
+
+    /// Count `cost` into the running total of content, which must stay within `max_total`.
+    #[inline]
+    fn add_to_total(&mut self, py: Python<'py>, cost: u64, index: usize) -> PyResult<()> {
         self.total = self.total.saturating_add(cost);
         if self.total > self.max_total {
             let problem = format!(
@@ -330,53 +349,121 @@ impl<'py> Reader<'py> {
                 self.max_total,
             ));
         }
-
-        let plain_lines =
-            start_obj.is_exact_instance_of::<PyInt>() && end_obj.is_exact_instance_of::<PyInt>();
-        let exact = plain_lines
-            && content_exact
-            && reason_exact
-            && score_copy.is_none()
-            && sha_exact
-            && id_exact;
-        let item = if matches!(shape, Shape::Native(_)) && canonical.is_none() && exact {
-            Item::Same(obj.clone())
-        } else {
-            let content = if content_exact {
-                content.clone().unbind()
-            } else {
-                exact_str(&content)?.unbind()
-            };
-            let reason_obj = if reason_exact {
-                reason_obj.clone().unbind()
-            } else {
-                reason_name(py, reason).clone().into_any().unbind()
-            };
-            Item::New(Candidate {
-                path: canonical.map_or_else(|| path.clone().unbind(), |c| c.into_any().unbind()),
-                start: start_int.unbind(),
-                end: end_int.unbind(),
-                content,
-                reason: reason_obj,
-                score: score_copy.map_or_else(|| score_obj.clone().unbind(), Bound::unbind),
-                group: group_obj.unbind(),
-                source_sha256: sha_obj.unbind(),
-                source_id: id_obj.unbind(),
-            })
-        };
-        // Both in 1..=MAX_LINE here.
-        self.rows.push(Row {
-            path: path_id,
-            start: start as u32,
-            end: end as u32,
-            cost,
-            reason,
-            score,
-            group,
-            stale: false,
-        });
-        self.items.push(item);
         Ok(())
+    }
+}
+
+/// `start` (as read by [`line`]) must be in `1..=MAX_LINE`.
+#[inline]
+fn check_start(start: i64, start_int: &Bound<'_, PyAny>, index: usize) -> PyResult<()> {
+    let py = start_int.py();
+    if start < 1 {
+        return Err(invalid(
+            py,
+            "start",
+            format!("must be >= 1, got {}", show_int(start_int)),
+            index,
+        ));
+    }
+    if start > i64::from(MAX_LINE) {
+        let problem = format!("must be <= {MAX_LINE}, got {}", show_int(start_int));
+        return Err(invalid(py, "start", problem, index));
+    }
+    Ok(())
+}
+
+/// `end` (as read by [`line`]) must be in `start..=MAX_LINE`.
+#[inline]
+fn check_end(start: i64, end: i64, end_int: &Bound<'_, PyAny>, index: usize) -> PyResult<()> {
+    let py = end_int.py();
+    if end < start {
+        let problem = format!("must be >= start ({start}), got {}", show_int(end_int));
+        return Err(invalid(py, "end", problem, index));
+    }
+    if end > i64::from(MAX_LINE) {
+        let problem = format!("must be <= {MAX_LINE}, got {}", show_int(end_int));
+        return Err(invalid(py, "end", problem, index));
+    }
+    Ok(())
+}
+
+/// The content's length in code points: its cost in characters. It must be a `str`.
+#[inline]
+fn content_length(content: &Bound<'_, PyAny>, index: usize) -> PyResult<u64> {
+    match content.cast::<PyString>() {
+        // SAFETY: a str (or subclass) object; its length in code points, read from the
+        // object itself, so that a subclass's own __len__ plays no part.
+        Ok(_) => Ok((unsafe { ffi::PyUnicode_GetLength(content.as_ptr()) }) as u64),
+        Err(_) => {
+            let problem = format!("must be a str, not {}", type_name(content));
+            Err(invalid(content.py(), "content", problem, index))
+        }
+    }
+}
+
+/// The validated fields of one candidate, as read (borrowed where the reader borrowed them),
+/// with whether each is exactly what a `Candidate` in a result holds.
+struct Snapshot<'s, 'py> {
+    path: &'s Bound<'py, PyAny>,
+    /// The canonical path, when the caller's string cannot be reused.
+    canonical: Option<Bound<'py, PyString>>,
+    start: Bound<'py, PyAny>,
+    start_exact: bool,
+    end: Bound<'py, PyAny>,
+    end_exact: bool,
+    content: &'s Bound<'py, PyAny>,
+    content_exact: bool,
+    reason_obj: &'s Bound<'py, PyAny>,
+    reason: Reason,
+    reason_exact: bool,
+    score: &'s Bound<'py, PyAny>,
+    /// For a subclass instance, the exact `float` or `int` it holds.
+    score_copy: Option<Bound<'py, PyAny>>,
+    group: Bound<'py, PyAny>,
+    source_sha256: (Bound<'py, PyAny>, bool),
+    source_id: (Bound<'py, PyAny>, bool),
+}
+
+impl<'py> Snapshot<'_, 'py> {
+    /// The candidate as it will be returned if selected: the caller's own `Candidate` (`obj`,
+    /// when `native`) if it is already canonical and exact, else a new one holding the snapshot
+    /// of exact values.
+    #[inline]
+    fn into_item(self, obj: &Bound<'py, PyAny>, native: bool) -> PyResult<Item<'py>> {
+        let py = obj.py();
+        let exact = self.start_exact
+            && self.end_exact
+            && self.content_exact
+            && self.reason_exact
+            && self.score_copy.is_none()
+            && self.source_sha256.1
+            && self.source_id.1;
+        if native && self.canonical.is_none() && exact {
+            return Ok(Item::Same(obj.clone()));
+        }
+        let content = if self.content_exact {
+            self.content.clone().unbind()
+        } else {
+            exact_str(self.content)?.unbind()
+        };
+        let reason_obj = if self.reason_exact {
+            self.reason_obj.clone().unbind()
+        } else {
+            reason_name(py, self.reason).clone().into_any().unbind()
+        };
+        let path = self.path;
+        let score = self.score;
+        Ok(Item::New(Candidate {
+            path: (self.canonical).map_or_else(|| path.clone().unbind(), |c| c.into_any().unbind()),
+            start: self.start.unbind(),
+            end: self.end.unbind(),
+            content,
+            reason: reason_obj,
+            score: (self.score_copy).map_or_else(|| score.clone().unbind(), Bound::unbind),
+            group: self.group.unbind(),
+            source_sha256: self.source_sha256.0.unbind(),
+            source_id: self.source_id.0.unbind(),
+        }))
     }
 }
 
