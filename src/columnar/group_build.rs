@@ -140,94 +140,7 @@ pub(crate) fn build_group<'a>(
     out: Out<'_>,
 ) -> Result<Summary, Found> {
     let (budget, failing) = group_cells(table, rows, spec).map_err(|e| (4, e))?;
-    scratch.rows.clear();
-    scratch.paths.clear();
-    scratch.raw.clear();
-    let mut total = 0u64;
-    let mut cursor = Cursor::new(table);
-    for (local, &row) in rows.iter().enumerate() {
-        let row = row as usize;
-        let (chunk, i) = cursor.at(row);
-        let fail = |field: &str, problem: Problem| (5, TableError::row(field, problem, row, local));
-        let null = |field: &str| fail(field, text("is null"));
-
-        let raw = chunk.path.get(i).ok_or_else(|| null("path"))?;
-        // A path as given is canonicalised once per group (rows share few paths).
-        let path = match scratch.raw.get(raw) {
-            Some(&id) => id,
-            None => {
-                let canonical =
-                    engine::canonical_path(raw).map_err(|e| fail("path", text(e.problem())))?;
-                let next = scratch.paths.len() as u32;
-                let id = *scratch.paths.entry(canonical).or_insert(next);
-                scratch.raw.insert(raw, id);
-                id
-            }
-        };
-
-        let start = chunk.start.get(i).ok_or_else(|| null("start"))?;
-        if start < 1 {
-            return Err(fail("start", text(format!("must be >= 1, got {start}"))));
-        }
-        if start > i128::from(MAX_LINE) {
-            let problem = format!("must be <= {MAX_LINE}, got {start}");
-            return Err(fail("start", text(problem)));
-        }
-        let end = chunk.end.get(i).ok_or_else(|| null("end"))?;
-        if end < start {
-            let problem = format!("must be >= start ({start}), got {end}");
-            return Err(fail("end", text(problem)));
-        }
-        if end > i128::from(MAX_LINE) {
-            let problem = format!("must be <= {MAX_LINE}, got {end}");
-            return Err(fail("end", text(problem)));
-        }
-        let content = chunk.content.get(i).ok_or_else(|| null("content"))?;
-        let chars = count_chars(content);
-        let reason = chunk.reason(i).map_err(|given| match given {
-            None => null("reason"),
-            Some(given) => fail("reason", Problem::Reason(given.into())),
-        })?;
-        let score = chunk.score.get(i).ok_or_else(|| null("score"))?;
-        if !score.is_finite() {
-            let shown = if score.is_nan() {
-                "nan"
-            } else if score > 0.0 {
-                "inf"
-            } else {
-                "-inf"
-            };
-            return Err(fail("score", text(format!("must be finite, got {shown}"))));
-        }
-        total = total.saturating_add(chars);
-        if total > spec.max_total_chars {
-            let problem = format!(
-                "total content is {total} characters, over the limit max_total_chars = {} characters",
-                spec.max_total_chars
-            );
-            let mut e = TableError::row("content", text(problem), row, local);
-            e.kind = ErrorKind::Limit(Box::new(LimitFound {
-                name: "max_total_chars",
-                value: total,
-                maximum: spec.max_total_chars,
-            }));
-            return Err((5, e));
-        }
-        let cost = match spec.unit {
-            Unit::Chars => chars,
-            Unit::Tokens(encoding) => tokens::count(encoding, content) as u64,
-        };
-        scratch.rows.push(Row {
-            path,
-            start: start as u32,
-            end: end as u32,
-            cost,
-            reason,
-            score,
-            group: engine::NO_GROUP,
-            stale: false,
-        });
-    }
+    read_rows(table, rows, spec, scratch)?;
 
     // The failing files that some row comes from, as path ids, in error order.
     scratch.failure_ids.clear();
@@ -249,7 +162,154 @@ pub(crate) fn build_group<'a>(
         n_paths,
         selection,
     );
+    Ok(write_decisions(
+        out,
+        &scratch.rows,
+        &scratch.selection,
+        rows,
+        budget,
+    ))
+}
 
+/// Phase 5: the group's rows (`rows`, table rows in order) validated into `scratch.rows`, in
+/// the order path, start, end, content, reason, score, then the running total of content.
+fn read_rows<'a>(
+    table: &'a Table<'a>,
+    rows: &[u32],
+    spec: &Spec,
+    scratch: &mut Scratch<'a>,
+) -> Result<(), Found> {
+    scratch.rows.clear();
+    scratch.paths.clear();
+    scratch.raw.clear();
+    let mut total = 0u64;
+    let mut cursor = Cursor::new(table);
+    for (local, &row) in rows.iter().enumerate() {
+        let row = row as usize;
+        let (chunk, i) = cursor.at(row);
+        let fail = |field: &str, problem: Problem| (5, TableError::row(field, problem, row, local));
+        let null = |field: &str| fail(field, text("is null"));
+
+        let raw = chunk.path.get(i).ok_or_else(|| null("path"))?;
+        let path = scratch
+            .path_id(raw)
+            .map_err(|e| fail("path", text(e.problem())))?;
+        let start = chunk.start.get(i).ok_or_else(|| null("start"))?;
+        if let Some(problem) = start_problem(start) {
+            return Err(fail("start", text(problem)));
+        }
+        let end = chunk.end.get(i).ok_or_else(|| null("end"))?;
+        if let Some(problem) = end_problem(start, end) {
+            return Err(fail("end", text(problem)));
+        }
+        let content = chunk.content.get(i).ok_or_else(|| null("content"))?;
+        let chars = count_chars(content);
+        let reason = chunk.reason(i).map_err(|given| match given {
+            None => null("reason"),
+            Some(given) => fail("reason", Problem::Reason(given.into())),
+        })?;
+        let score = chunk.score.get(i).ok_or_else(|| null("score"))?;
+        if let Some(problem) = score_problem(score) {
+            return Err(fail("score", text(problem)));
+        }
+        total = total.saturating_add(chars);
+        if total > spec.max_total_chars {
+            return Err((5, total_error(total, spec, row, local)));
+        }
+        let cost = match spec.unit {
+            Unit::Chars => chars,
+            Unit::Tokens(encoding) => tokens::count(encoding, content) as u64,
+        };
+        scratch.rows.push(Row {
+            path,
+            start: start as u32,
+            end: end as u32,
+            cost,
+            reason,
+            score,
+            group: engine::NO_GROUP,
+            stale: false,
+        });
+    }
+    Ok(())
+}
+
+impl<'a> Scratch<'a> {
+    /// The id of a path as given: canonicalised once per group (rows share few paths).
+    fn path_id(&mut self, raw: &'a str) -> Result<u32, engine::PathError> {
+        Ok(match self.raw.get(raw) {
+            Some(&id) => id,
+            None => {
+                let canonical = engine::canonical_path(raw)?;
+                let next = self.paths.len() as u32;
+                let id = *self.paths.entry(canonical).or_insert(next);
+                self.raw.insert(raw, id);
+                id
+            }
+        })
+    }
+}
+
+/// What is wrong with a `start` line, if anything: it must be in `1..=MAX_LINE`.
+fn start_problem(start: i128) -> Option<String> {
+    if start < 1 {
+        return Some(format!("must be >= 1, got {start}"));
+    }
+    if start > i128::from(MAX_LINE) {
+        return Some(format!("must be <= {MAX_LINE}, got {start}"));
+    }
+    None
+}
+
+/// What is wrong with an `end` line, if anything: it must be in `start..=MAX_LINE`.
+fn end_problem(start: i128, end: i128) -> Option<String> {
+    if end < start {
+        return Some(format!("must be >= start ({start}), got {end}"));
+    }
+    if end > i128::from(MAX_LINE) {
+        return Some(format!("must be <= {MAX_LINE}, got {end}"));
+    }
+    None
+}
+
+/// What is wrong with a score, if anything: it must be finite.
+fn score_problem(score: f64) -> Option<String> {
+    if score.is_finite() {
+        return None;
+    }
+    let shown = if score.is_nan() {
+        "nan"
+    } else if score > 0.0 {
+        "inf"
+    } else {
+        "-inf"
+    };
+    Some(format!("must be finite, got {shown}"))
+}
+
+/// The group's running total of content characters went past `max_total_chars` at `row`.
+fn total_error(total: u64, spec: &Spec, row: usize, local: usize) -> TableError {
+    let problem = format!(
+        "total content is {total} characters, over the limit max_total_chars = {} characters",
+        spec.max_total_chars
+    );
+    let mut e = TableError::row("content", text(problem), row, local);
+    e.kind = ErrorKind::Limit(Box::new(LimitFound {
+        name: "max_total_chars",
+        value: total,
+        maximum: spec.max_total_chars,
+    }));
+    e
+}
+
+/// The engine's decisions for the group's rows written into `out`; returns the summary.
+fn write_decisions(
+    out: Out<'_>,
+    engine_rows: &[Row],
+    selection: &engine::Selection,
+    rows: &[u32],
+    budget: u64,
+) -> Summary {
     let Out {
         u32s:
             Decisions {
@@ -267,7 +327,7 @@ pub(crate) fn build_group<'a>(
     order.fill(u32::MAX);
     overlaps.fill(u32::MAX);
     omission.fill(0);
-    for (c, row) in cost.iter_mut().zip(&scratch.rows) {
+    for (c, row) in cost.iter_mut().zip(engine_rows) {
         *c = row.cost;
     }
     for (o, (&index, &r)) in (0u32..).zip(selection.selected.iter().zip(&selection.ranks)) {
@@ -299,7 +359,7 @@ pub(crate) fn build_group<'a>(
             }
         }
     }
-    Ok(summary)
+    summary
 }
 
 /// The number of Unicode code points in `text`: its bytes that are not UTF-8 continuation

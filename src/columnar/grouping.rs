@@ -25,10 +25,21 @@ pub(crate) fn group(batches: &[RecordBatch], spec: &Spec, n: usize) -> Result<Gr
             identity: true,
         });
     };
-    // Each chunk, in parallel: its keys as runs of equal keys, up to its first null or invalid
-    // key (then that key's offset and problem, `None` for a null).
-    type ChunkRuns<'k> = (Vec<(Key<'k>, usize)>, Option<(usize, Option<Bad>)>);
-    let chunks: Vec<ChunkRuns<'_>> = batches
+    let chunks = chunk_runs(batches, name)?;
+    let (runs, counts, identity) = number_runs(chunks, name)?;
+    Ok(sort_rows(n, &runs, &counts, identity))
+}
+
+/// One chunk's keys as runs of equal keys, up to its first null or invalid key (then that
+/// key's offset and problem, `None` for a null).
+type ChunkRuns<'k> = (Vec<(Key<'k>, usize)>, Option<(usize, Option<Bad>)>);
+
+/// Each chunk's [`ChunkRuns`] of the key column `name`, the chunks in parallel.
+fn chunk_runs<'k>(
+    batches: &'k [RecordBatch],
+    name: &str,
+) -> Result<Vec<ChunkRuns<'k>>, TableError> {
+    batches
         .par_iter()
         .map(|batch| {
             let keys = column(batch, name, Keys::new, "an integer or string")?;
@@ -46,10 +57,21 @@ pub(crate) fn group(batches: &[RecordBatch], spec: &Spec, n: usize) -> Result<Gr
             }
             Ok((runs, bad.map(|(i, b)| (i, Some(b)))))
         })
-        .collect::<Result<_, TableError>>()?;
+        .collect()
+}
+
+/// Runs of rows as `(first row, length, group id)`.
+type Runs = Vec<(usize, usize, u32)>;
+
+/// Runs of rows as `(first row, length, group id)` in table order, the groups numbered in
+/// order of first appearance; the number of rows of each group; and whether every group is
+/// one run, in order. The first null or invalid key in table order is an error.
+fn number_runs(
+    chunks: Vec<ChunkRuns<'_>>,
+    name: &str,
+) -> Result<(Runs, Vec<usize>, bool), TableError> {
     let mut ids: FxHashMap<Key<'_>, u32> = FxHashMap::default();
-    // Runs of rows as (first row, length, group id), in table order.
-    let mut runs: Vec<(usize, usize, u32)> = Vec::new();
+    let mut runs: Runs = Vec::new();
     let mut counts: Vec<usize> = Vec::new();
     let mut previous: Option<(Key<'_>, u32)> = None;
     let mut identity = true;
@@ -88,9 +110,14 @@ pub(crate) fn group(batches: &[RecordBatch], spec: &Spec, n: usize) -> Result<Gr
             });
         }
     }
+    Ok((runs, counts, identity))
+}
+
+/// The rows sorted by group (stable), from the runs and counts of [`number_runs`].
+fn sort_rows(n: usize, runs: &[(usize, usize, u32)], counts: &[usize], identity: bool) -> Groups {
     let mut bounds = Vec::with_capacity(counts.len() + 1);
     bounds.push(0);
-    for c in &counts {
+    for c in counts {
         bounds.push(bounds.last().unwrap() + c);
     }
     let rows = if identity {
@@ -98,7 +125,7 @@ pub(crate) fn group(batches: &[RecordBatch], spec: &Spec, n: usize) -> Result<Gr
     } else {
         let mut next = bounds.clone();
         let mut rows = vec![0u32; n];
-        for &(first, len, g) in &runs {
+        for &(first, len, g) in runs {
             let at = next[g as usize];
             for (slot, r) in rows[at..at + len].iter_mut().zip(first..) {
                 *slot = r as u32;
@@ -107,11 +134,11 @@ pub(crate) fn group(batches: &[RecordBatch], spec: &Spec, n: usize) -> Result<Gr
         }
         rows
     };
-    Ok(Groups {
+    Groups {
         rows,
         bounds,
         identity,
-    })
+    }
 }
 
 /// Phase 2: the first cell, in table order (then in the order path, content, reason, failing

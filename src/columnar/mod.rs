@@ -46,7 +46,7 @@ use rayon::prelude::*;
 
 use crate::tokens::Encoding;
 use group_build::{Decisions, Found, Out, Scratch, Summary, build_group, text};
-use grouping::{first_invalid_cell, group, local_of};
+use grouping::{Groups, first_invalid_cell, group, local_of};
 use output::{decision_batch, split, summary_batch};
 use readers::{Chunk, Table};
 
@@ -174,7 +174,44 @@ pub fn build_table(batches: &[RecordBatch], spec: &Spec) -> Result<Output, Table
     }
 }
 
-pub(crate) fn run(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableError> {
+fn run(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableError> {
+    let (table, n) = read_table(batches, spec)?;
+    let groups = group(batches, spec, n)?;
+
+    // Phase 2: the other string columns' Arrow data.
+    if let Some((row, field, problem)) = first_invalid_cell(&table, spec) {
+        return Err(TableError::row(
+            &field,
+            text(problem),
+            row,
+            local_of(&groups, row),
+        ));
+    }
+    check_group_sizes(&groups, spec)?;
+
+    // Phases 4 and 5, and the builds, group by group in parallel.
+    let mut u32s = Decisions {
+        index: vec![0u32; n],
+        rank: vec![0u32; n],
+        order: vec![0u32; n],
+        overlaps: vec![0u32; n],
+    };
+    let mut omission = vec![0u8; n];
+    let mut cost = vec![0u64; n];
+    let summaries = build_groups(&table, &groups, spec, &mut u32s, &mut omission, &mut cost)?;
+
+    Ok(Output {
+        decisions: decision_batch(&groups, u32s, omission, cost),
+        groups: summary_batch(&summaries),
+    })
+}
+
+/// The chunks of the table, each with its columns found, and its number of rows (below
+/// `2**32`).
+fn read_table<'a>(
+    batches: &'a [RecordBatch],
+    spec: &Spec,
+) -> Result<(Table<'a>, usize), TableError> {
     let mut starts = Vec::with_capacity(batches.len() + 1);
     let mut chunks = Vec::with_capacity(batches.len());
     let mut n = 0usize;
@@ -190,21 +227,13 @@ pub(crate) fn run(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableE
             "has more than 2**32 - 1 rows".to_owned(),
         ));
     }
-    let table = Table { chunks, starts };
-    let groups = group(batches, spec, n)?;
+    Ok((Table { chunks, starts }, n))
+}
+
+/// Phase 3: no group has more than `max_candidates` rows (the first such group, in group order,
+/// is an error).
+fn check_group_sizes(groups: &Groups, spec: &Spec) -> Result<(), TableError> {
     let n_groups = groups.bounds.len() - 1;
-
-    // Phase 2: the other string columns' Arrow data.
-    if let Some((row, field, problem)) = first_invalid_cell(&table, spec) {
-        return Err(TableError::row(
-            &field,
-            text(problem),
-            row,
-            local_of(&groups, row),
-        ));
-    }
-
-    // Phase 3: group sizes.
     for g in 0..n_groups {
         let size = groups.bounds[g + 1] - groups.bounds[g];
         if size as u64 > spec.max_candidates {
@@ -226,22 +255,25 @@ pub(crate) fn run(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableE
             });
         }
     }
+    Ok(())
+}
 
-    // Phases 4 and 5, and the builds, group by group in parallel.
-    let mut u32s = Decisions {
-        index: vec![0u32; n],
-        rank: vec![0u32; n],
-        order: vec![0u32; n],
-        overlaps: vec![0u32; n],
-    };
-    let mut omission = vec![0u8; n];
-    let mut cost = vec![0u64; n];
+/// Phases 4 and 5 and the builds, group by group in parallel, each group writing its part of
+/// the decision columns. The first error in phase order, then table order, is reported.
+fn build_groups(
+    table: &Table<'_>,
+    groups: &Groups,
+    spec: &Spec,
+    u32s: &mut Decisions<Vec<u32>>,
+    omission: &mut [u8],
+    cost: &mut [u64],
+) -> Result<Vec<Summary>, TableError> {
     let sizes: Vec<usize> = groups.bounds.windows(2).map(|b| b[1] - b[0]).collect();
     let outs = split(&mut u32s.index, &sizes)
         .zip(split(&mut u32s.rank, &sizes))
         .zip(split(&mut u32s.order, &sizes))
         .zip(split(&mut u32s.overlaps, &sizes))
-        .zip(split(&mut omission, &sizes).zip(split(&mut cost, &sizes)))
+        .zip(split(omission, &sizes).zip(split(cost, &sizes)))
         .map(
             |((((index, rank), order), overlaps), (omission, cost))| Out {
                 u32s: Decisions {
@@ -255,7 +287,6 @@ pub(crate) fn run(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableE
             },
         )
         .collect::<Vec<_>>();
-    let table = &table;
     let results: Vec<Result<Summary, Found>> = outs
         .into_par_iter()
         .enumerate()
@@ -279,13 +310,8 @@ pub(crate) fn run(batches: &[RecordBatch], spec: &Spec) -> Result<Output, TableE
     if let Some((_, e)) = first {
         return Err(e);
     }
-    let summaries: Vec<Summary> = results
+    Ok(results
         .into_iter()
         .map(|r| r.ok().unwrap_or_default())
-        .collect();
-
-    Ok(Output {
-        decisions: decision_batch(&groups, u32s, omission, cost),
-        groups: summary_batch(&summaries),
-    })
+        .collect())
 }

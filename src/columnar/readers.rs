@@ -168,7 +168,7 @@ fn view_problem(a: &StringViewArray, i: usize) -> Option<Bad> {
 }
 
 impl Strs<'_> {
-    pub(crate) fn len(&self) -> usize {
+    fn len(&self) -> usize {
         match self {
             Self::Utf8(a) => a.len(),
             Self::Large(a) => a.len(),
@@ -177,7 +177,7 @@ impl Strs<'_> {
         }
     }
 
-    pub(crate) fn is_valid(&self, i: usize) -> bool {
+    fn is_valid(&self, i: usize) -> bool {
         match self {
             Self::Utf8(a) => a.is_valid(i),
             Self::Large(a) => a.is_valid(i),
@@ -187,7 +187,7 @@ impl Strs<'_> {
     }
 
     /// The problem of cell `i`, if it is not null (a null cell is never read).
-    pub(crate) fn cell_problem(&self, i: usize) -> Option<Bad> {
+    fn cell_problem(&self, i: usize) -> Option<Bad> {
         if !self.is_valid(i) {
             return None;
         }
