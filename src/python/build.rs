@@ -342,7 +342,7 @@ fn failure_windows(
 #[pyfunction]
 #[pyo3(signature = (candidates, budget, failure_files, max_total_chars, cost, budget_obj, counter, verify=None))]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn build<'py>(
+fn build<'py>(
     py: Python<'py>,
     candidates: &Bound<'py, PyAny>,
     budget: u64,
@@ -370,4 +370,10 @@ pub(crate) fn build<'py>(
         py.check_signals()?;
         assemble(py, prepared, selection)
     })
+}
+
+/// Add `build` to the extension module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(build, m)?)?;
+    Ok(())
 }

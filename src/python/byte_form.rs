@@ -153,7 +153,7 @@ fn files_form(form: &mut Form, files: &Bound<'_, PyAny>) -> PyResult<()> {
 /// before it, after the groups.
 #[pyfunction]
 #[pyo3(signature = (candidates, budget, failure_files, max_total_chars, cost, verify=None))]
-pub(crate) fn cache_key<'py>(
+fn cache_key<'py>(
     py: Python<'py>,
     candidates: &Bound<'py, PyAny>,
     budget: u64,
@@ -357,4 +357,10 @@ fn score_form(score: &Bound<'_, PyAny>) -> PyResult<ScoreForm> {
     // a subclass (the reader keeps an exact copy of a subclass's value anyway).
     let exact = exact_int(score)?;
     Ok(ScoreForm::Int(exact.repr()?.to_str()?.to_owned()))
+}
+
+/// Add `cache_key` to the extension module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cache_key, m)?)?;
+    Ok(())
 }

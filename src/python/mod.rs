@@ -57,8 +57,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BuildResult>()?;
     m.add_class::<BuildInput>()?;
     m.add_class::<Block>()?;
-    m.add_function(wrap_pyfunction!(build::build, m)?)?;
-    m.add_function(wrap_pyfunction!(byte_form::cache_key, m)?)?;
+    build::register(m)?;
+    byte_form::register(m)?;
     batch::register(m)?;
     m.add("MAX_LINE", MAX_LINE)?;
     m.add("POLICY_VERSION", digest::POLICY_VERSION)?;
