@@ -5,7 +5,7 @@
 #                                       must make the test gates fail (CI runs this)
 #   bash scripts/mutants.sh --engine [ARGS]     cargo-mutants over the engine, the token costing,
 #                                       the renderer and the digest (.cargo/mutants.toml); ARGS go
-#                                       to cargo mutants (e.g. -f src/engine.rs). Long; not in CI.
+#                                       to cargo mutants (e.g. -f src/engine/mod.rs). Long; not in CI.
 #   bash scripts/mutants.sh --reference [ARGS]  mutmut over the reference and the composer
 #                                       ([tool.mutmut] in pyproject.toml); ARGS go to mutmut run
 #                                       (e.g. 'bugcontext.reference.*'). Long; not in CI.
@@ -34,7 +34,7 @@ if [ "${1:-}" = "--engine" ]; then
     out=$(mktemp -d)
     begin=$SECONDS
     status=0
-    [ $# -gt 0 ] || set -- -f src/engine.rs -f src/tokens.rs -f src/render.rs -f src/digest.rs
+    [ $# -gt 0 ] || set -- -f src/engine/mod.rs -f src/engine/groups.rs -f src/tokens.rs -f src/render.rs -f src/digest.rs
     PROPTEST_CASES=${PROPTEST_CASES:-2000} cargo mutants --jobs "$jobs" --output "$out" "$@" || status=$?
     echo "cargo-mutants: $((SECONDS - begin)) s, exit status $status (results: $out/mutants.out)"
     python3 scripts/mutants_report.py cargo "$out"

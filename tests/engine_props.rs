@@ -9,10 +9,10 @@
 //! Cases: `PROPTEST_CASES` (`scripts/test.sh` runs 100,000 with `cargo test`); by default
 //! 5,000 in a debug build (debug assertions on) and 100,000 in a release build.
 
-use proptest::prelude::*;
 use bugcontext::engine::{
     NO_GROUP, Omission, Omitted, Reason, Row, Scratch, Selection, build, build_groups, build_into,
 };
+use proptest::prelude::*;
 
 const PATHS: u32 = 3;
 

@@ -15,9 +15,9 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
+use super::build::{Job, Prepared, assemble, prepare};
 use super::guard::guard;
 use super::tokens::TokenCounter;
-use super::{Job, Prepared, assemble, prepare};
 use crate::engine::Selection;
 
 /// Candidates read before the engine runs on what was read (with at least `threads` inputs):

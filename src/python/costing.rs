@@ -11,8 +11,9 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
+use super::candidate::Candidate;
+use super::reader::Item;
 use super::tokens::{TokenCounter, text_for_counting};
-use super::{Candidate, Item};
 use crate::engine::Row;
 use crate::render::{self, Template};
 

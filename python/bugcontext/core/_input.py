@@ -3,7 +3,7 @@
 Both :mod:`bugcontext.core.reference` and the native builder call :func:`normalize_input`, so the
 top-level fields (``candidates``, ``max_chars``, ``failure_file``) are validated identically and
 before any candidate. Per-candidate validation is done by each engine on its own (the Rust
-engine in ``src/python.rs``, the reference in ``reference.py``) and held equal by the
+engine in ``src/python/``, the reference in ``reference.py``) and held equal by the
 differential tests.
 """
 

@@ -23,7 +23,7 @@ secret).
 **Time.** Every rule runs in the Rust ``regex`` crate, in time linear in the text, whatever the
 text (no backtracking).
 
-**Values judged in code** (the built-in rules; thresholds in ``src/secrets.rs``): a quoted value
+**Values judged in code** (the built-in rules; thresholds in ``src/secrets/values.rs``): a quoted value
 assigned to a password name (``password``, ``passwd``, ``pwd``, ``passphrase``, ...) is a secret
 from 6 characters and 2.0 bits of entropy per character when it holds letters and digits
 (``"hunter2"``), and from 14 characters and 3.2 bits when it is all letters or symbols (a short

@@ -1,0 +1,48 @@
+//! Raising the package's typed errors (`bugcontext.core.errors`) from Rust.
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// Raise `bugcontext.core.errors.<class>(field, problem, index)`.
+fn error(py: Python<'_>, class: &str, field: &str, problem: String, index: usize) -> PyErr {
+    let made = py
+        .import("bugcontext.core.errors")
+        .and_then(|m| m.getattr(class))
+        .and_then(|cls| cls.call1((field, problem, index)));
+    match made {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(err) => err,
+    }
+}
+
+/// A `bugcontext.core.errors.ResourceLimitError` for a build-level limit: `limit` names the
+/// setting of `bugcontext.core.limits.Limits`, `value` the amount found (a running total),
+/// `maximum` the configured value.
+pub(crate) fn limit_error(
+    py: Python<'_>,
+    field: &str,
+    problem: String,
+    index: usize,
+    limit: &str,
+    value: u64,
+    maximum: u64,
+) -> PyErr {
+    let made = py
+        .import("bugcontext.core.errors")
+        .and_then(|m| m.getattr("ResourceLimitError"))
+        .and_then(|cls| {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("limit", limit)?;
+            kwargs.set_item("value", value)?;
+            kwargs.set_item("maximum", maximum)?;
+            cls.call((field, problem, index), Some(&kwargs))
+        });
+    match made {
+        Ok(exc) => PyErr::from_value(exc),
+        Err(err) => err,
+    }
+}
+
+pub(crate) fn invalid(py: Python<'_>, field: &str, problem: String, index: usize) -> PyErr {
+    error(py, "InvalidCandidateError", field, problem, index)
+}

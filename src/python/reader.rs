@@ -1,0 +1,598 @@
+//! Reading candidates (a `Candidate`, a `dict`, any mapping or any object with the fields)
+//! into the engine's compact rows, validating them (mirrors `_validate` in reference.py,
+//! message for message), and keeping each as it will be returned if selected.
+
+use std::borrow::Cow;
+
+use pyo3::exceptions::{PyAttributeError, PyKeyError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyInt, PyString, PyTuple, PyType};
+use pyo3::{Borrowed, ffi, intern};
+use rustc_hash::FxHashMap;
+
+use crate::engine::{self, MAX_LINE, Reason, Row};
+
+use super::candidate::Candidate;
+use super::errors::{invalid, limit_error};
+use super::fields::{line, reason, reason_name, score, source_id, source_sha256};
+use super::objects::{exact_str, optional_attr, show_int, surrogate_key, type_name};
+
+/// A field value: borrowed from a `Candidate`, or owned when read from a mapping or attribute.
+enum Field<'a, 'py> {
+    Borrowed(Borrowed<'a, 'py, PyAny>),
+    Owned(Bound<'py, PyAny>),
+}
+
+impl<'py> std::ops::Deref for Field<'_, 'py> {
+    type Target = Bound<'py, PyAny>;
+
+    fn deref(&self) -> &Bound<'py, PyAny> {
+        match self {
+            Field::Borrowed(b) => b,
+            Field::Owned(o) => o,
+        }
+    }
+}
+
+/// How to read the six fields of one candidate.
+enum Shape<'a, 'py> {
+    Native(&'a Candidate),
+    Dict(&'a Bound<'py, PyDict>),
+    Mapping,
+    Attributes,
+}
+
+fn field<'py>(
+    obj: &Bound<'py, PyAny>,
+    shape: &Shape<'_, 'py>,
+    name: &Bound<'py, PyString>,
+    index: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    let missing = || {
+        invalid(
+            py,
+            name.to_str().unwrap_or("?"),
+            "is missing".to_owned(),
+            index,
+        )
+    };
+    match shape {
+        // Read directly by the caller; the attribute is the same value.
+        Shape::Native(_) => obj.getattr(name),
+        Shape::Dict(d) => d.get_item(name)?.ok_or_else(missing),
+        Shape::Mapping => obj.get_item(name).map_err(|e| {
+            if e.is_instance_of::<PyKeyError>(py) {
+                missing()
+            } else {
+                e
+            }
+        }),
+        Shape::Attributes => obj.getattr(name).map_err(|e| {
+            if e.is_instance_of::<PyAttributeError>(py) {
+                missing()
+            } else {
+                e
+            }
+        }),
+    }
+}
+
+/// The canonical path of a candidate, interned to a dense id.
+pub(crate) struct Paths<'py> {
+    pub(crate) ids: FxHashMap<Box<[u8]>, u32>,
+    /// Path objects already seen, by address, with their id and canonical replacement:
+    /// candidates often share path objects, which then skip decoding and hashing the text.
+    /// `seen` keeps each object alive, so an address cannot be reused within the build.
+    by_object: FxHashMap<usize, (u32, Option<Bound<'py, PyString>>)>,
+    seen: Vec<Bound<'py, PyAny>>,
+}
+
+impl<'py> Paths<'py> {
+    fn new() -> Self {
+        Self {
+            ids: FxHashMap::default(),
+            by_object: FxHashMap::default(),
+            seen: Vec::new(),
+        }
+    }
+
+    fn id(&mut self, key: &[u8]) -> u32 {
+        let next = self.ids.len() as u32;
+        if let Some(&id) = self.ids.get(key) {
+            return id;
+        }
+        self.ids.insert(key.into(), next);
+        next
+    }
+
+    /// Validate a path; return its id and, when the caller's string cannot be reused as the
+    /// canonical path, the canonical string.
+    fn read(
+        &mut self,
+        value: &Bound<'py, PyAny>,
+        index: usize,
+    ) -> PyResult<(u32, Option<Bound<'py, PyString>>)> {
+        if let Some((id, canonical)) = self.by_object.get(&(value.as_ptr() as usize)) {
+            return Ok((*id, canonical.clone()));
+        }
+        let py = value.py();
+        let Ok(text) = value.cast::<PyString>() else {
+            let problem = format!("must be a str, not {}", type_name(value));
+            return Err(invalid(py, "path", problem, index));
+        };
+        let exact = value.is_exact_instance_of::<PyString>();
+        let (id, canonical) = match text.to_str() {
+            Ok(s) => match engine::canonical_path(s) {
+                Err(e) => return Err(invalid(py, "path", e.problem().to_owned(), index)),
+                Ok(Cow::Borrowed(c)) => (
+                    self.id(c.as_bytes()),
+                    (!exact).then(|| PyString::new(py, c)),
+                ),
+                Ok(Cow::Owned(c)) => (self.id(c.as_bytes()), Some(PyString::new(py, &c))),
+            },
+            // Lone surrogates have no UTF-8 form: use the reference's rule, and key the path by
+            // its surrogate-pass encoding (never valid UTF-8, so it cannot collide).
+            Err(_) => {
+                let input = py.import(intern!(py, "bugcontext.core._input"))?;
+                let canonical = match input.call_method1(intern!(py, "canonical_path"), (value,)) {
+                    Ok(c) => c.cast_into::<PyString>()?,
+                    Err(e) => {
+                        let problem = e.value(py).str()?.to_string();
+                        return Err(invalid(py, "path", problem, index));
+                    }
+                };
+                let key = surrogate_key(&canonical)?;
+                (self.id(&key), Some(canonical))
+            }
+        };
+        self.by_object
+            .insert(value.as_ptr() as usize, (id, canonical.clone()));
+        self.seen.push(value.clone());
+        Ok((id, canonical))
+    }
+}
+
+/// One candidate as it will be returned if selected.
+pub(crate) enum Item<'py> {
+    /// The caller's own `Candidate`: already canonical, plain ints.
+    Same(Bound<'py, PyAny>),
+    /// A new `Candidate` with the canonical path and plain-int lines.
+    New(Candidate),
+    /// Already moved into the result.
+    Taken,
+}
+
+pub(crate) struct Reader<'py> {
+    pub(crate) paths: Paths<'py>,
+    kinds: Kinds<'py>,
+    pub(crate) rows: Vec<Row>,
+    pub(crate) items: Vec<Item<'py>>,
+    total: u64,
+    max_total: u64,
+    /// Group id by group object (made at the first candidate with a group).
+    groups: Option<Bound<'py, PyDict>>,
+}
+
+impl<'py> Reader<'py> {
+    pub(crate) fn new(n: usize, max_total: u64) -> Self {
+        Self {
+            paths: Paths::new(),
+            kinds: Kinds::new(),
+            rows: Vec::with_capacity(n),
+            items: Vec::with_capacity(n),
+            total: 0,
+            max_total,
+            groups: None,
+        }
+    }
+
+    /// The number of distinct groups read.
+    pub(crate) fn n_groups(&self) -> usize {
+        self.groups.as_ref().map_or(0, |g| g.len())
+    }
+
+    /// The optional `group` field, read after the six (a mapping without the key, an object
+    /// without the attribute: `None`), and its dense id; it must be hashable.
+    fn group(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        shape: &Shape<'_, 'py>,
+        index: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, u32)> {
+        let py = obj.py();
+        let name = intern!(py, "group");
+        let value = match shape {
+            Shape::Native(c) => c.group.bind(py).clone(),
+            Shape::Dict(d) => d
+                .get_item(name)?
+                .unwrap_or_else(|| py.None().into_bound(py)),
+            Shape::Mapping => match obj.get_item(name) {
+                Ok(v) => v,
+                Err(e) if e.is_instance_of::<PyKeyError>(py) => py.None().into_bound(py),
+                Err(e) => return Err(e),
+            },
+            Shape::Attributes => {
+                optional_attr(obj, name)?.unwrap_or_else(|| py.None().into_bound(py))
+            }
+        };
+        if value.is_none() {
+            return Ok((value, engine::NO_GROUP));
+        }
+        if let Err(e) = value.hash() {
+            if e.is_instance_of::<PyTypeError>(py) {
+                let problem = format!("must be hashable, not {}", type_name(&value));
+                return Err(invalid(py, "group", problem, index));
+            }
+            return Err(e);
+        }
+        let groups = self.groups.get_or_insert_with(|| PyDict::new(py));
+        // `groups.setdefault(value, len(groups))`: one lookup, as in the reference.
+        let next = (groups.len() as u32).into_pyobject(py)?;
+        // SAFETY: both objects are alive; the result is a borrowed reference to a value the
+        // dict holds, or NULL with an exception set.
+        let id = unsafe {
+            Borrowed::from_ptr_or_err(
+                py,
+                ffi::PyDict_SetDefault(groups.as_ptr(), value.as_ptr(), next.as_ptr()),
+            )
+        }?;
+        let id = id.extract::<u32>()?;
+        Ok((value, id))
+    }
+}
+
+impl<'py> Reader<'py> {
+    pub(crate) fn read(&mut self, obj: &Bound<'py, PyAny>, index: usize) -> PyResult<()> {
+        let py = obj.py();
+        let shape = self.shape(obj)?;
+        // A `Candidate`'s fields are borrowed (no reference-count writes on the hot path).
+        let get = |name: &Bound<'py, PyString>, native: fn(&Candidate) -> &Py<PyAny>| match &shape {
+            Shape::Native(c) => Ok(Field::Borrowed(native(c).bind_borrowed(py))),
+            _ => field(obj, &shape, name, index).map(Field::Owned),
+        };
+
+        let path = get(intern!(py, "path"), |c| &c.path)?;
+        let (path_id, canonical) = self.paths.read(&path, index)?;
+
+        let start_obj = get(intern!(py, "start"), |c| &c.start)?;
+        let (start, start_int) = line(&start_obj, "start", index)?;
+        check_start(start, &start_int, index)?;
+        let end_obj = get(intern!(py, "end"), |c| &c.end)?;
+        let (end, end_int) = line(&end_obj, "end", index)?;
+        check_end(start, end, &end_int, index)?;
+
+        let content = get(intern!(py, "content"), |c| &c.content)?;
+        let cost = content_length(&content, index)?;
+        // The snapshot: a str subclass becomes the exact str it holds (`str.__str__`).
+        let content_exact = content.is_exact_instance_of::<PyString>();
+        let reason_obj = get(intern!(py, "reason"), |c| &c.reason)?;
+        let (reason, reason_exact) = reason(&reason_obj, index)?;
+        let score_obj = get(intern!(py, "score"), |c| &c.score)?;
+        let (score, score_copy) = score(&score_obj, index)?;
+        let (group_obj, group) = self.group(obj, &shape, index)?;
+        let (sha_obj, sha_exact) =
+            optional_field(obj, &shape, intern!(py, "source_sha256"), |c| {
+                &c.source_sha256
+            })?;
+        let sha_obj = source_sha256(sha_obj, index)?;
+        let (id_obj, id_exact) =
+            optional_field(obj, &shape, intern!(py, "source_id"), |c| &c.source_id)?;
+        let id_obj = source_id(id_obj, index)?;
+
+        self.add_to_total(py, cost, index)?;
+
+        let snapshot = Snapshot {
+            path: &path,
+            canonical,
+            start: start_int,
+            start_exact: start_obj.is_exact_instance_of::<PyInt>(),
+            end: end_int,
+            end_exact: end_obj.is_exact_instance_of::<PyInt>(),
+            content: &content,
+            content_exact,
+            reason_obj: &reason_obj,
+            reason,
+            reason_exact,
+            score: &score_obj,
+            score_copy,
+            group: group_obj,
+            source_sha256: (sha_obj, sha_exact),
+            source_id: (id_obj, id_exact),
+        };
+        let item = snapshot.into_item(obj, matches!(shape, Shape::Native(_)))?;
+        // Both in 1..=MAX_LINE here.
+        self.rows.push(Row {
+            path: path_id,
+            start: start as u32,
+            end: end as u32,
+            cost,
+            reason,
+            score,
+            group,
+            stale: false,
+        });
+        self.items.push(item);
+        Ok(())
+    }
+
+    /// How to read the fields of `obj`.
+    #[inline]
+    fn shape<'a>(&mut self, obj: &'a Bound<'py, PyAny>) -> PyResult<Shape<'a, 'py>> {
+        Ok(if let Ok(c) = obj.cast::<Candidate>() {
+            Shape::Native(c.get())
+        } else if let Ok(d) = obj.cast_exact::<PyDict>() {
+            Shape::Dict(d)
+        } else if self.kinds.is_mapping(obj)? {
+            Shape::Mapping
+        } else {
+            Shape::Attributes
+        })
+    }
+
+    /// Count `cost` into the running total of content, which must stay within `max_total`.
+    #[inline]
+    fn add_to_total(&mut self, py: Python<'py>, cost: u64, index: usize) -> PyResult<()> {
+        self.total = self.total.saturating_add(cost);
+        if self.total > self.max_total {
+            let problem = format!(
+                "total content is {} characters, over the limit max_total_chars = {} characters",
+                self.total, self.max_total
+            );
+            return Err(limit_error(
+                py,
+                "content",
+                problem,
+                index,
+                "max_total_chars",
+                self.total,
+                self.max_total,
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `start` (as read by [`line`]) must be in `1..=MAX_LINE`.
+#[inline]
+fn check_start(start: i64, start_int: &Bound<'_, PyAny>, index: usize) -> PyResult<()> {
+    let py = start_int.py();
+    if start < 1 {
+        return Err(invalid(
+            py,
+            "start",
+            format!("must be >= 1, got {}", show_int(start_int)),
+            index,
+        ));
+    }
+    if start > i64::from(MAX_LINE) {
+        let problem = format!("must be <= {MAX_LINE}, got {}", show_int(start_int));
+        return Err(invalid(py, "start", problem, index));
+    }
+    Ok(())
+}
+
+/// `end` (as read by [`line`]) must be in `start..=MAX_LINE`.
+#[inline]
+fn check_end(start: i64, end: i64, end_int: &Bound<'_, PyAny>, index: usize) -> PyResult<()> {
+    let py = end_int.py();
+    if end < start {
+        let problem = format!("must be >= start ({start}), got {}", show_int(end_int));
+        return Err(invalid(py, "end", problem, index));
+    }
+    if end > i64::from(MAX_LINE) {
+        let problem = format!("must be <= {MAX_LINE}, got {}", show_int(end_int));
+        return Err(invalid(py, "end", problem, index));
+    }
+    Ok(())
+}
+
+/// The content's length in code points: its cost in characters. It must be a `str`.
+#[inline]
+fn content_length(content: &Bound<'_, PyAny>, index: usize) -> PyResult<u64> {
+    match content.cast::<PyString>() {
+        // SAFETY: a str (or subclass) object; its length in code points, read from the
+        // object itself, so that a subclass's own __len__ plays no part.
+        Ok(_) => Ok((unsafe { ffi::PyUnicode_GetLength(content.as_ptr()) }) as u64),
+        Err(_) => {
+            let problem = format!("must be a str, not {}", type_name(content));
+            Err(invalid(content.py(), "content", problem, index))
+        }
+    }
+}
+
+/// The validated fields of one candidate, as read (borrowed where the reader borrowed them),
+/// with whether each is exactly what a `Candidate` in a result holds.
+struct Snapshot<'s, 'py> {
+    path: &'s Bound<'py, PyAny>,
+    /// The canonical path, when the caller's string cannot be reused.
+    canonical: Option<Bound<'py, PyString>>,
+    start: Bound<'py, PyAny>,
+    start_exact: bool,
+    end: Bound<'py, PyAny>,
+    end_exact: bool,
+    content: &'s Bound<'py, PyAny>,
+    content_exact: bool,
+    reason_obj: &'s Bound<'py, PyAny>,
+    reason: Reason,
+    reason_exact: bool,
+    score: &'s Bound<'py, PyAny>,
+    /// For a subclass instance, the exact `float` or `int` it holds.
+    score_copy: Option<Bound<'py, PyAny>>,
+    group: Bound<'py, PyAny>,
+    source_sha256: (Bound<'py, PyAny>, bool),
+    source_id: (Bound<'py, PyAny>, bool),
+}
+
+impl<'py> Snapshot<'_, 'py> {
+    /// The candidate as it will be returned if selected: the caller's own `Candidate` (`obj`,
+    /// when `native`) if it is already canonical and exact, else a new one holding the snapshot
+    /// of exact values.
+    #[inline]
+    fn into_item(self, obj: &Bound<'py, PyAny>, native: bool) -> PyResult<Item<'py>> {
+        let py = obj.py();
+        let exact = self.start_exact
+            && self.end_exact
+            && self.content_exact
+            && self.reason_exact
+            && self.score_copy.is_none()
+            && self.source_sha256.1
+            && self.source_id.1;
+        if native && self.canonical.is_none() && exact {
+            return Ok(Item::Same(obj.clone()));
+        }
+        let content = if self.content_exact {
+            self.content.clone().unbind()
+        } else {
+            exact_str(self.content)?.unbind()
+        };
+        let reason_obj = if self.reason_exact {
+            self.reason_obj.clone().unbind()
+        } else {
+            reason_name(py, self.reason).clone().into_any().unbind()
+        };
+        let path = self.path;
+        let score = self.score;
+        Ok(Item::New(Candidate {
+            path: (self.canonical).map_or_else(|| path.clone().unbind(), |c| c.into_any().unbind()),
+            start: self.start.unbind(),
+            end: self.end.unbind(),
+            content,
+            reason: reason_obj,
+            score: (self.score_copy).map_or_else(|| score.clone().unbind(), Bound::unbind),
+            group: self.group.unbind(),
+            source_sha256: self.source_sha256.0.unbind(),
+            source_id: self.source_id.0.unbind(),
+        }))
+    }
+}
+
+/// An optional field (`group`'s siblings `source_sha256`, `source_id`), read as `Reader::group`
+/// reads `group`: a mapping without the key, an object without the attribute, `None`. Returns
+/// the value and whether it is `None` or an exact `str` (else it is snapshotted).
+fn optional_field<'py>(
+    obj: &Bound<'py, PyAny>,
+    shape: &Shape<'_, 'py>,
+    name: &Bound<'py, PyString>,
+    native: fn(&Candidate) -> &Py<PyAny>,
+) -> PyResult<(Bound<'py, PyAny>, bool)> {
+    let py = obj.py();
+    let value = match shape {
+        Shape::Native(c) => native(c).bind(py).clone(),
+        Shape::Dict(d) => d
+            .get_item(name)?
+            .unwrap_or_else(|| py.None().into_bound(py)),
+        Shape::Mapping => match obj.get_item(name) {
+            Ok(v) => v,
+            Err(e) if e.is_instance_of::<PyKeyError>(py) => py.None().into_bound(py),
+            Err(e) => return Err(e),
+        },
+        Shape::Attributes => optional_attr(obj, name)?.unwrap_or_else(|| py.None().into_bound(py)),
+    };
+    let exact = value.is_none() || value.is_exact_instance_of::<PyString>();
+    Ok((value, exact))
+}
+
+/// Whether candidates of a type are mappings (`isinstance(obj, collections.abc.Mapping)`),
+/// remembered per type within one build: the ABC check costs about as much as reading all six
+/// fields of an object, and candidates are mostly of one or two types.
+///
+/// The answer is only remembered for a type that can give no other answer for another of its
+/// instances: no class in its MRO but `object` defines `__class__` or `__getattribute__`
+/// (`ABCMeta.__instancecheck__` reads `instance.__class__`), and it is forgotten when the ABC
+/// registry changes (`abc.get_cache_token()`, e.g. `Mapping.register(...)` run by the caller's
+/// code during the build). Remembered types are kept alive, so an address is never reused.
+struct Kinds<'py> {
+    by_type: FxHashMap<usize, bool>,
+    alive: Vec<Bound<'py, PyType>>,
+    /// `abc.get_cache_token` and the token the remembered answers were computed under.
+    get_token: Option<Bound<'py, PyAny>>,
+    token: u64,
+    /// `collections.abc.Mapping`.
+    mapping_abc: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> Kinds<'py> {
+    fn new() -> Self {
+        Self {
+            by_type: FxHashMap::default(),
+            alive: Vec::new(),
+            get_token: None,
+            token: 0,
+            mapping_abc: None,
+        }
+    }
+
+    fn current_token(&mut self, py: Python<'py>) -> PyResult<u64> {
+        let get = match &self.get_token {
+            Some(get) => get,
+            None => self.get_token.insert(
+                py.import(intern!(py, "abc"))?
+                    .getattr(intern!(py, "get_cache_token"))?,
+            ),
+        };
+        get.call0()?.extract::<u64>()
+    }
+
+    /// `isinstance(obj, collections.abc.Mapping)` for an object that is neither a `Candidate`
+    /// nor an exact `dict`.
+    fn is_mapping(&mut self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        let py = obj.py();
+        let ty = obj.get_type();
+        let key = ty.as_ptr() as usize;
+        if !self.by_type.is_empty() {
+            let token = self.current_token(py)?;
+            if token != self.token {
+                self.by_type.clear();
+            } else if let Some(&mapping) = self.by_type.get(&key) {
+                return Ok(mapping);
+            }
+        }
+        // `isinstance(obj, Mapping)`, its errors raised (as the reference's `isinstance` does),
+        // not swallowed as `cast::<PyMapping>()` would.
+        let abc = match &self.mapping_abc {
+            Some(abc) => abc,
+            None => self.mapping_abc.insert(
+                py.import(intern!(py, "collections.abc"))?
+                    .getattr(intern!(py, "Mapping"))?,
+            ),
+        };
+        let mapping = obj.is_instance(abc)?;
+        if plain_class(&ty)? {
+            if self.by_type.is_empty() {
+                self.token = self.current_token(py)?;
+            }
+            self.by_type.insert(key, mapping);
+            self.alive.push(ty);
+        }
+        Ok(mapping)
+    }
+}
+
+/// True when `ty`'s metaclass is exactly `type` (so, of every class in its MRO, and nothing
+/// can hide the real `__mro__` or `__dict__`) and no class in its MRO but `object` defines
+/// `__class__` or `__getattribute__`: then `instance.__class__ is type(instance)` for every
+/// instance.
+fn plain_class(ty: &Bound<'_, PyType>) -> PyResult<bool> {
+    let py = ty.py();
+    if !ty.get_type().is(py.get_type::<PyType>()) {
+        return Ok(false);
+    }
+    let object = py.get_type::<PyAny>();
+    for klass in ty
+        .getattr(intern!(py, "__mro__"))?
+        .cast_into::<PyTuple>()?
+        .iter()
+    {
+        if klass.is(&object) {
+            continue;
+        }
+        let attrs = klass.getattr(intern!(py, "__dict__"))?;
+        if attrs.contains(intern!(py, "__class__"))?
+            || attrs.contains(intern!(py, "__getattribute__"))?
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}

@@ -1,0 +1,325 @@
+//! The checks run on a rule's match: the token helpers, the built-in checks, and the
+//! installed checks that extend a span (a JWT's signature, a private key's body).
+
+use super::Hit;
+use super::values::{MIN_ENTROPY, base64_decode, credential, entropy, mixed, placeholder};
+
+pub(crate) fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+fn base64_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'+' || b == b'/'
+}
+
+/// Whether the bytes of `text` right around `start..end` are not letters or digits.
+fn standalone(text: &[u8], start: usize, end: usize) -> bool {
+    let before = start == 0 || !text[start - 1].is_ascii_alphanumeric();
+    let after = end >= text.len() || !text[end].is_ascii_alphanumeric();
+    before && after
+}
+
+pub(crate) fn token(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let (mut start, mut end) = hit.secret;
+    let delimiter = |b: u8| b.is_ascii_whitespace() || matches!(b, b'=' | b':' | b'"' | b'\'');
+    while start < end && delimiter(hit.text[start]) {
+        start += 1;
+    }
+    while end > start && delimiter(hit.text[end - 1]) {
+        end -= 1;
+    }
+    // A key name the rule matches before the token (`AccountKey=`) is not part of it.
+    let name = hit.text[start..end]
+        .iter()
+        .take_while(|b| b.is_ascii_alphabetic() || **b == b'_')
+        .count();
+    if name >= 2
+        && start + name < end
+        && matches!(hit.text[start + name], b'=' | b':')
+        && !hit.text[start + name + 1..end].starts_with(b"//")
+        && end - start - name > 16
+    {
+        start += name + 1;
+    }
+    let secret = &hit.text[start..end];
+    // Telegram's documented URL form puts the token right after `/bot`.
+    let after_bot = start >= 4 && &hit.text[start - 4..start] == b"/bot";
+    // Base64 padding ends a token: an `=` inside one is a key name's (`AccountKey=`).
+    let inner = secret.iter().rposition(|&b| b != b'=').unwrap_or(0);
+    if secret[..inner].contains(&b'=') {
+        return None;
+    }
+    let alone = standalone(hit.text, start, end)
+        || (after_bot && hit.text.get(end).is_none_or(|b| !b.is_ascii_alphanumeric()));
+    (end > start && alone && !secret.ends_with(b"EXAMPLE")).then_some((start, end))
+}
+
+/// The span as it is when `ok`.
+pub(crate) fn keep(hit: &Hit<'_>, ok: bool) -> Option<(usize, usize)> {
+    ok.then_some(hit.secret)
+}
+
+/// The span when it stands alone and its length after `prefix` bytes is in `lengths`.
+fn sized(
+    hit: &Hit<'_>,
+    prefix: usize,
+    lengths: std::ops::RangeInclusive<usize>,
+) -> Option<(usize, usize)> {
+    let (start, end) = hit.secret;
+    let body = end - start;
+    keep(
+        hit,
+        body >= prefix && lengths.contains(&(body - prefix)) && standalone(hit.text, start, end),
+    )
+}
+
+/// The part of `s` after its `n`-th `sep` (empty if it has fewer).
+fn after(s: &[u8], sep: u8, n: usize) -> &[u8] {
+    let mut rest = s;
+    for _ in 0..n {
+        match rest.iter().position(|&b| b == sep) {
+            Some(i) => rest = &rest[i + 1..],
+            None => return &[],
+        }
+    }
+    rest
+}
+
+// --- the built-in checks ------------------------------------------------------------------
+
+pub(crate) fn aws_secret(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let s = hit.secret();
+    keep(hit, s.len() == 40 && mixed(s))
+}
+
+pub(crate) fn github_pat(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    sized(hit, "github_pat_".len(), 22..=255)
+}
+
+pub(crate) fn slack(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    keep(hit, after(hit.secret(), b'-', 1).len() >= 10)
+}
+
+pub(crate) fn slack_webhook(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    keep(
+        hit,
+        hit.secret().len() >= "hooks.slack.com/services/".len() + 20,
+    )
+}
+
+pub(crate) fn google(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    sized(hit, 0, 39..=39)
+}
+
+pub(crate) fn stripe(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    sized(hit, "sk_live_".len(), 20..=255)
+}
+
+pub(crate) fn npm(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    sized(hit, 4, 36..=36)
+}
+
+pub(crate) fn pypi(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let s = hit.secret();
+    let prefix = if s.starts_with(b"pypi-AgEI") { 20 } else { 27 };
+    keep(hit, s.len() >= prefix + 50)
+}
+
+pub(crate) fn anthropic(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    keep(hit, after(hit.secret(), b'-', 3).len() >= 20)
+}
+
+pub(crate) fn openai(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let s = hit.secret();
+    keep(
+        hit,
+        s.windows(8).any(|w| w == b"T3BlbkFJ") || after(s, b'-', 2).len() >= 40,
+    )
+}
+
+pub(crate) fn huggingface(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let s = hit.secret();
+    let prefix = if s.starts_with(b"hf_") { 3 } else { 8 };
+    sized(hit, prefix, 30..=40)
+}
+
+pub(crate) fn azure_key(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let s = hit.secret();
+    keep(hit, (40..=90).contains(&s.len()) && mixed(s))
+}
+
+pub(crate) fn shopify(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    sized(hit, "shpat_".len(), 32..=32)
+}
+
+pub(crate) fn digitalocean(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    sized(hit, "dop_v1_".len(), 64..=64)
+}
+
+pub(crate) fn vault(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let s = hit.secret();
+    keep(
+        hit,
+        s.len() >= 4 + 24
+            && entropy(&s[4..]) >= 4.0
+            && standalone(hit.text, hit.secret.0, hit.secret.1),
+    )
+}
+
+pub(crate) fn mailgun(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let s = hit.secret();
+    let body = after(s, b'-', 1);
+    keep(
+        hit,
+        body.len() == 32 && standalone(hit.text, hit.secret.0, hit.secret.1),
+    )
+}
+
+pub(crate) fn sas_signature(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let s = hit.secret();
+    let escaped = s.windows(3).any(|w| {
+        w[0] == b'%'
+            && (w == b"%2B"
+                || w == b"%2F"
+                || w == b"%3D"
+                || w == b"%2b"
+                || w == b"%2f"
+                || w == b"%3d")
+    });
+    keep(
+        hit,
+        s.len() >= 30 && (escaped || entropy(s) >= 4.0) && !placeholder(s),
+    )
+}
+
+/// The base64 credentials of an `Authorization: Basic` header: `user:password`, printable,
+/// a credential ([`credential`]).
+pub(crate) fn basic_header(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let decoded = base64_decode(hit.secret())?;
+    let printable = decoded.iter().all(|b| b.is_ascii_graphic() || *b == b' ');
+    let colon = decoded.iter().position(|&b| b == b':')?;
+    keep(
+        hit,
+        printable && credential(&decoded[..colon], &decoded[colon + 1..], b""),
+    )
+}
+
+pub(crate) fn bearer(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let s = hit.secret();
+    keep(
+        hit,
+        s.len() >= 16
+            && entropy(s) >= MIN_ENTROPY
+            && s.iter().any(u8::is_ascii_digit)
+            && !placeholder(s),
+    )
+}
+
+/// A password on a command line or in an auth tuple: a credential, the user being the
+/// bytes in quotes or after `-u` before it (only the password is judged against it).
+pub(crate) fn password_arg(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let s = hit.secret();
+    let whole = hit.whole();
+    let offset = hit.secret.0 - hit.whole.0;
+    // The user: the last run of word bytes, `.`, `@` or `-` before the password's separator.
+    let head = &whole[..offset.saturating_sub(1)];
+    let head = head
+        .strip_suffix(b"\"")
+        .or_else(|| head.strip_suffix(b"'"))
+        .unwrap_or(head);
+    let n = head
+        .iter()
+        .rev()
+        .take_while(|&&b| is_word(b) || b"@.-".contains(&b))
+        .count();
+    let user = &head[head.len() - n..];
+    keep(hit, s.len() >= 3 && credential(user, s, b""))
+}
+
+pub(crate) fn base64_pem(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let s = hit.secret();
+    let head: Vec<u8> = s
+        .iter()
+        .copied()
+        .filter(|&b| base64_byte(b))
+        .take(96)
+        .collect();
+    let head = &head[..head.len() / 4 * 4];
+    let decoded = base64_decode(head).unwrap_or_default();
+    keep(hit, decoded.windows(11).any(|w| w == b"PRIVATE KEY"))
+}
+
+// --- the installed checks that extend a span ---------------------------------------------
+
+pub(crate) fn jwt(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let (start, mut end) = hit.secret;
+    // The signature: the rest of the segment the match ends in (no `.`: a rejected match
+    // reads only its own segment, which the next match starts after).
+    let tail = |b: u8| b.is_ascii_alphanumeric() || b"-_=+/".contains(&b);
+    while end < hit.text.len() && tail(hit.text[end]) {
+        end += 1;
+    }
+    while end > start && hit.text[end - 1] == b'.' {
+        end -= 1;
+    }
+    let s = &hit.text[start..end];
+    let mut parts = s.split(|&b| b == b'.');
+    let header = parts.next().unwrap_or_default();
+    let payload = parts.next().unwrap_or_default();
+    let json = |part: &[u8]| {
+        base64_decode(part).is_some_and(|h| {
+            h.starts_with(b"{\"") && h.iter().all(|b| b.is_ascii_graphic() || *b == b' ')
+        })
+    };
+    (json(header) && payload.starts_with(b"eyJ") && standalone(hit.text, start, end))
+        .then_some((start, end))
+}
+
+pub(crate) fn private_key(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let text = hit.text;
+    let (mut start, mut end) = hit.secret;
+    let mut dashes = 0;
+    while start > 0 && text[start - 1] == b'-' && dashes < 5 {
+        start -= 1;
+        dashes += 1;
+    }
+    // The header's closing dashes (five: more start the next line).
+    let mut closing = 0;
+    while end < text.len() && text[end] == b'-' && closing < 5 {
+        end += 1;
+        closing += 1;
+    }
+    // The body: base64, blanks, `Proc-Type:`-style headers; a `-` only before a letter or
+    // digit (it stops at the next `-----`).
+    let body = |i: usize| {
+        let b = text[i];
+        b.is_ascii_alphanumeric()
+            || b" \t\r\n+/=:,\\.".contains(&b)
+            || (b == b'-' && text.get(i + 1).is_some_and(|c| c.is_ascii_alphanumeric()))
+    };
+    if closing < 5 {
+        // Not a PEM header line (prose naming one): the match alone.
+        return Some((start, end));
+    }
+    let mut at = end;
+    while at < text.len() && body(at) {
+        at += 1;
+    }
+    if text[at..].starts_with(b"-----END") {
+        at += "-----END".len();
+        while at < text.len() && (text[at].is_ascii_alphanumeric() || text[at] == b' ') {
+            at += 1;
+        }
+        while at < text.len() && text[at] == b'-' {
+            at += 1;
+        }
+        end = at;
+    } else {
+        // No end line: the body read so far, its trailing blanks left out.
+        while at > end && text[at - 1].is_ascii_whitespace() {
+            at -= 1;
+        }
+        end = at;
+    }
+    Some((start, end))
+}
