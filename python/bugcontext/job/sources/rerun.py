@@ -56,6 +56,8 @@ __all__ = [
     "RERUN_SOURCE",
     "TRACER_DIR",
     "RerunReport",
+    "inside_repository",
+    "log_failing_tests",
     "repository_python",
     "rerun",
     "rerun_for_log",
@@ -222,6 +224,19 @@ def inside_repository(root: Path, part: str) -> bool:
     return Path(os.path.realpath(root / part)).is_relative_to(root)
 
 
+def log_failing_tests(
+    log_text: str, *, junit_xml: str | bytes | None = None, test: str | None = None
+) -> list[FailingTest]:
+    """The failing tests of ``log_text`` a re-run is for: every one, in summary order, or only
+    ``test`` when given (:func:`~.pytest_log.select_test`). Raises ``UnknownTestError`` if
+    ``test`` names none, ``LogFormatError`` for unreadable JUnit XML."""
+    found = failing_tests(parse_test_output(log_text, junit_xml=junit_xml), summary_order(log_text))
+    if test is not None:
+        chosen = select_test(found, test)
+        found = [chosen] if chosen is not None else []
+    return found
+
+
 def rerun_for_log(
     repo: Repository | str | os.PathLike[str],
     log_text: str,
@@ -249,11 +264,7 @@ def rerun_for_log(
     ``test`` names no failing test of the log, ``LogFormatError`` for unreadable JUnit XML.
     """
     repository = repo if isinstance(repo, Repository) else Repository(Path(repo), limits=limits)
-    failures = parse_test_output(log_text, junit_xml=junit_xml)
-    found = failing_tests(failures, summary_order(log_text))
-    if test is not None:
-        chosen = select_test(found, test)
-        found = [chosen] if chosen is not None else []
+    found = log_failing_tests(log_text, junit_xml=junit_xml, test=test)
     from bugcontext.job.sources.toolchain_rerun import toolchain_rerun, toolchain_tests
 
     if toolchain_tests(found) is not None:  # go test, node --test: under their own coverage
