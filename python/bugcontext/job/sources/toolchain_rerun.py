@@ -38,6 +38,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from bugcontext.core.composer import header_path
@@ -213,6 +214,11 @@ def _read_profile(
         return None
 
 
+def _merged(record: ExecutionRecord) -> dict[str, frozenset[int]]:
+    """The lines every run of ``record`` executed, by file."""
+    return {path: record.executed(path) for path in record.files}
+
+
 def _go_outcomes(output: str) -> dict[str, str]:
     """Each top-level test's last action (``pass``, ``fail``, ``skip``) in ``go test -json``
     output."""
@@ -229,6 +235,20 @@ def _go_outcomes(output: str) -> dict[str, str]:
             if isinstance(test, str) and "/" not in test:
                 outcomes[test] = str(event["Action"])
     return outcomes
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What a toolchain's re-run runs with: the repository (and its resolved folder), the
+    toolchain's path, the report so far, the limits, the environment and the deadline."""
+
+    repo: Repository
+    root: Path
+    tool: str
+    base: RerunReport
+    limits: Limits
+    env: Mapping[str, str]
+    deadline: float | None
 
 
 def toolchain_rerun(
@@ -283,30 +303,19 @@ def toolchain_rerun(
         return empty, _with(base, notes=tuple(notes))
     if deadline is not None and time.monotonic() > deadline:
         raise TimeoutError("the call's time limit passed")
-    if kind == "go":
-        return _go(repository, root, tool, chosen_tests, base, notes, chosen, run_env, deadline)
-    return _node(repository, root, tool, chosen_tests, base, notes, chosen, run_env, deadline)
+    run = _Run(repository, root, tool, base, chosen, run_env, deadline)
+    return (_go if kind == "go" else _node)(run, chosen_tests, notes)
 
 
-def _go(
-    repo: Repository,
-    root: Path,
-    tool: str,
-    tests: Sequence[FailingTest],
-    base: RerunReport,
-    notes: list[str],
-    limits: Limits,
-    env: Mapping[str, str],
-    deadline: float | None,
-) -> tuple[ExecutionRecord, RerunReport]:
-    modules = _go_modules(repo, root)
+def _go(run: _Run, tests: Sequence[FailingTest], notes: list[str]) -> tuple[ExecutionRecord, RerunReport]:
+    modules = _go_modules(run.repo, run.root)
     planned: dict[str, tuple[str, str, str]] = {}  # top-level name -> (test id, module, package)
     for test in tests:
         shown = header_path(test.test or test.failure.name or "?")
         full = test.failure.name or (test.test or "").rsplit(".", 1)[-1]
         name = full.split("/", 1)[0]
         why = _refused_name(name, "go")
-        place = None if why is not None else _go_package(repo, root, modules, test, name)
+        place = None if why is not None else _go_package(run.repo, run.root, modules, test, name)
         if why is None and place is None:
             why = "its package is not a folder of a Go module (go.mod) of the repository"
         if why is not None or place is None:
@@ -325,14 +334,14 @@ def _go(
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bugcontext-gocover-") as folder:
         for index, (name, (test_id, module, package)) in enumerate(planned.items()):
-            if time.monotonic() - started >= limits.rerun_seconds:
+            if time.monotonic() - started >= run.limits.rerun_seconds:
                 notes.append(
-                    f"test {name} not re-run: the re-run reached rerun_seconds = {limits.rerun_seconds}"
+                    f"test {name} not re-run: the re-run reached rerun_seconds = {run.limits.rerun_seconds}"
                 )
                 continue
             profile = Path(folder) / f"cover-{index}.out"
             command = [
-                tool,
+                run.tool,
                 "test",
                 "-json",
                 "-count=1",
@@ -345,8 +354,10 @@ def _go(
             ]
             if not commands:
                 commands = [c if c != command[-2] else "-coverprofile=FILE" for c in command]
-            cwd = root / module if module else root
-            code, took, output, killed = _run(command, cwd, env, limits, deadline, notes, whole=True)
+            cwd = run.root / module if module else run.root
+            code, took, output, killed = _run(
+                command, cwd, run.env, run.limits, run.deadline, notes, whole=True
+            )
             seconds += took
             timed_out = timed_out or killed
             if code is None:
@@ -363,15 +374,12 @@ def _go(
                 notes.append(f"test {name} was not run (go test ended with status {code})")
             elif outcome != "fail":
                 notes.append(f"test {name} no longer fails ({outcomes[test_id]})")
-            record = _read_profile(profile, repo, limits, notes, f"go test -run {name}")
+            record = _read_profile(profile, run.repo, run.limits, notes, f"go test -run {name}")
             if record is None:
                 continue
             read += 1
             measured |= record.measured
-            lines: dict[str, frozenset[int]] = {}
-            for run in record.runs:
-                for path, numbers in run.lines.items():
-                    lines[path] = lines.get(path, frozenset()) | numbers
+            lines = _merged(record)
             if not any(lines.values()) and "panic: " in go_json_text(text.splitlines()):
                 notes.append(
                     f"test {name} panicked: go test ended before it wrote the cover profile, "
@@ -382,7 +390,7 @@ def _go(
     if not planned:
         notes.append("no failing Go test to re-run")
     report = _with(
-        base,
+        run.base,
         tests=tuple(planned),
         command=tuple(commands),
         returncode=returncode,
@@ -396,24 +404,14 @@ def _go(
     return record, report
 
 
-def _node(
-    repo: Repository,
-    root: Path,
-    tool: str,
-    tests: Sequence[FailingTest],
-    base: RerunReport,
-    notes: list[str],
-    limits: Limits,
-    env: Mapping[str, str],
-    deadline: float | None,
-) -> tuple[ExecutionRecord, RerunReport]:
+def _node(run: _Run, tests: Sequence[FailingTest], notes: list[str]) -> tuple[ExecutionRecord, RerunReport]:
     titles: dict[str, str] = {}  # title -> test id
     files: list[str] = []
     for test in tests:
         title = test.failure.name or ""
         shown = header_path(test.test or title or "?")
         why = _refused_name(title, "node")
-        file = None if why is not None else _node_file(repo, root, test)
+        file = None if why is not None else _node_file(run.repo, run.root, test)
         if why is None and file is None:
             why = "its test file is not a JavaScript file of the repository that uses node:test"
         if why is not None or file is None:
@@ -425,12 +423,12 @@ def _node(
     empty = ExecutionRecord(RERUN_SOURCE, (), False)
     if not titles:
         notes.append("no failing node test to re-run")
-        return empty, _with(base, notes=tuple(notes))
+        return empty, _with(run.base, notes=tuple(notes))
     pattern = "^(?:" + "|".join(_js_escaped(t) for t in titles) + ")$"
     with tempfile.TemporaryDirectory(prefix="bugcontext-nodecover-") as folder:
         lcov = Path(folder) / "lcov.info"
         command = [
-            tool,
+            run.tool,
             "--test",
             "--experimental-test-coverage",
             "--test-reporter=lcov",
@@ -441,10 +439,12 @@ def _node(
             "--",
             *files,
         ]
-        code, seconds, output, timed_out = _run(command, root, env, limits, deadline, notes, whole=True)
+        code, seconds, output, timed_out = _run(
+            command, run.root, run.env, run.limits, run.deadline, notes, whole=True
+        )
         record = None
         if code is not None:
-            record = _read_profile(lcov, repo, limits, notes, "node --test")
+            record = _read_profile(lcov, run.repo, run.limits, notes, "node --test")
     outcomes: dict[str, str] = {}
     if code is not None:
         lines = output.splitlines()
@@ -464,11 +464,7 @@ def _node(
                 )
     runs: tuple[TestRun, ...] = ()
     if record is not None:
-        merged: dict[str, frozenset[int]] = {}
-        for run in record.runs:
-            for path, numbers in run.lines.items():
-                merged[path] = merged.get(path, frozenset()) | numbers
-        runs = (TestRun(None, merged),)
+        runs = (TestRun(None, _merged(record)),)
     result = ExecutionRecord(
         RERUN_SOURCE, runs, False, record.measured if record is not None else frozenset()
     )
@@ -477,7 +473,7 @@ def _node(
         for c in command
     ]
     report = _with(
-        base,
+        run.base,
         tests=tuple(titles),
         command=tuple(shown_command),
         returncode=code,
