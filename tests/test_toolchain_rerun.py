@@ -97,15 +97,10 @@ def test_go_tests_rerun_under_a_cover_profile_one_run_per_test(go_repo: Path) ->
     assert set(report.outcomes.values()) == {"failed"}
     assert record.source == "rerun" and record.per_test
     runs = {run.test: run for run in record.runs}
-    assert set(runs) == {
-        "example.com/shop/calc.TestAdd",
-        "example.com/shop/calc.TestTable/case",
-        "example.com/shop/calc.TestAt",
-    }
+    # TestAt panics: the test binary ends before it writes the profile (no run), and says so.
+    assert set(runs) == {"example.com/shop/calc.TestAdd", "example.com/shop/calc.TestTable/case"}
     assert runs["example.com/shop/calc.TestAdd"].failed is True
     assert runs["example.com/shop/calc.TestAdd"].lines == {"calc/calc.go": frozenset(add)}
-    # TestAt panics: the test binary ends before it writes the profile, and says so.
-    assert runs["example.com/shop/calc.TestAt"].lines == {}
     assert report.notes == (
         "test TestAt panicked: go test ended before it wrote the cover profile, no execution "
         "evidence from it (its traceback's frames still are)",
@@ -147,6 +142,20 @@ def test_go_test_that_no_longer_fails_is_noted(go_repo: Path) -> None:
     assert report.outcomes == {"example.com/shop/calc.TestAdd": "passed"}
     assert report.notes == ("test TestAdd no longer fails (passed)",)
     assert [run.failed for run in record.runs] == [False]
+
+
+def test_go_package_that_does_not_build_is_noted_and_files_mode_says_what_it_ran(go_repo: Path) -> None:
+    calc = go_repo / "calc" / "calc.go"
+    calc.write_text(calc.read_text(encoding="utf-8").replace("return a - b", "return a -"), encoding="utf-8")
+    record, report = rerun_for_log(go_repo, GO_LOG, test="example.com/shop/calc.TestAdd", mode="files")
+    assert report.returncode not in (None, 0)
+    assert report.outcomes == {"example.com/shop/calc.TestAdd": "not run"}
+    assert report.notes == (
+        "--rerun=files is for pytest: only the failing go tests were re-run",
+        f"test TestAdd was not run (go test ended with status {report.returncode})",
+        "go test -run TestAdd executed no line: no execution evidence from it",
+    )
+    assert record.runs == ()
 
 
 def test_go_missing_from_path_is_a_note(go_repo: Path, tmp_path: Path) -> None:
@@ -270,6 +279,15 @@ def test_a_node_test_file_outside_the_repository_is_refused(node_repo: Path, tmp
         "repository that uses node:test",
         "no failing node test to re-run",
     )
+
+
+def test_node_test_that_no_longer_fails_is_noted(node_repo: Path) -> None:
+    calc = node_repo / "src" / "calc.js"
+    calc.write_text(calc.read_text(encoding="utf-8").replace("a - b", "a + b"), encoding="utf-8")
+    record, report = rerun_for_log(node_repo, NODE_LOG, test="test/calc.test.js > adds two numbers")
+    assert report.outcomes == {"test/calc.test.js > adds two numbers": "passed"}
+    assert report.notes == ("test test/calc.test.js > adds two numbers no longer fails (passed)",)
+    assert record.runs and "src/calc.js" in record.runs[0].lines
 
 
 def test_node_missing_from_path_is_a_note(node_repo: Path, tmp_path: Path) -> None:

@@ -380,11 +380,15 @@ def _go(run: _Run, tests: Sequence[FailingTest], notes: list[str]) -> tuple[Exec
             read += 1
             measured |= record.measured
             lines = _merged(record)
-            if not any(lines.values()) and "panic: " in go_json_text(text.splitlines()):
-                notes.append(
-                    f"test {name} panicked: go test ended before it wrote the cover profile, "
-                    "no execution evidence from it (its traceback's frames still are)"
-                )
+            if not lines:
+                if "panic: " in go_json_text(text.splitlines()):
+                    notes.append(
+                        f"test {name} panicked: go test ended before it wrote the cover profile, "
+                        "no execution evidence from it (its traceback's frames still are)"
+                    )
+                else:
+                    notes.append(f"go test -run {name} executed no line: no execution evidence from it")
+                continue
             runs.append(TestRun(test_id, lines, None if outcome is None else outcome == "fail"))
     record = ExecutionRecord(RERUN_SOURCE, tuple(runs), True, frozenset(measured))
     if not planned:
