@@ -65,7 +65,7 @@ __all__ = ["GO_TEST_NAME", "NODE_SUFFIXES", "toolchain_of", "toolchain_rerun", "
 
 #: A Go test function's name: a Go identifier starting with ``Test``, ``Example`` or
 #: ``Fuzz`` (the part of a test id before a subtest's ``/``).
-GO_TEST_NAME = re.compile(r"^(?:Test|Example|Fuzz)[^\W]*$")
+GO_TEST_NAME = re.compile(r"(?:Test|Example|Fuzz)\w*")
 #: The files ``node --test`` is given: JavaScript that Node runs as it is.
 NODE_SUFFIXES = (".js", ".mjs", ".cjs")
 #: The longest test name handed to a toolchain.
@@ -114,7 +114,7 @@ def _refused_name(name: str, kind: str) -> str | None:
     if len(name) > MAX_NAME:
         return f"a name longer than {MAX_NAME} characters"
     if kind == "go":
-        if GO_TEST_NAME.match(name) is None:
+        if GO_TEST_NAME.fullmatch(name) is None:
             return "not a Go test name (an identifier starting with Test, Example or Fuzz)"
     elif any(ord(c) < 32 or ord(c) == 127 for c in name):
         return "a test name holding a control character"
