@@ -113,7 +113,8 @@ from bugcontext.job.sources.execution import ExecutionRecord
 from bugcontext.job.sources.failure import PATH_MAX
 from bugcontext.job.sources.files import Repository
 from bugcontext.job.sources.pytest_log import UnknownTestError
-from bugcontext.job.sources.rerun import RERUN_MODES, RerunReport, rerun_for_log
+from bugcontext.job.sources.rerun import RERUN_MODES, RerunReport, log_failing_tests, rerun_for_log
+from bugcontext.job.sources.toolchain_rerun import toolchain_tests
 from bugcontext.job.workspace import Workspace
 
 __all__ = ["OUTSIDE", "create_server", "run"]
@@ -498,13 +499,24 @@ def _rerun_mode(rerun: bool | str | None, allow_run: bool, coverage_file: str | 
     return str(mode)
 
 
+def _rerun_python(
+    root: Path, configured: Path | None, text: str, junit: str | bytes | None, test: str | None
+) -> Path | None:
+    """The interpreter of a re-run of the log ``text``'s failing tests (:func:`_interpreter`),
+    ``configured`` (possibly ``None``) for Go or Node tests: those run under their toolchain
+    from ``PATH`` (:mod:`bugcontext.job.sources.toolchain_rerun`)."""
+    if toolchain_tests(log_failing_tests(text, junit_xml=junit, test=test)) is not None:
+        return configured
+    return _interpreter(root, configured)
+
+
 def _traced_rerun(
     root: Path,
     text: str,
     junit: str | bytes | None,
     test: str | None,
     mode: str,
-    python: Path,
+    python: Path | None,
     limits: Limits,
     deadline: float,
 ) -> tuple[ExecutionRecord, RerunReport]:
@@ -532,12 +544,14 @@ def _traced_rerun(
         deadline=deadline,
         check=check,
     )
-    shown = os.fspath(python)
+    shown = found.python
+    # (a Go or Node re-run names its toolchain by its name only)
+    name = "python" if python is not None and shown == os.fspath(python) else Path(shown).name
     found = dataclasses.replace(
         found,
-        python="python",
-        command=("python", *found.command[1:]),
-        notes=tuple(note.replace(shown, "python") for note in found.notes),
+        python=name,
+        command=(name, *found.command[1:]),
+        notes=tuple(note.replace(shown, name) for note in found.notes),
     )
     return record, found
 
@@ -924,8 +938,9 @@ def create_server(
                 text = _run_test(ws.root, node_id, python_path, limits=limits, deadline=deadline)
             rerun_report: RerunReport | None = None
             if mode is not None:
+                rerun_with = _rerun_python(ws.root, interpreter, text, report, test)
                 coverage, rerun_report = _traced_rerun(
-                    ws.root, text, report, test, mode, _interpreter(ws.root, interpreter), limits, deadline
+                    ws.root, text, report, test, mode, rerun_with, limits, deadline
                 )
             try:
                 outcome = ws.context(

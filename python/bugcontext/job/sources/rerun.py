@@ -56,6 +56,8 @@ __all__ = [
     "RERUN_SOURCE",
     "TRACER_DIR",
     "RerunReport",
+    "inside_repository",
+    "log_failing_tests",
     "repository_python",
     "rerun",
     "rerun_for_log",
@@ -211,9 +213,28 @@ def _runnable(test_id: str, root: Path) -> str | None:
         return "not a pytest node id (file.py::test)"
     if "\0" in test_id:
         return "holds a NUL character"
-    if not Path(os.path.realpath(root / part)).is_relative_to(root):
+    if not inside_repository(root, part):
         return "its file is outside the repository"
     return None
+
+
+def inside_repository(root: Path, part: str) -> bool:
+    """Whether the path ``part`` (relative to the repository folder ``root``, itself
+    resolved) stays inside it once links and ``..`` are resolved."""
+    return Path(os.path.realpath(root / part)).is_relative_to(root)
+
+
+def log_failing_tests(
+    log_text: str, *, junit_xml: str | bytes | None = None, test: str | None = None
+) -> list[FailingTest]:
+    """The failing tests of ``log_text`` a re-run is for: every one, in summary order, or only
+    ``test`` when given (:func:`~.pytest_log.select_test`). Raises ``UnknownTestError`` if
+    ``test`` names none, ``LogFormatError`` for unreadable JUnit XML."""
+    found = failing_tests(parse_test_output(log_text, junit_xml=junit_xml), summary_order(log_text))
+    if test is not None:
+        chosen = select_test(found, test)
+        found = [chosen] if chosen is not None else []
+    return found
 
 
 def rerun_for_log(
@@ -235,15 +256,19 @@ def rerun_for_log(
     in summary order; only ``test`` when given, :func:`~.pytest_log.select_test`), the
     interpreter chosen by :func:`rerun_python` (``python``, ``current``).
 
+    Failing tests of ``go test`` or Node's runner (:func:`~.toolchain_rerun.toolchain_tests`)
+    are re-run by :func:`~.toolchain_rerun.toolchain_rerun` instead, under the toolchain's
+    own coverage (``python``, ``current`` and ``check`` unused).
+
     Raises what :func:`rerun_python` and :func:`rerun` raise, ``UnknownTestError`` if
     ``test`` names no failing test of the log, ``LogFormatError`` for unreadable JUnit XML.
     """
     repository = repo if isinstance(repo, Repository) else Repository(Path(repo), limits=limits)
-    failures = parse_test_output(log_text, junit_xml=junit_xml)
-    found = failing_tests(failures, summary_order(log_text))
-    if test is not None:
-        chosen = select_test(found, test)
-        found = [chosen] if chosen is not None else []
+    found = log_failing_tests(log_text, junit_xml=junit_xml, test=test)
+    from bugcontext.job.sources.toolchain_rerun import toolchain_rerun, toolchain_tests
+
+    if toolchain_tests(found) is not None:  # go test, node --test: under their own coverage
+        return toolchain_rerun(repository, found, mode=mode, limits=limits, env=env, deadline=deadline)
     interpreter = rerun_python(repository.root, python, current=current)
     return rerun(
         repository,
@@ -399,9 +424,11 @@ def _run(
     limits: Limits,
     deadline: float | None,
     notes: list[str],
+    whole: bool = False,
 ) -> tuple[int | None, float, str, bool]:
-    """One bounded pytest run: (exit status or ``None``, seconds, its output's tail,
-    whether it timed out); what went wrong is appended to ``notes``."""
+    """One bounded pytest run: (exit status or ``None``, seconds, its output's tail (with
+    ``whole``, all of it that was read), whether it timed out); what went wrong is appended
+    to ``notes``."""
     started = time.monotonic()
     try:
         done = run_bounded(
@@ -424,7 +451,8 @@ def _run(
         raise TimeoutError("the call's time limit passed") from None
     if done.truncated:
         notes.append(f"the run's output was longer than max_log_bytes = {limits.max_log_bytes} bytes (cut)")
-    return done.returncode, done.seconds, _tail(done.output), False
+    text = done.output.decode("utf-8", errors="replace") if whole else _tail(done.output)
+    return done.returncode, done.seconds, text, False
 
 
 def _read_records(folder: Path, maximum: int) -> tuple[list[dict[str, Any]], list[str]]:
