@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import bugcontext
@@ -22,8 +23,15 @@ NODE_LOG = (LOGS / "node-spec.log").read_text(encoding="utf-8")
 
 
 def _needs(tool: str) -> None:
-    if shutil.which(tool) is None:
+    found = shutil.which(tool)
+    if found is None:
         pytest.skip(f"{tool} is not installed: the {tool} re-run cannot be tried here")
+    if tool == "node":
+        # The lcov test reporter came with node 20.11 (and 21.x): an older node cannot report.
+        shown = subprocess.run([found, "--version"], capture_output=True, text=True, check=False).stdout
+        version = tuple(int(part) for part in shown.strip().lstrip("v").split(".")[:2] if part.isdigit())
+        if version < (20, 11):
+            pytest.skip(f"node {shown.strip()} has no lcov test reporter (node 20.11 or later has)")
 
 
 def _copy(name: str, tmp_path: Path) -> Path:
