@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -1164,3 +1165,43 @@ def test_the_server_keeps_at_most_mcp_workspaces_workspaces(
     root = repo.resolve()
     expected = [root / "lib", root / "tests", root / "lib"][:made]
     assert created == expected
+
+
+def test_a_line_nested_too_deep_to_read_leaves_the_server_answering(tmp_path: Path) -> None:
+    """One request line of 990 nested arrays (Python's JSON reader recurses past its limit on
+    it) once ended the stdio server with a RecursionError; it is left unanswered, as the SDK
+    leaves what it cannot read, and the next request is answered."""
+    import mcp_types
+    from bugcontext.integrations import mcp_server
+
+    deep = '{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"x":' + "[" * 990 + "]" * 990 + "}}"
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_json(deep, by_name=False)
+    except Exception as exc:
+        assert mcp_server._unreadable_reply(exc) is None
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": mcp_types.LATEST_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    given = "".join(json.dumps(line) + "\n" for line in lines) + deep + "\n"
+    given += json.dumps({"jsonrpc": "2.0", "id": 10, "method": "tools/list"}) + "\n"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bugcontext", "mcp", "--root", str(tmp_path), "--no-cache"],
+        input=given,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert [r.get("id") for r in replies] == [1, 10], proc.stderr[-2000:]
+    assert {t["name"] for t in replies[1]["result"]["tools"]} >= {"build"}
+    assert "RecursionError" not in proc.stderr and proc.returncode == 0

@@ -51,6 +51,7 @@ from importlib import metadata
 from typing import Any
 
 from bugcontext._core import install_secret_rules, secret_kinds, secret_spans
+from bugcontext.core.terminal import TERMINAL_SEQUENCE
 
 __all__ = [
     "EXCLUDED_PLUGINS",
@@ -289,16 +290,16 @@ def redact(text: str) -> Redaction:
     return Redaction(text, tuple(kinds))
 
 
-# A terminal colour or cursor sequence (ECMA-48 CSI or OSC). Its last byte is a letter, so a
-# key right after it (``\x1b[31mAKIA...``) would not start at a word boundary and be missed.
-_TERMINAL_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?)")
+# A terminal sequence (:data:`bugcontext.core.terminal.TERMINAL_SEQUENCE`: colours, titles,
+# links). Its last byte is a letter, so a key right after it (``\x1b[31mAKIA...``) would not
+# start at a word boundary and be missed.
 
 
 def _spans(text: str) -> list[tuple[int, int, str]]:
     """:func:`secret_spans` of ``text`` with each terminal sequence read as spaces of its
     length (offsets unchanged), so colour codes around a secret do not hide it."""
-    if "\x1b" in text:
-        text = _TERMINAL_SEQUENCE.sub(lambda m: " " * len(m.group()), text)
+    if "\x1b" in text or "\x9b" in text or "\x9d" in text:
+        text = TERMINAL_SEQUENCE.sub(lambda m: " " * len(m.group()), text)
     return list(secret_spans(text))
 
 

@@ -672,6 +672,16 @@ def _has_surrogate(value: object) -> bool:
 
 
 def _unreadable_reply(error: Exception) -> SessionMessage | None:
+    """:func:`_reply_to_unreadable`, with a line nested too deep to read back (Python's JSON
+    reader and the walk for lone surrogates recurse) left unanswered as the SDK leaves it:
+    the server goes on reading."""
+    try:
+        return _reply_to_unreadable(error)
+    except RecursionError:
+        return None
+
+
+def _reply_to_unreadable(error: Exception) -> SessionMessage | None:
     """The JSON-RPC error reply to a request line the SDK could not read, when its text is
     JSON naming a request id (a lone surrogate escape, which Python's JSON reader takes and
     the SDK's does not): ``-32602`` (invalid params) for a lone surrogate, ``-32700`` (parse

@@ -472,7 +472,7 @@ def _read_records(folder: Path, maximum: int) -> tuple[list[dict[str, Any]], lis
         total += size
         try:
             data = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # the traced code can write there too
             notes.append("a trace record could not be read (not valid JSON)")
             continue
         if isinstance(data, dict) and isinstance(data.get("runs", []), list):
