@@ -1,5 +1,6 @@
-"""The package's layout holds its architecture: layers import only downwards (counting imports
-inside functions and ``TYPE_CHECKING`` blocks: an import put off until first use still runs).
+"""The package's layout holds its architecture: layers import only downwards, and no module
+imports itself back through others (counting imports inside functions and ``TYPE_CHECKING``
+blocks: a circle is a circle even when it is put off until first use).
 
 The layers, bottom to top (the README's layout section draws them):
 
@@ -84,8 +85,41 @@ def test_no_import_from_a_higher_layer(module: str) -> None:
     assert upward == [], f"{module} (layer {layer(module)}) imports {upward}"
 
 
-def test_the_checker_sees_imports_inside_functions(tmp_path: Path) -> None:
-    """The checker sees imports inside functions (it is not vacuous)."""
+def test_no_import_circle() -> None:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(GRAPH.get(node, ())):
+            if target not in GRAPH:
+                continue
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for name in sorted(GRAPH):
+        if name not in index:
+            visit(name)
+    assert circles == []
+
+
+def test_the_checker_sees_an_upward_and_a_circular_import(tmp_path: Path) -> None:
+    """The two rules above fail on a planted fault (the checker is not vacuous)."""
     assert "bugcontext.core.types" in GRAPH["bugcontext.core.builder"]
     assert any(t.startswith("bugcontext.job.") for t in GRAPH["bugcontext.integrations.cli"])
     fake = tmp_path / "m.py"

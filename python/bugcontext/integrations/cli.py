@@ -138,8 +138,9 @@ from bugcontext.core.secrets import SECRET_REDACTED, redact_json
 from bugcontext.core.secrets import redaction_note as _redaction_note
 from bugcontext.core.trace import replay
 from bugcontext.evaluation.command import add_eval_parser
-from bugcontext.job.sources.pytest_log import LogFormatError, UnknownTestError
+from bugcontext.job.sources.reports import LogFormatError
 from bugcontext.job.sources.rerun import RERUN_MODES
+from bugcontext.job.sources.runs import UnknownTestError
 from bugcontext.job.workspace import ContextResult, Workspace, failing_tests_json, missing_lines
 
 if TYPE_CHECKING:

@@ -110,10 +110,10 @@ from bugcontext.job._run import (
     run_bounded,
 )
 from bugcontext.job.sources.execution import ExecutionRecord
-from bugcontext.job.sources.failure import PATH_MAX
 from bugcontext.job.sources.files import Repository
-from bugcontext.job.sources.pytest_log import UnknownTestError
+from bugcontext.job.sources.paths import PATH_MAX
 from bugcontext.job.sources.rerun import RERUN_MODES, RerunReport, rerun_for_log
+from bugcontext.job.sources.runs import UnknownTestError
 from bugcontext.job.workspace import Workspace
 
 __all__ = ["OUTSIDE", "create_server", "run"]

@@ -42,7 +42,8 @@ from bugcontext.core.cost import Cost
 from bugcontext.core.limits import Limits, resolve
 from bugcontext.core.secrets import redact
 from bugcontext.core.types import BuildResult
-from bugcontext.job.sources.pytest_log import FailingTest, TestFailure, UnknownTestError, select_test
+from bugcontext.job.sources.reports import TestFailure
+from bugcontext.job.sources.runs import FailingTest, UnknownTestError, select_test
 
 __all__ = [
     "FailureBlock",

@@ -59,8 +59,9 @@ from bugcontext.job.sources.files import (
     _parse,
 )
 from bugcontext.job.sources.gather import Gathered, gather
-from bugcontext.job.sources.pytest_log import TestFailure, parse_test_output
+from bugcontext.job.sources.reports import TestFailure
 from bugcontext.job.sources.rerun import RERUN_MODES, RerunReport, rerun_for_log
+from bugcontext.job.sources.runs import parse_test_output
 from bugcontext.job.sources.search import (
     Chunk,
     IncrementalBM25,

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field, replace
 
 from bugcontext.job.sources.failure import ProjectFrame, failure_spans, is_test_file
 from bugcontext.job.sources.files import Repository
-from bugcontext.job.sources.pytest_log import FailingTest, _dotted
+from bugcontext.job.sources.pytest_log import _dotted
+from bugcontext.job.sources.runs import FailingTest
 from bugcontext.job.sources.symbols import SymbolIndex
 from bugcontext.job.sources.window import RADIUS, Window, make_window
 

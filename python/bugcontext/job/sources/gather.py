@@ -27,15 +27,15 @@ from bugcontext.job.sources.failure import (
 from bugcontext.job.sources.files import PolicyOmission, Repository
 from bugcontext.job.sources.hops import hop_windows
 from bugcontext.job.sources.issue import issue_query, issue_windows
-from bugcontext.job.sources.pytest_log import (
+from bugcontext.job.sources.references import EVIDENCE_SOURCES, reference_windows
+from bugcontext.job.sources.reports import TestFailure
+from bugcontext.job.sources.runs import (
     FailingTest,
-    TestFailure,
     failing_tests,
     parse_test_output,
     select_test,
     summary_order,
 )
-from bugcontext.job.sources.references import EVIDENCE_SOURCES, reference_windows
 from bugcontext.job.sources.search import TOP_K, SearchIndex, build_query, search_windows
 from bugcontext.job.sources.symbols import SymbolIndex
 from bugcontext.job.sources.units import import_windows, split_classes

@@ -43,7 +43,7 @@ from bugcontext.core.limits import Limits, over, resolve
 from bugcontext.job._run import RunError, StartError, TimedOut, repository_python, run_bounded
 from bugcontext.job.sources.execution import ExecutionRecord, TestRun, _same_test
 from bugcontext.job.sources.files import Repository
-from bugcontext.job.sources.pytest_log import (
+from bugcontext.job.sources.runs import (
     FailingTest,
     failing_tests,
     parse_test_output,

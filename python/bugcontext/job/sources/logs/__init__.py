@@ -33,7 +33,7 @@ from bugcontext.job.sources.logs.node import (
     parse_vitest,
 )
 from bugcontext.job.sources.logs.rust import parse_cargo_test
-from bugcontext.job.sources.pytest_log import Status, TestFailure, is_junit_xml
+from bugcontext.job.sources.reports import Status, TestFailure, is_junit_xml
 
 __all__ = ["FORMATS", "detect_format", "parse_log", "parse_stack_traces", "report_text_failure"]
 

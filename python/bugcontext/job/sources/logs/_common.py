@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from bugcontext.job.sources.pytest_log import (
+from bugcontext.job.sources.reports import (
     BEYOND_LINE,
     ChainLink,
     Frame,

@@ -25,7 +25,7 @@ import json
 import re
 
 from bugcontext.job.sources.logs._common import Segment, build_failure, is_dependency_path
-from bugcontext.job.sources.pytest_log import TestFailure
+from bugcontext.job.sources.reports import TestFailure
 
 __all__ = ["go_json_text", "parse_go_test"]
 
