@@ -1,4 +1,4 @@
-"""Fuzz target: the JUnit XML reader (``bugcontext.job.sources.pytest_log.parse_junit_xml``).
+"""Fuzz target: the JUnit XML reader (``bugcontext.job.sources.runs.parse_junit_xml``).
 
 The input is a JUnit XML document as bytes. Invariants:
 

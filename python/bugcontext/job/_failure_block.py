@@ -105,7 +105,7 @@ def used_failures(
 ) -> list[TestFailure]:
     """The failure reports a context was built for: the chosen failure ``chosen`` first, then,
     when ``test`` is a parametrised test's base id, the failure of each other failed
-    parametrisation (:func:`bugcontext.job.sources.pytest_log.select_test`), in summary order."""
+    parametrisation (:func:`bugcontext.job.sources.runs.select_test`), in summary order."""
     if chosen is None:
         return []
     used = [chosen]

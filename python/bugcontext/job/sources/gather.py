@@ -82,7 +82,7 @@ class Gathered:
     the sources produced them: they are not among ``candidates``, whatever their priority.
     ``failure_files`` are the failing files in error order (the failure file first, then
     the other files of the traceback from deep to shallow, each once). ``failing_tests``
-    are every failing test of the log (:func:`~.pytest_log.failing_tests`, summary order);
+    are every failing test of the log (:func:`~.runs.failing_tests`, summary order);
     ``failure`` is the ``failure`` of the chosen one. ``execution`` is the execution record the
     ``coverage`` evidence was read into (``None`` without it): its ``unmapped`` paths are the
     report's files that name no repository file.
@@ -154,7 +154,7 @@ def gather(
 
     The failing test is ``test`` (a pytest node id such as ``tests/test_x.py::test_y``, a
     dotted JUnit or unittest id, or a test name), by default the first failing test in the
-    order of the short test summary (:func:`~.pytest_log.select_test`). Of that test's
+    order of the short test summary (:func:`~.runs.select_test`). Of that test's
     reports, the call's failure is the failure; a setup error only when the call never ran;
     its other reports (a teardown error) are extra evidence: their project frames follow
     the failure's, farther away. Without ``test``, every other failing test of the log (at

@@ -17,7 +17,7 @@ and its call edges, :attr:`~.execution.TestRun.edges`) and a :class:`RerunReport
 says what happened, never hiding the run's own failure: the interpreter could not start, the
 run timed out (``Limits.rerun_seconds``), a test no longer fails or was not run, a
 collection error, the tracer did not start, records cut or left out. :func:`rerun_for_log`
-takes the failing tests from a test log (:func:`~.pytest_log.failing_tests`).
+takes the failing tests from a test log (:func:`~.runs.failing_tests`).
 
 The interpreter (:func:`rerun_python`): the one given, else the repository's own ``.venv`` or
 ``venv`` (:func:`repository_python`, the MCP server's rule), else, where allowed (the command
@@ -232,7 +232,7 @@ def rerun_for_log(
     plain: bool = False,
 ) -> tuple[ExecutionRecord, RerunReport]:
     """:func:`rerun` of the failing tests of ``log_text`` (every failing test of the log,
-    in summary order; only ``test`` when given, :func:`~.pytest_log.select_test`), the
+    in summary order; only ``test`` when given, :func:`~.runs.select_test`), the
     interpreter chosen by :func:`rerun_python` (``python``, ``current``).
 
     Raises what :func:`rerun_python` and :func:`rerun` raise, ``UnknownTestError`` if
