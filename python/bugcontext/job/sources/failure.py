@@ -682,8 +682,28 @@ def called_code_windows(
     modules, members = resolver.imports(deepest.path, [*_top_level(source.tree.body), *ast.walk(function)])
     local_defs = {n.name for n in ast.walk(source.tree) if isinstance(n, _DEFINITIONS)}
     bindings = _bindings(function, deepest.line)
-    _, stmt_end = node_span(stmt)
+    weighted = _weighted_calls(stmt, function, bindings)
 
+    best: dict[tuple[str, int], tuple[float, int, _Definition]] = {}
+    for order, (weight, call) in enumerate(weighted):
+        definition = _resolve_call(call, resolver, modules, members, bindings, local_defs)
+        if definition is None or is_test_file(definition.path):
+            continue
+        where = (definition.path, definition.node.lineno)
+        known = best.get(where)
+        if known is None or weight > known[0]:
+            best[where] = (weight, known[1] if known is not None else order, definition)
+    chosen = sorted(best.values(), key=lambda item: (-item[0], item[1]))[:limit]
+
+    return _definition_windows(repo, chosen, base_score)
+
+
+def _weighted_calls(
+    stmt: ast.stmt, function: ast.FunctionDef | ast.AsyncFunctionDef, bindings: dict[str, list[ast.AST]]
+) -> list[tuple[float, ast.Call]]:
+    """The calls of the failing test function with their weights (:func:`called_code_windows`):
+    on the failing statement's header 1.0, in the flow into it 0.75, up to its end 0.5."""
+    _, stmt_end = node_span(stmt)
     weighted: list[tuple[float, ast.Call]] = []
     header = list(_header(stmt))
     weighted.extend((1.0, call) for call in _calls(header))
@@ -695,42 +715,49 @@ def called_code_windows(
     weighted.extend(
         (0.5, call) for call in _calls(list(function.body)) if getattr(call, "lineno", 0) <= stmt_end
     )
+    return weighted
 
-    def resolve(call: ast.Call, depth: int = 0) -> _Definition | None:
-        dotted = _dotted_call(call.func)
-        if dotted is None:
+
+def _resolve_call(
+    call: ast.Call,
+    resolver: _Resolver,
+    modules: dict[str, _Module],
+    members: dict[str, tuple[_Module, str]],
+    bindings: dict[str, list[ast.AST]],
+    local_defs: set[str],
+    depth: int = 0,
+) -> _Definition | None:
+    """The definition ``call`` calls, through the test file's imports (``modules``,
+    ``members``) and, for ``obj.method(...)`` after ``obj = Class(...)``, the class's method."""
+    dotted = _dotted_call(call.func)
+    if dotted is None:
+        return None
+    base, attrs = dotted
+    target: _Definition | _Module | None = None
+    if base in members:
+        target = resolver.member(*members[base])
+    elif base in modules:
+        target = modules[base]
+    elif base in bindings and base not in local_defs and depth < 3:
+        # `obj = Class(...)` then `obj.method(...)`: the class's method.
+        for value in bindings[base]:
+            if isinstance(value, ast.Call) and value is not call:
+                made = _resolve_call(value, resolver, modules, members, bindings, local_defs, depth + 1)
+                if made is not None and isinstance(made.node, ast.ClassDef):
+                    target = made
+                    break
+    for attr in attrs:
+        if target is None:
             return None
-        base, attrs = dotted
-        target: _Definition | _Module | None = None
-        if base in members:
-            target = resolver.member(*members[base])
-        elif base in modules:
-            target = modules[base]
-        elif base in bindings and base not in local_defs and depth < 3:
-            # `obj = Class(...)` then `obj.method(...)`: the class's method.
-            for value in bindings[base]:
-                if isinstance(value, ast.Call) and value is not call:
-                    made = resolve(value, depth + 1)
-                    if made is not None and isinstance(made.node, ast.ClassDef):
-                        target = made
-                        break
-        for attr in attrs:
-            if target is None:
-                return None
-            target = resolver.attribute(target, attr)
-        return target if isinstance(target, _Definition) else None
+        target = resolver.attribute(target, attr)
+    return target if isinstance(target, _Definition) else None
 
-    best: dict[tuple[str, int], tuple[float, int, _Definition]] = {}
-    for order, (weight, call) in enumerate(weighted):
-        definition = resolve(call)
-        if definition is None or is_test_file(definition.path):
-            continue
-        where = (definition.path, definition.node.lineno)
-        known = best.get(where)
-        if known is None or weight > known[0]:
-            best[where] = (weight, known[1] if known is not None else order, definition)
-    chosen = sorted(best.values(), key=lambda item: (-item[0], item[1]))[:limit]
 
+def _definition_windows(
+    repo: Repository, chosen: Sequence[tuple[float, int, _Definition]], base_score: float
+) -> list[Window]:
+    """One ``reference`` window per chosen definition (a long class: its first lines and its
+    ``__init__``), scored ``base_score + weight``, each once."""
     windows: list[Window] = []
     seen: set[tuple[str, int, int]] = set()
     for weight, _, definition in chosen:

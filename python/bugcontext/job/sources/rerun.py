@@ -299,13 +299,7 @@ def rerun(
     chosen = resolve(limits)
     root = Path(os.path.realpath(repository.root))
     notes: list[str] = []
-    failing: list[str] = []
-    for test_id in dict.fromkeys(tests):
-        why = _runnable(test_id, root) or (check(test_id) if check is not None else None)
-        if why is not None:
-            notes.append(f"test {header_path(test_id)} left out: {why}")
-        else:
-            failing.append(test_id)
+    failing = _runnable_tests(tests, root, check, notes)
     ids = failing if mode == "failing" else list(dict.fromkeys(t.split("::", 1)[0] for t in failing))
     base = RerunReport(mode, os.fspath(python), tuple(tests), tuple(ids))
     empty = ExecutionRecord(RERUN_SOURCE, (), True)
@@ -323,11 +317,7 @@ def rerun(
     notes.extend(read_notes)
     plain_seconds: float | None = None
     if plain and returncode is not None:
-        plain_command = _plain(command)
-        plain_notes: list[str] = []
-        found = _run(plain_command, root, plain_env, chosen, deadline, plain_notes)
-        plain_seconds = found[1] if found[0] is not None else None
-        notes.extend(f"plain run: {note}" for note in plain_notes)
+        plain_seconds = _plain_seconds(command, root, plain_env, chosen, deadline, notes)
     record, outcomes, processes, monitoring, version = _record(repository, records, not timed_out)
     notes.extend(_outcome_notes(failing, outcomes, returncode, records, timed_out))
     report = _with(
@@ -345,6 +335,38 @@ def rerun(
         output=output,
     )
     return record, report
+
+
+def _runnable_tests(
+    tests: Sequence[str], root: Path, check: Callable[[str], str | None] | None, notes: list[str]
+) -> list[str]:
+    """The test ids of ``tests`` that may run (each once, in order); each one left out is
+    noted in ``notes`` with why."""
+    failing: list[str] = []
+    for test_id in dict.fromkeys(tests):
+        why = _runnable(test_id, root) or (check(test_id) if check is not None else None)
+        if why is not None:
+            notes.append(f"test {header_path(test_id)} left out: {why}")
+        else:
+            failing.append(test_id)
+    return failing
+
+
+def _plain_seconds(
+    command: list[str],
+    root: Path,
+    plain_env: dict[str, str],
+    chosen: Limits,
+    deadline: float | None,
+    notes: list[str],
+) -> float | None:
+    """The seconds the same pytest run takes without the tracer (``None`` when it did not
+    run); its notes join ``notes``."""
+    plain_command = _plain(command)
+    plain_notes: list[str] = []
+    found = _run(plain_command, root, plain_env, chosen, deadline, plain_notes)
+    notes.extend(f"plain run: {note}" for note in plain_notes)
+    return found[1] if found[0] is not None else None
 
 
 def _with(report: RerunReport, **changes: Any) -> RerunReport:
@@ -550,6 +572,22 @@ def _record(
                     and isinstance(edge[3], int)
                 ):
                     calls.add((at(edge[0], edge[1]), at(edge[2], edge[3])))
+    runs = _test_runs(lines, edges, outcomes)
+    if complete and records:
+        measured = frozenset(repo.files([".py"]))
+    else:
+        measured = frozenset(path for run in runs for path in run.lines)
+    record = ExecutionRecord(RERUN_SOURCE, tuple(runs), True, measured)
+    return record, outcomes, len(records), monitoring, version
+
+
+def _test_runs(
+    lines: dict[str | None, dict[str, set[int]]],
+    edges: dict[str | None, set[tuple[tuple[str, int], tuple[str, int]]]],
+    outcomes: dict[str, str],
+) -> list[TestRun]:
+    """One run per test of the merged ``lines`` and ``edges`` (code run outside any test
+    first, as test ``None``), ``failed`` from the tests' ``outcomes``."""
     runs: list[TestRun] = []
     for key in sorted(set(lines) | set(edges), key=lambda t: (t is not None, t or "")):
         failed: bool | None = None
@@ -564,12 +602,7 @@ def _record(
                 frozenset(edges.get(key, set())),
             )
         )
-    if complete and records:
-        measured = frozenset(repo.files([".py"]))
-    else:
-        measured = frozenset(path for run in runs for path in run.lines)
-    record = ExecutionRecord(RERUN_SOURCE, tuple(runs), True, measured)
-    return record, outcomes, len(records), monitoring, version
+    return runs
 
 
 def _rebase(test: str, rootdir: str | None, root: Path) -> str:
