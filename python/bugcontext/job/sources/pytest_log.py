@@ -277,51 +277,65 @@ class _Builder:
         self.in_syntax = False
         fixture = _FIXTURE_LOCATION.match(line)
         if fixture is not None:  # pytest's "fixture 'x' not found": `file path, line N`
-            number = _line_number(fixture["line"])
-            if number is not None:
-                self._add_frame(Frame(fixture["path"], number, None, len(self.segments) - 1))
-            else:
-                self._past(fixture["path"], fixture["line"], None)
+            self._fixture_frame(fixture)
             return
         native = _NATIVE.match(line)
         if native:
-            number = _line_number(native["line"])
-            if number is not None:
-                self._add_frame(Frame(native["path"], number, native["func"], len(self.segments) - 1))
-            else:
-                self._past(native["path"], native["line"], native["func"])
-            self.after_frame, self.in_tail = True, False
+            self._native_frame(native)
             return
         location = _LOCATION.match(line)
         if location:
-            message = location["message"].strip()
-            function = message[3:].strip() if message.startswith("in ") else None
-            number = _line_number(location["line"])
-            if number is not None:
-                frame = Frame(location["path"], number, function, len(self.segments) - 1)
-                if message == "UnexpectedException":
-                    # A doctest example that raised: the example is the outermost frame, the
-                    # traceback printed above it goes deeper, and its last line is the error.
-                    self.current.frames.insert(0, frame)
-                    self.frame_count += 1
-                    self.after_frame = self.in_tail = False
-                    return
-                self._add_frame(frame)
-            else:
-                self._past(location["path"], location["line"], function)
-            syntax = _NATIVE.match(message) if message.startswith("File ") else None
-            if syntax is not None and syntax["func"] is None:
-                self._message(message)  # --tb=line: `path:N:   File "broken.py", line 3`
+            self._location_line(location)
+            return
+        self._other_line(line, stripped)
+
+    def _fixture_frame(self, fixture: re.Match[str]) -> None:
+        number = _line_number(fixture["line"])
+        if number is not None:
+            self._add_frame(Frame(fixture["path"], number, None, len(self.segments) - 1))
+        else:
+            self._past(fixture["path"], fixture["line"], None)
+
+    def _native_frame(self, native: re.Match[str]) -> None:
+        number = _line_number(native["line"])
+        if number is not None:
+            self._add_frame(Frame(native["path"], number, native["func"], len(self.segments) - 1))
+        else:
+            self._past(native["path"], native["line"], native["func"])
+        self.after_frame, self.in_tail = True, False
+
+    def _location_line(self, location: re.Match[str]) -> None:
+        """A ``path:line: message`` line: a frame, a doctest example, a --tb=line report."""
+        message = location["message"].strip()
+        function = message[3:].strip() if message.startswith("in ") else None
+        number = _line_number(location["line"])
+        if number is not None:
+            frame = Frame(location["path"], number, function, len(self.segments) - 1)
+            if message == "UnexpectedException":
+                # A doctest example that raised: the example is the outermost frame, the
+                # traceback printed above it goes deeper, and its last line is the error.
+                self.current.frames.insert(0, frame)
+                self.frame_count += 1
                 self.after_frame = self.in_tail = False
                 return
-            if message and function is None:
-                exc_type, _, rest = message.partition(":")
-                if _EXCEPTION_NAME.match(exc_type.strip()):
-                    self.current.location_type = exc_type.strip()
-                    if rest.strip() and not self.current.messages:
-                        self.current.messages.append(message)  # --tb=line: `path:N: Type: message`
+            self._add_frame(frame)
+        else:
+            self._past(location["path"], location["line"], function)
+        syntax = _NATIVE.match(message) if message.startswith("File ") else None
+        if syntax is not None and syntax["func"] is None:
+            self._message(message)  # --tb=line: `path:N:   File "broken.py", line 3`
             self.after_frame = self.in_tail = False
             return
+        if message and function is None:
+            exc_type, _, rest = message.partition(":")
+            if _EXCEPTION_NAME.match(exc_type.strip()):
+                self.current.location_type = exc_type.strip()
+                if rest.strip() and not self.current.messages:
+                    self.current.messages.append(message)  # --tb=line: `path:N: Type: message`
+        self.after_frame = self.in_tail = False
+
+    def _other_line(self, line: str, stripped: str) -> None:
+        """A line that is no frame: the tail of a native traceback, or other text."""
         if self.in_tail:
             if not stripped and not self.bounded:
                 self.in_tail = False
@@ -721,19 +735,27 @@ def _pytest_reports(lines: list[str]) -> tuple[list[tuple[int, TestFailure]], bo
             continue
         location = _LOCATION.match(line)
         if location:
-            builder = _Builder(None)
-            for lines_of_link, link_relation in pending_links:
-                for text in lines_of_link:
-                    builder.feed(text)
-                builder._new_segment(link_relation)
-            for text in pending:
-                builder.feed(text)
-            builder.in_syntax = False
-            builder.feed(line)
-            failures.append((index, builder.build(status=status)))
+            failures.append((index, _line_report(pending_links, pending, line, status)))
             pending, pending_links, capturing = [], [], False
     finish()
     return failures, saw_reports
+
+
+def _line_report(
+    pending_links: list[tuple[list[str], Relation]], pending: list[str], line: str, status: Status
+) -> TestFailure:
+    """The failure of a ``--tb=line`` report: the ``E`` lines of each link of its chain
+    (``pending_links``) and of the last (``pending``), and its location ``line``."""
+    builder = _Builder(None)
+    for lines_of_link, link_relation in pending_links:
+        for text in lines_of_link:
+            builder.feed(text)
+        builder._new_segment(link_relation)
+    for text in pending:
+        builder.feed(text)
+    builder.in_syntax = False
+    builder.feed(line)
+    return builder.build(status=status)
 
 
 def _link_ids(
