@@ -240,21 +240,15 @@ def prepare(
     env = dict(os.environ, PYTHONPATH=str(source_root))
     env.pop("PYTHONHOME", None)
     run_failing_tests(
-        [
-            str(venv_python),
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
+        pytest_command(
+            venv_python,
             f"--rootdir={repo}",
             "-c",
             str(_pytest_config(repo, out)),
-            "-rA",
-            "--tb=long",
             "--junitxml",
             "../failing.junit.xml",
             case["test_node_id"],
-        ],
+        ),
         cwd=repo,
         env=env,
         out=out,
@@ -302,6 +296,12 @@ def _install(case: dict[str, Any], python: str, out: Path, log: Callable[[str], 
         ]
     )
     return venv_python
+
+
+def pytest_command(venv_python: Path, *arguments: str) -> list[str]:
+    """The pytest run of a case's failing tests with ``venv_python``: no cache, every
+    outcome in the summary, long tracebacks, then ``arguments``."""
+    return [str(venv_python), "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--tb=long", *arguments]
 
 
 def run_failing_tests(

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bugcontext.core._writer import write_file
-from bugcontext.evaluation.realbugs import PreparationError, PreparedCase, run_failing_tests
+from bugcontext.evaluation.realbugs import PreparationError, PreparedCase, pytest_command, run_failing_tests
 
 __all__ = ["DEFAULT_CASES2", "find_case_python", "is_tree_case", "prepare_tree_case"]
 
@@ -182,17 +182,7 @@ def prepare_tree_case(
     log(f"running {' '.join(case['fail_to_pass'])}")
     expected = int(case.get("expected_exit", 1))
     run_failing_tests(
-        [
-            str(venv_python),
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-rA",
-            "--tb=long",
-            *case["fail_to_pass"],
-            f"--junitxml={out / 'failing.junit.xml'}",
-        ],
+        pytest_command(venv_python, *case["fail_to_pass"], f"--junitxml={out / 'failing.junit.xml'}"),
         cwd=repo,
         env=env,
         out=out,
