@@ -13,19 +13,12 @@ from bugcontext import Limits, Workspace
 from bugcontext.integrations.cli import main
 from bugcontext.job._cache import rules_version
 from bugcontext.job._cache_admin import TrackedStore, cache_files, enforce
-from test_workspace import LIB, OTHER, TEST, _log
+from builders import ratios_log, ratios_repo
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "lib").mkdir(parents=True)
-    (root / "lib" / "__init__.py").write_text("", encoding="utf-8")
-    (root / "lib" / "ratios.py").write_text(LIB, encoding="utf-8")
-    (root / "lib" / "other.py").write_text(OTHER, encoding="utf-8")
-    (root / "tests").mkdir()
-    (root / "tests" / "test_ratios.py").write_text(TEST, encoding="utf-8")
-    return root
+    return ratios_repo(tmp_path)
 
 
 def _size(folder: Path) -> int:
@@ -46,7 +39,7 @@ def test_cache_info_and_clear(repo: Path, tmp_path: Path, capsys: pytest.Capture
         "limit": 1 << 30,
     }
     ws = Workspace(repo, cache_dir=cache)
-    ws.context(_log(), budget=900)
+    ws.context(ratios_log(), budget=900)
     ws.close()  # its database connection closed now, not whenever the collector frees it
     own = cache / f"derived-{rules_version()}.sqlite3"
     assert (
@@ -148,13 +141,13 @@ def test_other_rule_versions_go_first(tmp_path: Path) -> None:
 
 def test_a_workspace_keeps_its_cache_within_max_cache_bytes(repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    free = Workspace(repo, cache_dir=cache).context(_log(), budget=900)
+    free = Workspace(repo, cache_dir=cache).context(ratios_log(), budget=900)
     full = _size(cache)
     for path in cache_files(cache):
         path.unlink()
     limit = full // 2
     bounded = Workspace(repo, cache_dir=cache, limits=Limits(max_cache_bytes=limit)).context(
-        _log(), budget=900
+        ratios_log(), budget=900
     )
     assert _size(cache) <= limit
     assert bounded.section == free.section  # an evicted value is only a miss
@@ -163,7 +156,7 @@ def test_a_workspace_keeps_its_cache_within_max_cache_bytes(repo: Path, tmp_path
 def test_a_relative_cache_dir(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    Workspace(repo, cache_dir=tmp_path / "cache").context(_log(), budget=900)
+    Workspace(repo, cache_dir=tmp_path / "cache").context(ratios_log(), budget=900)
     monkeypatch.chdir(tmp_path)
     assert main(["cache", "info", "--cache-dir", "cache", "--format", "json"]) == 0
     found = json.loads(capsys.readouterr().out)

@@ -12,7 +12,7 @@ import pytest
 from bugcontext import Limits, Workspace
 from bugcontext.integrations.cli import main
 from bugcontext.job._failure_block import cut_message, fit_blocks
-from test_workspace import LIB, OTHER, TEST, _log
+from builders import ratios_log, ratios_repo
 
 # A GitHub token, assembled here so that the file itself holds none.
 TOKEN = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
@@ -21,26 +21,19 @@ ID = "tests/test_ratios.py::test_mean_ratio"
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "lib").mkdir(parents=True)
-    (root / "lib" / "__init__.py").write_text("", encoding="utf-8")
-    (root / "lib" / "ratios.py").write_text(LIB, encoding="utf-8")
-    (root / "lib" / "other.py").write_text(OTHER, encoding="utf-8")
-    (root / "tests").mkdir()
-    (root / "tests" / "test_ratios.py").write_text(TEST, encoding="utf-8")
-    return root
+    return ratios_repo(tmp_path)
 
 
 def _with_message(message: str) -> str:
     """The log with the failure's message replaced by ``message``."""
-    log = _log().replace(
+    log = ratios_log().replace(
         "E       ZeroDivisionError: division by zero", f"E       ZeroDivisionError: {message}"
     )
     return log.replace("- ZeroDivisionError: division by zero", f"- ZeroDivisionError: {message}")
 
 
 def test_the_section_opens_with_the_failure_in_markdown(repo: Path) -> None:
-    result = Workspace(repo, cache=False).context(_log(), budget=900)
+    result = Workspace(repo, cache=False).context(ratios_log(), budget=900)
     (block,) = result.failure_blocks
     text = f"### Failure: {ID}\n```text\nZeroDivisionError: division by zero\n```\n\n"
     assert block.to_dict() == {
@@ -77,7 +70,7 @@ def test_tokens_keep_the_whole_section_within_the_budget(repo: Path) -> None:
     for budget in (60, 90, 150, 400):
         for template in ("markdown", "xml"):
             result = Workspace(repo, cache=False).context(
-                _log(), budget=budget, cost={"unit": "tokens", "template": template}
+                ratios_log(), budget=budget, cost={"unit": "tokens", "template": template}
             )
             assert result.failure_blocks, (budget, template)
             assert counter.count_one(result.section) == result.used <= budget
@@ -105,12 +98,12 @@ def test_a_long_message_is_cut_with_a_visible_marker(repo: Path) -> None:
 
 
 def test_max_failure_blocks_and_a_budget_too_small_for_the_block(repo: Path) -> None:
-    none = Workspace(repo, cache=False, limits=Limits(max_failure_blocks=0)).context(_log(), budget=900)
+    none = Workspace(repo, cache=False, limits=Limits(max_failure_blocks=0)).context(ratios_log(), budget=900)
     assert none.failure_blocks == () and none.result.budget == 900
     assert none.section == bugcontext.render(none.result)
-    tiny = Workspace(repo, cache=False).context(_log(), budget=20)
+    tiny = Workspace(repo, cache=False).context(ratios_log(), budget=20)
     assert tiny.failure_blocks == () and tiny.section == "" and tiny.used == 0
-    blocks = Workspace(repo, cache=False).context(_log(), budget=900).failure_blocks
+    blocks = Workspace(repo, cache=False).context(ratios_log(), budget=900).failure_blocks
     assert fit_blocks(blocks * 3, 2 * blocks[0].cost) == (blocks * 2, 2 * blocks[0].cost)
 
 
@@ -139,7 +132,7 @@ def test_a_trace_gets_one_line_per_context_call(repo: Path, tmp_path: Path) -> N
     trace = tmp_path / "trace.jsonl"
     ws = Workspace(repo, cache=False)
     for cost, budget in (({"unit": "tokens", "template": "markdown"}, 90), ({"template": "xml"}, 400)):
-        result = ws.context(_log(), budget=budget, cost=cost, trace=trace)
+        result = ws.context(ratios_log(), budget=budget, cost=cost, trace=trace)
         assert result.failure_blocks
     lines = trace.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 2

@@ -32,15 +32,9 @@ from bugcontext.job.sources.failure import (
     merge_windows,
     project_frames,
 )
-from bugcontext.job.sources.pytest_log import (
-    LogFormatError,
-    TestFailure,
-    is_junit_xml,
-    parse_junit_xml,
-    parse_outcomes,
-    parse_pytest_log,
-    parse_test_output,
-)
+from bugcontext.job.sources.pytest_log import parse_outcomes, parse_pytest_log
+from bugcontext.job.sources.reports import LogFormatError, TestFailure, is_junit_xml
+from bugcontext.job.sources.runs import parse_junit_xml, parse_test_output
 from bugcontext.job.sources.window import RADIUS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -20,25 +20,18 @@ from pathlib import Path
 
 import pytest
 from bugcontext.integrations.cli import main
-from bugcontext.job.sources import Repository, gather
+from bugcontext.job.sources import Repository, gather, reports
 from bugcontext.job.sources import pytest_log as pl
-from bugcontext.job.sources.failure import (
-    FRAME_AMBIGUOUS,
-    FRAME_PAST_END,
-    FRAME_UNMATCHED,
-    resolve_frames,
-)
+from bugcontext.job.sources.failure import FRAME_PAST_END, resolve_frames
 from bugcontext.job.sources.files import PolicyOmission
-from bugcontext.job.sources.pytest_log import (
-    Frame,
-    TestFailure,
+from bugcontext.job.sources.paths import FRAME_AMBIGUOUS, FRAME_UNMATCHED
+from bugcontext.job.sources.pytest_log import parse_outcomes, parse_pytest_log
+from bugcontext.job.sources.reports import Frame, TestFailure, strip_ansi
+from bugcontext.job.sources.runs import (
     UnknownTestError,
     failing_tests,
     parse_junit_xml,
-    parse_outcomes,
-    parse_pytest_log,
     parse_test_output,
-    strip_ansi,
     summary_order,
 )
 from hypothesis import HealthCheck, given, settings
@@ -585,11 +578,11 @@ def time_limit(seconds: int) -> Iterator[None]:
 
 def test_every_pattern_runs_in_linear_time_on_adversarial_lines() -> None:
     cases = [
-        (pl._ANSI, "\x1b[" + "0" * MB, None),
-        (pl._ANSI, "\x1b[" + "0" * MB + "m", 0),
-        (pl._TIMESTAMP, "2026-" + "1" * MB, None),
-        (pl._XDIST_PREFIX, "[gw" + "1" * MB, None),
-        (pl._XDIST_PLATFORM, "[gw0] " + "a" * MB + " -- Pytho", None),
+        (reports._ANSI, "\x1b[" + "0" * MB, None),
+        (reports._ANSI, "\x1b[" + "0" * MB + "m", 0),
+        (reports._TIMESTAMP, "2026-" + "1" * MB, None),
+        (reports._XDIST_PREFIX, "[gw" + "1" * MB, None),
+        (reports._XDIST_PLATFORM, "[gw0] " + "a" * MB + " -- Pytho", None),
         (pl._LOCATION, "x:" + "1" * MB, None),
         (pl._LOCATION, "x" + ":1" * (MB // 2), 0),
         (pl._LOCATION, "<" + "a" * MB, None),
@@ -618,7 +611,7 @@ def test_every_pattern_runs_in_linear_time_on_adversarial_lines() -> None:
             match = pattern.match(text)
             assert (None if match is None else match.start()) == found, pattern.pattern
         # The patterns tried at every position (`sub`, `finditer`) on a megabyte.
-        assert pl._ANSI.sub("", ("\x1b[" + "0" * 1000) * (MB // 1000)) == ("\x1b[" + "0" * 1000) * (
+        assert reports._ANSI.sub("", ("\x1b[" + "0" * 1000) * (MB // 1000)) == ("\x1b[" + "0" * 1000) * (
             MB // 1000
         )
         assert list(pl._STATUS_WORD.finditer(" PASSE" * (MB // 6))) == []
@@ -629,13 +622,17 @@ def test_the_parsers_run_in_linear_time_with_the_right_result() -> None:
         # `-v` status lines that almost end a status many times over.
         assert parse_outcomes("a::b" + " PASSED (x)" * (MB // 11) + "y\n") == []
         line = "tests/t.py::test_x PASSED (x)" + " PASSED (x)" * (MB // 11)
-        assert parse_outcomes(line + "\n") == [pl.TestOutcome("tests/t.py::test_x", "passed")]
+        assert parse_outcomes(line + "\n") == [reports.TestOutcome("tests/t.py::test_x", "passed")]
         # Brackets that never balance, progress prefixes, a long run of blanks.
         assert parse_outcomes("FAILED a::b[" + "]" * MB + "\n") == [
-            pl.TestOutcome("a::b[" + "]" * MB, "failed", "")
+            reports.TestOutcome("a::b[" + "]" * MB, "failed", "")
         ]
-        assert parse_outcomes("[ 1%] " * (MB // 6) + "FAILED a::b\n") == [pl.TestOutcome("a::b", "failed")]
-        assert parse_outcomes("a::b PASSED" + " " * MB + "[ 50%]\n") == [pl.TestOutcome("a::b", "passed")]
+        assert parse_outcomes("[ 1%] " * (MB // 6) + "FAILED a::b\n") == [
+            reports.TestOutcome("a::b", "failed")
+        ]
+        assert parse_outcomes("a::b PASSED" + " " * MB + "[ 50%]\n") == [
+            reports.TestOutcome("a::b", "passed")
+        ]
         # Rules, headers and separators of a megabyte.
         assert (
             parse_pytest_log(

@@ -12,8 +12,8 @@ import pytest
 from bugcontext import Limits, Workspace
 from bugcontext.core.limits import describe
 from bugcontext.job.sources import Repository, resolve_frames
-from bugcontext.job.sources.failure import FRAME_UNMATCHED, PATH_MAX, map_path
-from bugcontext.job.sources.pytest_log import parse_test_output
+from bugcontext.job.sources.paths import FRAME_UNMATCHED, PATH_MAX, map_path
+from bugcontext.job.sources.runs import parse_test_output
 
 
 def _traceback(*frames: tuple[str, int]) -> str:

@@ -22,7 +22,7 @@ from bugcontext import Workspace
 from bugcontext.job.sources import gather
 from bugcontext.job.sources.failure import FRAME_PAST_END, resolve_frames
 from bugcontext.job.sources.files import Repository
-from bugcontext.job.sources.pytest_log import failing_tests, parse_test_output, select_test
+from bugcontext.job.sources.runs import failing_tests, parse_test_output, select_test
 
 PAD = "".join(f"# line {i}\n" for i in range(1, 9))
 CALC = PAD + "def divide(a, b):\n    return a / b\n"

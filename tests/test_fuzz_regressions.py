@@ -9,13 +9,9 @@ from pathlib import Path
 import pytest
 from bugcontext.core.secrets import Secret, find_secrets, redact
 from bugcontext.job.sources.files import Repository
-from bugcontext.job.sources.pytest_log import (
-    Frame,
-    LogFormatError,
-    parse_junit_xml,
-    parse_pytest_log,
-    parse_test_output,
-)
+from bugcontext.job.sources.pytest_log import parse_pytest_log
+from bugcontext.job.sources.reports import Frame, LogFormatError
+from bugcontext.job.sources.runs import parse_junit_xml, parse_test_output
 
 TRACEBACK = """\
 Traceback (most recent call last):

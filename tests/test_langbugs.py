@@ -21,7 +21,7 @@ from bugcontext.evaluation.langbugs import (
 )
 from bugcontext.evaluation.realbugs import PreparationError
 from bugcontext.job.sources.logs import detect_format, parse_log
-from bugcontext.job.sources.pytest_log import parse_junit_xml
+from bugcontext.job.sources.runs import parse_junit_xml
 
 CASES: list[dict[str, Any]] = json.loads(DEFAULT_LANG_CASES.read_text(encoding="utf-8"))
 

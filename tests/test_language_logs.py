@@ -16,7 +16,7 @@ from bugcontext.job.sources.failure import is_test_file
 from bugcontext.job.sources.gather import gather
 from bugcontext.job.sources.logs import detect_format, parse_log
 from bugcontext.job.sources.logs._common import is_dependency_path, java_frame, node_frame
-from bugcontext.job.sources.pytest_log import parse_test_output
+from bugcontext.job.sources.runs import parse_test_output
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -1124,7 +1124,7 @@ def test_the_mcp_tool_reads_any_runner_log_and_a_junit_report_alone() -> None:
 def test_a_failing_test_is_chosen_by_its_id_or_name_in_every_language(
     log: str, test: str, chosen: str
 ) -> None:
-    from bugcontext.job.sources.pytest_log import failing_tests, select_test
+    from bugcontext.job.sources.runs import failing_tests, select_test
 
     failures = parse_test_output((LOGS / log).read_text(encoding="utf-8"))
     found = select_test(failing_tests(failures), test)

@@ -16,21 +16,14 @@ pytest.importorskip("mcp")
 import bugcontext
 from bugcontext.core.secrets import SECRET_REDACTED
 from bugcontext.integrations.mcp_server import create_server
+from builders import ratios_log, ratios_repo
 from mcp import Client
 from mcp_types import TextContent
-from test_workspace import LIB, OTHER, TEST, _log
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "lib").mkdir(parents=True)
-    (root / "lib" / "__init__.py").write_text("", encoding="utf-8")
-    (root / "lib" / "ratios.py").write_text(LIB, encoding="utf-8")
-    (root / "lib" / "other.py").write_text(OTHER, encoding="utf-8")
-    (root / "tests").mkdir()
-    (root / "tests" / "test_ratios.py").write_text(TEST, encoding="utf-8")
-    return root
+    return ratios_repo(tmp_path)
 
 
 def _text(result: Any) -> str:
@@ -43,10 +36,13 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
         cache_dir=tmp_path / "cache", roots=[tmp_path], allow_run=True, python=sys.executable
     )
     log_file = tmp_path / "failing.log"
-    log_file.write_text(_log(), encoding="utf-8")
-    expected = bugcontext.Workspace(repo, cache=False).context(_log(), budget=700)
+    log_file.write_text(ratios_log(), encoding="utf-8")
+    expected = bugcontext.Workspace(repo, cache=False).context(ratios_log(), budget=700)
     expected_tokens = bugcontext.Workspace(repo, cache=False).context(
-        _log(), test="tests/test_ratios.py::test_other", budget=90, cost={"unit": "tokens", "template": "xml"}
+        ratios_log(),
+        test="tests/test_ratios.py::test_other",
+        budget=90,
+        cost={"unit": "tokens", "template": "xml"},
     )
     build_input = {
         "candidates": [
@@ -68,7 +64,7 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
             assert tools == {"context_for_failure", "build"}
 
             first = await client.call_tool(
-                "context_for_failure", {"repository": str(repo), "test_log": _log(), "budget": 700}
+                "context_for_failure", {"repository": str(repo), "test_log": ratios_log(), "budget": 700}
             )
             assert not first.is_error, first
             assert _text(first) == expected.section
@@ -127,7 +123,7 @@ def test_tools_over_the_sdk_client(repo: Path, tmp_path: Path) -> None:
             bad = await client.call_tool("context_for_failure", {"repository": str(repo)})
             assert bad.is_error and "give test_log" in _text(bad)
             missing = await client.call_tool(
-                "context_for_failure", {"repository": str(tmp_path / "nowhere"), "test_log": _log()}
+                "context_for_failure", {"repository": str(tmp_path / "nowhere"), "test_log": ratios_log()}
             )
             # The reason, never the server's absolute path.
             assert missing.is_error
@@ -149,7 +145,7 @@ def test_the_servers_limits_bound_every_tool_call(repo: Path, tmp_path: Path) ->
         cache=False, limits=bugcontext.Limits(max_candidates=1, max_log_bytes=100), roots=[tmp_path]
     )
     log_file = tmp_path / "failing.log"
-    log_file.write_text(_log(), encoding="utf-8")
+    log_file.write_text(ratios_log(), encoding="utf-8")
     two = {
         "candidates": [
             {"path": f"{name}.py", "start": 1, "end": 1, "content": "x\n", "reason": "search", "score": 1}
@@ -208,8 +204,8 @@ def test_a_path_outside_the_roots_is_refused_without_saying_whether_it_exists(
 ) -> None:
     server = create_server(cache=False, roots=[repo])
     outside = tmp_path / "outside.log"
-    outside.write_text(_log(), encoding="utf-8")
-    (repo / "failing.log").write_text(_log(), encoding="utf-8")
+    outside.write_text(ratios_log(), encoding="utf-8")
+    (repo / "failing.log").write_text(ratios_log(), encoding="utf-8")
     candidates = [
         str(outside),  # exists
         str(tmp_path / "missing.log"),  # does not
@@ -224,8 +220,8 @@ def test_a_path_outside_the_roots_is_refused_without_saying_whether_it_exists(
     results = _calls(
         server,
         *(_context(repo, log_file=path) for path in candidates),
-        *(_context(repo, test_log=_log(), junit_file=path) for path in candidates),
-        *(_context(Path(path), test_log=_log()) for path in (tmp_path, tmp_path / "nowhere", "/")),
+        *(_context(repo, test_log=ratios_log(), junit_file=path) for path in candidates),
+        *(_context(Path(path), test_log=ratios_log()) for path in (tmp_path, tmp_path / "nowhere", "/")),
         _context(repo, log_file=str(repo / "failing.log")),
         _context(repo, log_file=str(repo / "missing.log")),
     )
@@ -249,14 +245,14 @@ def test_a_sibling_folder_with_the_roots_name_as_prefix_is_outside(repo: Path, t
     evil = tmp_path / "repo-evil"
     (evil / "lib").mkdir(parents=True)
     (evil / "lib" / "ratios.py").write_text(bugcontext_lib(), encoding="utf-8")
-    (evil / "failing.log").write_text(_log(), encoding="utf-8")
+    (evil / "failing.log").write_text(ratios_log(), encoding="utf-8")
     # The root given with a trailing separator is the same root.
     server = create_server(cache=False, roots=[str(repo) + "/"])
     results = _calls(
         server,
         _context(repo, log_file=str(evil / "failing.log")),
-        _context(evil, test_log=_log()),
-        _context(repo, test_log=_log(), junit_file=str(evil / "failing.log")),
+        _context(evil, test_log=ratios_log()),
+        _context(repo, test_log=ratios_log(), junit_file=str(evil / "failing.log")),
     )
     assert [_error(r) for r in results] == [
         ERROR + f"log_file: {OUTSIDE}",
@@ -266,7 +262,7 @@ def test_a_sibling_folder_with_the_roots_name_as_prefix_is_outside(repo: Path, t
 
 
 def bugcontext_lib() -> str:
-    from test_workspace import LIB as lib
+    from builders import LIB as lib
 
     return lib
 
@@ -274,11 +270,11 @@ def bugcontext_lib() -> str:
 def test_a_link_inside_a_root_pointing_out_is_refused(repo: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     (outside / "lib").mkdir(parents=True)
-    (outside / "secret.log").write_text(_log(), encoding="utf-8")
+    (outside / "secret.log").write_text(ratios_log(), encoding="utf-8")
     (repo / "escape.log").symlink_to(outside / "secret.log")
     (repo / "escape_dir").symlink_to(outside)
     (repo / "loop.log").symlink_to(repo / "loop.log")
-    (repo / "failing.log").write_text(_log(), encoding="utf-8")
+    (repo / "failing.log").write_text(ratios_log(), encoding="utf-8")
     (repo / "inside.log").symlink_to(repo / "failing.log")  # a link that stays inside is followed
     linked_root = tmp_path / "linked-root"
     linked_root.symlink_to(repo)
@@ -287,8 +283,8 @@ def test_a_link_inside_a_root_pointing_out_is_refused(repo: Path, tmp_path: Path
         server,
         _context(repo, log_file=str(repo / "escape.log")),
         _context(repo, log_file=str(repo / "escape_dir" / "secret.log")),
-        _context(repo / "escape_dir", test_log=_log()),
-        _context(repo, test_log=_log(), junit_file=str(repo / "escape.log")),
+        _context(repo / "escape_dir", test_log=ratios_log()),
+        _context(repo, test_log=ratios_log(), junit_file=str(repo / "escape.log")),
         _context(repo, log_file=str(repo / "loop.log")),
         _context(repo, log_file=str(repo / "inside.log")),
         _context(linked_root, log_file=str(linked_root / "inside.log")),
@@ -318,12 +314,12 @@ def test_only_regular_files_are_read_and_a_pipe_never_blocks(repo: Path, tmp_pat
     results = _calls(
         server,
         *(_context(repo, log_file=str(pipe)) for _ in range(50)),
-        _context(repo, test_log=_log(), junit_file=str(pipe)),
+        _context(repo, test_log=ratios_log(), junit_file=str(pipe)),
         _context(repo, log_file=str(repo / "lib")),
-        _context(repo, test_log=_log(), junit_file=str(repo)),
+        _context(repo, test_log=ratios_log(), junit_file=str(repo)),
         _context(repo, log_file="/dev/zero"),
         _context(repo, log_file="/dev/null"),
-        _context(repo, test_log=_log(), junit_file="/dev/urandom"),
+        _context(repo, test_log=ratios_log(), junit_file="/dev/urandom"),
     )
     assert time.monotonic() - started < 30
     assert [_error(r) for r in results] == [
@@ -347,7 +343,7 @@ def test_only_regular_files_are_read_and_a_pipe_never_blocks(repo: Path, tmp_pat
             async with anyio.create_task_group() as group:
                 for _ in range(60):
                     group.start_soon(one)
-            found.append(await client.call_tool(*_context(repo, test_log=_log())))
+            found.append(await client.call_tool(*_context(repo, test_log=ratios_log())))
         return found
 
     *piped, ok = anyio.run(at_once)
@@ -359,7 +355,7 @@ def test_only_regular_files_are_read_and_a_pipe_never_blocks(repo: Path, tmp_pat
 
 def test_an_oversized_log_or_report_is_refused_before_it_is_read(repo: Path) -> None:
     log = repo / "failing.log"
-    log.write_text(_log(), encoding="utf-8")
+    log.write_text(ratios_log(), encoding="utf-8")
     size = log.stat().st_size
     server = create_server(
         cache=False, roots=[repo], limits=bugcontext.Limits(max_log_bytes=100, max_junit_bytes=10)
@@ -389,12 +385,12 @@ tests/test_ratios.py:9: AssertionError</failure></testcase></testsuite></testsui
 def test_a_junit_report_file_inside_the_roots_is_read(repo: Path) -> None:
     report = repo / "junit.xml"
     report.write_text(JUNIT, encoding="utf-8")
-    expected = bugcontext.Workspace(repo, cache=False).context(_log(), junit_xml=JUNIT, budget=800)
+    expected = bugcontext.Workspace(repo, cache=False).context(ratios_log(), junit_xml=JUNIT, budget=800)
     server = create_server(cache=False, roots=[repo])
     from_file, from_text = _calls(
         server,
-        _context(repo, test_log=_log(), junit_file=str(report), budget=800),
-        _context(repo, test_log=_log(), junit_xml=JUNIT, budget=800),
+        _context(repo, test_log=ratios_log(), junit_file=str(report), budget=800),
+        _context(repo, test_log=ratios_log(), junit_xml=JUNIT, budget=800),
     )
     assert not from_file.is_error, from_file
     for key in ("section", "result", "report", "redacted"):
@@ -554,7 +550,7 @@ def test_every_result_and_error_passes_the_secret_screen(repo: Path) -> None:
         ("build", {"input": build_input}),
         _context(repo, test=f"@{TOKEN}"),
         _context(repo, log_file=str(repo / f"{TOKEN}.log")),
-        _context(repo, test_log=_log(), budget=TOKEN),
+        _context(repo, test_log=ratios_log(), budget=TOKEN),
     )
     result = bugcontext.build(build_input)
     section = bugcontext.core.composer.render_markdown(result)
@@ -646,12 +642,12 @@ def test_the_clients_roots_narrow_the_servers_roots(repo: Path, tmp_path: Path) 
     import mcp_types
 
     outer = tmp_path / "failing.log"
-    outer.write_text(_log(), encoding="utf-8")
+    outer.write_text(ratios_log(), encoding="utf-8")
     inner = repo / "failing.log"
-    inner.write_text(_log(), encoding="utf-8")
+    inner.write_text(ratios_log(), encoding="utf-8")
     spaced = repo / "my logs"
     spaced.mkdir()
-    (spaced / "failing.log").write_text(_log(), encoding="utf-8")
+    (spaced / "failing.log").write_text(ratios_log(), encoding="utf-8")
 
     def client_roots(*folders: Path | str) -> Any:
         async def callback(context: Any) -> mcp_types.ListRootsResult:
@@ -810,7 +806,7 @@ def test_a_file_replaced_by_a_link_after_the_check_is_refused(
     from bugcontext.integrations import mcp_server
 
     log = repo / "failing.log"
-    log.write_text(_log(), encoding="utf-8")
+    log.write_text(ratios_log(), encoding="utf-8")
     with open(log, "rb") as handle:  # on Linux, the path of an open file
         assert mcp_server._opened_path(handle.fileno()) == log.resolve()
     monkeypatch.setattr(mcp_server, "_opened_path", lambda fd: tmp_path / "elsewhere.log")
@@ -822,8 +818,8 @@ def test_a_file_replaced_by_a_link_after_the_check_is_refused(
 def test_a_call_made_in_process_without_a_client_has_the_servers_roots(repo: Path, tmp_path: Path) -> None:
     from mcp.server.mcpserver.exceptions import ToolError
 
-    (repo / "failing.log").write_text(_log(), encoding="utf-8")
-    (tmp_path / "outside.log").write_text(_log(), encoding="utf-8")
+    (repo / "failing.log").write_text(ratios_log(), encoding="utf-8")
+    (tmp_path / "outside.log").write_text(ratios_log(), encoding="utf-8")
     server = create_server(cache=False, roots=[repo])
 
     async def direct() -> Any:
@@ -888,7 +884,7 @@ def test_calls_past_their_time_limit_leave_the_server_its_workers(
         async with Client(server) as client:
 
             async def one() -> None:
-                found.append(await client.call_tool(*_context(repo, test_log=_log())))
+                found.append(await client.call_tool(*_context(repo, test_log=ratios_log())))
 
             started = time.monotonic()
             async with anyio.create_task_group() as group:
@@ -897,7 +893,7 @@ def test_calls_past_their_time_limit_leave_the_server_its_workers(
             slow_done = time.monotonic() - started
             release.set()
             started = time.monotonic()
-            after = await client.call_tool(*_context(repo, test_log=_log()))
+            after = await client.call_tool(*_context(repo, test_log=ratios_log()))
             return found, after, slow_done, time.monotonic() - started
 
     try:
@@ -939,7 +935,7 @@ def test_unknown_arguments_are_refused_with_the_known_ones(repo: Path) -> None:
     typo, many = _calls(
         server,
         ("build", {"input": {"candidates": [], "max_chars": 10}, "engnie": "reference"}),
-        _context(repo, test_log=_log(), **{f"x{i}": i for i in range(12)}),
+        _context(repo, test_log=ratios_log(), **{f"x{i}": i for i in range(12)}),
     )
     assert _error(typo) == (
         "Error executing tool build: unknown argument engnie (the tool takes input, engine)"
@@ -961,12 +957,12 @@ def test_the_clients_roots_are_capped(repo: Path) -> None:
         return callback
 
     server = create_server(cache=False, roots=[repo], limits=bugcontext.Limits(mcp_client_roots=3))
-    (refused,) = _calls(server, _context(repo, test_log=_log()), list_roots_callback=listing(4))
+    (refused,) = _calls(server, _context(repo, test_log=ratios_log()), list_roots_callback=listing(4))
     assert _error(refused) == (
         ERROR + "input field 'roots': the client's list of roots is 4 roots, "
         "over the limit mcp_client_roots = 3 roots"
     )
-    (served,) = _calls(server, _context(repo, test_log=_log()), list_roots_callback=listing(3))
+    (served,) = _calls(server, _context(repo, test_log=ratios_log()), list_roots_callback=listing(3))
     assert not served.is_error, served
 
 
@@ -981,7 +977,9 @@ def test_the_clients_roots_request_is_under_the_calls_time_limit(repo: Path) -> 
     server = create_server(cache=False, roots=[repo], limits=bugcontext.Limits(mcp_call_seconds=1))
     # Were the roots request outside the limit, the call would succeed once they came.
     # The initialize handshake: the server asks for the roots (roots/list) and waits.
-    (slow,) = _calls(server, _context(repo, test_log=_log()), list_roots_callback=stalled, mode="legacy")
+    (slow,) = _calls(
+        server, _context(repo, test_log=ratios_log()), list_roots_callback=stalled, mode="legacy"
+    )
     assert _error(slow) == (
         ERROR + "the call took more than 1 seconds, over the limit mcp_call_seconds = 1 seconds"
     )
@@ -1055,7 +1053,9 @@ def test_a_call_given_up_on_lets_go_of_its_workspace(repo: Path, monkeypatch: py
     monkeypatch.setattr(workspace_module.Workspace, "_refresh", refresh)
     server = create_server(cache=False, roots=[repo], limits=bugcontext.Limits(mcp_call_seconds=3))
     try:
-        given_up, served = _calls(server, _context(repo, test_log=_log()), _context(repo, test_log=_log()))
+        given_up, served = _calls(
+            server, _context(repo, test_log=ratios_log()), _context(repo, test_log=ratios_log())
+        )
     finally:
         release.set()
     assert _error(given_up) == (
@@ -1157,9 +1157,9 @@ def test_the_server_keeps_at_most_mcp_workspaces_workspaces(
     # Every folder is a repository of its own: lib, then tests, then lib again.
     results = _calls(
         server,
-        _context(repo / "lib", test_log=_log()),
-        _context(repo / "tests", test_log=_log()),
-        _context(repo / "lib", test_log=_log()),
+        _context(repo / "lib", test_log=ratios_log()),
+        _context(repo / "tests", test_log=ratios_log()),
+        _context(repo / "lib", test_log=ratios_log()),
     )
     assert [r.is_error for r in results] == [False, False, False]
     root = repo.resolve()

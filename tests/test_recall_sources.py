@@ -29,7 +29,7 @@ from bugcontext.job.sources.issue import (
     issue_windows,
 )
 from bugcontext.job.sources.languages import LANGUAGES, load
-from bugcontext.job.sources.pytest_log import Frame
+from bugcontext.job.sources.reports import Frame
 
 pytestmark = pytest.mark.skipif(
     any(load(name) is None for name in LANGUAGES), reason="tree-sitter grammars are not installed"

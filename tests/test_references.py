@@ -14,7 +14,6 @@ from bugcontext.job.sources import Repository, SymbolIndex, names_on_line, refer
 from bugcontext.job.sources.failure import ProjectFrame
 from bugcontext.job.sources.files import node_span
 from bugcontext.job.sources.languages import LANGUAGES, language_for, load
-from bugcontext.job.sources.pytest_log import Frame
 from bugcontext.job.sources.references import (
     CALLEE_WEIGHT,
     IMPORT_WEIGHT,
@@ -22,6 +21,7 @@ from bugcontext.job.sources.references import (
     Evidence,
     reference_evidence,
 )
+from bugcontext.job.sources.reports import Frame
 from bugcontext.job.sources.symbols import Definition, Import
 
 ROOT = Path(__file__).resolve().parent.parent

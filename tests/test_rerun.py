@@ -14,7 +14,8 @@ import pytest
 from bugcontext.core.errors import InvalidInputError
 from bugcontext.core.limits import Limits
 from bugcontext.integrations.cli import main
-from bugcontext.job.sources.rerun import TRACER_DIR, rerun, rerun_for_log, rerun_python
+from bugcontext.job.sources.rerun import TRACER_DIR, rerun, rerun_python
+from bugcontext.job.sources.reruns import rerun_for_log
 
 CALC = textwrap.dedent(
     """\

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from bugcontext.job.sources import search
 from bugcontext.job.sources.files import Repository
-from bugcontext.job.sources.pytest_log import Frame, TestFailure, parse_pytest_log
+from bugcontext.job.sources.pytest_log import parse_pytest_log
+from bugcontext.job.sources.reports import Frame, TestFailure
 from bugcontext.job.sources.search import (
     CHUNK_LINES,
     QUERY_WEIGHTS,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from bugcontext import Workspace
 from bugcontext.integrations.cli import main
-from bugcontext.job.sources.pytest_log import (
+from bugcontext.job.sources.runs import (
     FailingTest,
     UnknownTestError,
     failing_tests,

@@ -12,8 +12,8 @@ import bugcontext
 import pytest
 from bugcontext.core.limits import DEFAULT_LIMITS
 from bugcontext.integrations.cli import main
-from bugcontext.job.sources.pytest_log import failing_tests, parse_test_output
-from bugcontext.job.sources.rerun import rerun_for_log
+from bugcontext.job.sources.reruns import rerun_for_log
+from bugcontext.job.sources.runs import failing_tests, parse_test_output
 from bugcontext.job.sources.toolchain_rerun import toolchain_tests
 
 DATA = Path(__file__).parent / "data" / "langs"

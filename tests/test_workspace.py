@@ -19,90 +19,14 @@ from bugcontext.integrations.cli import main
 from bugcontext.job import workspace as workspace_module
 from bugcontext.job.sources import Repository, gather
 from bugcontext.job.sources.symbols import SymbolIndex
+from builders import LIB, OTHER, ratios_log, ratios_repo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-LIB = """\
-def parse_ratio(text):
-    num, den = text.split("/")
-    return int(num) / int(den)
-
-
-def mean_ratio(items):
-    return sum(parse_ratio(i) for i in items) / len(items)
-"""
-
-OTHER = '''\
-def unrelated(value):
-    """Nothing to do with ratios."""
-    return value * 2
-'''
-
-
-def _log(test: str = "tests/test_ratios.py::test_mean_ratio") -> str:
-    return f"""\
-=================================== FAILURES ===================================
-_______________________________ test_mean_ratio ________________________________
-
-    def test_mean_ratio():
->       assert mean_ratio(["1/2", "3/0"]) == 0.25
-
-tests/test_ratios.py:5:
-_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
-
-items = ['1/2', '3/0']
-
-    def mean_ratio(items):
->       return sum(parse_ratio(i) for i in items) / len(items)
-
-lib/ratios.py:7:
-_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
-
-text = '3/0'
-
-    def parse_ratio(text):
-        num, den = text.split("/")
->       return int(num) / int(den)
-E       ZeroDivisionError: division by zero
-
-lib/ratios.py:3: ZeroDivisionError
-___________________________________ test_other ___________________________________
-
-    def test_other():
->       assert unrelated(2) == 5
-E       assert 4 == 5
-E        +  where 4 = unrelated(2)
-
-tests/test_ratios.py:9: AssertionError
-=========================== short test summary info ============================
-FAILED {test} - ZeroDivisionError: division by zero
-FAILED tests/test_ratios.py::test_other - assert 4 == 5
-"""
-
-
-TEST = """\
-from lib.ratios import mean_ratio
-from lib.other import unrelated
-
-def test_mean_ratio():
-    assert mean_ratio(["1/2", "3/0"]) == 0.25
-
-
-def test_other():
-    assert unrelated(2) == 5
-"""
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "lib").mkdir(parents=True)
-    (root / "lib" / "__init__.py").write_text("", encoding="utf-8")
-    (root / "lib" / "ratios.py").write_text(LIB, encoding="utf-8")
-    (root / "lib" / "other.py").write_text(OTHER, encoding="utf-8")
-    (root / "tests").mkdir()
-    (root / "tests" / "test_ratios.py").write_text(TEST, encoding="utf-8")
-    return root
+    return ratios_repo(tmp_path)
 
 
 def _spent(result: bugcontext.ContextResult) -> int:
@@ -138,7 +62,7 @@ def _plain(root: Path, log: str, budget: int, cost: dict[str, Any]) -> bugcontex
 
 def test_context_is_the_job_without_a_workspace(repo: Path, tmp_path: Path) -> None:
     ws = Workspace(repo, cache_dir=tmp_path / "cache")
-    result = ws.context(_log(), budget=900)
+    result = ws.context(ratios_log(), budget=900)
     assert isinstance(result, ContextResult)
     # The default cost is the rendered Markdown section, so the section is within the budget.
     assert result.result.cost.to_dict() == bugcontext.Cost.parse({"template": "markdown"}).to_dict()
@@ -149,7 +73,7 @@ def test_context_is_the_job_without_a_workspace(repo: Path, tmp_path: Path) -> N
     assert result.used == result.result.used + sum(b.cost for b in result.failure_blocks)
     assert (
         result.result.to_dict()
-        == _plain(repo, _log(), result.result.budget, {"template": "markdown"}).to_dict()
+        == _plain(repo, ratios_log(), result.result.budget, {"template": "markdown"}).to_dict()
     )
     assert result.failure is not None and result.failure.name == "test_mean_ratio"
     assert [f.name for f in result.failures] == ["test_mean_ratio", "test_other"]
@@ -198,13 +122,15 @@ def test_context_is_the_job_without_a_workspace(repo: Path, tmp_path: Path) -> N
         "policy_redacted": [],
     }
     # The one-call form gives the same.
-    once = bugcontext.context(repo, _log(), budget=900, cache_dir=tmp_path / "cache")
+    once = bugcontext.context(repo, ratios_log(), budget=900, cache_dir=tmp_path / "cache")
     assert once.result.to_dict() == result.result.to_dict()
     # Tokens and another template.
-    tokens = ws.context(_log(), budget=120, cost={"unit": "tokens", "template": "xml"}, engine="reference")
+    tokens = ws.context(
+        ratios_log(), budget=120, cost={"unit": "tokens", "template": "xml"}, engine="reference"
+    )
     assert (
         tokens.result.to_dict()
-        == _plain(repo, _log(), tokens.result.budget, {"unit": "tokens", "template": "xml"}).to_dict()
+        == _plain(repo, ratios_log(), tokens.result.budget, {"unit": "tokens", "template": "xml"}).to_dict()
     )
     counter = bugcontext.TokenCounter("o200k_base")
     assert counter.count_one(tokens.section) == tokens.used <= 120
@@ -212,18 +138,18 @@ def test_context_is_the_job_without_a_workspace(repo: Path, tmp_path: Path) -> N
 
 def test_test_chooses_the_failure(repo: Path) -> None:
     ws = Workspace(repo, cache=False)
-    other = ws.context(_log(), test="tests/test_ratios.py::test_other", budget=2000)
+    other = ws.context(ratios_log(), test="tests/test_ratios.py::test_other", budget=2000)
     assert other.failure is not None and other.failure.name == "test_other"
     assert other.failure_file == "tests/test_ratios.py"
-    assert ws.context(_log(), test="test_other", budget=2000).failure == other.failure
+    assert ws.context(ratios_log(), test="test_other", budget=2000).failure == other.failure
     with pytest.raises(LookupError, match="test_nothing"):
-        ws.context(_log(), test="test_nothing", budget=2000)
+        ws.context(ratios_log(), test="test_nothing", budget=2000)
 
 
 def test_only_changed_files_are_read_again(repo: Path, tmp_path: Path) -> None:
     ws = Workspace(repo, cache_dir=tmp_path / "cache")
-    first = ws.context(_log(), budget=4000)
-    again = ws.context(_log(), budget=4000)
+    first = ws.context(ratios_log(), budget=4000)
+    again = ws.context(ratios_log(), budget=4000)
     assert again.reread == ()
     assert again.result.to_dict() == first.result.to_dict()
     # Touching a file without changing it: read again (its stat changed), nothing re-derived.
@@ -238,11 +164,11 @@ def test_only_changed_files_are_read_again(repo: Path, tmp_path: Path) -> None:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(workspace_module, "_doc", counting)
-        touched = ws.context(_log(), budget=4000)
+        touched = ws.context(ratios_log(), budget=4000)
         assert touched.reread == ("lib/other.py",) and derived == []
         # One edited file is derived again alone, and the context shows the edit.
         (repo / "lib" / "ratios.py").write_text(LIB.replace("int(den)", "int(den)  # den may be 0"))
-        edited = ws.context(_log(), budget=4000)
+        edited = ws.context(ratios_log(), budget=4000)
     assert edited.reread == ("lib/ratios.py",) and derived == ["lib/ratios.py"]
     # Only the current content of a file stays in memory.
     current = ("lib/ratios.py", ws._digest("lib/ratios.py"))
@@ -250,15 +176,15 @@ def test_only_changed_files_are_read_again(repo: Path, tmp_path: Path) -> None:
     assert any("# den may be 0" in item.content for item in edited.result.items)
     assert (
         edited.result.to_dict()
-        == _plain(repo, _log(), 4000 - _spent(edited), {"template": "markdown"}).to_dict()
+        == _plain(repo, ratios_log(), 4000 - _spent(edited), {"template": "markdown"}).to_dict()
     )
     # A removed file leaves the index.
     (repo / "lib" / "other.py").unlink()
-    removed = ws.context(_log(), budget=4000)
+    removed = ws.context(ratios_log(), budget=4000)
     assert all(item.path != "lib/other.py" for item in removed.result.items)
     assert (
         removed.result.to_dict()
-        == _plain(repo, _log(), 4000 - _spent(removed), {"template": "markdown"}).to_dict()
+        == _plain(repo, ratios_log(), 4000 - _spent(removed), {"template": "markdown"}).to_dict()
     )
 
 
@@ -273,11 +199,11 @@ def _no_derivation(mp: pytest.MonkeyPatch) -> None:
 
 def test_a_new_workspace_reuses_the_cache(repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    first = Workspace(repo, cache_dir=cache).context(_log(), budget=4000)
+    first = Workspace(repo, cache_dir=cache).context(ratios_log(), budget=4000)
     with pytest.MonkeyPatch.context() as mp:
         _no_derivation(mp)
         ws = Workspace(repo, cache_dir=cache)
-        warm = ws.context(_log(), budget=4000)
+        warm = ws.context(ratios_log(), budget=4000)
     assert ws.cache_path is not None and ws.cache_path.parent == cache
     assert warm.reread == ()
     assert warm.result.to_dict() == first.result.to_dict()
@@ -310,7 +236,7 @@ def test_default_cache_folder_is_under_the_user_cache(
 def test_a_damaged_or_foreign_cache_is_rebuilt(repo: Path, tmp_path: Path, damage: str) -> None:
     cache = tmp_path / "cache"
     ws = Workspace(repo, cache_dir=cache)
-    expected = ws.context(_log(), budget=4000).result.to_dict()
+    expected = ws.context(ratios_log(), budget=4000).result.to_dict()
     path = ws.cache_path
     assert path is not None
     ws.close()
@@ -330,12 +256,14 @@ def test_a_damaged_or_foreign_cache_is_rebuilt(repo: Path, tmp_path: Path, damag
                 db.execute("UPDATE stats SET digest = 'not a digest'")
         db.close()
     again = Workspace(repo, cache_dir=cache)
-    assert again.context(_log(), budget=4000).result.to_dict() == expected
+    assert again.context(ratios_log(), budget=4000).result.to_dict() == expected
     assert again.cache_path == path
     # And the rebuilt cache serves the next process.
     with pytest.MonkeyPatch.context() as mp:
         _no_derivation(mp)
-        assert Workspace(repo, cache_dir=cache).context(_log(), budget=4000).result.to_dict() == expected
+        assert (
+            Workspace(repo, cache_dir=cache).context(ratios_log(), budget=4000).result.to_dict() == expected
+        )
 
 
 def test_an_unusable_cache_folder_leaves_the_cache_off(repo: Path, tmp_path: Path) -> None:
@@ -344,20 +272,22 @@ def test_an_unusable_cache_folder_leaves_the_cache_off(repo: Path, tmp_path: Pat
     ws = Workspace(repo, cache_dir=blocker / "cache")
     assert ws.cache_path is None
     assert (
-        ws.context(_log(), budget=4000).result.to_dict()
-        == Workspace(repo, cache=False).context(_log(), budget=4000).result.to_dict()
+        ws.context(ratios_log(), budget=4000).result.to_dict()
+        == Workspace(repo, cache=False).context(ratios_log(), budget=4000).result.to_dict()
     )
 
 
 def test_workspaces_share_a_cache_concurrently(repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    expected = Workspace(repo, cache=False).context(_log(), budget=4000).result.to_dict()
+    expected = Workspace(repo, cache=False).context(ratios_log(), budget=4000).result.to_dict()
     results: list[dict[str, Any]] = []
     errors: list[BaseException] = []
 
     def run() -> None:
         try:
-            results.append(Workspace(repo, cache_dir=cache).context(_log(), budget=4000).result.to_dict())
+            results.append(
+                Workspace(repo, cache_dir=cache).context(ratios_log(), budget=4000).result.to_dict()
+            )
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -428,18 +358,18 @@ def test_progress_bar_on_standard_error(
 ) -> None:
     monkeypatch.setattr(workspace_module, "PROGRESS_FILES", 0)
     monkeypatch.setenv("FORCE_COLOR", "1")  # rich draws as on a terminal
-    shown = Workspace(repo, cache=False, progress=True).context(_log(), budget=4000)
+    shown = Workspace(repo, cache=False, progress=True).context(ratios_log(), budget=4000)
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "indexing 4 files" in captured.err
-    hidden = Workspace(repo, cache=False, progress=False).context(_log(), budget=4000)
+    hidden = Workspace(repo, cache=False, progress=False).context(ratios_log(), budget=4000)
     assert capsys.readouterr().err == ""
     assert shown.result.to_dict() == hidden.result.to_dict()
 
 
 def test_command_line_cache_options(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "failing.log"
-    log.write_text(_log(), encoding="utf-8")
+    log.write_text(ratios_log(), encoding="utf-8")
     base = ["context", "--repo", str(repo), "--pytest-log", str(log)]
     assert main([*base, "--no-cache", "--cache-dir", str(tmp_path / "unused")]) == 0
     uncached = capsys.readouterr().out

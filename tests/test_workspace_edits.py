@@ -19,16 +19,7 @@ from bugcontext.core.limits import Limits
 from bugcontext.job import _cache
 from bugcontext.job import workspace as workspace_module
 from bugcontext.job.sources.files import WINDOW_CHANGED
-
-LIB = """\
-def parse_ratio(text):
-    num, den = text.split("/")
-    return int(num) / int(den)
-
-
-def mean_ratio(items):
-    return sum(parse_ratio(i) for i in items) / len(items)
-"""
+from builders import LIB
 
 # The same size, another line 3.
 EDITED = LIB.replace("int(num) / int(den)", "int(den) / int(num)")

@@ -1,4 +1,4 @@
-"""Fuzz target: the JUnit XML reader (``bugcontext.job.sources.pytest_log.parse_junit_xml``).
+"""Fuzz target: the JUnit XML reader (``bugcontext.job.sources.runs.parse_junit_xml``).
 
 The input is a JUnit XML document as bytes. Invariants:
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import fuzz_main, instrumented
 
 with instrumented("defusedxml"):
-    from bugcontext.job.sources import pytest_log as pl
+    from bugcontext.job.sources import reports, runs
 
 from fuzz_pytest_log import _well_formed
 
@@ -57,12 +57,12 @@ def _statuses(data: bytes) -> list[str] | None:
 def check(data: bytes) -> None:
     """One document: the invariants in the module docstring."""
     try:
-        failures = pl.parse_junit_xml(data)
-    except pl.LogFormatError as exc:
+        failures = runs.parse_junit_xml(data)
+    except reports.LogFormatError as exc:
         assert str(exc).startswith("invalid JUnit XML: "), str(exc)
         try:
-            pl.parse_test_output("", junit_xml=data)
-        except pl.LogFormatError:
+            runs.parse_test_output("", junit_xml=data)
+        except reports.LogFormatError:
             return
         raise AssertionError("parse_test_output read a document parse_junit_xml refused") from None
     _well_formed(failures)
@@ -71,17 +71,17 @@ def check(data: bytes) -> None:
         statuses = _statuses(data)
         assert statuses is not None, "defusedxml read what the standard library refuses"
         assert [failure.status for failure in failures] == statuses
-    assert pl.parse_test_output("", junit_xml=data) == failures
-    if pl.is_junit_xml(data):
-        assert pl.parse_test_output(data) == failures
+    assert runs.parse_test_output("", junit_xml=data) == failures
+    if reports.is_junit_xml(data):
+        assert runs.parse_test_output(data) == failures
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return
     if not _ENCODING_DECL.match(data) and not text.startswith("\ufeff"):
         try:
-            again = pl.parse_junit_xml(text)
-        except pl.LogFormatError as exc:
+            again = runs.parse_junit_xml(text)
+        except reports.LogFormatError as exc:
             raise AssertionError(f"the document as str is refused: {exc}") from None
         assert again == failures, "the document as str reads differently"
 

@@ -29,6 +29,7 @@ from _common import fuzz_main, instrumented
 
 with instrumented():
     from bugcontext.job.sources import pytest_log as pl
+    from bugcontext.job.sources import reports, runs
 
 _MAX_LINE = 2**31 - 1
 _STAMP = "2024-05-01T10:00:00.1234567Z "
@@ -37,9 +38,9 @@ ORIGINS = ("pytest", "unittest", "junit", "traceback", "summary")
 ORIGINS += ("vitest", "jest", "mocha", "node-test", "tap", "go", "cargo", "java", "stack-trace")
 
 
-def _well_formed(failures: list[pl.TestFailure]) -> None:
+def _well_formed(failures: list[reports.TestFailure]) -> None:
     for failure in failures:
-        assert isinstance(failure, pl.TestFailure)
+        assert isinstance(failure, reports.TestFailure)
         assert failure.status in ("failed", "error"), failure.status
         assert failure.phase in (None, "collect", "setup", "call", "teardown"), failure.phase
         assert failure.origin in ORIGINS, failure.origin
@@ -57,12 +58,12 @@ def _well_formed(failures: list[pl.TestFailure]) -> None:
             assert 1 <= frame.line <= _MAX_LINE, frame
             assert frame.function is None or isinstance(frame.function, str)
         for frame in failure.beyond:  # past every file: kept apart, reported as past the end
-            assert frame.line == pl.BEYOND_LINE == _MAX_LINE + 1, frame
+            assert frame.line == reports.BEYOND_LINE == _MAX_LINE + 1, frame
             assert isinstance(frame.path, str) and frame.path and "\n" not in frame.path, frame
         assert len(set(failure.beyond)) == len(failure.beyond), failure.beyond
 
 
-def _parse(text: str) -> list[pl.TestFailure]:
+def _parse(text: str) -> list[reports.TestFailure]:
     failures = pl.parse_pytest_log(text)
     assert isinstance(failures, list)
     return failures
@@ -74,10 +75,10 @@ def check(data: bytes) -> None:
     failures = _parse(text)
     _well_formed(failures)
 
-    if pl.is_junit_xml(data):
+    if reports.is_junit_xml(data):
         try:
-            pl.parse_test_output(data)
-        except pl.LogFormatError:
+            runs.parse_test_output(data)
+        except reports.LogFormatError:
             pass
     else:
         # Any runner's log: the format told from the content (a pytest log reads as before).
@@ -85,7 +86,7 @@ def check(data: bytes) -> None:
 
         read = parse_log(text)
         _well_formed(read)
-        assert pl.parse_test_output(data) == read
+        assert runs.parse_test_output(data) == read
         if detect_format(text) == "python":
             # A Python log reads as before; one where the pytest reader finds no failure is
             # read for bare stack traces of any language (parse_log's documented fallback).
@@ -96,23 +97,23 @@ def check(data: bytes) -> None:
             assert parse_log(text.replace("\n", "\r\n")) == read, "CRLF line endings changed the failures"
     outcomes = pl.parse_outcomes(text)
     assert all(o.status in ("passed", "failed", "error", "skipped", "xfailed", "xpassed") for o in outcomes)
-    order = pl.summary_order(data)
+    order = runs.summary_order(data)
     assert len(set(order)) == len(order), order
 
-    tests = pl.failing_tests(failures, order)
+    tests = runs.failing_tests(failures, order)
     assert sum(1 + len(t.others) for t in tests) == len(failures)
     grouped = [id(f) for t in tests for f in (t.failure, *t.others)]
     assert sorted(grouped) == sorted(id(f) for f in failures)
-    assert pl.select_test(tests) is (tests[0] if tests else None)
+    assert runs.select_test(tests) is (tests[0] if tests else None)
     for test in tests:
         if test.test is not None:
-            chosen = pl.select_test(tests, test.test)
+            chosen = runs.select_test(tests, test.test)
             assert chosen is not None and test.test in (chosen.test, chosen.failure.test_id), (test, chosen)
 
     if "\r" not in text:
         assert _parse(text.replace("\n", "\r\n")) == failures, "CRLF line endings changed the failures"
         assert _parse(text.replace("\n", "\r")) == failures, "CR line endings changed the failures"
-    lines = pl.strip_ansi(text).splitlines()
+    lines = reports.strip_ansi(text).splitlines()
     if "\x1b" not in text and not any(line[:1].isdigit() for line in lines):
         stamped = "".join(_STAMP + line + "\n" for line in text.splitlines())
         assert _parse(stamped) == failures, "CI time stamps changed the failures"

@@ -183,13 +183,12 @@ def _cmd_rerank(args: argparse.Namespace) -> int:
         return 2
 
 
-def _rerank(args: argparse.Namespace) -> int:
-    try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise _UsageError("rerank needs pyarrow (pip install 'bugcontext[table]')") from None
+def _source_and_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The Parquet input of ``rerank`` and the options of its builds (:func:`build_table`),
+    after the arguments and the outputs are checked (before any work)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     if args.batch_rows < 1:
         raise _UsageError(f"--batch-rows must be >= 1, got {args.batch_rows}")
     # Before any work: no output over the input or the other output, none that cannot be written.
@@ -217,6 +216,17 @@ def _rerank(args: argparse.Namespace) -> int:
     }
     if args.group_by is not None and args.group_by not in source.schema_arrow.names:
         raise InvalidInputError(args.group_by, "is not a column of the table")
+    return source, options
+
+
+def _rerank(args: argparse.Namespace) -> int:
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet  # (read by _source_and_options)
+    except ImportError:
+        raise _UsageError("rerank needs pyarrow (pip install 'bugcontext[table]')") from None
+    source, options = _source_and_options(args)
 
     decisions_out = _Writer(args.out)
     try:

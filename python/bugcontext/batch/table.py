@@ -15,7 +15,7 @@ the differential tests hold the two equal. ``pyarrow`` is needed (imported on fi
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,8 @@ from bugcontext.core.limits import Limits, clamp_threads, cores, limit_error, re
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from bugcontext.core.types import BuildResult
 
 __all__ = ["CANDIDATE_COLUMNS", "TableResult", "build_table", "reference_build_table"]
 
@@ -496,16 +498,30 @@ def build_table(
     """
     args = _arguments(budget, group_by, failure_files, cost, threads)
     chosen = resolve(limits)
-    # None: rayon's pool of one thread per core, unless the limit is lower.
-    workers: int | None = clamp_threads(args.threads, chosen)
-    if args.threads is None and workers is not None and workers >= cores():
-        workers = None
+    workers = _workers(args.threads, chosen)
     data = _as_arrow(table)
     _check_schema(data.schema, args)
     import pyarrow as pa
 
+    decisions, groups = _native_build(data, args, chosen, workers)
+    return _with_keys(data, args, pa.table(decisions), pa.table(groups))
+
+
+def _workers(threads: int | None, chosen: Limits) -> int | None:
+    """The engine's worker threads for a request of ``threads`` (clamped to the limit).
+
+    None: rayon's pool of one thread per core, unless the limit is lower."""
+    workers: int | None = clamp_threads(threads, chosen)
+    if threads is None and workers is not None and workers >= cores():
+        workers = None
+    return workers
+
+
+def _native_build(data: Any, args: _Args, chosen: Limits, workers: int | None) -> tuple[Any, Any]:
+    """The engine's decisions and groups (Arrow data) for the table ``data``; a bad row is
+    raised as :func:`build_table` says (:func:`_raise`)."""
     try:
-        decisions, groups = _core.build_table(
+        return _core.build_table(
             data.select(_read_columns(args)),
             group_by=args.group_by,
             budget=clamp_u64(args.budget),
@@ -519,7 +535,6 @@ def build_table(
     except _RowError as err:
         _raise(data, args, err)
         raise  # unreachable: _raise always raises
-    return _with_keys(data, args, pa.table(decisions), pa.table(groups))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -550,7 +565,34 @@ def reference_build_table(
     n = data.num_rows
 
     # 1. Group keys: no null; groups in order of first appearance.
-    # A key cell that is not valid Arrow data counts as the first bad key from its row on.
+    groups, group_of, local_of = _reference_groups(data, args)
+
+    def fail(field: str, problem: str, row: int) -> InvalidCandidateError:
+        where = _key_suffix(data, args, row, local_of[row])
+        return InvalidCandidateError(field, problem + where, row)
+
+    # 2. The other string columns' Arrow data: the first bad cell in table order, then in the
+    # order path, content, reason, failing files.
+    _reference_check_strings(data, args, fail)
+    # 3. Group sizes.
+    for rows in groups:
+        if len(rows) > chosen.max_candidates:
+            err = limit_error("candidates", "max_candidates", "", len(rows), chosen.max_candidates)
+            raise _with_suffix(err, err.problem + _key_suffix(data, args, rows[0], None), None)
+
+    # 4. The budget and failing-files cells, in table order.
+    budgets, failing = _reference_group_cells(data, args, group_of, local_of, fail)
+    # 5. The builds; the first invalid row in table order is reported.
+    outcomes = _reference_builds(reference, data, args, chosen, groups, budgets, failing)
+    decisions, summary = _reference_decisions(n, outcomes)
+    return _with_keys(data, args, decisions, _groups_table(summary))
+
+
+def _reference_groups(data: Any, args: _Args) -> tuple[list[list[int]], list[int], list[int]]:
+    """The groups' rows (in order of first appearance), and per row its group and its row
+    within the group. Group keys: no null. A key cell that is not valid Arrow data counts as
+    the first bad key from its row on."""
+    n = data.num_rows
     members: dict[Any, list[int]] = {}
     if args.group_by is None:
         members[None] = list(range(n))
@@ -571,12 +613,14 @@ def reference_build_table(
         for local, row in enumerate(rows):
             group_of[row], local_of[row] = g, local
 
-    def fail(field: str, problem: str, row: int) -> InvalidCandidateError:
-        where = _key_suffix(data, args, row, local_of[row])
-        return InvalidCandidateError(field, problem + where, row)
+    return groups, group_of, local_of
 
-    # 2. The other string columns' Arrow data: the first bad cell in table order, then in the
-    # order path, content, reason, failing files.
+
+def _reference_check_strings(
+    data: Any, args: _Args, fail: Callable[[str, str, int], InvalidCandidateError]
+) -> None:
+    """The other string columns' Arrow data: raise for the first bad cell in table order,
+    then in the order path, content, reason, failing files."""
     string_columns = ["path", "content", "reason"]
     if args.failure_files is not None:
         string_columns.append(args.failure_files)
@@ -589,13 +633,17 @@ def reference_build_table(
         row, _, name, problem = min(found)
         raise fail(name, problem, row)
 
-    # 3. Group sizes.
-    for rows in groups:
-        if len(rows) > chosen.max_candidates:
-            err = limit_error("candidates", "max_candidates", "", len(rows), chosen.max_candidates)
-            raise _with_suffix(err, err.problem + _key_suffix(data, args, rows[0], None), None)
 
-    # 4. The budget and failing-files cells, in table order.
+def _reference_group_cells(
+    data: Any,
+    args: _Args,
+    group_of: list[int],
+    local_of: list[int],
+    fail: Callable[[str, str, int], InvalidCandidateError],
+) -> tuple[dict[int, tuple[int, int]], dict[int, list[str]]]:
+    """Per group, its budget (and the row within the group it was first read from) and its
+    failing files, from the budget and failing-files cells, checked in table order."""
+    n = data.num_rows
     budgets: dict[int, tuple[int, int]] = {}
     failing: dict[int, list[str]] = {}
     budget_cells = None if args.budget_column is None else data.column(args.budget_column).to_pylist()
@@ -628,8 +676,20 @@ def reference_build_table(
                     raise fail(name, f"item {j}: {exc}", row) from None
             if failing.setdefault(g, items) != items:
                 raise fail(name, "must be the same in every row of a group", row)
+    return budgets, failing
 
-    # 5. The builds; the first invalid row in table order is reported.
+
+def _reference_builds(
+    reference: Any,
+    data: Any,
+    args: _Args,
+    chosen: Limits,
+    groups: list[list[int]],
+    budgets: dict[int, tuple[int, int]],
+    failing: dict[int, list[str]],
+) -> list[tuple[list[int], BuildResult, list[int], int]]:
+    """Each group's build by the reference ``(rows, result, costs, budget)``; raises the
+    error of the first invalid row in table order."""
     builder = reference.ContextBuilder(cost=args.cost, limits=chosen)
     counter = builder.counter(args.cost)
     first_error: tuple[int, InvalidInputError] | None = None
@@ -665,7 +725,14 @@ def reference_build_table(
         outcomes.append((rows, result, costs, clamp_u64(group_budget)))
     if first_error is not None:
         raise first_error[1]
+    return outcomes
 
+
+def _reference_decisions(
+    n: int, outcomes: list[tuple[list[int], BuildResult, list[int], int]]
+) -> tuple[Any, dict[str, list[Any]]]:
+    """The decisions table of the builds' ``outcomes`` (one row per input row) and the
+    groups' summary columns."""
     index = [0] * n
     rank = [0] * n
     order: list[int | None] = [None] * n
@@ -708,7 +775,7 @@ def reference_build_table(
         summary["truncated"].append(result.truncated)
 
     decisions = _decisions_table(index, rank, order, omission, overlaps, cost_of)
-    return _with_keys(data, args, decisions, _groups_table(summary))
+    return decisions, summary
 
 
 def _decisions_table(

@@ -410,12 +410,27 @@ class ContextBuilder(BuilderBase):
         trace: TraceTarget | None = None,
         verify: Callable[[str], bytes | None] | None = None,
     ) -> BuildResult:
-        """Build the context; same contract as :meth:`bugcontext.ContextBuilder.build`."""
+        """Build the context; same contract as :meth:`bugcontext.ContextBuilder.build`.
+
+        The four steps of the module's documentation, in order: validate, rank, select, report.
+        """
         check_verify(verify)
         if trace is not None:
             return traced_build(self, input, trace, "reference", verify)
         candidates, budget, failure_files, cost = normalize_input(input, self.max_candidates, self.cost)
+        rows, fields = self._validated(candidates, verify)
         failing = {path: place for place, path in enumerate(failure_files)}
+        counter = self.counter(cost)
+        order, costs = _ranked(rows, fields, cost, counter, failing)
+        selection = _Selection(rows, costs, budget)
+        selection.run(order)
+        return _reported(rows, fields, selection, failure_files, failing, cost, budget, counter)
+
+    def _validated(
+        self, candidates: Sequence[object], verify: Callable[[str], bytes | None] | None
+    ) -> tuple[list[_Row], list[dict[str, Any]]]:
+        """1. Validate every candidate, in input order (all-or-nothing); with ``verify``, mark
+        each one the reader finds stale (:func:`stale`)."""
         rows, fields = self._read(candidates)
         if verify is not None:
             checked = stale(
@@ -429,110 +444,161 @@ class ContextBuilder(BuilderBase):
                 dataclasses.replace(row, stale=True) if bad else row
                 for row, bad in zip(rows, checked, strict=True)
             ]
+        return rows, fields
 
-        # Per failing file, its failure windows (reason "failure"), in input order.
-        evidence: list[list[int]] = [[] for _ in failure_files]
-        for i, row in enumerate(rows):
-            if row.path in failing and row.group == _FAILURE_GROUP:
-                evidence[failing[row.path]].append(i)
 
-        counter = self.counter(cost)
-        costs = [row.cost for row in rows]  # characters of the content
-        if cost.template is not None or counter is not None:
-            texts = [
-                _costed_text(row, item, cost, row.path in failing)
-                for row, item in zip(rows, fields, strict=True)
-            ]
-            costs = [len(text) for text in texts] if counter is None else counter.count(texts)
+def _ranked(
+    rows: list[_Row],
+    fields: list[dict[str, Any]],
+    cost: Cost,
+    counter: Any,
+    failing: dict[str, int],
+) -> tuple[list[int], list[int]]:
+    """2. Rank: the candidates (their input indices) in rank order, and each one's cost in the
+    cost's unit (characters of the content, or of its rendered block with a template)."""
+    costs = [row.cost for row in rows]  # characters of the content
+    if cost.template is not None or counter is not None:
+        texts = [
+            _costed_text(row, item, cost, row.path in failing) for row, item in zip(rows, fields, strict=True)
+        ]
+        costs = [len(text) for text in texts] if counter is None else counter.count(texts)
 
-        def key(i: int) -> tuple[int, float, int]:
-            # The failing files first, in their order; then reference, failure, search.
-            row = rows[i]
-            group = failing.get(row.path, len(failing) + row.group - 1)
-            return (group, -row.score, i)
+    def key(i: int) -> tuple[int, float, int]:
+        # The failing files first, in their order; then reference, failure, search.
+        row = rows[i]
+        group = failing.get(row.path, len(failing) + row.group - 1)
+        return (group, -row.score, i)
 
-        order = sorted(range(len(rows)), key=key)
+    return sorted(range(len(rows)), key=key), costs
 
+
+class _Selection:
+    """3. Select, in rank order, never stopping early: ``selected`` (input indices, in the
+    order selected) and their ``ranks``, the ``omitted`` candidates, the cost ``used``."""
+
+    def __init__(self, rows: list[_Row], costs: list[int], budget: int) -> None:
+        self.rows = rows
+        self.costs = costs
+        self.budget = budget
         # Per path, the selected windows (start, end, index) ordered by end. They are pairwise
         # disjoint, so this is also their order by start, and the first window ending at or
         # after a candidate's start is the hit with the smallest start, if any window is hit.
         # A sorted list keeps query and insertion logarithmic in any arrival order.
-        windows: dict[str, SortedKeyList[tuple[int, int, int], int]] = {}
-        selected: list[int] = []
-        ranks: list[int] = []
-        omitted: list[Omission] = []
-        used = 0
+        self.windows: dict[str, SortedKeyList[tuple[int, int, int], int]] = {}
+        self.selected: list[int] = []
+        self.ranks: list[int] = []
+        self.omitted: list[Omission] = []
+        self.used = 0
+
+    def run(self, order: list[int]) -> None:
+        """Decide every candidate of ``order`` (input indices in rank order)."""
+        rows = self.rows
         members: dict[int, list[tuple[int, int]]] = {}  # group id -> (rank, index), rank order
         for rank, i in enumerate(order):
             if rows[i].group_id >= 0:
                 members.setdefault(rows[i].group_id, []).append((rank, i))
-
-        def hit(i: int) -> int | None:
-            """The selected window with the smallest start that candidate ``i`` intersects."""
-            row = rows[i]
-            path_windows = windows.setdefault(row.path, SortedKeyList(key=_window_end))
-            at = path_windows.bisect_key_left(row.start)
-            first = path_windows[at] if at < len(path_windows) else None
-            return first[2] if first is not None and first[0] <= row.end else None
-
         for rank, i in enumerate(order):
             row = rows[i]
             if row.stale and row.group_id < 0:
-                omitted.append(Omission(i, rank, "stale"))
+                self.omitted.append(Omission(i, rank, "stale"))
                 continue
             if row.group_id < 0:
-                blocker = hit(i)
-                if blocker is not None:
-                    omitted.append(Omission(i, rank, "overlap", blocker))
-                elif used + costs[i] > budget:
-                    omitted.append(Omission(i, rank, "budget"))
-                else:
-                    windows[row.path].add((row.start, row.end, i))
-                    selected.append(i)
-                    ranks.append(rank)
-                    used += costs[i]
+                self.single(rank, i)
                 continue
             group = members.pop(row.group_id, None)
-            if group is None:  # decided with its best-ranked member
-                continue
-            placed: list[tuple[int, int]] = []
-            blocked: list[Omission] = []
-            cost_sum, culprit = 0, None
-            for r, m in group:
-                if rows[m].stale:
-                    blocked.append(Omission(m, r, "stale"))
-                    continue
-                blocker = hit(m)
-                if blocker is not None:
-                    blocked.append(Omission(m, r, "overlap", blocker))
-                    continue
-                windows[rows[m].path].add((rows[m].start, rows[m].end, m))
-                placed.append((r, m))
-                if culprit is None:
-                    if used + cost_sum + costs[m] > budget:
-                        culprit = m
-                    else:
-                        cost_sum += costs[m]
-            if culprit is None:
-                used += cost_sum
-                selected.extend(m for _, m in placed)
-                ranks.extend(r for r, _ in placed)
-                omitted.extend(blocked)
-            else:
-                for _, m in placed:
-                    windows[rows[m].path].remove((rows[m].start, rows[m].end, m))
-                omitted.extend(
-                    Omission(m, r, "stale") if rows[m].stale else Omission(m, r, "group", member=culprit)
-                    for r, m in group
-                )
-        omitted.sort(key=_omission_rank)
+            if group is not None:  # else decided with its best-ranked member
+                self.group(group)
+        self.omitted.sort(key=_omission_rank)
 
-        items = [Candidate(**fields[i]) for i in selected]
-        used_chars = sum(rows[i].cost for i in selected)
-        result = BuildResult(
-            items, selected, used_chars, bool(omitted), omitted, failure_files, cost, budget, used, ()
-        )
-        return finish(result, ranks, None if counter is None else counter.count_one, evidence)
+    def hit(self, i: int) -> int | None:
+        """The selected window with the smallest start that candidate ``i`` intersects."""
+        row = self.rows[i]
+        path_windows = self.windows.setdefault(row.path, SortedKeyList(key=_window_end))
+        at = path_windows.bisect_key_left(row.start)
+        first = path_windows[at] if at < len(path_windows) else None
+        return first[2] if first is not None and first[0] <= row.end else None
+
+    def single(self, rank: int, i: int) -> None:
+        """Decide candidate ``i`` (of no group) at ``rank``: overlap, budget, or selected."""
+        row = self.rows[i]
+        blocker = self.hit(i)
+        if blocker is not None:
+            self.omitted.append(Omission(i, rank, "overlap", blocker))
+        elif self.used + self.costs[i] > self.budget:
+            self.omitted.append(Omission(i, rank, "budget"))
+        else:
+            self.windows[row.path].add((row.start, row.end, i))
+            self.selected.append(i)
+            self.ranks.append(rank)
+            self.used += self.costs[i]
+
+    def group(self, group: list[tuple[int, int]]) -> None:
+        """Decide a group whole (its members ``(rank, index)`` in rank order)."""
+        rows = self.rows
+        placed: list[tuple[int, int]] = []
+        blocked: list[Omission] = []
+        cost_sum, culprit = 0, None
+        for r, m in group:
+            if rows[m].stale:
+                blocked.append(Omission(m, r, "stale"))
+                continue
+            blocker = self.hit(m)
+            if blocker is not None:
+                blocked.append(Omission(m, r, "overlap", blocker))
+                continue
+            self.windows[rows[m].path].add((rows[m].start, rows[m].end, m))
+            placed.append((r, m))
+            if culprit is None:
+                if self.used + cost_sum + self.costs[m] > self.budget:
+                    culprit = m
+                else:
+                    cost_sum += self.costs[m]
+        if culprit is None:
+            self.used += cost_sum
+            self.selected.extend(m for _, m in placed)
+            self.ranks.extend(r for r, _ in placed)
+            self.omitted.extend(blocked)
+        else:
+            for _, m in placed:
+                self.windows[rows[m].path].remove((rows[m].start, rows[m].end, m))
+            self.omitted.extend(
+                Omission(m, r, "stale") if rows[m].stale else Omission(m, r, "group", member=culprit)
+                for r, m in group
+            )
+
+
+def _reported(
+    rows: list[_Row],
+    fields: list[dict[str, Any]],
+    selection: _Selection,
+    failure_files: list[str],
+    failing: dict[str, int],
+    cost: Cost,
+    budget: int,
+    counter: Any,
+) -> BuildResult:
+    """4. Report: the result, its ``missing_critical`` failing files (:func:`finish`)."""
+    # Per failing file, its failure windows (reason "failure"), in input order.
+    evidence: list[list[int]] = [[] for _ in failure_files]
+    for i, row in enumerate(rows):
+        if row.path in failing and row.group == _FAILURE_GROUP:
+            evidence[failing[row.path]].append(i)
+    selected = selection.selected
+    items = [Candidate(**fields[i]) for i in selected]
+    used_chars = sum(rows[i].cost for i in selected)
+    result = BuildResult(
+        items,
+        selected,
+        used_chars,
+        bool(selection.omitted),
+        selection.omitted,
+        failure_files,
+        cost,
+        budget,
+        selection.used,
+        (),
+    )
+    return finish(result, selection.ranks, None if counter is None else counter.count_one, evidence)
 
 
 def _window_end(window: tuple[int, int, int]) -> int:

@@ -86,6 +86,30 @@ def _make_folder(out: Path) -> None:
         raise OutputError(f"cannot write {header_path(str(out))}: {exc.strerror or exc}") from exc
 
 
+def _selected_cases(files: list[Path], selected: list[str] | None) -> list[dict[str, Any]] | None:
+    """The cases of ``files`` that ``selected`` names (all by default), or ``None`` after
+    printing why a file cannot be read or a case is unknown."""
+    every: list[dict[str, Any]] = []
+    for cases_file in files:
+        try:
+            every += load_cases(cases_file)
+        except OSError as exc:
+            _error(f"cannot read {header_path(str(cases_file))}: {exc.strerror or exc}")
+            return None
+        except ResourceLimitError as exc:
+            _error(str(exc))
+            return None
+        except ValueError as exc:
+            _error(f"invalid cases file {header_path(str(cases_file))}: {exc}")
+            return None
+    try:
+        cases = select_cases(every, selected)
+    except KeyError as exc:
+        _error(str(exc.args[0]))
+        return None
+    return cases
+
+
 def run_eval(args: argparse.Namespace) -> int:
     """Run ``bugcontext eval`` with parsed arguments; returns the exit status: 0; 1 when a case
     could not be prepared (the others are still reported on standard output, and ``--out`` is
@@ -101,23 +125,8 @@ def run_eval(args: argparse.Namespace) -> int:
     except OutputConflictError as exc:
         _error(str(exc))
         return 2
-    every: list[dict[str, Any]] = []
-    for cases_file in files:
-        try:
-            every += load_cases(cases_file)
-        except OSError as exc:
-            _error(f"cannot read {header_path(str(cases_file))}: {exc.strerror or exc}")
-            return 2
-        except ResourceLimitError as exc:
-            _error(str(exc))
-            return 2
-        except ValueError as exc:
-            _error(f"invalid cases file {header_path(str(cases_file))}: {exc}")
-            return 2
-    try:
-        cases = select_cases(every, args.case)
-    except KeyError as exc:
-        _error(str(exc.args[0]))
+    cases = _selected_cases(files, args.case)
+    if cases is None:
         return 2
     try:  # before any work, arguments checked: a folder that cannot be made, a file in it
         if args.out is not None:
@@ -204,6 +213,14 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
         "naive concatenation, score-only top-k, the layered builder and the layered builder with "
         "range merging at each budget (o200k_base tokens of the rendered Markdown section).",
     )
+    _add_case_options(parser)
+    _add_run_options(parser)
+    parser.set_defaults(run=run_eval)
+    return parser
+
+
+def _add_case_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``eval`` that choose the cases, the variants and the sources."""
     parser.add_argument(
         "--cases",
         type=Path,
@@ -259,6 +276,10 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="ID",
         help="evaluate this case (repeatable; default all)",
     )
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``eval`` for the budgets, the output and the work folder."""
     parser.add_argument(
         "--budgets",
         type=_budgets,
@@ -288,8 +309,6 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="N",
         help="runs per strategy, case and budget; build time is the median (default %(default)s)",
     )
-    parser.set_defaults(run=run_eval)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

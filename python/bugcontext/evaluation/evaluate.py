@@ -74,7 +74,8 @@ from bugcontext.job.merge import RangeMerger
 from bugcontext.job.sources import Gathered, Repository, gather
 from bugcontext.job.sources.execution import ExecutionRecord
 from bugcontext.job.sources.gather import SOURCES
-from bugcontext.job.sources.rerun import RerunReport, rerun_for_log
+from bugcontext.job.sources.rerun import RerunReport
+from bugcontext.job.sources.reruns import rerun_for_log
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -118,7 +119,7 @@ COST = Cost(unit="tokens", encoding="o200k_base", template="markdown")
 #: the way it could be passed before ``issue`` existed).
 VARIANTS = ("log", "log+issue", "log+query", "log+rerun", "log+issue+rerun")
 #: The variants gathered with execution evidence: the case's failing tests re-run under the
-#: tracer (:func:`~bugcontext.job.sources.rerun.rerun_for_log`) in its prepared environment.
+#: tracer (:func:`~bugcontext.job.sources.reruns.rerun_for_log`) in its prepared environment.
 RERUN_VARIANTS = ("log+rerun", "log+issue+rerun")
 
 #: The strategies, baselines first.
@@ -674,6 +675,44 @@ def prepare_case(
     return prepare(case, work, refresh=refresh, log=log)
 
 
+def _case_info(
+    case_id: str,
+    repository: Repository,
+    gathered: Gathered,
+    gold: tuple[GoldRange, ...],
+    issue: str | None,
+    variant: str,
+    gather_seconds: float,
+    record: ExecutionRecord | None,
+    report: RerunReport | None,
+) -> CaseInfo:
+    """What the evaluation reports of one case in one gathering variant: its candidates'
+    recall of the gold hunks and files, the re-run's times and notes with re-run evidence."""
+    traced = variant in RERUN_VARIANTS and report is not None and record is not None
+    candidates = list(gathered.candidates)
+    hunks_found, files_found = candidate_recall(candidates, gold)
+    ranked, ranks = ranked_recall(candidates, gathered.failure_files, gold)
+    return CaseInfo(
+        case=case_id,
+        failure_file=gathered.failure_file,
+        gold=gold,
+        candidates=len(candidates),
+        merged_candidates=len(RangeMerger(repository).merge(candidates)),
+        gather_seconds=gather_seconds,
+        variant=variant,
+        split=split_of(case_id),
+        candidate_hunks=hunks_found,
+        candidate_files=files_found,
+        has_issue=issue is not None,
+        rerun_seconds=report.seconds if traced and report is not None else None,
+        plain_seconds=report.plain_seconds if traced and report is not None else None,
+        rerun_notes=report.notes if traced and report is not None else (),
+        executed_files=len(record.files) if traced and record is not None else 0,
+        ranked_hunks=ranked,
+        gold_ranks=ranks,
+    )
+
+
 def evaluate(
     cases: Sequence[dict[str, Any]],
     work: str | Path = DEFAULT_WORK,
@@ -727,29 +766,10 @@ def evaluate(
             began = time.perf_counter()
             gathered = _gather(repository, log_text, variant, issue, exclude, record)
             gather_seconds = time.perf_counter() - began
-            traced = variant in RERUN_VARIANTS and report is not None and record is not None
             candidates = list(gathered.candidates)
-            hunks_found, files_found = candidate_recall(candidates, gold)
-            ranked, ranks = ranked_recall(candidates, gathered.failure_files, gold)
             infos.append(
-                CaseInfo(
-                    case=prepared.id,
-                    failure_file=gathered.failure_file,
-                    gold=gold,
-                    candidates=len(candidates),
-                    merged_candidates=len(RangeMerger(repository).merge(candidates)),
-                    gather_seconds=gather_seconds,
-                    variant=variant,
-                    split=split_of(prepared.id),
-                    candidate_hunks=hunks_found,
-                    candidate_files=files_found,
-                    has_issue=issue is not None,
-                    rerun_seconds=report.seconds if traced and report is not None else None,
-                    plain_seconds=report.plain_seconds if traced and report is not None else None,
-                    rerun_notes=report.notes if traced and report is not None else (),
-                    executed_files=len(record.files) if traced and record is not None else 0,
-                    ranked_hunks=ranked,
-                    gold_ranks=ranks,
+                _case_info(
+                    prepared.id, repository, gathered, gold, issue, variant, gather_seconds, record, report
                 )
             )
             log(

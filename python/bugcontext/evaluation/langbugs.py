@@ -44,8 +44,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from bugcontext.core._writer import atomic_output, write_file
-from bugcontext.evaluation.realbugs import PreparationError, PreparedCase
+from bugcontext.core._writer import write_file
+from bugcontext.evaluation.realbugs import PreparationError, PreparedCase, run_failing_tests
 
 __all__ = [
     "DEFAULT_LANG_CASES",
@@ -464,21 +464,15 @@ def prepare_lang_case(
             ["patch", "-p1", "--no-backup-if-mismatch", "-i", str(out / "bug.patch")], cwd=repo, what="patch"
         )
     log(f"running {case['test_command']}")
-    with atomic_output(out / "failing.log") as log_file:
-        proc = subprocess.run(
-            ["bash", "-c", str(case["test_command"])],
-            cwd=repo,
-            env=env,
-            stdout=log_file.file,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
     expected = int(case.get("expected_exit", 1))
-    if proc.returncode != expected:
-        raise PreparationError(
-            f"the failing tests should exit {expected}, got exit {proc.returncode}; "
-            f"see failing.log of case {case['id']}"
-        )
+    run_failing_tests(
+        ["bash", "-c", str(case["test_command"])],
+        cwd=repo,
+        env=env,
+        out=out,
+        case_id=str(case["id"]),
+        expected=expected,
+    )
     if case.get("junit_command"):
         log(f"running {case['junit_command']}")
         subprocess.run(

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tarfile
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -232,6 +232,36 @@ def prepare(
         log(f"using the prepared case {case['id']}")
         return _prepared(case, out)
     python = find_python(case["python"])
+    repo = _lay_out(case, work, out, log)
+    venv_python = _install(case, python, out, log)
+
+    log(f"running {case['test_node_id']}")
+    source_root = repo / case["source_root"] if case["source_root"] else repo
+    env = dict(os.environ, PYTHONPATH=str(source_root))
+    env.pop("PYTHONHOME", None)
+    run_failing_tests(
+        pytest_command(
+            venv_python,
+            f"--rootdir={repo}",
+            "-c",
+            str(_pytest_config(repo, out)),
+            "--junitxml",
+            "../failing.junit.xml",
+            case["test_node_id"],
+        ),
+        cwd=repo,
+        env=env,
+        out=out,
+        case_id=str(case["id"]),
+        expectation="the regression test should fail (pytest exit 1)",
+    )
+    write_file(marker, json.dumps({"case": case["id"], "pytest_exit": 1}) + "\n")
+    return _prepared(case, out)
+
+
+def _lay_out(case: dict[str, Any], work: Path, out: Path, log: Callable[[str], None]) -> Path:
+    """Lay out ``out/repo``, the buggy release's tree with the fixed release's tests (the
+    ``test_dir`` folder), from the two sdists (downloaded once under ``work``); returns it."""
     buggy = download_sdist(case["package"], case["buggy_version"], work, log)
     fixed = download_sdist(case["package"], case["fixed_version"], work, log)
     shutil.rmtree(out, ignore_errors=True)
@@ -243,7 +273,12 @@ def prepare(
     shutil.rmtree(repo / test_dir, ignore_errors=True)
     shutil.copytree(fixed_tree / test_dir, repo / test_dir)
     shutil.rmtree(fixed_tree)
+    return repo
 
+
+def _install(case: dict[str, Any], python: str, out: Path, log: Callable[[str], None]) -> Path:
+    """Make ``out/venv`` with ``python`` and install the case's test dependencies and the
+    buggy release in it; returns its interpreter."""
     log(f"creating a virtual environment with Python {case['python']}")
     _run([python, "-m", "venv", str(out / "venv")])
     venv_python = out / "venv" / "bin" / "python"
@@ -260,41 +295,42 @@ def prepare(
             f"{case['package']}=={case['buggy_version']}",
         ]
     )
+    return venv_python
 
-    log(f"running {case['test_node_id']}")
-    source_root = repo / case["source_root"] if case["source_root"] else repo
-    env = dict(os.environ, PYTHONPATH=str(source_root))
-    env.pop("PYTHONHOME", None)
+
+def pytest_command(venv_python: Path, *arguments: str) -> list[str]:
+    """The pytest run of a case's failing tests with ``venv_python``: no cache, every
+    outcome in the summary, long tracebacks, then ``arguments``."""
+    return [str(venv_python), "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--tb=long", *arguments]
+
+
+def run_failing_tests(
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    out: Path,
+    case_id: str,
+    expected: int = 1,
+    expectation: str | None = None,
+) -> None:
+    """Run the failing tests of a case (``command`` in ``cwd`` with the environment ``env``),
+    its output and errors written to ``out/failing.log``.
+
+    Raises :class:`PreparationError` (``expectation``, default "the failing tests should exit
+    ``expected``", with the exit status) when it does not exit ``expected``."""
     with atomic_output(out / "failing.log") as log_file:
         proc = subprocess.run(
-            [
-                str(venv_python),
-                "-m",
-                "pytest",
-                "-p",
-                "no:cacheprovider",
-                f"--rootdir={repo}",
-                "-c",
-                str(_pytest_config(repo, out)),
-                "-rA",
-                "--tb=long",
-                "--junitxml",
-                "../failing.junit.xml",
-                case["test_node_id"],
-            ],
-            cwd=repo,
+            list(command),
+            cwd=cwd,
             env=env,
             stdout=log_file.file,
             stderr=subprocess.STDOUT,
             check=False,
         )
-    if proc.returncode != 1:
-        raise PreparationError(
-            f"the regression test should fail (pytest exit 1), got exit {proc.returncode}; "
-            f"see failing.log of case {case['id']}"
-        )
-    write_file(marker, json.dumps({"case": case["id"], "pytest_exit": 1}) + "\n")
-    return _prepared(case, out)
+    if proc.returncode != expected:
+        wanted = expectation or f"the failing tests should exit {expected}"
+        raise PreparationError(f"{wanted}, got exit {proc.returncode}; see failing.log of case {case_id}")
 
 
 def _pytest_config(repo: Path, out: Path) -> Path:

@@ -37,8 +37,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bugcontext.core._writer import atomic_output, write_file
-from bugcontext.evaluation.realbugs import PreparationError, PreparedCase
+from bugcontext.core._writer import write_file
+from bugcontext.evaluation.realbugs import PreparationError, PreparedCase, pytest_command, run_failing_tests
 
 __all__ = ["DEFAULT_CASES2", "find_case_python", "is_tree_case", "prepare_tree_case"]
 
@@ -180,31 +180,15 @@ def prepare_tree_case(
     env["PYTHONPATH"] = str(repo / pythonpath) if pythonpath else str(repo)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     log(f"running {' '.join(case['fail_to_pass'])}")
-    with atomic_output(out / "failing.log") as log_file:
-        proc = subprocess.run(
-            [
-                str(venv_python),
-                "-m",
-                "pytest",
-                "-p",
-                "no:cacheprovider",
-                "-rA",
-                "--tb=long",
-                *case["fail_to_pass"],
-                f"--junitxml={out / 'failing.junit.xml'}",
-            ],
-            cwd=repo,
-            env=env,
-            stdout=log_file.file,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
     expected = int(case.get("expected_exit", 1))
-    if proc.returncode != expected:
-        raise PreparationError(
-            f"the failing tests should exit {expected}, got exit {proc.returncode}; "
-            f"see failing.log of case {case['id']}"
-        )
+    run_failing_tests(
+        pytest_command(venv_python, *case["fail_to_pass"], f"--junitxml={out / 'failing.junit.xml'}"),
+        cwd=repo,
+        env=env,
+        out=out,
+        case_id=str(case["id"]),
+        expected=expected,
+    )
     write_file(marker, json.dumps({"case": case["id"], "pytest_exit": expected}) + "\n")
     return _prepared(case, out)
 

@@ -217,27 +217,8 @@ def _whole(run: Run) -> tuple[bool, bool]:
     return run.hunks_in_context == run.gold_hunks, run.gold_files_found == run.gold_files
 
 
-def _recall_section(ev: Evaluation) -> list[str]:
-    """Candidate recall, selection recall and file recall per gathering variant, split and
-    budget; then per case; then the issue text's effect per case."""
-    strategy = RECALL_STRATEGY if RECALL_STRATEGY in ev.strategies else (ev.strategies or ("",))[-1]
-    if not ev.cases or not strategy:
-        return []
-    label = STRATEGY_LABELS.get(strategy, strategy)
-    lines = [
-        "",
-        "## Recall: candidates and selection",
-        "",
-        "Counts of cases. Candidate recall: every gold hunk lies inside one of the gathered "
-        "candidates (whatever the budget); file recall (candidates): every gold file has a "
-        f"candidate. Selection recall: every gold hunk is in the context built by the {label} "
-        "strategy (what `bugcontext context` sends); file recall: every gold file has a window "
-        "in it. Ranked candidate recall: every gold hunk lies inside one of the candidates whose "
-        "rendered blocks, summed in rank order, fit 32k tokens (proposing everything does not count). "
-        "Split: a fixed split by the SHA-256 of the case id (calibration: first byte even). "
-        "Tokens, duplicate lines and build time are sums; gather time is the mean per call.",
-        "",
-    ]
+def _recall_summary(ev: Evaluation, strategy: str) -> list[str]:
+    """The recall table per gathering variant, split and budget (of ``strategy``'s builds)."""
     rows = []
     for variant in ev.variants:
         infos = ev.cases_of(variant)
@@ -272,7 +253,7 @@ def _recall_section(ev: Evaluation) -> list[str]:
                         _ms(gather),
                     ]
                 )
-    lines += _table(
+    return _table(
         [
             "variant",
             "split",
@@ -291,8 +272,10 @@ def _recall_section(ev: Evaluation) -> list[str]:
         rows,
         [False, False, False, True, True, True, True, True, True, True, True, True, True],
     )
-    lines += ["", "### Per case", "", f"Gold hunks (and files) in the candidates and in the {label} context."]
-    lines += [""]
+
+
+def _recall_per_case(ev: Evaluation, strategy: str) -> list[str]:
+    """The recall table per case and gathering variant (of ``strategy``'s builds)."""
     rows = []
     for variant in ev.variants:
         for c in ev.cases_of(variant):
@@ -316,7 +299,7 @@ def _recall_section(ev: Evaluation) -> list[str]:
             row.append(f"{c.ranked_hunks}/{len(c.gold)}")
             row.append(",".join("-" if r is None else str(r) for r in c.gold_ranks))
             rows.append(row)
-    lines += _table(
+    return _table(
         [
             "case",
             "split",
@@ -330,6 +313,33 @@ def _recall_section(ev: Evaluation) -> list[str]:
         rows,
         [False, False, False, True, *(True for _ in ev.budgets), True, True, False],
     )
+
+
+def _recall_section(ev: Evaluation) -> list[str]:
+    """Candidate recall, selection recall and file recall per gathering variant, split and
+    budget; then per case; then the issue text's effect per case."""
+    strategy = RECALL_STRATEGY if RECALL_STRATEGY in ev.strategies else (ev.strategies or ("",))[-1]
+    if not ev.cases or not strategy:
+        return []
+    label = STRATEGY_LABELS.get(strategy, strategy)
+    lines = [
+        "",
+        "## Recall: candidates and selection",
+        "",
+        "Counts of cases. Candidate recall: every gold hunk lies inside one of the gathered "
+        "candidates (whatever the budget); file recall (candidates): every gold file has a "
+        f"candidate. Selection recall: every gold hunk is in the context built by the {label} "
+        "strategy (what `bugcontext context` sends); file recall: every gold file has a window "
+        "in it. Ranked candidate recall: every gold hunk lies inside one of the candidates whose "
+        "rendered blocks, summed in rank order, fit 32k tokens (proposing everything does not count). "
+        "Split: a fixed split by the SHA-256 of the case id (calibration: first byte even). "
+        "Tokens, duplicate lines and build time are sums; gather time is the mean per call.",
+        "",
+    ]
+    lines += _recall_summary(ev, strategy)
+    lines += ["", "### Per case", "", f"Gold hunks (and files) in the candidates and in the {label} context."]
+    lines += [""]
+    lines += _recall_per_case(ev, strategy)
     for base, variant, what in _EFFECTS:
         if base in ev.variants and variant in ev.variants:
             lines += _effect(ev, strategy, base, variant, what)

@@ -138,8 +138,9 @@ from bugcontext.core.secrets import SECRET_REDACTED, redact_json
 from bugcontext.core.secrets import redaction_note as _redaction_note
 from bugcontext.core.trace import replay
 from bugcontext.evaluation.command import add_eval_parser
-from bugcontext.job.sources.pytest_log import LogFormatError, UnknownTestError
+from bugcontext.job.sources.reports import LogFormatError
 from bugcontext.job.sources.rerun import RERUN_MODES
+from bugcontext.job.sources.runs import UnknownTestError
 from bugcontext.job.workspace import ContextResult, Workspace, failing_tests_json, missing_lines
 
 if TYPE_CHECKING:
@@ -695,6 +696,46 @@ def _rerun_environment(args: argparse.Namespace) -> dict[str, str] | None:
     return env
 
 
+def _context_budget(args: argparse.Namespace, cost: dict[str, Any]) -> int:
+    """The budget of ``context``: ``--budget``, else ``--max-chars``, else the default of the
+    cost's unit; raises :class:`_UsageError` for both, or ``--max-chars`` with another unit."""
+    if args.max_chars is not None and args.budget is not None:
+        raise _UsageError("give --budget or --max-chars, not both")
+    if args.max_chars is not None and cost.get("unit", "chars") != "chars":
+        raise _UsageError(f"--max-chars is a character budget; with --cost {cost['unit']} give --budget")
+    budget: int
+    if args.budget is not None:
+        budget = args.budget
+    elif args.max_chars is not None:
+        budget = args.max_chars
+    else:
+        budget = DEFAULT_MAX_TOKENS if cost.get("unit") == "tokens" else DEFAULT_MAX_CHARS
+    return budget
+
+
+def _warn_context(args: argparse.Namespace, report: ContextReport, log_text: str) -> None:
+    """Warn (on standard error) of a log without a failing test, frames that name no file of
+    the repository, and the re-run's notes."""
+    failure = report.gathered.failure
+    if failure is None:
+        why = "the log is empty" if not log_text.strip() else "no failing test found in the log"
+        _warn(
+            "context",
+            f"{why}: the context has no failure evidence"
+            + (" (exit 5: --require-failure)" if args.require_failure else ""),
+        )
+    elif failure.frames and not any(pf.frame in failure.frames for pf in report.gathered.frames):
+        # (a frame found from the test id alone does not count: the log's paths matched nothing)
+        _warn(
+            "context",
+            f"no traceback frame of the log is a file of {header_path(args.repo)} "
+            "(relative paths are taken from there)",
+        )
+    if report.rerun is not None:
+        for note in report.rerun.notes:
+            _warn("context", f"re-run: {note}")
+
+
 def _cmd_context(args: argparse.Namespace) -> int:
     if not Path(args.repo).is_dir():
         raise _UsageError(f"not a directory: {header_path(args.repo)}")
@@ -711,16 +752,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
     if args.issue is not None:
         issue = _log_text(_read_input(args.issue, "max_issue_bytes", "issue", limits))
     cost = _cost_options(args) or {}
-    if args.max_chars is not None and args.budget is not None:
-        raise _UsageError("give --budget or --max-chars, not both")
-    if args.max_chars is not None and cost.get("unit", "chars") != "chars":
-        raise _UsageError(f"--max-chars is a character budget; with --cost {cost['unit']} give --budget")
-    if args.budget is not None:
-        budget = args.budget
-    elif args.max_chars is not None:
-        budget = args.max_chars
-    else:
-        budget = DEFAULT_MAX_TOKENS if cost.get("unit") == "tokens" else DEFAULT_MAX_CHARS
+    budget = _context_budget(args, cost)
     if args.format == "markdown":
         # The budget covers what is printed: the section in its template, Markdown by default.
         cost.setdefault("template", "markdown")
@@ -748,23 +780,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
     except (LogFormatError, UnknownTestError) as exc:
         raise _UsageError(str(exc)) from exc
     failure = report.gathered.failure
-    if failure is None:
-        why = "the log is empty" if not log_text.strip() else "no failing test found in the log"
-        _warn(
-            "context",
-            f"{why}: the context has no failure evidence"
-            + (" (exit 5: --require-failure)" if args.require_failure else ""),
-        )
-    elif failure.frames and not any(pf.frame in failure.frames for pf in report.gathered.frames):
-        # (a frame found from the test id alone does not count: the log's paths matched nothing)
-        _warn(
-            "context",
-            f"no traceback frame of the log is a file of {header_path(args.repo)} "
-            "(relative paths are taken from there)",
-        )
-    if report.rerun is not None:
-        for note in report.rerun.notes:
-            _warn("context", f"re-run: {note}")
+    _warn_context(args, report, log_text)
     # Warnings come before the output and the report; the status after printing them.
     status = _warn_missing("context", report.result, args.require_failure)
     if failure is None and args.require_failure:
@@ -810,6 +826,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bugcontext {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_build_parser(commands)
+    _add_context_parser(commands)
+    _add_mcp_parser(commands)
+    _add_replay_parser(commands)
+    add_eval_parser(commands)
+    add_rerank_parser(commands)
+    _add_cache_parser(commands)
+    return parser
+
+
+def _add_build_parser(commands: Any) -> None:
+    """The ``build`` subcommand."""
     build = commands.add_parser(
         "build",
         help="build a context from a JSON input",
@@ -861,12 +889,61 @@ def _parser() -> argparse.ArgumentParser:
     _add_cost_options(build)
     build.set_defaults(run=_cmd_build)
 
+
+def _add_context_parser(commands: Any) -> None:
+    """The ``context`` subcommand."""
     context = commands.add_parser(
         "context",
         help="build a context for a failing pytest run in a repository",
         description="Gather failure, reference and search windows for the first failing "
         "test of a pytest log and build the context.",
     )
+    _add_context_inputs(context)
+    context.add_argument(
+        "--max-chars",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"budget in characters (default {DEFAULT_MAX_CHARS}; with --cost tokens, --budget "
+        f"defaults to {DEFAULT_MAX_TOKENS})",
+    )
+    context.add_argument(
+        "--format",
+        choices=["markdown", "json"],
+        default="markdown",
+        help="the Markdown section on standard output and the report on standard error "
+        "(default), or one JSON document with the result and the omissions",
+    )
+    context.add_argument(
+        "--engine",
+        choices=sorted(_ENGINES),
+        default="native",
+        help="the Rust engine (default) or the pure-Python reference",
+    )
+    context.add_argument(
+        "--report",
+        metavar="FILE",
+        default=None,
+        help="write the failure and omission report to FILE (default: standard error)",
+    )
+    context.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        default=None,
+        help="folder of the index cache (default: bugcontext in the user cache directory)",
+    )
+    context.add_argument(
+        "--no-cache", action="store_true", help="keep the derived index in memory only, nothing on disk"
+    )
+    _add_require_failure(context)
+    add_limit_option(context)
+    _add_trace(context)
+    _add_cost_options(context)
+    context.set_defaults(run=_cmd_context)
+
+
+def _add_context_inputs(context: argparse.ArgumentParser) -> None:
+    """The inputs of ``context``: the repository, the test output and the other evidence."""
     context.add_argument(
         "--repo", required=True, metavar="DIR", help="the repository folder the tests ran in"
     )
@@ -936,47 +1013,10 @@ def _parser() -> argparse.ArgumentParser:
         help="the issue text (bug report): the definitions it names and its own search are "
         "added after the log's evidence",
     )
-    context.add_argument(
-        "--max-chars",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"budget in characters (default {DEFAULT_MAX_CHARS}; with --cost tokens, --budget "
-        f"defaults to {DEFAULT_MAX_TOKENS})",
-    )
-    context.add_argument(
-        "--format",
-        choices=["markdown", "json"],
-        default="markdown",
-        help="the Markdown section on standard output and the report on standard error "
-        "(default), or one JSON document with the result and the omissions",
-    )
-    context.add_argument(
-        "--engine",
-        choices=sorted(_ENGINES),
-        default="native",
-        help="the Rust engine (default) or the pure-Python reference",
-    )
-    context.add_argument(
-        "--report",
-        metavar="FILE",
-        default=None,
-        help="write the failure and omission report to FILE (default: standard error)",
-    )
-    context.add_argument(
-        "--cache-dir",
-        metavar="DIR",
-        default=None,
-        help="folder of the index cache (default: bugcontext in the user cache directory)",
-    )
-    context.add_argument(
-        "--no-cache", action="store_true", help="keep the derived index in memory only, nothing on disk"
-    )
-    _add_require_failure(context)
-    add_limit_option(context)
-    _add_trace(context)
-    _add_cost_options(context)
-    context.set_defaults(run=_cmd_context)
+
+
+def _add_mcp_parser(commands: Any) -> None:
+    """The ``mcp`` subcommand."""
     mcp = commands.add_parser(
         "mcp",
         help="run the Model Context Protocol server over standard I/O",
@@ -1006,6 +1046,9 @@ def _parser() -> argparse.ArgumentParser:
     add_limit_option(mcp)
     mcp.set_defaults(run=_cmd_mcp)
 
+
+def _add_replay_parser(commands: Any) -> None:
+    """The ``replay`` subcommand."""
     replayer = commands.add_parser(
         "replay",
         help="rebuild every build of a trace and show what changed between turns",
@@ -1019,10 +1062,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_limit_option(replayer)
     replayer.set_defaults(run=_cmd_replay)
-    add_eval_parser(commands)
-    add_rerank_parser(commands)
-    _add_cache_parser(commands)
-    return parser
 
 
 def _add_cache_parser(commands: Any) -> None:

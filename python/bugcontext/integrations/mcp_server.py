@@ -110,12 +110,13 @@ from bugcontext.job._run import (
     run_bounded,
 )
 from bugcontext.job.sources.execution import ExecutionRecord
-from bugcontext.job.sources.failure import PATH_MAX
 from bugcontext.job.sources.files import Repository
-from bugcontext.job.sources.pytest_log import UnknownTestError
-from bugcontext.job.sources.rerun import RERUN_MODES, RerunReport, log_failing_tests, rerun_for_log
+from bugcontext.job.sources.paths import PATH_MAX
+from bugcontext.job.sources.rerun import RERUN_MODES, RerunReport, log_failing_tests
+from bugcontext.job.sources.reruns import rerun_for_log
+from bugcontext.job.sources.runs import UnknownTestError
 from bugcontext.job.sources.toolchain_rerun import toolchain_tests
-from bugcontext.job.workspace import Workspace
+from bugcontext.job.workspace import ContextResult, Workspace
 
 __all__ = ["OUTSIDE", "create_server", "run"]
 
@@ -807,6 +808,112 @@ def _interpreter_option(python: str | os.PathLike[str] | None) -> Path | None:
     return path
 
 
+def _call_scope(folders: tuple[Path, ...], found: ListRootsResult | None, limits: Limits) -> _Scope:
+    """The folders a call may reach: the server's ``folders``, within the client's roots
+    (``found``) when it listed any."""
+    if found is None:
+        return _Scope(folders, None)
+    count = len(found.roots)
+    if count > limits.mcp_client_roots:
+        raise limit_error(
+            "roots", "mcp_client_roots", "the client's list of roots", count, limits.mcp_client_roots
+        )
+    client = (_file_root(str(root.uri)) for root in found.roots)
+    return _Scope(folders, tuple(folder for folder in client if folder is not None))
+
+
+class _Workspaces:
+    """The server's workspaces, by repository root, shared by its calls (under a lock)."""
+
+    def __init__(self, cache_dir: str | os.PathLike[str] | None, cache: bool, limits: Limits) -> None:
+        self._cache_dir = cache_dir
+        self._cache = cache
+        self._limits = limits
+        self._kept: OrderedDict[Path, Workspace] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, root: Path) -> Workspace:
+        """The workspace of ``root``: kept for later calls, the ``mcp_workspaces`` most
+        recently used at most (an older one is let go; its cache stays on disk)."""
+        with self._lock:
+            found = self._kept.get(root)
+            if found is None:
+                found = Workspace(root, cache_dir=self._cache_dir, cache=self._cache, limits=self._limits)
+                self._kept[root] = found
+            self._kept.move_to_end(root)
+            while len(self._kept) > self._limits.mcp_workspaces:
+                self._kept.popitem(last=False)
+            return found
+
+    def forget(self, root: Path, used: list[Workspace]) -> None:
+        """Let go of the workspace a call given up on holds (its worker may hold its lock
+        until it reaches its deadline check): the next call on ``root`` gets a new one."""
+        with self._lock:
+            if used and self._kept.get(root) is used[0]:
+                del self._kept[root]
+
+
+def _check_context_call(
+    test_log: str | None,
+    log_file: str | None,
+    test: str | None,
+    junit_xml: str | None,
+    junit_file: str | None,
+    allow_run: bool,
+) -> None:
+    """Raise ``ToolError`` for a ``context_for_failure`` call without test output (and no
+    test to run, or running disabled), or with both forms of one input."""
+    reported = junit_xml is not None or junit_file is not None
+    if test_log is None and log_file is None and test is None and not reported:
+        raise ToolError(
+            "give test_log (the test output), log_file, junit_xml, junit_file, or test (a node id to run)"
+        )
+    if test_log is not None and log_file is not None:
+        raise ToolError("give test_log or log_file, not both")
+    if junit_xml is not None and junit_file is not None:
+        raise ToolError("give junit_xml or junit_file, not both")
+    if test_log is None and log_file is None and not reported and not allow_run:
+        raise ToolError(
+            "test: running tests is disabled: the server was started without --allow-run "
+            "(running a repository's tests runs its code); give test_log or log_file"
+        )
+
+
+def _call_inputs(
+    allowed: _Scope,
+    test_log: str | None,
+    log_file: str | None,
+    junit_xml: str | None,
+    junit_file: str | None,
+    coverage_file: str | None,
+    limits: Limits,
+    deadline: float,
+) -> tuple[str | None, str | bytes | None, bytes | ExecutionRecord | None]:
+    """The test output, JUnit report and coverage report of a ``context_for_failure`` call:
+    given inline, or read from the files the call names (inside ``allowed``)."""
+    text = test_log
+    if text is None and log_file is not None:
+        data = _read_regular(allowed, log_file, "log_file", "max_log_bytes", "pytest_log", limits, deadline)
+        text = data.decode("utf-8", errors="replace")
+    report: str | bytes | None = junit_xml
+    if junit_file is not None:
+        report = _read_regular(
+            allowed, junit_file, "junit_file", "max_junit_bytes", "junit_xml", limits, deadline
+        )
+    coverage: bytes | ExecutionRecord | None = None
+    if coverage_file is not None:
+        coverage = _read_regular(
+            allowed,
+            coverage_file,
+            "coverage_file",
+            "max_coverage_bytes",
+            "coverage",
+            limits,
+            deadline,
+        )
+    return text, report, coverage
+
+
 def create_server(
     *,
     cache_dir: str | os.PathLike[str] | None = None,
@@ -837,40 +944,22 @@ def create_server(
     folders = _folders(roots)
     interpreter = _interpreter_option(python)
     server = _ScreenedServer("bugcontext", instructions=_INSTRUCTIONS, limits=limits)
-    workspaces: OrderedDict[Path, Workspace] = OrderedDict()
-    lock = threading.Lock()
+    workspaces = _Workspaces(cache_dir, cache, limits)
 
-    def scope(found: ListRootsResult | None) -> _Scope:
-        if found is None:
-            return _Scope(folders, None)
-        count = len(found.roots)
-        if count > limits.mcp_client_roots:
-            raise limit_error(
-                "roots", "mcp_client_roots", "the client's list of roots", count, limits.mcp_client_roots
-            )
-        client = (_file_root(str(root.uri)) for root in found.roots)
-        return _Scope(folders, tuple(folder for folder in client if folder is not None))
+    _add_context_tool(server, folders, workspaces, limits, allow_run, interpreter)
+    _add_build_tool(server, limits)
+    return server
 
-    def workspace(root: Path) -> Workspace:
-        """The workspace of ``root``: kept for later calls, the ``mcp_workspaces`` most
-        recently used at most (an older one is let go; its cache stays on disk)."""
-        with lock:
-            found = workspaces.get(root)
-            if found is None:
-                found = Workspace(root, cache_dir=cache_dir, cache=cache, limits=limits)
-                workspaces[root] = found
-            workspaces.move_to_end(root)
-            while len(workspaces) > limits.mcp_workspaces:
-                workspaces.popitem(last=False)
-            return found
 
-    def forget(root: Path, used: list[Workspace]) -> None:
-        """Let go of the workspace a call given up on holds (its worker may hold its lock
-        until it reaches its deadline check): the next call on ``root`` gets a new one."""
-        with lock:
-            if used and workspaces.get(root) is used[0]:
-                del workspaces[root]
-
+def _add_context_tool(
+    server: MCPServer[Any],
+    folders: tuple[Path, ...],
+    workspaces: _Workspaces,
+    limits: Limits,
+    allow_run: bool,
+    interpreter: Path | None,
+) -> None:
+    """Register the ``context_for_failure`` tool (:func:`create_server`)."""
     run_words = _RUN_ENABLED.format(seconds=limits.test_run_seconds) if allow_run else _RUN_DISABLED
 
     @server.tool(description=_CONTEXT_DESCRIPTION.format(run=run_words))
@@ -892,60 +981,22 @@ def create_server(
         rerun: bool | str | None = None,
     ) -> CallToolResult:
         mode = _rerun_mode(rerun, allow_run, coverage_file)
-        reported = junit_xml is not None or junit_file is not None
-        if test_log is None and log_file is None and test is None and not reported:
-            raise ToolError(
-                "give test_log (the test output), log_file, junit_xml, junit_file, or test (a node id to run)"
-            )
-        if test_log is not None and log_file is not None:
-            raise ToolError("give test_log or log_file, not both")
-        if junit_xml is not None and junit_file is not None:
-            raise ToolError("give junit_xml or junit_file, not both")
-        if test_log is None and log_file is None and not reported and not allow_run:
-            raise ToolError(
-                "test: running tests is disabled: the server was started without --allow-run "
-                "(running a repository's tests runs its code); give test_log or log_file"
-            )
+        _check_context_call(test_log, log_file, test, junit_xml, junit_file, allow_run)
         cost = {"unit": unit, "encoding": encoding, "template": template, "line_numbers": line_numbers}
         used: list[Workspace] = []
         confined: list[Path] = []
 
         def job(deadline: float) -> CallToolResult:
-            allowed = scope(client_roots)
+            allowed = _call_scope(folders, client_roots, limits)
             root = allowed.confine(repository, "repository")
             confined.append(root)
-            text = test_log
-            if text is None and log_file is not None:
-                data = _read_regular(
-                    allowed, log_file, "log_file", "max_log_bytes", "pytest_log", limits, deadline
-                )
-                text = data.decode("utf-8", errors="replace")
-            report: str | bytes | None = junit_xml
-            if junit_file is not None:
-                report = _read_regular(
-                    allowed, junit_file, "junit_file", "max_junit_bytes", "junit_xml", limits, deadline
-                )
-            coverage: bytes | ExecutionRecord | None = None
-            if coverage_file is not None:
-                coverage = _read_regular(
-                    allowed,
-                    coverage_file,
-                    "coverage_file",
-                    "max_coverage_bytes",
-                    "coverage",
-                    limits,
-                    deadline,
-                )
-            ws = workspace(root)
+            text, report, coverage = _call_inputs(
+                allowed, test_log, log_file, junit_xml, junit_file, coverage_file, limits, deadline
+            )
+            ws = workspaces.get(root)
             used.append(ws)
-            if text is None and report is not None:
-                text = ""  # the JUnit report alone is the test output
-            ran = text is None
-            if text is None:
-                node_id = str(test)
-                _check_test_id(ws.root, node_id, limits, deadline)
-                python_path = _interpreter(ws.root, interpreter)
-                text = _run_test(ws.root, node_id, python_path, limits=limits, deadline=deadline)
+            ran = text is None and report is None
+            text = _test_output(ws, text, report, test, interpreter, limits, deadline)
             rerun_report: RerunReport | None = None
             if mode is not None:
                 rerun_with = _rerun_python(ws.root, interpreter, text, report, test)
@@ -971,17 +1022,48 @@ def create_server(
                 outcome = dataclasses.replace(outcome, rerun=rerun_report)
             if time.monotonic() > deadline:
                 raise _Expired
-            structured = {
-                "section": outcome.section,
-                "result": outcome.to_dict(),
-                "report": outcome.summary(),
-                "timings": dict(outcome.timings),
-            }
-            return _sized(outcome.section, structured, limits)
+            return _context_result(outcome, limits)
 
         return await _in_worker(
-            job, limits, abandoned=lambda: forget(confined[0], used) if confined else None
+            job, limits, abandoned=lambda: workspaces.forget(confined[0], used) if confined else None
         )
+
+
+def _test_output(
+    ws: Workspace,
+    text: str | None,
+    report: str | bytes | None,
+    test: str | None,
+    interpreter: Path | None,
+    limits: Limits,
+    deadline: float,
+) -> str:
+    """The test output of a call: ``text``; ``""`` when the JUnit ``report`` alone is the test
+    output; else the output of running the node id ``test`` in the repository."""
+    if text is None and report is not None:
+        text = ""  # the JUnit report alone is the test output
+    if text is None:
+        node_id = str(test)
+        _check_test_id(ws.root, node_id, limits, deadline)
+        python_path = _interpreter(ws.root, interpreter)
+        text = _run_test(ws.root, node_id, python_path, limits=limits, deadline=deadline)
+    return text
+
+
+def _context_result(outcome: ContextResult, limits: Limits) -> CallToolResult:
+    """The tool result of ``context_for_failure``: the section, and the result, report and
+    timings as structured content."""
+    structured = {
+        "section": outcome.section,
+        "result": outcome.to_dict(),
+        "report": outcome.summary(),
+        "timings": dict(outcome.timings),
+    }
+    return _sized(outcome.section, structured, limits)
+
+
+def _add_build_tool(server: MCPServer[Any], limits: Limits) -> None:
+    """Register the ``build`` tool (:func:`create_server`)."""
 
     @server.tool(description=_BUILD_DESCRIPTION)
     async def build(input: dict[str, Any], engine: str = "native") -> CallToolResult:
@@ -1006,8 +1088,6 @@ def create_server(
             return _sized(section, {"section": section, "result": result.to_dict()}, limits)
 
         return await _in_worker(job, limits)
-
-    return server
 
 
 def run(

@@ -42,7 +42,8 @@ from bugcontext.core.cost import Cost
 from bugcontext.core.limits import Limits, resolve
 from bugcontext.core.secrets import redact
 from bugcontext.core.types import BuildResult
-from bugcontext.job.sources.pytest_log import FailingTest, TestFailure, UnknownTestError, select_test
+from bugcontext.job.sources.reports import TestFailure
+from bugcontext.job.sources.runs import FailingTest, UnknownTestError, select_test
 
 __all__ = [
     "FailureBlock",
@@ -104,7 +105,7 @@ def used_failures(
 ) -> list[TestFailure]:
     """The failure reports a context was built for: the chosen failure ``chosen`` first, then,
     when ``test`` is a parametrised test's base id, the failure of each other failed
-    parametrisation (:func:`bugcontext.job.sources.pytest_log.select_test`), in summary order."""
+    parametrisation (:func:`bugcontext.job.sources.runs.select_test`), in summary order."""
     if chosen is None:
         return []
     used = [chosen]

@@ -179,32 +179,11 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def run_bounded(
-    command: Sequence[str],
-    cwd: str | os.PathLike[str],
-    *,
-    seconds: float,
-    max_output: int,
-    deadline: float | None = None,
-    env: Mapping[str, str] | None = None,
-    overflow: str = "raise",
-) -> Finished:
-    """Run ``command`` in ``cwd`` (environment ``env``, default this process's) until it
-    ends, at most ``seconds`` seconds and until ``deadline`` (a ``time.monotonic()`` value),
-    reading at most ``max_output`` bytes of its output: past it the run is killed
-    (``overflow="raise"``) or the rest is read and dropped (``"truncate"``:
-    ``Finished.truncated``). See the module for how the run is confined.
-
-    Raises:
-        StartError: the command cannot be started.
-        TimedOut: ``seconds`` passed (the output so far in ``output``).
-        DeadlineReached: ``deadline`` came first.
-        OutputTooLarge: more than ``max_output`` bytes with ``overflow="raise"``.
-    """
-    started = time.monotonic()
-    own = started + seconds
-    stop = own if deadline is None else min(own, deadline)
-    full = [os.fspath(part) for part in command]
+def _start(
+    full: list[str], cwd: str | os.PathLike[str], env: Mapping[str, str] | None
+) -> subprocess.Popen[bytes]:
+    """Start ``full`` in ``cwd`` in a session of its own, its output and errors on one pipe
+    (under the reaper when there is one: :func:`_reaping`). Raises :class:`StartError`."""
     failed = ""
     report_read, report_write = os.pipe() if _reaping() else (-1, -1)
     if report_write >= 0:
@@ -237,44 +216,91 @@ def run_bounded(
             process.wait()
         raise StartError(failed)
     assert process is not None
+    return process
+
+
+def _read_output(
+    process: subprocess.Popen[bytes],
+    stop: float,
+    own: float,
+    deadline: float | None,
+    seconds: float,
+    max_output: int,
+    overflow: str,
+) -> tuple[list[bytes], bool]:
+    """The output of ``process`` until it ends (its chunks, and whether the rest was dropped
+    past ``max_output`` bytes), read until ``stop`` (a ``time.monotonic()`` value: ``own``,
+    the run's own time limit, or ``deadline``). Raises :class:`DeadlineReached`,
+    :class:`TimedOut`, :class:`OutputTooLarge`; the caller stops the process."""
     assert process.stdout is not None
     fd = process.stdout.fileno()
     chunks: list[bytes] = []
     total = 0
     truncated = False
     ended = False
-    try:
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while True:
-                if not ended and process.poll() is not None:
-                    # The run is over: what it wrote stays in the pipe; a child it left
-                    # behind (which may hold the pipe open) is killed.
-                    ended = True
-                    _kill_group(process)
-                left = stop - time.monotonic()
-                if left <= 0:
-                    out = b"".join(chunks)
-                    if deadline is not None and deadline < own:
-                        raise DeadlineReached("the deadline passed", out)
-                    raise TimedOut(f"the run took more than {seconds} seconds", out)
-                if not selector.select(min(left, 0.5)):
-                    continue
-                if truncated:  # (overflow="truncate": the rest is read and dropped)
-                    if not os.read(fd, _CHUNK):
-                        break
-                    continue
-                chunk = os.read(fd, min(_CHUNK, max_output + 1 - total))
-                if not chunk:
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            if not ended and process.poll() is not None:
+                # The run is over: what it wrote stays in the pipe; a child it left
+                # behind (which may hold the pipe open) is killed.
+                ended = True
+                _kill_group(process)
+            left = stop - time.monotonic()
+            if left <= 0:
+                out = b"".join(chunks)
+                if deadline is not None and deadline < own:
+                    raise DeadlineReached("the deadline passed", out)
+                raise TimedOut(f"the run took more than {seconds} seconds", out)
+            if not selector.select(min(left, 0.5)):
+                continue
+            if truncated:  # (overflow="truncate": the rest is read and dropped)
+                if not os.read(fd, _CHUNK):
                     break
-                chunks.append(chunk)
-                total += len(chunk)
-                if total > max_output:
-                    if overflow == "raise":
-                        raise OutputTooLarge(f"more than {max_output} bytes of output", b"".join(chunks))
-                    truncated = True
-                    chunks[-1] = chunk[: len(chunk) - (total - max_output)]
-                    total = max_output
+                continue
+            chunk = os.read(fd, min(_CHUNK, max_output + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_output:
+                if overflow == "raise":
+                    raise OutputTooLarge(f"more than {max_output} bytes of output", b"".join(chunks))
+                truncated = True
+                chunks[-1] = chunk[: len(chunk) - (total - max_output)]
+                total = max_output
+    return chunks, truncated
+
+
+def run_bounded(
+    command: Sequence[str],
+    cwd: str | os.PathLike[str],
+    *,
+    seconds: float,
+    max_output: int,
+    deadline: float | None = None,
+    env: Mapping[str, str] | None = None,
+    overflow: str = "raise",
+) -> Finished:
+    """Run ``command`` in ``cwd`` (environment ``env``, default this process's) until it
+    ends, at most ``seconds`` seconds and until ``deadline`` (a ``time.monotonic()`` value),
+    reading at most ``max_output`` bytes of its output: past it the run is killed
+    (``overflow="raise"``) or the rest is read and dropped (``"truncate"``:
+    ``Finished.truncated``). See the module for how the run is confined.
+
+    Raises:
+        StartError: the command cannot be started.
+        TimedOut: ``seconds`` passed (the output so far in ``output``).
+        DeadlineReached: ``deadline`` came first.
+        OutputTooLarge: more than ``max_output`` bytes with ``overflow="raise"``.
+    """
+    started = time.monotonic()
+    own = started + seconds
+    stop = own if deadline is None else min(own, deadline)
+    process = _start([os.fspath(part) for part in command], cwd, env)
+    assert process.stdout is not None
+    try:
+        chunks, truncated = _read_output(process, stop, own, deadline, seconds, max_output, overflow)
     finally:
         _stop(process)
         process.stdout.close()

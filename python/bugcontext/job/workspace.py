@@ -59,8 +59,10 @@ from bugcontext.job.sources.files import (
     _parse,
 )
 from bugcontext.job.sources.gather import Gathered, gather
-from bugcontext.job.sources.pytest_log import TestFailure, parse_test_output
-from bugcontext.job.sources.rerun import RERUN_MODES, RerunReport, rerun_for_log
+from bugcontext.job.sources.reports import TestFailure
+from bugcontext.job.sources.rerun import RERUN_MODES, RerunReport
+from bugcontext.job.sources.reruns import rerun_for_log
+from bugcontext.job.sources.runs import parse_test_output
 from bugcontext.job.sources.search import (
     Chunk,
     IncrementalBM25,
@@ -681,6 +683,13 @@ class Workspace:
     wrong row never persists. Names are kept as Python reads them (a byte that is not valid
     UTF-8 as a lone surrogate) and stored in the cache losslessly.
 
+    Verified provenance: every candidate of :meth:`context` carries ``source_sha256`` (the
+    SHA-256 of the bytes of its file as the reader's check read it) and ``source_id`` (the source
+    that proposed it: ``failure``, ``reference``, ``search``, ``issue`` or ``members``; with
+    ``coverage``, ``coverage: executed by the failing tests``), and the build verifies them
+    through the workspace's reader: a window whose file was edited (or removed) after it was cut
+    is omitted with reason ``stale`` (:mod:`bugcontext.core.provenance`).
+
     A workspace is safe to share between threads (calls run one at a time) and its cache
     between processes. Raises ``NotADirectoryError`` if ``root`` is not a folder.
     """
@@ -822,21 +831,9 @@ class Workspace:
         executed become failure windows ranked by suspiciousness, and the reference windows
         they never executed move below the search windows (:func:`bugcontext.job.sources.gather`).
         ``rerun`` (``True`` or ``"failing"``; ``"files"``) gets that evidence by re-running the
-        log's failing tests (``test`` alone when given; with ``"files"`` every test of their
-        files, for a spectrum) under a tracer (:mod:`bugcontext.job.sources.rerun`), in the
-        interpreter ``python``, else the repository's ``.venv`` or ``venv``, else the current
-        one, with the extra environment ``rerun_env`` (``PYTHONPATH``, say), within
-        ``limits.rerun_seconds``; what the run did, and what went wrong with it (a test that
-        no longer fails, a timeout, a tracer that did not start), is
-        :attr:`ContextResult.rerun`, in :meth:`ContextResult.summary` and ``to_dict()``.
+        log's failing tests in ``python`` with ``rerun_env`` (:meth:`_rerun_evidence`).
 
-        Verified provenance: every candidate carries ``source_sha256`` (the SHA-256 of the
-        bytes of its file as the reader's check read it) and ``source_id`` (the source that
-        proposed it: ``failure``, ``reference``, ``search``, ``issue`` or ``members``; with
-        ``coverage``, ``coverage: executed by the failing tests``), and
-        the build verifies them through the workspace's reader: a window whose file was
-        edited (or removed) after it was cut is omitted with reason ``stale``
-        (:mod:`bugcontext.core.provenance`).
+        Every candidate's provenance is verified (the class's documentation).
 
         Raises ``ResourceLimitError`` (before any of it is parsed) for a ``log_text`` over
         ``limits.max_log_bytes`` (UTF-8 bytes), a ``junit_xml`` over ``max_junit_bytes``, an
@@ -857,12 +854,103 @@ class Workspace:
         gather, build): past it the call stops with ``TimeoutError``, so a call given up on
         does not keep the workspace busy.
         """
+        return self._context(
+            log_text,
+            junit_xml=junit_xml,
+            test=test,
+            query=query,
+            issue=issue,
+            budget=budget,
+            cost=cost,
+            engine=engine,
+            trace=trace,
+            coverage=coverage,
+            deadline=deadline,
+            rerun=rerun,
+            python=python,
+            rerun_env=rerun_env,
+        )
+
+    def _context(
+        self,
+        log_text: str,
+        *,
+        junit_xml: str | bytes | None = None,
+        test: str | None = None,
+        query: str | None = None,
+        issue: str | None = None,
+        budget: int | None = None,
+        cost: object = None,
+        engine: str = "native",
+        trace: TraceTarget | None = None,
+        coverage: CoverageInput | None = None,
+        deadline: float | None = None,
+        rerun: bool | str | None = None,
+        python: str | os.PathLike[str] | None = None,
+        rerun_env: Mapping[str, str] | None = None,
+    ) -> ContextResult:
+        """The body of :meth:`context` (same arguments)."""
         if engine not in _ENGINES:
             raise ValueError(f"engine must be 'native' or 'reference', got {engine!r}")
         started = time.perf_counter()
         model = Cost.parse({"template": "markdown"} if cost is None else cost)
         if budget is None:
             budget = DEFAULT_MAX_TOKENS if model.unit == "tokens" else DEFAULT_MAX_CHARS
+        coverage, report = self._rerun_evidence(
+            log_text, junit_xml, test, query, issue, coverage, rerun, python, rerun_env, deadline
+        )
+        gathered, failures, timings, reread, reader = self._run(
+            log_text,
+            junit_xml=junit_xml,
+            test=test,
+            query=query,
+            issue=issue,
+            coverage=coverage,
+            deadline=deadline,
+        )
+        _check_deadline(deadline)
+        before = time.perf_counter()
+        result, blocks, total = self._build(gathered, reader, budget, model, engine, trace, test)
+        finished = time.perf_counter()
+        times = {**timings, "build": finished - before, "total": finished - started}
+        return ContextResult(
+            result,
+            gathered,
+            failures,
+            times,
+            reread,
+            reader_redactions(reader, result),
+            report,
+            failure_blocks=blocks,
+            full_budget=budget,
+            full_used=total,
+        )
+
+    def _rerun_evidence(
+        self,
+        log_text: str,
+        junit_xml: str | bytes | None,
+        test: str | None,
+        query: str | None,
+        issue: str | None,
+        coverage: CoverageInput | None,
+        rerun: bool | str | None,
+        python: str | os.PathLike[str] | None,
+        rerun_env: Mapping[str, str] | None,
+        deadline: float | None,
+    ) -> tuple[CoverageInput | None, RerunReport | None]:
+        """``(coverage, re-run report)`` of :meth:`context`: ``coverage`` as given, or (with
+        ``rerun``) the execution evidence of a re-run and its report.
+
+        ``rerun`` (``True`` or ``"failing"``; ``"files"``) gets that evidence by re-running the
+        log's failing tests (``test`` alone when given; with ``"files"`` every test of their
+        files, for a spectrum) under a tracer (:mod:`bugcontext.job.sources.rerun`), in the
+        interpreter ``python``, else the repository's ``.venv`` or ``venv``, else the current
+        one, with the extra environment ``rerun_env`` (``PYTHONPATH``, say), within
+        ``limits.rerun_seconds``; what the run did, and what went wrong with it (a test that
+        no longer fails, a timeout, a tracer that did not start), is
+        :attr:`ContextResult.rerun`, in :meth:`ContextResult.summary` and ``to_dict()``.
+        """
         report: RerunReport | None = None
         if rerun is not None and rerun is not False:
             mode = "failing" if rerun is True else rerun
@@ -886,17 +974,20 @@ class Workspace:
             )
         elif python is not None or rerun_env is not None:
             raise InvalidInputError("python", "python and rerun_env are for a re-run (rerun=)")
-        gathered, failures, timings, reread, reader = self._run(
-            log_text,
-            junit_xml=junit_xml,
-            test=test,
-            query=query,
-            issue=issue,
-            coverage=coverage,
-            deadline=deadline,
-        )
-        _check_deadline(deadline)
-        before = time.perf_counter()
+        return coverage, report
+
+    def _build(
+        self,
+        gathered: Gathered,
+        reader: Repository,
+        budget: int,
+        model: Cost,
+        engine: str,
+        trace: TraceTarget | None,
+        test: str | None,
+    ) -> tuple[BuildResult, tuple[FailureBlock, ...], int]:
+        """Build the section of :meth:`context` from ``gathered``: the failure blocks open it,
+        inside the budget, the windows get what is left (:func:`build_with_failures`)."""
         data = gathered.build_input(budget)
         # The failure blocks open the section, inside the budget: the windows get what is left.
         data = {
@@ -915,20 +1006,7 @@ class Workspace:
             used, model, budget, build, limits=self.limits, traced=trace is not None
         )
         result = _with_withheld_failures(_restamped(result, reader), gathered)
-        finished = time.perf_counter()
-        times = {**timings, "build": finished - before, "total": finished - started}
-        return ContextResult(
-            result,
-            gathered,
-            failures,
-            times,
-            reread,
-            reader_redactions(reader, result),
-            report,
-            failure_blocks=blocks,
-            full_budget=budget,
-            full_used=total,
-        )
+        return result, blocks, total
 
     # -- one call --------------------------------------------------------------------------
 

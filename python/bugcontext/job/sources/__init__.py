@@ -19,20 +19,15 @@ from bugcontext.job.sources.failure import ProjectFrame, failure_windows, projec
 from bugcontext.job.sources.files import Repository, SourceFile
 from bugcontext.job.sources.gather import Gathered, gather
 from bugcontext.job.sources.logs import detect_format, parse_log
-from bugcontext.job.sources.pytest_log import (
-    FailingTest,
-    Frame,
-    TestFailure,
-    UnknownTestError,
-    parse_pytest_log,
-    strip_ansi,
-)
+from bugcontext.job.sources.pytest_log import parse_pytest_log
 from bugcontext.job.sources.references import (
     DefinitionIndex,
     names_on_line,
     reference_evidence,
     reference_windows,
 )
+from bugcontext.job.sources.reports import Frame, TestFailure, strip_ansi
+from bugcontext.job.sources.runs import FailingTest, UnknownTestError
 from bugcontext.job.sources.search import build_query, chunk_spans, search_windows, tokenize
 from bugcontext.job.sources.symbols import Definition, Import, Reference, SymbolIndex
 from bugcontext.job.sources.window import Window

@@ -18,7 +18,7 @@
   tail to the source root that holds them): one run of every test of the report.
 
 Each file's path is mapped to the repository as traceback frames are
-(:func:`~bugcontext.job.sources.failure.map_path`: a relative path from the repository
+(:func:`~bugcontext.job.sources.paths.map_path`: a relative path from the repository
 folder, a path from another machine by its longest common tail); a path that names no
 repository file is listed in ``ExecutionRecord.unmapped``.
 """
@@ -39,8 +39,8 @@ from bugcontext.core.composer import header_path
 from bugcontext.core.errors import InvalidInputError
 from bugcontext.core.limits import Limits, limit_error, resolve
 from bugcontext.job.sources.execution import ExecutionRecord, TestRun, context_test_id
-from bugcontext.job.sources.failure import map_path
 from bugcontext.job.sources.files import Repository
+from bugcontext.job.sources.paths import map_path
 
 __all__ = [
     "FORMATS",

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field, replace
 
 from bugcontext.job.sources.failure import ProjectFrame, failure_spans, is_test_file
 from bugcontext.job.sources.files import Repository
-from bugcontext.job.sources.pytest_log import FailingTest, _dotted
+from bugcontext.job.sources.pytest_log import _dotted
+from bugcontext.job.sources.runs import FailingTest
 from bugcontext.job.sources.symbols import SymbolIndex
 from bugcontext.job.sources.window import RADIUS, Window, make_window
 
@@ -475,46 +476,16 @@ def execution_windows(
     scored: list[tuple[bool, float, int, str, int, _Unit, int]] = []
     paths = sorted({path for run in failed_runs for path in run.lines})
     for path in paths:
-        failed_at: dict[int, int] = {}
-        for run in failed_runs:
-            for line in run.lines.get(path, ()):
-                failed_at[line] = failed_at.get(line, 0) + 1
+        failed_at = _line_counts(failed_runs, path)
         if not failed_at:
             continue
-        passed_at: dict[int, int] = {}
-        for run in passed_runs:
-            for line in run.lines.get(path, ()):
-                passed_at[line] = passed_at.get(line, 0) + 1
+        passed_at = _line_counts(passed_runs, path)
         if not record.per_test and not _runs_a_body(repo, symbols, path, failed_at):
             continue  # one run of every test: a file whose only executed lines ran at import
         for unit in _units(repo, symbols, path, failed_at):
-            best_line, best = min(unit.lines), -1.0
-            for line in sorted(unit.lines):
-                f = failed_at.get(line, 0)
-                if spectrum:
-                    value = f / math.sqrt(total_failed * (f + passed_at.get(line, 0)))
-                else:
-                    value = f / total_failed
-                if value > best:
-                    best_line, best = line, value
+            best_line, best = _most_suspicious(unit, failed_at, passed_at, total_failed, spectrum)
             if not spectrum:
-                distances = [
-                    d for (p, ln), d in frame_lines.items() if p == path and unit.start <= ln <= unit.end
-                ]
-                called = calls.get((path, unit.start, unit.end))
-                if distances:
-                    closeness = 1.0 / (1 + min(distances))
-                elif called is not None:
-                    closeness = _CALLED / called
-                elif path in failing_files:
-                    closeness = _IN_FAILING_FILE
-                elif any(_overlaps(w, unit) for w in static):
-                    closeness = _STATICALLY_PROPOSED
-                else:
-                    closeness = _OTHER
-                if calls and called is None and not distances:
-                    closeness *= _UNREACHED
-                best *= closeness
+                best *= _closeness(path, unit, frame_lines, calls, failing_files, static)
             holds_frame = any(p == path and unit.start <= ln <= unit.end for p, ln in frame_lines)
             if path in failing_files and is_test_file(path) and not (holds_frame and unit.function):
                 # The test-file rule: a failing test file ranks before everything else, and
@@ -532,9 +503,70 @@ def execution_windows(
             scored.append((far, score, place, path, unit.start, unit, best_line))
     # The failure evidence first (the far units are search windows), each best first.
     scored.sort(key=lambda item: (item[0], -item[1], item[2], item[3], item[4]))
+    return _unit_windows(repo, scored[:limit])
+
+
+def _line_counts(runs: Sequence[TestRun], path: str) -> dict[int, int]:
+    """Per line of ``path``, how many of ``runs`` executed it."""
+    counts: dict[int, int] = {}
+    for run in runs:
+        for line in run.lines.get(path, ()):
+            counts[line] = counts.get(line, 0) + 1
+    return counts
+
+
+def _most_suspicious(
+    unit: _Unit, failed_at: dict[int, int], passed_at: dict[int, int], total_failed: int, spectrum: bool
+) -> tuple[int, float]:
+    """``(line, suspiciousness)`` of the most suspicious line of ``unit`` (the first of the
+    best): Ochiai with a spectrum, else the share of failing runs that executed it."""
+    best_line, best = min(unit.lines), -1.0
+    for line in sorted(unit.lines):
+        f = failed_at.get(line, 0)
+        if spectrum:
+            value = f / math.sqrt(total_failed * (f + passed_at.get(line, 0)))
+        else:
+            value = f / total_failed
+        if value > best:
+            best_line, best = line, value
+    return best_line, best
+
+
+def _closeness(
+    path: str,
+    unit: _Unit,
+    frame_lines: dict[tuple[str, int], int],
+    calls: dict[_Node, float],
+    failing_files: set[str],
+    static: Sequence[Window],
+) -> float:
+    """How close ``unit`` is to the failure, without a spectrum: by the frames it holds, the
+    recorded calls that reach it, the failing files, the other sources' windows."""
+    distances = [d for (p, ln), d in frame_lines.items() if p == path and unit.start <= ln <= unit.end]
+    called = calls.get((path, unit.start, unit.end))
+    if distances:
+        closeness = 1.0 / (1 + min(distances))
+    elif called is not None:
+        closeness = _CALLED / called
+    elif path in failing_files:
+        closeness = _IN_FAILING_FILE
+    elif any(_overlaps(w, unit) for w in static):
+        closeness = _STATICALLY_PROPOSED
+    else:
+        closeness = _OTHER
+    if calls and called is None and not distances:
+        closeness *= _UNREACHED
+    return closeness
+
+
+def _unit_windows(
+    repo: Repository, scored: Sequence[tuple[bool, float, int, str, int, _Unit, int]]
+) -> list[Window]:
+    """The windows of the ``scored`` units, in order: each unit, and a long one's bounded run
+    around its most suspicious line too, each window once."""
     windows: list[Window] = []
     seen: set[tuple[str, int, int]] = set()
-    for far, score, _, path, _, unit, line in scored[:limit]:
+    for far, score, _, path, _, unit, line in scored:
         source = repo.source(path)
         if source is None:
             continue

@@ -21,14 +21,9 @@
 from __future__ import annotations
 
 import ast
-import itertools
-import os
 import posixpath
-import re
-import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from bugcontext.core.limits import describe
 from bugcontext.job.sources.files import (
@@ -39,16 +34,14 @@ from bugcontext.job.sources.files import (
     enclosing_function,
     node_span,
 )
-from bugcontext.job.sources.logs._common import is_dependency_path
 from bugcontext.job.sources.logs.sourcemap import original_line
-from bugcontext.job.sources.pytest_log import Frame, TestFailure
+from bugcontext.job.sources.paths import map_path
+from bugcontext.job.sources.reports import Frame, TestFailure
 from bugcontext.job.sources.symbols import ParsedFile, SymbolIndex
 from bugcontext.job.sources.window import RADIUS, Window, make_window
 
 __all__ = [
-    "FRAME_AMBIGUOUS",
     "FRAME_PAST_END",
-    "FRAME_UNMATCHED",
     "MAX_CALLED",
     "ProjectFrame",
     "assertion_in_test",
@@ -58,7 +51,6 @@ __all__ = [
     "failure_windows",
     "is_test_file",
     "locate_test",
-    "map_path",
     "merge_windows",
     "project_frames",
     "resolve_frames",
@@ -66,18 +58,6 @@ __all__ = [
 
 #: Why a traceback frame gave no window: its line is past the end of the file.
 FRAME_PAST_END = "policy: line past the end of the file"
-#: Why a frame from another machine gave no window: several repository files end with the
-#: longest part of its path that any file ends with.
-FRAME_AMBIGUOUS = "policy: frame path matches several files of the repository"
-#: Why a frame from another machine gave no window: no repository file has its file name.
-FRAME_UNMATCHED = "policy: frame path matches no file of the repository"
-
-# Installed code on the machine that ran the tests: `site-packages`, or a Python's own
-# library (`lib/python3.11/...`, Windows `Python311/Lib/...`).
-_INSTALLED = frozenset({"site-packages", "dist-packages"})
-# (and other languages' dependencies: ``node_modules``, the Go module cache, Cargo's registry,
-# Rust's own library: :func:`.logs._common.is_dependency_path`)
-_PYTHON_DIR = re.compile(r"python\d*+(?:\.\d++)*+", re.IGNORECASE)
 
 #: At most this many definitions are taken as the code under test of a failing test body.
 MAX_CALLED = 8
@@ -132,170 +112,6 @@ def is_test_file(path: str) -> bool:
     return any(part in _TEST_DIRS for part in folders.split("/") if part)
 
 
-def _foreign_parts(path: str) -> list[str] | None:
-    """The folder and file names of a frame path printed on another machine (``\\`` read
-    as ``/``, a drive ``C:`` dropped), or ``None`` for a pseudo-file or installed code."""
-    if not path or path.startswith("<"):
-        return None
-    parts = [part for part in path.replace("\\", "/").split("/") if part and part != "."]
-    if parts and len(parts[0]) == 2 and parts[0][1] == ":" and parts[0][0].isalpha():
-        parts = parts[1:]
-    if not parts or ".." in parts:
-        return None
-    lowered = [part.lower() for part in parts]
-    if _INSTALLED & set(lowered) or is_dependency_path(path):
-        return None
-    for before, after in itertools.pairwise(lowered):
-        if (before == "lib" and _PYTHON_DIR.fullmatch(after)) or (
-            after == "lib" and _PYTHON_DIR.fullmatch(before)
-        ):
-            return None
-    return parts
-
-
-def _map_foreign(names: dict[str, list[str]], path: str) -> tuple[str | None, str | None]:
-    """``(repository path, None)`` for a frame path from another machine or checkout
-    folder that the repository file with the longest common tail of path names matches,
-    alone; ``(None, why)`` when several files share that longest tail
-    (:data:`FRAME_AMBIGUOUS`) or none has the file name (:data:`FRAME_UNMATCHED`);
-    ``(None, None)`` when the path is not one to map (installed code, a pseudo-file).
-    ``names`` maps each file name to the repository files of that name."""
-    parts = _foreign_parts(path)
-    if parts is None:
-        return None, None
-    best = 0
-    matches: list[str] = []
-    for rel in names.get(parts[-1], ()):
-        theirs = rel.split("/")
-        common = 0
-        while common < min(len(theirs), len(parts)) and theirs[-1 - common] == parts[-1 - common]:
-            common += 1
-        if common > best:
-            best, matches = common, [rel]
-        elif common == best:
-            matches.append(rel)
-    if len(matches) == 1:
-        return matches[0], None
-    return None, FRAME_AMBIGUOUS if matches else FRAME_UNMATCHED
-
-
-def _under_root(repo: Repository, path: str) -> str | None:
-    """``path`` relative to the repository folder as written (``..`` resolved, links not),
-    if it lies there and outside installed code; else ``None``."""
-    try:
-        where = Path(path)
-        full = Path(os.path.normpath(where if where.is_absolute() else repo.root / where))
-        if _INSTALLED & set(full.parts) or "node_modules" in full.parts:
-            return None
-        return full.relative_to(repo.root).as_posix()
-    except ValueError:
-        return None
-
-
-#: The longest path, in bytes, that can name a file (``PATH_MAX`` on Linux): a longer path
-#: printed in a log names nothing, and is not looked up.
-PATH_MAX = 4096
-
-#: Symbolic links followed while resolving one path inside the repository (Linux's own).
-_MAX_LINKS = 40
-
-
-def _too_long(path: str) -> bool:
-    """Whether ``path`` is longer than any path that can name a file (:data:`PATH_MAX`
-    bytes, a lone surrogate counted as 3), told without touching the filesystem."""
-    return len(path) > PATH_MAX or len(path.encode("utf-8", "surrogatepass")) > PATH_MAX
-
-
-def _shortened(path: str) -> str:
-    return path if len(path) <= 200 else path[:200] + "..."
-
-
-def _local_file(repo: Repository, path: str) -> bool:
-    """Whether ``path`` (relative: under the repository) names something inside the
-    repository, resolved component by component without leaving it: a path that lies
-    outside as written, or whose resolution leaves the repository through a symbolic
-    link or ``..``, is not looked at past the point where it leaves, and names nothing,
-    exactly as a path that names nothing (so the answer never tells what exists outside)."""
-    try:
-        where = Path(path)
-        full = where if where.is_absolute() else repo.root / where
-        rest = list(full.relative_to(repo.root).parts)  # as written: no ``..`` resolved yet
-    except ValueError:
-        return False
-    root = str(repo.root)
-    here: list[str] = []
-    links = 0
-    rest.reverse()
-    while rest:
-        name = rest.pop()
-        if name in ("", "."):
-            continue
-        if name == "..":
-            if not here:
-                return False  # above the repository
-            here.pop()
-            continue
-        current = os.path.join(root, *here, name)
-        try:
-            info = os.lstat(current)
-        except (OSError, ValueError):
-            return False
-        if not stat.S_ISLNK(info.st_mode):
-            here.append(name)
-            continue
-        links += 1
-        try:
-            target = os.readlink(current)
-        except (OSError, ValueError):
-            return False
-        if links > _MAX_LINKS or len(target) > PATH_MAX:
-            return False
-        if os.path.isabs(target):
-            try:
-                parts = list(Path(target).relative_to(repo.root).parts)
-            except ValueError:
-                return False  # the link leads out: not followed
-            here = []
-        else:
-            parts = list(Path(target).parts)
-        rest.extend(reversed(parts))
-    return True
-
-
-def map_path(
-    repo: Repository, path: str, names: dict[str, list[str]] | None = None
-) -> tuple[str | None, str | None, str | None]:
-    """The repository file a path printed by a tool names (a traceback frame, a coverage
-    report's file), as :func:`resolve_frames` maps frames: ``(rel, None, None)`` for the
-    repository-relative path of the file; else ``(None, where, why)``: a file inside the
-    repository that the reader will not read (``why`` ``WINDOW_UNREADABLE``), or a path from
-    another machine, from outside the repository folder or leading out of it through a link
-    or ``..`` (looked up only inside the repository: what exists outside never changes the
-    answer) that matches several files or none (``FRAME_AMBIGUOUS``, ``FRAME_UNMATCHED``) or
-    is not one to map (installed code, a pseudo-file: ``why`` ``None``); a path longer than
-    :data:`PATH_MAX` bytes matches no file (``FRAME_UNMATCHED``, ``where`` cut to 200
-    characters). ``where`` is how to name the path in an omission. ``names`` is a cache of
-    the repository's files by file name, filled on first use (pass the same ``dict`` for
-    many paths)."""
-    if _too_long(path):
-        return None, _shortened(path.replace("\\", "/")), FRAME_UNMATCHED
-    textual = _under_root(repo, path)
-    if textual is not None and _local_file(repo, path):
-        rel = repo.relative(path)
-        if rel is not None:
-            return rel, None, None
-        # A file here the reader will not read (ignored, binary, oversized, a secret).
-        return None, textual, WINDOW_UNREADABLE
-    if names is None:
-        names = {}
-    if not names:
-        for known in repo.files():
-            names.setdefault(known.rsplit("/", 1)[-1], []).append(known)
-    rel, why = _map_foreign(names, path)
-    if rel is not None:
-        return rel, None, None
-    printed = path.replace("\\", "/")
-    return None, textual if textual is not None and "\\" not in path else printed, why
 
 
 def _bounded_frames(repo: Repository, frames: Sequence[Frame], what: str) -> Sequence[Frame]:
@@ -866,8 +682,28 @@ def called_code_windows(
     modules, members = resolver.imports(deepest.path, [*_top_level(source.tree.body), *ast.walk(function)])
     local_defs = {n.name for n in ast.walk(source.tree) if isinstance(n, _DEFINITIONS)}
     bindings = _bindings(function, deepest.line)
-    _, stmt_end = node_span(stmt)
+    weighted = _weighted_calls(stmt, function, bindings)
 
+    best: dict[tuple[str, int], tuple[float, int, _Definition]] = {}
+    for order, (weight, call) in enumerate(weighted):
+        definition = _resolve_call(call, resolver, modules, members, bindings, local_defs)
+        if definition is None or is_test_file(definition.path):
+            continue
+        where = (definition.path, definition.node.lineno)
+        known = best.get(where)
+        if known is None or weight > known[0]:
+            best[where] = (weight, known[1] if known is not None else order, definition)
+    chosen = sorted(best.values(), key=lambda item: (-item[0], item[1]))[:limit]
+
+    return _definition_windows(repo, chosen, base_score)
+
+
+def _weighted_calls(
+    stmt: ast.stmt, function: ast.FunctionDef | ast.AsyncFunctionDef, bindings: dict[str, list[ast.AST]]
+) -> list[tuple[float, ast.Call]]:
+    """The calls of the failing test function with their weights (:func:`called_code_windows`):
+    on the failing statement's header 1.0, in the flow into it 0.75, up to its end 0.5."""
+    _, stmt_end = node_span(stmt)
     weighted: list[tuple[float, ast.Call]] = []
     header = list(_header(stmt))
     weighted.extend((1.0, call) for call in _calls(header))
@@ -879,42 +715,49 @@ def called_code_windows(
     weighted.extend(
         (0.5, call) for call in _calls(list(function.body)) if getattr(call, "lineno", 0) <= stmt_end
     )
+    return weighted
 
-    def resolve(call: ast.Call, depth: int = 0) -> _Definition | None:
-        dotted = _dotted_call(call.func)
-        if dotted is None:
+
+def _resolve_call(
+    call: ast.Call,
+    resolver: _Resolver,
+    modules: dict[str, _Module],
+    members: dict[str, tuple[_Module, str]],
+    bindings: dict[str, list[ast.AST]],
+    local_defs: set[str],
+    depth: int = 0,
+) -> _Definition | None:
+    """The definition ``call`` calls, through the test file's imports (``modules``,
+    ``members``) and, for ``obj.method(...)`` after ``obj = Class(...)``, the class's method."""
+    dotted = _dotted_call(call.func)
+    if dotted is None:
+        return None
+    base, attrs = dotted
+    target: _Definition | _Module | None = None
+    if base in members:
+        target = resolver.member(*members[base])
+    elif base in modules:
+        target = modules[base]
+    elif base in bindings and base not in local_defs and depth < 3:
+        # `obj = Class(...)` then `obj.method(...)`: the class's method.
+        for value in bindings[base]:
+            if isinstance(value, ast.Call) and value is not call:
+                made = _resolve_call(value, resolver, modules, members, bindings, local_defs, depth + 1)
+                if made is not None and isinstance(made.node, ast.ClassDef):
+                    target = made
+                    break
+    for attr in attrs:
+        if target is None:
             return None
-        base, attrs = dotted
-        target: _Definition | _Module | None = None
-        if base in members:
-            target = resolver.member(*members[base])
-        elif base in modules:
-            target = modules[base]
-        elif base in bindings and base not in local_defs and depth < 3:
-            # `obj = Class(...)` then `obj.method(...)`: the class's method.
-            for value in bindings[base]:
-                if isinstance(value, ast.Call) and value is not call:
-                    made = resolve(value, depth + 1)
-                    if made is not None and isinstance(made.node, ast.ClassDef):
-                        target = made
-                        break
-        for attr in attrs:
-            if target is None:
-                return None
-            target = resolver.attribute(target, attr)
-        return target if isinstance(target, _Definition) else None
+        target = resolver.attribute(target, attr)
+    return target if isinstance(target, _Definition) else None
 
-    best: dict[tuple[str, int], tuple[float, int, _Definition]] = {}
-    for order, (weight, call) in enumerate(weighted):
-        definition = resolve(call)
-        if definition is None or is_test_file(definition.path):
-            continue
-        where = (definition.path, definition.node.lineno)
-        known = best.get(where)
-        if known is None or weight > known[0]:
-            best[where] = (weight, known[1] if known is not None else order, definition)
-    chosen = sorted(best.values(), key=lambda item: (-item[0], item[1]))[:limit]
 
+def _definition_windows(
+    repo: Repository, chosen: Sequence[tuple[float, int, _Definition]], base_score: float
+) -> list[Window]:
+    """One ``reference`` window per chosen definition (a long class: its first lines and its
+    ``__init__``), scored ``base_score + weight``, each once."""
     windows: list[Window] = []
     seen: set[tuple[str, int, int]] = set()
     for weight, _, definition in chosen:

@@ -1,9 +1,18 @@
-"""Gathering the candidates of all three sources for one failing test."""
+"""Gathering the candidates of all three sources for one failing test (:func:`gather`).
+
+Scores. The builder orders the candidates of the failure file by score alone, whatever their
+reason, so the three sources share one scale there: search windows keep their BM25 score
+``s``; with ``T = ceil(max s)`` (0 without search windows), reference windows score in
+``(T + 1, T + 2]`` and failure windows in ``(T + 2, T + 3]``. Within a source, the score falls
+off with the frame's distance from the deepest frame (failure), with the kind of evidence, the
+name's ambiguity, the frame's distance and the import-graph distance (reference), or follows
+BM25.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,15 +36,15 @@ from bugcontext.job.sources.failure import (
 from bugcontext.job.sources.files import PolicyOmission, Repository
 from bugcontext.job.sources.hops import hop_windows
 from bugcontext.job.sources.issue import issue_query, issue_windows
-from bugcontext.job.sources.pytest_log import (
+from bugcontext.job.sources.references import EVIDENCE_SOURCES, reference_windows
+from bugcontext.job.sources.reports import TestFailure
+from bugcontext.job.sources.runs import (
     FailingTest,
-    TestFailure,
     failing_tests,
     parse_test_output,
     select_test,
     summary_order,
 )
-from bugcontext.job.sources.references import EVIDENCE_SOURCES, reference_windows
 from bugcontext.job.sources.search import TOP_K, SearchIndex, build_query, search_windows
 from bugcontext.job.sources.symbols import SymbolIndex
 from bugcontext.job.sources.units import import_windows, split_classes
@@ -82,7 +91,7 @@ class Gathered:
     the sources produced them: they are not among ``candidates``, whatever their priority.
     ``failure_files`` are the failing files in error order (the failure file first, then
     the other files of the traceback from deep to shallow, each once). ``failing_tests``
-    are every failing test of the log (:func:`~.pytest_log.failing_tests`, summary order);
+    are every failing test of the log (:func:`~.runs.failing_tests`, summary order);
     ``failure`` is the ``failure`` of the chosen one. ``execution`` is the execution record the
     ``coverage`` evidence was read into (``None`` without it): its ``unmapped`` paths are the
     report's files that name no repository file.
@@ -154,44 +163,21 @@ def gather(
 
     The failing test is ``test`` (a pytest node id such as ``tests/test_x.py::test_y``, a
     dotted JUnit or unittest id, or a test name), by default the first failing test in the
-    order of the short test summary (:func:`~.pytest_log.select_test`). Of that test's
-    reports, the call's failure is the failure; a setup error only when the call never ran;
-    its other reports (a teardown error) are extra evidence: their project frames follow
-    the failure's, farther away. Without ``test``, every other failing test of the log (at
-    most :data:`MAX_FAILING_TESTS` in all) is evidence too: its frames outside test files
-    follow, farther away again (their files join the failing files, after the chosen
-    test's), and each failure window is re-scored by how many failing tests have a frame in
-    it (:func:`_by_reach`), so the code more failing tests ran through ranks first. Frames
-    that give no window (a line past the end of the file, a file the reader will not read,
-    a path from another machine that matches no repository file or several) are
-    ``policy_omissions``
+    order of the short test summary (:func:`~.runs.select_test`); without ``test``, every
+    other failing test of the log is evidence too (:func:`_evidence_frames`). Frames that give
+    no window (a line past the end of the file, a file the reader will not read, a path from
+    another machine that matches no repository file or several) are ``policy_omissions``
     (:func:`~.failure.resolve_frames`).
     ``symbols`` and ``index`` are the repository's symbol index and search index when the
     caller keeps them (``bugcontext.Workspace``); by default a new :class:`SymbolIndex` and
     the process's :meth:`SearchIndex.for_repository`.
-    ``issue`` is the issue text (the bug report): the windows of the definitions it names and
-    of its own search (:mod:`.issue`) rank after every window of the log (in the search tier,
-    below the log's search windows, the named definitions first) and stay out of the failing
-    files (the builder ranks a failing file's windows before every other file's, whatever
-    their score): the issue only fills what the log's evidence leaves of a budget, and never
-    pushes any of it out. ``exclude`` names sources of :data:`SOURCES` to leave out
-    (ablation).
+    ``issue`` is the issue text (the bug report): its windows only fill what the log's
+    evidence leaves of a budget (:func:`_issue_search`, :func:`_issue_definitions`).
+    ``exclude`` names sources of :data:`SOURCES` to leave out (ablation).
     ``coverage`` is execution evidence (:func:`~.coverage.execution_record`: a coverage
-    report's bytes or path, or an :class:`~.execution.ExecutionRecord`): each unit the failing
-    tests executed is a ``failure`` window scored by suspiciousness
-    (:func:`~.execution.execution_windows`, source ``coverage: ...``), and the reference
-    windows they never executed are moved below every search window
-    (:func:`~.execution.demote_unexecuted`). With recorded call edges (a traced re-run), the
-    functions a frame's function really called are reference windows
-    (:func:`~.execution.called_windows`), where the static one-hop sources only guess.
-
-    Scores. The builder orders the candidates of the failure file by score alone, whatever
-    their reason, so the three sources share one scale there: search windows keep their
-    BM25 score ``s``; with ``T = ceil(max s)`` (0 without search windows), reference
-    windows score in ``(T + 1, T + 2]`` and failure windows in ``(T + 2, T + 3]``. Within
-    a source, the score falls off with the frame's distance from the deepest frame
-    (failure), with the kind of evidence, the name's ambiguity, the frame's distance and
-    the import-graph distance (reference), or follows BM25.
+    report's bytes or path, or an :class:`~.execution.ExecutionRecord`), read as
+    :func:`_execution_evidence` says. The scores of the sources share one scale (the module's
+    documentation).
 
     Raises ``ResourceLimitError`` for an input over its limit in ``repo``'s
     :attr:`~.files.Repository.resource_limits` (:func:`bugcontext.core.limits.check_context_inputs`,
@@ -200,19 +186,144 @@ def gather(
     ``LookupError``) if ``test`` names no failing test of the log, ``LogFormatError`` for
     unreadable JUnit XML, ``ValueError`` for an unknown name in ``exclude``.
     """
+    _check_exclude(exclude)
+    repository = repo if isinstance(repo, Repository) else Repository(Path(repo))
+    check_context_inputs(repository.resource_limits, log_text, junit_xml, query, issue)
+    tests = failing_tests(parse_test_output(log_text, junit_xml=junit_xml), summary_order(log_text))
+    chosen = select_test(tests, test)
+    failure = chosen.failure if chosen is not None else None
+    frames, frame_omissions, reached = _evidence_frames(repository, chosen, tests, every=test is None)
+    return _gathered(
+        repository,
+        tests,
+        failure,
+        (frames, frame_omissions, reached),
+        query=query,
+        top_k=top_k,
+        symbols=symbols,
+        index=index,
+        issue=issue,
+        exclude=exclude,
+        coverage=coverage,
+    )
+
+
+def _gathered(
+    repository: Repository,
+    tests: list[FailingTest],
+    failure: TestFailure | None,
+    evidence: tuple[list[ProjectFrame], list[PolicyOmission], list[set[tuple[str, int]]]],
+    *,
+    query: str | None,
+    top_k: int,
+    symbols: SymbolIndex | None,
+    index: SearchIndex | None,
+    issue: str | None,
+    exclude: Collection[str],
+    coverage: CoverageInput | None,
+) -> Gathered:
+    """The windows of every source for ``failure`` and its project frames (``evidence``:
+    :func:`_evidence_frames`), screened by the reader, as :func:`gather` returns them."""
+    frames, frame_omissions, reached = evidence
+    tokens = build_query(failure, query, repo=repository, weighted=True)
+    failing = failure_files(frames)
+    search = _log_search(repository, tokens, failing, top_k, index)
+    if "search" in exclude:
+        search = []
+    issue_search: list[Window] = []
+    if issue and "issue-search" not in exclude:
+        issue_search = _issue_search(repository, issue, search, failing, top_k, index)
+    tier = math.ceil(max((w.score for w in search), default=0.0))
+    symbol_index = symbols if symbols is not None else SymbolIndex(repository)
+    references, leftover = _references(
+        repository, failure, frames, failing, search, symbol_index, tier, exclude
+    )
+    if issue and "issue-definitions" not in exclude:
+        named = _issue_definitions(repository, issue, symbol_index, search, references, failing)
+        issue_search = [*named, *issue_search]
+    failure_found = _failure_found(repository, frames, symbol_index, tier, reached, exclude)
+    executed: list[Window] = []
+    record = None if coverage is None else execution_record(coverage, repository, repository.resource_limits)
+    if record is not None:
+        executed, failure_found, references, unexecuted = _execution_evidence(
+            repository, record, tests, frames, symbol_index, tier, search, references, failure_found, exclude
+        )
+        leftover = [*leftover, *unexecuted]
+    sources = (
+        ("failure", failure_found),
+        ("coverage", executed),
+        ("reference", references),
+        ("search", search),
+        ("issue", issue_search),
+        ("members", leftover),
+    )
+    candidates, withheld = _screen(repository, sources)
+    return Gathered(
+        candidates=tuple(candidates),
+        failure_file=frames[0].path if frames else None,
+        failure=failure,
+        frames=tuple(frames),
+        query=tuple(dict.fromkeys(tokens)),
+        policy_omissions=(*frame_omissions, *withheld),
+        failure_files=tuple(failing),
+        failing_tests=tuple(tests),
+        execution=record,
+    )
+
+
+def _screen(
+    repository: Repository, sources: Sequence[tuple[str, list[Window]]]
+) -> tuple[list[Window], list[PolicyOmission]]:
+    """The windows of every source, in order, that pass the reader's check, and those it
+    withholds.
+
+    Every window passes the reader's check last: secrets and stale windows are withheld.
+    Each window names its source (its provenance: the candidate's ``source_id``)."""
+    named_windows = [replace(w, source=w.source or source) for source, windows in sources for w in windows]
+    return repository.screen(named_windows)
+
+
+def _failure_found(
+    repository: Repository,
+    frames: list[ProjectFrame],
+    symbol_index: SymbolIndex,
+    tier: int,
+    reached: list[set[tuple[str, int]]],
+    exclude: Collection[str],
+) -> list[Window]:
+    """The failure windows (scores above ``tier + 2``), re-scored by how many failing tests
+    reach them when there are several (:func:`_by_reach`)."""
+    if "failure" in exclude:
+        return []
+    found = failure_windows(repository, frames, base_score=tier + 2.0, symbols=symbol_index)
+    return _by_reach(found, reached, tier + 2.0) if len(reached) > 1 else found
+
+
+def _check_exclude(exclude: Collection[str]) -> None:
+    """Raise ``ValueError`` for a name in ``exclude`` that is not one of :data:`SOURCES`."""
     unknown = sorted(set(exclude) - set(SOURCES))
     if unknown:
         raise ValueError(f"unknown source {unknown[0]!r} in exclude; known: {', '.join(SOURCES)}")
-    repository = repo if isinstance(repo, Repository) else Repository(Path(repo))
-    check_context_inputs(repository.resource_limits, log_text, junit_xml, query, issue)
-    failures = parse_test_output(log_text, junit_xml=junit_xml)
-    tests = failing_tests(failures, summary_order(log_text))
-    chosen = select_test(tests, test)
-    failure = chosen.failure if chosen is not None else None
+
+
+def _evidence_frames(
+    repository: Repository, chosen: FailingTest | None, tests: Sequence[FailingTest], *, every: bool
+) -> tuple[list[ProjectFrame], list[PolicyOmission], list[set[tuple[str, int]]]]:
+    """The project frames of the chosen test, its frame omissions, and per failing test its
+    frames' lines (empty unless ``every``).
+
+    Of the chosen test's reports, the call's failure is the failure; a setup error only when
+    the call never ran; its other reports (a teardown error) are extra evidence: their
+    project frames follow the failure's, farther away. With ``every`` (no test named), every
+    other failing test of the log (at most :data:`MAX_FAILING_TESTS` in all) is evidence too:
+    its frames outside test files follow, farther away again (their files join the failing
+    files, after the chosen test's), and each failure window is re-scored by how many failing
+    tests have a frame in it (:func:`_by_reach`), so the code more failing tests ran through
+    ranks first."""
     frames: list[ProjectFrame] = []
     frame_omissions: list[PolicyOmission] = []
-    if chosen is not None and failure is not None:
-        frames, frame_omissions = resolve_frames(repository, failure)
+    if chosen is not None:
+        frames, frame_omissions = resolve_frames(repository, chosen.failure)
         known = {(pf.path, pf.line) for pf in frames}
         reported = set(frame_omissions)
         for other in chosen.others:  # a teardown error: extra evidence, after the failure's
@@ -227,56 +338,97 @@ def gather(
                     reported.add(omission)
                     frame_omissions.append(omission)
     reached: list[set[tuple[str, int]]] = []  # per failing test, its frames' lines
-    if chosen is not None and test is None:
-        # Every failing test is evidence (at most MAX_FAILING_TESTS): the frames of the other
-        # tests in code under test (not in test files: their own bodies would crowd the
-        # failing files) follow the chosen test's, farther away; a unit more tests reach
-        # scores higher (:func:`_by_reach`).
-        reached = [{(pf.path, pf.line) for pf in frames}]
-        known = set(reached[0])
-        reported = set(frame_omissions)
-        for other_test in [t for t in tests if t is not chosen][: MAX_FAILING_TESTS - 1]:
-            extra, omitted = resolve_frames(repository, other_test.failure)
-            offset = len(frames)
-            reached.append({(pf.path, pf.line) for pf in extra})
-            for pf in extra:
-                if is_test_file(pf.path):
-                    continue
-                key = (pf.path, pf.line)
-                if key not in known:
-                    known.add(key)
-                    frames.append(ProjectFrame(pf.path, pf.line, pf.distance + offset, pf.frame))
-            for omission in omitted:
-                if omission not in reported and not is_test_file(omission.path):
-                    reported.add(omission)
-                    frame_omissions.append(omission)
-    tokens = build_query(failure, query, repo=repository, weighted=True)
+    if chosen is not None and every:
+        reached = _other_tests_frames(repository, chosen, tests, frames, frame_omissions)
+    return frames, frame_omissions, reached
 
-    failing = failure_files(frames)
-    # Search hits in a failing *test* file are left out: the builder ranks a failing file's
-    # windows before everything else, and there the failing test is already failure evidence,
-    # while its neighbouring tests would crowd the code under test out of a small budget.
-    search = [
+
+def _other_tests_frames(
+    repository: Repository,
+    chosen: FailingTest,
+    tests: Sequence[FailingTest],
+    frames: list[ProjectFrame],
+    frame_omissions: list[PolicyOmission],
+) -> list[set[tuple[str, int]]]:
+    """Add the frames (and frame omissions) of the other failing tests to ``frames`` (and
+    ``frame_omissions``), and give each failing test's frames' lines, the chosen one first.
+
+    Every failing test is evidence (at most MAX_FAILING_TESTS): the frames of the other tests
+    in code under test (not in test files: their own bodies would crowd the failing files)
+    follow the chosen test's, farther away; a unit more tests reach scores higher
+    (:func:`_by_reach`)."""
+    reached = [{(pf.path, pf.line) for pf in frames}]
+    known = set(reached[0])
+    reported = set(frame_omissions)
+    for other_test in [t for t in tests if t is not chosen][: MAX_FAILING_TESTS - 1]:
+        extra, omitted = resolve_frames(repository, other_test.failure)
+        offset = len(frames)
+        reached.append({(pf.path, pf.line) for pf in extra})
+        for pf in extra:
+            if is_test_file(pf.path):
+                continue
+            key = (pf.path, pf.line)
+            if key not in known:
+                known.add(key)
+                frames.append(ProjectFrame(pf.path, pf.line, pf.distance + offset, pf.frame))
+        for omission in omitted:
+            if omission not in reported and not is_test_file(omission.path):
+                reported.add(omission)
+                frame_omissions.append(omission)
+    return reached
+
+
+def _log_search(
+    repository: Repository, tokens: list[str], failing: list[str], top_k: int, index: SearchIndex | None
+) -> list[Window]:
+    """The search windows of the log's query.
+
+    Search hits in a failing *test* file are left out: the builder ranks a failing file's
+    windows before everything else, and there the failing test is already failure evidence,
+    while its neighbouring tests would crowd the code under test out of a small budget."""
+    return [
         w
         for w in search_windows(repository, tokens, top_k=top_k, index=index)
         if not (w.path in failing and is_test_file(w.path))
     ]
-    if "search" in exclude:
-        search = []
-    issue_search: list[Window] = []
-    if issue and "issue-search" not in exclude:
-        # The issue's own search ranks after the log's: scores scaled below its lowest.
-        logged = {(w.path, w.start, w.end) for w in search}
-        found = [
-            w
-            for w in search_windows(repository, issue_query(issue), top_k=top_k, index=index)
-            if (w.path, w.start, w.end) not in logged and w.path not in failing
-        ]
-        ceiling = min((w.score for w in search), default=1.0)
-        top = max((w.score for w in found), default=1.0)
-        issue_search = [replace(w, score=round(0.97 * ceiling * w.score / top, 6)) for w in found]
-    tier = math.ceil(max((w.score for w in search), default=0.0))
-    symbol_index = symbols if symbols is not None else SymbolIndex(repository)
+
+
+def _issue_search(
+    repository: Repository,
+    issue: str,
+    search: list[Window],
+    failing: list[str],
+    top_k: int,
+    index: SearchIndex | None,
+) -> list[Window]:
+    """The windows of the issue's own search (:mod:`.issue`), out of the failing files and
+    not already found by the log's: the issue's own search ranks after the log's, scores
+    scaled below its lowest (the builder ranks a failing file's windows before every other
+    file's, whatever their score: the issue only fills what the log's evidence leaves of a
+    budget, and never pushes any of it out)."""
+    logged = {(w.path, w.start, w.end) for w in search}
+    found = [
+        w
+        for w in search_windows(repository, issue_query(issue), top_k=top_k, index=index)
+        if (w.path, w.start, w.end) not in logged and w.path not in failing
+    ]
+    ceiling = min((w.score for w in search), default=1.0)
+    top = max((w.score for w in found), default=1.0)
+    return [replace(w, score=round(0.97 * ceiling * w.score / top, 6)) for w in found]
+
+
+def _references(
+    repository: Repository,
+    failure: TestFailure | None,
+    frames: list[ProjectFrame],
+    failing: list[str],
+    search: list[Window],
+    symbol_index: SymbolIndex,
+    tier: int,
+    exclude: Collection[str],
+) -> tuple[list[Window], list[Window]]:
+    """The reference windows (scores in the reference tier above ``tier + 1``) and the
+    leftover methods of long classes split into their methods (``members``)."""
     references = (
         reference_windows(
             repository,
@@ -306,82 +458,75 @@ def gather(
         pointed = [*failing, *(w.path for w in references), *(w.path for w in search[:3])]
         headers = import_windows(repository, dict.fromkeys(pointed), symbol_index, tier + 1.0 + IMPORT_SCORE)
         references = merge_windows(references, headers)
-    if issue and "issue-definitions" not in exclude:
-        # The issue's definitions rank after every window from the log: in the search tier,
-        # below the log's search and leftover windows, above the issue's own search.
-        lowest = min((w.score for w in search), default=1.0)
-        referenced = {(w.path, w.start, w.end) for w in references}
-        named = issue_windows(repository, issue, symbol_index, low=0.98 * lowest, high=0.99 * lowest)
-        issue_search = [
-            *(
-                replace(w, reason="search")
-                for w in named
-                if (w.path, w.start, w.end) not in referenced and w.path not in failing
-            ),
-            *issue_search,
-        ]
-    failure_found = (
-        []
-        if "failure" in exclude
-        else failure_windows(repository, frames, base_score=tier + 2.0, symbols=symbol_index)
-    )
-    if len(reached) > 1:
-        failure_found = _by_reach(failure_found, reached, tier + 2.0)
-    executed: list[Window] = []
-    record: ExecutionRecord | None = None
-    if coverage is not None:
-        record = execution_record(coverage, repository, repository.resource_limits)
-        lowest = min((w.score for w in search), default=1.0)
-        executed = execution_windows(
-            repository,
-            record,
-            tests,
-            frames,
-            symbol_index,
-            tier + 2.0,
-            static=[*references, *search],
-            weak=(0.991 * lowest, 0.997 * lowest),
-        )
-        if "callee" not in exclude:
-            # The callees that really ran from a frame's function (recorded call edges).
-            called = called_windows(repository, record, tests, frames, symbol_index, tier + 1.0)
-            references = merge_windows(references, called)
-        floor = 0.998 * min((w.score for w in search), default=1.0)
-        references, unexecuted = demote_unexecuted(
-            repository, references, record, tests, floor, keep={EVIDENCE_SOURCES["line"]}
-        )
-        leftover = [*leftover, *unexecuted]
-        # A unit that is a frame's own window stays that window, with the higher score.
-        best = {(w.path, w.start, w.end): w.score for w in executed}
-        failure_found = [
-            replace(w, score=max(w.score, best.get((w.path, w.start, w.end), w.score))) for w in failure_found
-        ]
-        framed = {(w.path, w.start, w.end) for w in failure_found}
-        executed = [w for w in executed if (w.path, w.start, w.end) not in framed]
-    # Every window passes the reader's check last: secrets and stale windows are withheld.
-    # Each window names its source (its provenance: the candidate's ``source_id``).
-    named_windows = [
-        replace(w, source=w.source or source)
-        for source, windows in (
-            ("failure", failure_found),
-            ("coverage", executed),
-            ("reference", references),
-            ("search", search),
-            ("issue", issue_search),
-            ("members", leftover),
-        )
-        for w in windows
+    return references, leftover
+
+
+def _issue_definitions(
+    repository: Repository,
+    issue: str,
+    symbol_index: SymbolIndex,
+    search: list[Window],
+    references: list[Window],
+    failing: list[str],
+) -> list[Window]:
+    """The windows of the definitions the issue names (:mod:`.issue`), out of the failing
+    files and the references: they rank after every window from the log: in the search tier,
+    below the log's search and leftover windows, above the issue's own search."""
+    lowest = min((w.score for w in search), default=1.0)
+    referenced = {(w.path, w.start, w.end) for w in references}
+    named = issue_windows(repository, issue, symbol_index, low=0.98 * lowest, high=0.99 * lowest)
+    return [
+        replace(w, reason="search")
+        for w in named
+        if (w.path, w.start, w.end) not in referenced and w.path not in failing
     ]
-    candidates, withheld = repository.screen(named_windows)
-    withheld = [*frame_omissions, *withheld]
-    return Gathered(
-        candidates=tuple(candidates),
-        failure_file=frames[0].path if frames else None,
-        failure=failure,
-        frames=tuple(frames),
-        query=tuple(dict.fromkeys(tokens)),
-        policy_omissions=tuple(withheld),
-        failure_files=tuple(failing),
-        failing_tests=tuple(tests),
-        execution=record,
+
+
+def _execution_evidence(
+    repository: Repository,
+    record: ExecutionRecord,
+    tests: Sequence[FailingTest],
+    frames: list[ProjectFrame],
+    symbol_index: SymbolIndex,
+    tier: int,
+    search: list[Window],
+    references: list[Window],
+    failure_found: list[Window],
+    exclude: Collection[str],
+) -> tuple[list[Window], list[Window], list[Window], list[Window]]:
+    """``(executed, failure windows, references, unexecuted)`` with the execution evidence
+    ``record``.
+
+    Each unit the failing tests executed is a ``failure`` window scored by suspiciousness
+    (:func:`~.execution.execution_windows`, source ``coverage: ...``), and the reference
+    windows they never executed are moved below every search window
+    (:func:`~.execution.demote_unexecuted`: ``unexecuted``). With recorded call edges (a traced
+    re-run), the functions a frame's function really called are reference windows
+    (:func:`~.execution.called_windows`), where the static one-hop sources only guess."""
+    lowest = min((w.score for w in search), default=1.0)
+    executed = execution_windows(
+        repository,
+        record,
+        tests,
+        frames,
+        symbol_index,
+        tier + 2.0,
+        static=[*references, *search],
+        weak=(0.991 * lowest, 0.997 * lowest),
     )
+    if "callee" not in exclude:
+        # The callees that really ran from a frame's function (recorded call edges).
+        called = called_windows(repository, record, tests, frames, symbol_index, tier + 1.0)
+        references = merge_windows(references, called)
+    floor = 0.998 * min((w.score for w in search), default=1.0)
+    references, unexecuted = demote_unexecuted(
+        repository, references, record, tests, floor, keep={EVIDENCE_SOURCES["line"]}
+    )
+    # A unit that is a frame's own window stays that window, with the higher score.
+    best = {(w.path, w.start, w.end): w.score for w in executed}
+    failure_found = [
+        replace(w, score=max(w.score, best.get((w.path, w.start, w.end), w.score))) for w in failure_found
+    ]
+    framed = {(w.path, w.start, w.end) for w in failure_found}
+    executed = [w for w in executed if (w.path, w.start, w.end) not in framed]
+    return executed, failure_found, references, unexecuted

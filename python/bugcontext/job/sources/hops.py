@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from bugcontext.job.sources.failure import ProjectFrame, is_test_file
 from bugcontext.job.sources.files import Repository
 from bugcontext.job.sources.symbols import Definition, ParsedFile, Reference, SymbolIndex
-from bugcontext.job.sources.window import RADIUS, Window, make_window
+from bugcontext.job.sources.window import Window, span_windows
 
 __all__ = [
     "CALLEE_HOP",
@@ -280,19 +280,5 @@ def hop_windows(
     """``reference`` windows of :func:`hop_evidence`, best first, scoring
     ``base_score + weight``: each unit whole, a unit longer than ``2 * RADIUS + 1`` lines
     also as a window of its first ``2 * RADIUS + 1`` lines; at most ``max_windows`` units."""
-    windows: list[Window] = []
-    seen: set[tuple[str, int, int]] = set()
-    for evidence in hop_evidence(repo, frames, index, kinds=kinds)[:max_windows]:
-        source = repo.source(evidence.path)
-        if source is None or source.line_count == 0:
-            continue
-        spans = [(evidence.start, evidence.end)]
-        if evidence.end - evidence.start + 1 > 2 * RADIUS + 1:
-            spans.append((evidence.start, evidence.start + 2 * RADIUS))
-        for start, end in spans:
-            window = make_window(source, start, end, "reference", base_score + evidence.weight)
-            key = (window.path, window.start, window.end)
-            if key not in seen:
-                seen.add(key)
-                windows.append(window)
-    return windows
+    evidence = hop_evidence(repo, frames, index, kinds=kinds)[:max_windows]
+    return [window for _, window in span_windows(repo, evidence, base_score)]

@@ -1,15 +1,14 @@
-"""Parsing test output into failures, exception chains and traceback frames.
+"""Parsing Python test output into failures, exception chains and traceback frames (the
+reports of :mod:`.reports`).
 
-Shapes read (:func:`parse_test_output` tells them apart by themselves):
+Shapes read (:func:`parse_pytest_log` tells them apart by themselves; JUnit XML and other
+runners' logs are read by :mod:`.runs` and :mod:`.logs`):
 
 * pytest's terminal output: the ``FAILURES`` and ``ERRORS`` parts with ``--tb=long``,
   ``short``, ``native`` or ``line`` reports (``line`` prints one location line per failure
   and no report header), ``-q`` and ``-v`` runs, ``-rA`` short summaries (``FAILED id -
   message``, ``ERROR id``), pytest-xdist's ``[gw0]`` prefixes, ANSI colour and CI time
   stamps at the start of lines;
-* JUnit XML (``pytest --junitxml``, and other xUnit reporters), parsed with ``defusedxml``
-  (no entity expansion, no external resources); each ``<failure>`` or ``<error>`` text is
-  read as a report of its own;
 * unittest's output (``FAIL: test_x (mod.Class.test_x)`` and ``ERROR:`` blocks, the
   ``Traceback`` inside, ``test_x (mod.Class.test_x) ... FAIL`` lines of ``-v``);
 * plain Python tracebacks (a log without any of the above).
@@ -30,10 +29,6 @@ which becomes the deepest frame; pytest's "fixture not found" report gives ``fil
 line N``; a doctest's ``path:N: UnexpectedException`` is the example, the traceback above it
 goes deeper.
 
-:func:`failing_tests` groups one test's reports (a failure and an error at teardown) and
-picks the one that is its failure; :func:`summary_order` gives the order of the short test
-summary; :func:`select_test` chooses a failing test by id.
-
 Test ids (``tests/test_x.py::TestC::test_y[a b-[1]]``) come from status lines, with the
 status before the id (``FAILED id - message``, ``[gw1] [ 50%] PASSED id``) or after it
 (``id PASSED  [ 50%]``, ``test_x (mod.C.test_x) ... FAIL``); ids may hold blanks and
@@ -43,45 +38,31 @@ brackets. Progress lines (``tests/test_x.py .F.  [100%]``, ``[100%]``) are not t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Literal, NoReturn
+
+from bugcontext.job.sources.reports import (
+    BEYOND_LINE,
+    ChainLink,
+    Frame,
+    Phase,
+    Relation,
+    Status,
+    TestFailure,
+    TestOutcome,
+    _beyond,
+    _clean_lines,
+    _line_number,
+)
 
 __all__ = [
-    "BEYOND_LINE",
-    "ChainLink",
-    "FailingTest",
-    "Frame",
-    "LogFormatError",
-    "TestFailure",
-    "TestOutcome",
-    "UnknownTestError",
-    "failing_tests",
-    "is_junit_xml",
-    "parse_junit_xml",
     "parse_outcomes",
     "parse_pytest_log",
-    "parse_test_output",
-    "select_test",
-    "strip_ansi",
-    "summary_order",
 ]
-
-Status = Literal["failed", "error"]
-Phase = Literal["collect", "setup", "call", "teardown"]
-Relation = Literal["cause", "context", "group"]
 
 # Every pattern here runs in time linear in the line it reads (the log is text we did not
 # write): character classes next to each other are disjoint or the repetition is possessive
 # (``*+``, ``++``), so no pattern can backtrack over a long run more than once.
-_ANSI = re.compile(r"\x1b\[[0-?]*+[ -/]*+[@-~]|\x1b[@-Z\\-_]")
-# A time stamp that CI systems put before every line of a job log. Its blank is gone when the
-# line was empty (trailing blanks are stripped first): the stamp alone is an empty line.
-_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z(?: |$)")
-# pytest-xdist: the worker of a line (alone: an empty line), and the worker's platform line
-# under a report header.
-_XDIST_PREFIX = re.compile(r"^\[gw\d+\](?: |$)")
-_XDIST_PLATFORM = re.compile(r"^\[gw\d+\] \S+ -- Python \S+")
 # Matched at a position (``pattern.match(line, pos)``), so no ``^``.
 _PROGRESS = re.compile(r"\[\s*+\d++%\]\s*+")
 # `path:line: message` as pytest prints it (long/short/line styles); the path has no blanks.
@@ -141,16 +122,6 @@ _UNITTEST_STATUS = {
     "expected failure": "xfailed",
     "unexpected success": "xpassed",
 }
-
-# A line number that no file can reach: past the builder's largest line (2**31 - 1). Such
-# digits are not even converted (``int`` refuses more than a few thousand digits).
-_MAX_LINE = 2**31 - 1
-_MAX_LINE_DIGITS = len(str(_MAX_LINE))
-
-
-class LogFormatError(ValueError):
-    """The test output cannot be read: JUnit XML that is malformed or unsafe (an entity
-    declaration, an external reference)."""
 
 
 def _rule_title(line: str, rule: str) -> str | None:
@@ -230,151 +201,6 @@ def _phase_of(name: str | None, status: Status) -> Phase | None:
     return "call" if status == "failed" else None
 
 
-def _line_number(digits: str) -> int | None:
-    """The line number written as ``digits``, or ``None`` if no file can have that line
-    (0: lines are 1-based; more digits than ``2**31 - 1`` has, leading zeros aside, or a
-    larger value): such a frame is unusable."""
-    if len(digits.lstrip("0")) > _MAX_LINE_DIGITS:
-        return None
-    line = int(digits)
-    return line if 1 <= line <= _MAX_LINE else None
-
-
-def _beyond(digits: str) -> bool:
-    """Whether the line number written as ``digits`` is past ``2**31 - 1``: past the end of
-    every file (such a frame is kept apart, :attr:`TestFailure.beyond`, to be reported)."""
-    significant = digits.lstrip("0")
-    return len(significant) > _MAX_LINE_DIGITS or (significant != "" and int(significant) > _MAX_LINE)
-
-
-#: The line a frame past ``2**31 - 1`` is given in :attr:`TestFailure.beyond`.
-BEYOND_LINE = _MAX_LINE + 1
-
-
-def strip_ansi(text: str) -> str:
-    """``text`` without ANSI escape sequences (colours, bold, cursor movement)."""
-    return _ANSI.sub("", text)
-
-
-def _clean_lines(text: str) -> list[str]:
-    """The lines of ``text`` as the parsers read them: no ANSI escapes, no CI time stamps,
-    no pytest-xdist ``[gwN]`` prefixes (the worker platform lines dropped), no trailing
-    blanks."""
-    lines: list[str] = []
-    for raw in strip_ansi(text).splitlines():
-        line = raw.rstrip()
-        if line[:1].isdigit():
-            line = _TIMESTAMP.sub("", line, count=1)
-        if line.startswith("[gw"):
-            if _XDIST_PLATFORM.match(line):
-                continue
-            line = _XDIST_PREFIX.sub("", line, count=1)
-        lines.append(line)
-    return lines
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One traceback entry: ``path`` as printed in the log, 1-based ``line``.
-
-    ``function`` is the function name when the log gives it (short and native styles),
-    else ``None``; ``segment`` is the 0-based index of the exception in a chain, the last
-    segment being the exception the test saw.
-    """
-
-    path: str
-    line: int
-    function: str | None = None
-    segment: int = 0
-
-
-@dataclass(frozen=True)
-class ChainLink:
-    """One exception of a chain, in printed order: the root cause first, the exception
-    the test saw last.
-
-    ``segment`` is its index (the ``segment`` of its frames); ``exception_type`` and
-    ``message`` as in :class:`TestFailure`; ``frames`` its own frames, outermost first;
-    ``relation`` how it leads to the next link: ``"cause"`` (``raise ... from``, "The
-    above exception was the direct cause"), ``"context"`` ("During handling of the above
-    exception"), ``"group"`` (a sub-exception of an exception group), or ``None`` for the
-    last link.
-    """
-
-    segment: int
-    exception_type: str | None
-    message: str
-    frames: tuple[Frame, ...]
-    relation: Relation | None = None
-
-
-@dataclass(frozen=True)
-class TestFailure:
-    """One failed (or errored) test as reported in the log.
-
-    ``name`` is the report header (``TestUtil.test_x``, ``test_y[a b-1]``, ``ERROR at setup
-    of test_z``), or, without a header, the test's name from its id; ``None`` when the log
-    names no test. ``frames`` are in printed order, outermost call first within each
-    segment. ``exception_type`` is the type of the exception the test saw
-    (``ValueError``), or ``None`` when the log does not name it; ``message`` is its message
-    (for a failed ``assert``, pytest's explanation's first line). ``message_lines`` are
-    all the message lines of the report (``E`` lines without the prefix, native tails),
-    every segment's.
-
-    ``test_id`` is the test's id when the log gives one (a pytest node id
-    ``tests/test_x.py::TestC::test_y[1]`` from a status line; ``mod.Class.test_x`` from
-    unittest; ``classname.name`` from JUnit XML). ``status`` is ``"failed"`` or
-    ``"error"`` (pytest's ``ERRORS`` part, unittest's ``ERROR:``, JUnit's ``<error>``).
-    ``chain`` holds every exception of the chain in printed order (the root cause first).
-    ``origin`` names the shape read: ``pytest``, ``unittest``, ``junit``, ``traceback``
-    or ``summary`` (a status line without any report).
-
-    ``phase`` is when the test went wrong, as far as the log says: ``"collect"`` (pytest's
-    ``ERROR collecting``, JUnit's ``collection failure``), ``"setup"`` or ``"teardown"``
-    (``ERROR at setup of``, ``failed on teardown with``), ``"call"`` (a failed test), or
-    ``None`` (an error of unknown phase).
-
-    ``beyond`` holds the frames whose line is past ``2**31 - 1`` (past the end of every file;
-    ``line`` is :data:`BEYOND_LINE`): they are not in ``frames`` (a frame there is a line of
-    its file), and :func:`bugcontext.job.sources.failure.resolve_frames` reports each one under
-    the repository as past the end of its file, so no frame is dropped in silence. (A line
-    ``0`` names no line at all and is dropped.)
-    """
-
-    __test__ = False  # not a pytest test class
-
-    name: str | None
-    frames: tuple[Frame, ...]
-    exception_type: str | None
-    message: str
-    message_lines: tuple[str, ...]
-    test_id: str | None = None
-    status: Status = "failed"
-    chain: tuple[ChainLink, ...] = ()
-    origin: str = "pytest"
-    phase: Phase | None = None
-    beyond: tuple[Frame, ...] = ()
-
-
-@dataclass(frozen=True)
-class TestOutcome:
-    """One test's outcome as a status line reports it.
-
-    ``test_id`` as printed (``tests/test_x.py::test_y[a b]``, ``mod.Class.test_x``);
-    ``status`` one of ``passed``, ``failed``, ``error``, ``skipped``, ``xfailed``,
-    ``xpassed``; ``message`` the text after ``id - `` in a short summary (else ``""``).
-    """
-
-    __test__ = False  # not a pytest test class
-
-    test_id: str
-    status: str
-    message: str = ""
-
-
-# --- one report's traceback ----------------------------------------------------------
-
-
 @dataclass
 class _Segment:
     frames: list[Frame] = field(default_factory=list)
@@ -451,51 +277,65 @@ class _Builder:
         self.in_syntax = False
         fixture = _FIXTURE_LOCATION.match(line)
         if fixture is not None:  # pytest's "fixture 'x' not found": `file path, line N`
-            number = _line_number(fixture["line"])
-            if number is not None:
-                self._add_frame(Frame(fixture["path"], number, None, len(self.segments) - 1))
-            else:
-                self._past(fixture["path"], fixture["line"], None)
+            self._fixture_frame(fixture)
             return
         native = _NATIVE.match(line)
         if native:
-            number = _line_number(native["line"])
-            if number is not None:
-                self._add_frame(Frame(native["path"], number, native["func"], len(self.segments) - 1))
-            else:
-                self._past(native["path"], native["line"], native["func"])
-            self.after_frame, self.in_tail = True, False
+            self._native_frame(native)
             return
         location = _LOCATION.match(line)
         if location:
-            message = location["message"].strip()
-            function = message[3:].strip() if message.startswith("in ") else None
-            number = _line_number(location["line"])
-            if number is not None:
-                frame = Frame(location["path"], number, function, len(self.segments) - 1)
-                if message == "UnexpectedException":
-                    # A doctest example that raised: the example is the outermost frame, the
-                    # traceback printed above it goes deeper, and its last line is the error.
-                    self.current.frames.insert(0, frame)
-                    self.frame_count += 1
-                    self.after_frame = self.in_tail = False
-                    return
-                self._add_frame(frame)
-            else:
-                self._past(location["path"], location["line"], function)
-            syntax = _NATIVE.match(message) if message.startswith("File ") else None
-            if syntax is not None and syntax["func"] is None:
-                self._message(message)  # --tb=line: `path:N:   File "broken.py", line 3`
+            self._location_line(location)
+            return
+        self._other_line(line, stripped)
+
+    def _fixture_frame(self, fixture: re.Match[str]) -> None:
+        number = _line_number(fixture["line"])
+        if number is not None:
+            self._add_frame(Frame(fixture["path"], number, None, len(self.segments) - 1))
+        else:
+            self._past(fixture["path"], fixture["line"], None)
+
+    def _native_frame(self, native: re.Match[str]) -> None:
+        number = _line_number(native["line"])
+        if number is not None:
+            self._add_frame(Frame(native["path"], number, native["func"], len(self.segments) - 1))
+        else:
+            self._past(native["path"], native["line"], native["func"])
+        self.after_frame, self.in_tail = True, False
+
+    def _location_line(self, location: re.Match[str]) -> None:
+        """A ``path:line: message`` line: a frame, a doctest example, a --tb=line report."""
+        message = location["message"].strip()
+        function = message[3:].strip() if message.startswith("in ") else None
+        number = _line_number(location["line"])
+        if number is not None:
+            frame = Frame(location["path"], number, function, len(self.segments) - 1)
+            if message == "UnexpectedException":
+                # A doctest example that raised: the example is the outermost frame, the
+                # traceback printed above it goes deeper, and its last line is the error.
+                self.current.frames.insert(0, frame)
+                self.frame_count += 1
                 self.after_frame = self.in_tail = False
                 return
-            if message and function is None:
-                exc_type, _, rest = message.partition(":")
-                if _EXCEPTION_NAME.match(exc_type.strip()):
-                    self.current.location_type = exc_type.strip()
-                    if rest.strip() and not self.current.messages:
-                        self.current.messages.append(message)  # --tb=line: `path:N: Type: message`
+            self._add_frame(frame)
+        else:
+            self._past(location["path"], location["line"], function)
+        syntax = _NATIVE.match(message) if message.startswith("File ") else None
+        if syntax is not None and syntax["func"] is None:
+            self._message(message)  # --tb=line: `path:N:   File "broken.py", line 3`
             self.after_frame = self.in_tail = False
             return
+        if message and function is None:
+            exc_type, _, rest = message.partition(":")
+            if _EXCEPTION_NAME.match(exc_type.strip()):
+                self.current.location_type = exc_type.strip()
+                if rest.strip() and not self.current.messages:
+                    self.current.messages.append(message)  # --tb=line: `path:N: Type: message`
+        self.after_frame = self.in_tail = False
+
+    def _other_line(self, line: str, stripped: str) -> None:
+        """A line that is no frame: the tail of a native traceback, or other text."""
         if self.in_tail:
             if not stripped and not self.bounded:
                 self.in_tail = False
@@ -895,19 +735,27 @@ def _pytest_reports(lines: list[str]) -> tuple[list[tuple[int, TestFailure]], bo
             continue
         location = _LOCATION.match(line)
         if location:
-            builder = _Builder(None)
-            for lines_of_link, link_relation in pending_links:
-                for text in lines_of_link:
-                    builder.feed(text)
-                builder._new_segment(link_relation)
-            for text in pending:
-                builder.feed(text)
-            builder.in_syntax = False
-            builder.feed(line)
-            failures.append((index, builder.build(status=status)))
+            failures.append((index, _line_report(pending_links, pending, line, status)))
             pending, pending_links, capturing = [], [], False
     finish()
     return failures, saw_reports
+
+
+def _line_report(
+    pending_links: list[tuple[list[str], Relation]], pending: list[str], line: str, status: Status
+) -> TestFailure:
+    """The failure of a ``--tb=line`` report: the ``E`` lines of each link of its chain
+    (``pending_links``) and of the last (``pending``), and its location ``line``."""
+    builder = _Builder(None)
+    for lines_of_link, link_relation in pending_links:
+        for text in lines_of_link:
+            builder.feed(text)
+        builder._new_segment(link_relation)
+    for text in pending:
+        builder.feed(text)
+    builder.in_syntax = False
+    builder.feed(line)
+    return builder.build(status=status)
 
 
 def _link_ids(
@@ -1068,107 +916,6 @@ def _bare_tracebacks(lines: list[str]) -> list[tuple[int, TestFailure]]:
     return failures
 
 
-# --- JUnit XML ------------------------------------------------------------------------
-
-
-def is_junit_xml(text: str | bytes) -> bool:
-    """Whether ``text`` looks like an XML document (a JUnit report) rather than a log."""
-    head = text[:512].lstrip()
-    if isinstance(head, bytes):
-        head = head.lstrip(b"\xef\xbb\xbf").decode("ascii", errors="replace")
-    head = head.lstrip("\ufeff").lstrip()
-    return head.startswith(("<?xml", "<testsuite", "<testsuites", "<testcase"))
-
-
-_JUNIT_PHASES: tuple[tuple[str, Phase], ...] = (
-    ("failed on setup with", "setup"),
-    ("failed on teardown with", "teardown"),
-    ("collection failure", "collect"),
-)
-
-
-def _local(tag: object) -> str:
-    name = tag if isinstance(tag, str) else ""
-    return name.rsplit("}", 1)[-1]
-
-
-def parse_junit_xml(data: str | bytes) -> list[TestFailure]:
-    """The failures of a JUnit XML report, in document order: one per ``<failure>`` or
-    ``<error>`` element of a ``<testcase>``.
-
-    The element's text (pytest writes the report in the run's ``--tb`` style; other
-    reporters a Python traceback) is read like a report of a text log; the ``message``
-    and ``type`` attributes fill in what the text does not say. ``name`` is the test case's
-    name (with its class, ``TestC.test_x``, when the ``classname`` ends with one);
-    ``test_id`` is ``classname.name`` (``file::name`` for a report with a ``file`` but no
-    ``classname``).
-
-    Parsing is done by ``defusedxml``: a document that declares entities or refers to
-    external resources is refused. Raises :class:`LogFormatError` for such a document,
-    malformed XML or an XML declaration naming an unknown (or not a text) encoding.
-    """
-    from xml.etree.ElementTree import Element, ParseError
-
-    from defusedxml import DefusedXmlException  # type: ignore[import-untyped,unused-ignore]
-    from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped,unused-ignore]
-
-    try:
-        root: Element = fromstring(data, forbid_dtd=True)
-    except (ParseError, DefusedXmlException, ValueError, LookupError) as exc:
-        # LookupError: the XML declaration names an encoding Python does not know
-        # (``encoding="utf-9"``) or one that is not a text encoding (``"rot13"``, ``"hex"``).
-        raise LogFormatError(f"invalid JUnit XML: {exc}") from None
-    failures: list[TestFailure] = []
-    for case in root.iter():
-        if _local(case.tag) != "testcase":
-            continue
-        classname = case.get("classname") or ""
-        case_name = case.get("name") or ""
-        if classname:
-            test_id = f"{classname}.{case_name}" if case_name else classname
-        else:
-            file = case.get("file") or ""
-            test_id = f"{file}::{case_name}" if file and case_name else (case_name or file)
-        owner = classname.rsplit(".", 1)[-1]
-        name = f"{owner}.{case_name}" if owner[:1].isupper() and case_name else case_name or None
-        for element in case:
-            kind = _local(element.tag)
-            if kind not in ("failure", "error"):
-                continue
-            builder = _Builder(name)
-            for line in _clean_lines(element.text or ""):
-                if not _is_entry_separator(line):
-                    builder.feed(line)
-            status: Status = "error" if kind == "error" else "failed"
-            failure = builder.build(test_id=test_id or None, status=status, origin="junit")
-            if not failure.frames and not failure.beyond and element.text:
-                # Not a Python report: a JavaScript, Java, Go or Rust trace (:mod:`.logs`).
-                from bugcontext.job.sources.logs import report_text_failure
-
-                other = report_text_failure(
-                    element.text, name, test_id=test_id or None, status=status, package=classname
-                )
-                failure = other if other is not None else failure
-            attr_type = (element.get("type") or "").strip() or None
-            attr_message = (element.get("message") or "").strip()
-            exc_type = failure.exception_type or attr_type
-            message = failure.message
-            if not message and attr_message:
-                match = _EXCEPTION_LINE.match(attr_message)
-                if match is not None and (exc_type is None or match["type"].endswith(exc_type)):
-                    exc_type, message = exc_type or match["type"], match["message"]
-                else:
-                    message = attr_message
-            lines = failure.message_lines or ((attr_message,) if attr_message else ())
-            phase = failure.phase
-            if kind == "error":  # pytest: "failed on setup with ...", "collection failure"
-                phase = next((p for word, p in _JUNIT_PHASES if attr_message.startswith(word)), None)
-            failures.append(
-                replace(failure, exception_type=exc_type, message=message, message_lines=lines, phase=phase)
-            )
-    return failures
-
-
 # --- entry points ---------------------------------------------------------------------
 
 
@@ -1199,253 +946,3 @@ def parse_pytest_log(text: str) -> list[TestFailure]:
             unclaimed = unclaimed[1:]
     failures.extend(_summary_failure(outcome) for outcome in unclaimed)
     return failures
-
-
-def _matches(failure: TestFailure, other: TestFailure) -> bool:
-    """Whether two failures (one from a text log, one from a JUnit report) are one test."""
-    mine = failure.test_id or failure.name
-    theirs = other.test_id or other.name
-    if mine is None or theirs is None or failure.status != other.status:
-        return False
-    left, right = _dotted(mine), _dotted(theirs)
-    if failure.test_id is None:
-        left = _header_key(mine)
-    return left == right or right.endswith("." + left) or left.endswith("." + right)
-
-
-def parse_test_output(text: str | bytes = "", junit_xml: str | bytes | None = None) -> list[TestFailure]:
-    """The failures of a test run, from its text output, its JUnit XML report, or both.
-
-    ``text`` is read as JUnit XML when it is an XML document (:func:`is_junit_xml`), else
-    as a log (:func:`parse_pytest_log`; bytes as UTF-8, undecodable bytes replaced).
-
-    With ``junit_xml`` too (the JUnit report of the same run), the report is the authority:
-    the failures are the report's, in its order, with its frames, chain, exception and
-    phase; from the log's failure for the same test come the pytest node id and report
-    name (and the frames, when the report's text has none). A failure the log shows and
-    the report does not is left out. Raises :class:`LogFormatError` for unreadable XML.
-    """
-    if is_junit_xml(text):
-        failures = parse_junit_xml(text)
-    else:
-        from bugcontext.job.sources.logs import parse_log
-
-        log = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
-        failures = parse_log(log)  # pytest's shapes, or another runner's (:mod:`.logs`)
-    if junit_xml is None:
-        return failures
-    reported = parse_junit_xml(junit_xml)
-    merged: list[TestFailure] = []
-    used: set[int] = set()
-    for other in reported:
-        match = next((i for i, mine in enumerate(failures) if i not in used and _matches(mine, other)), None)
-        if match is None:
-            merged.append(other)
-            continue
-        used.add(match)
-        mine = failures[match]
-        frames, chain = (other.frames, other.chain) if other.frames else (mine.frames, mine.chain)
-        merged.append(
-            replace(
-                other,
-                name=mine.name or other.name,
-                test_id=mine.test_id or other.test_id,
-                frames=frames,
-                chain=chain,
-                beyond=tuple(dict.fromkeys((*other.beyond, *mine.beyond))),
-                exception_type=other.exception_type or mine.exception_type,
-                message=other.message or mine.message,
-                message_lines=other.message_lines or mine.message_lines,
-                phase=other.phase or mine.phase,
-            )
-        )
-    return merged
-
-
-# --- failing tests ----------------------------------------------------------------------
-
-
-class UnknownTestError(LookupError):
-    """The test asked for (``--test NODEID``) is not among the failing tests of the log.
-
-    ``test`` is the id asked for; ``known`` the ids (or names) of the failing tests found.
-    """
-
-    def __init__(self, test: str, known: Sequence[str]) -> None:
-        self.test = test
-        self.known = tuple(known)
-        listed = ", ".join(self.known[:10]) + (", ..." if len(self.known) > 10 else "")
-        super().__init__(
-            f"no failing test {test!r} in the log"
-            + (f" (failing tests: {listed})" if self.known else " (it has no failing test)")
-        )
-
-
-@dataclass(frozen=True)
-class FailingTest:
-    """One failing test and every report the log has of it.
-
-    ``test`` is its id (the pytest node id when the log gives one), else its name, else
-    ``None``; ``failure`` is the report that is the failure (:func:`failing_tests` says
-    which); ``others`` are the test's other reports in log order, extra evidence (an error
-    at teardown after the failure).
-    """
-
-    __test__ = False  # not a pytest test class
-
-    test: str | None
-    failure: TestFailure
-    others: tuple[TestFailure, ...] = ()
-
-
-# Which report of one test is its failure: the call's failure, else a setup error (the call
-# never ran), else a collection error, an error of unknown phase, a teardown error last.
-_PHASE_RANK: dict[Phase | None, int] = {"call": 0, "setup": 1, "collect": 2, None: 3, "teardown": 4}
-
-
-def summary_order(text: str | bytes) -> list[str]:
-    """The ids of the failed and errored tests in the order of the short test summary
-    (``FAILED id``, ``ERROR id`` lines under ``short test summary info``), each once; a log
-    without that summary gives the order of its other status lines. A JUnit XML document
-    gives ``[]``."""
-    if is_junit_xml(text):
-        return []
-    log = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
-    lines = _clean_lines(log)
-    sections: list[tuple[int, bool]] = []  # (line index of a `=` rule, opens the summary)
-    for index, line in enumerate(lines):
-        title = _rule_title(line, "=") if line.startswith("===") else None
-        if title:
-            sections.append((index, title.strip().lower() == "short test summary info"))
-    in_summary: list[str] = []
-    elsewhere: list[str] = []
-    part = 0
-    for index, outcome in _outcome_lines(lines):
-        while part < len(sections) and sections[part][0] < index:
-            part += 1
-        if outcome.status in ("failed", "error"):
-            summary = part > 0 and sections[part - 1][1]
-            (in_summary if summary else elsewhere).append(outcome.test_id)
-    return list(dict.fromkeys(in_summary or elsewhere))
-
-
-def failing_tests(failures: Sequence[TestFailure], order: Sequence[str] = ()) -> list[FailingTest]:
-    """The failing tests of ``failures`` (as parsed, in report order), each once.
-
-    Reports of one test (the same test id; without an id, the same test name, so that
-    ``ERROR at teardown of test_x`` joins ``test_x``) are grouped: the call's failure is
-    the test's failure; a setup error is when the call never ran; a teardown error is
-    extra evidence (``others``), the failure only when the test has nothing else. Tests
-    are ordered by ``order`` (ids, as :func:`summary_order` gives them), those it does not
-    name after, in report order.
-    """
-    groups: list[list[TestFailure]] = []
-    by_id: dict[str, int] = {}
-    by_name: dict[str, int] = {}
-    for failure in failures:
-        key = _dotted(failure.test_id) if failure.test_id else None
-        name = _header_key(failure.name) if failure.name is not None else None
-        found = by_id.get(key) if key is not None else None
-        if found is None and name is not None and (key is None or name not in by_id):
-            candidate = by_name.get(name)
-            if candidate is not None:
-                first = groups[candidate][0]
-                if key is None or first.test_id is None or _dotted(first.test_id) == key:
-                    found = candidate
-        if found is None:
-            found = len(groups)
-            groups.append([])
-        groups[found].append(failure)
-        if key is not None:
-            by_id.setdefault(key, found)
-        if name is not None:
-            by_name.setdefault(name, found)
-    position: dict[str, int] = {}
-    for rank, test_id in enumerate(order):
-        position.setdefault(_dotted(test_id), rank)
-    ranked: list[tuple[int, int, FailingTest]] = []
-    for index, group in enumerate(groups):
-        best = min(range(len(group)), key=lambda i: _PHASE_RANK.get(group[i].phase, 3))
-        failure = group[best]
-        test = next((f.test_id for f in group if f.test_id), None)
-        if test is None and failure.name is not None:
-            test = _header_key(failure.name)
-        others = tuple(f for i, f in enumerate(group) if i != best)
-        rank = position.get(_dotted(test), len(position)) if test else len(position)
-        ranked.append((rank, index, FailingTest(test, failure, others)))
-    ranked.sort(key=lambda item: (item[0], item[1]))
-    return [item[2] for item in ranked]
-
-
-def select_test(tests: Sequence[FailingTest], test: str | None = None) -> FailingTest | None:
-    """The failing test ``test`` names among ``tests`` (:func:`failing_tests`), or the first
-    one when ``test`` is ``None`` (``None`` when there is none).
-
-    ``test`` is a pytest node id (``tests/test_x.py::TestC::test_y[1]``), a unittest or
-    JUnit dotted id (``tests.test_x.TestC.test_y``) or a test name (``TestC.test_y``);
-    exact ids first, then the same test written another way. A parametrised test's base id
-    (``tests/t.py::test_x`` when the log has ``test_x[1]`` and ``test_x[2]``) covers all its
-    failed parametrisations: one ``FailingTest`` whose ``test`` is the id given, whose
-    ``failure`` is the first one's and whose ``others`` are the first one's other reports, then
-    each further parametrisation's reports. A node id whose module (or a folder above it) could
-    not be collected (``ERROR collecting tests/t.py``: an import error, say) gives that
-    collection failure: the test never ran. Raises :class:`UnknownTestError` when no failing
-    test matches.
-    """
-    if test is None:
-        return tests[0] if tests else None
-    for found in tests:
-        if found.test == test or found.failure.test_id == test:
-            return found
-    wanted = _dotted(test)
-    for found in tests:
-        ids = [f.test_id for f in (found.failure, *found.others) if f.test_id]
-        names = [_header_key(f.name) for f in (found.failure, *found.others) if f.name]
-        if any(_dotted(i) == wanted or _dotted(i).endswith("." + wanted) for i in ids) or test in names:
-            return found
-    return _parametrised(tests, test, wanted) or _uncollected(tests, test) or _unknown(tests, test)
-
-
-def _parametrised(tests: Sequence[FailingTest], test: str, wanted: str) -> FailingTest | None:
-    """The failed parametrisations of the test whose base id (dotted: ``wanted``) is ``test``
-    as one :class:`FailingTest` (see :func:`select_test`), or ``None`` when there is none."""
-    if "[" in test:
-        return None
-    found: list[FailingTest] = []
-    for candidate in tests:
-        reports = (candidate.failure, *candidate.others)
-        ids = [f.test_id for f in reports if f.test_id and "[" in f.test_id]
-        names = [_header_key(f.name) for f in reports if f.name and "[" in f.name]
-        bases = [_dotted(i).partition("[")[0] for i in ids]
-        if any(b == wanted or b.endswith("." + wanted) for b in bases) or any(
-            n.partition("[")[0] == test for n in names
-        ):
-            found.append(candidate)
-    if not found:
-        return None
-    first, rest = found[0], found[1:]
-    others = (*first.others, *(r for t in rest for r in (t.failure, *t.others)))
-    return FailingTest(test, first.failure, others)
-
-
-def _uncollected(tests: Sequence[FailingTest], test: str) -> FailingTest | None:
-    """The collection failure of the module (or a folder above it) of the node id ``test``,
-    or ``None``."""
-    path = test.split("::", 1)[0].rstrip("/")
-    for candidate in tests:
-        if candidate.failure.phase != "collect" or not candidate.test:
-            continue
-        module = candidate.test.rstrip("/")
-        if path == module or path.startswith(module + "/"):
-            return candidate
-    return None
-
-
-def _unknown(tests: Sequence[FailingTest], test: str) -> NoReturn:
-    """Raise :class:`UnknownTestError` for ``test``, naming the failing tests (a collection
-    failure as ``ID (collection error)``)."""
-    known = [
-        (t.test or "(unnamed)") + (" (collection error)" if t.failure.phase == "collect" else "")
-        for t in tests
-    ]
-    raise UnknownTestError(test, known)

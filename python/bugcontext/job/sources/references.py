@@ -44,7 +44,7 @@ from bugcontext.job.sources.failure import ProjectFrame
 from bugcontext.job.sources.files import Repository, SourceFile
 from bugcontext.job.sources.languages import language_for, load
 from bugcontext.job.sources.symbols import MAX_DEFINITIONS, Definition, ParsedFile, SymbolIndex
-from bugcontext.job.sources.window import RADIUS, Window, make_window
+from bugcontext.job.sources.window import RADIUS, Window, span_windows
 
 __all__ = [
     "CALLEE_WEIGHT",
@@ -351,20 +351,10 @@ def reference_windows(
     is not repeated. Each window's ``source`` names its evidence (:data:`EVIDENCE_SOURCES`:
     a caller is a caller, not a definition)."""
     windows: list[Window] = []
-    seen: set[tuple[str, int, int]] = set()
-    for evidence in reference_evidence(repo, frames, index, test_name=test_name):
-        source = repo.source(evidence.path)
-        if source is None or source.line_count == 0:
-            continue
-        spans = [(evidence.start, evidence.end)]
-        if evidence.end - evidence.start + 1 > 2 * RADIUS + 1:
-            spans.append((evidence.start, evidence.start + 2 * RADIUS))
-        for start, end in spans:
-            window = make_window(source, start, end, "reference", base_score + evidence.weight)
-            key = (window.path, window.start, window.end)
-            if key not in seen:
-                seen.add(key)
-                windows.append(replace(window, source=EVIDENCE_SOURCES.get(evidence.why)))
+    for evidence, window in span_windows(
+        repo, reference_evidence(repo, frames, index, test_name=test_name), base_score
+    ):
+        windows.append(replace(window, source=EVIDENCE_SOURCES.get(evidence.why)))
         if len(windows) >= max_windows:
             break
     return windows[:max_windows]

@@ -16,8 +16,8 @@ call edges between repository functions; each process writes one record at exit
 and its call edges, :attr:`~.execution.TestRun.edges`) and a :class:`RerunReport` that
 says what happened, never hiding the run's own failure: the interpreter could not start, the
 run timed out (``Limits.rerun_seconds``), a test no longer fails or was not run, a
-collection error, the tracer did not start, records cut or left out. :func:`rerun_for_log`
-takes the failing tests from a test log (:func:`~.pytest_log.failing_tests`).
+collection error, the tracer did not start, records cut or left out. :func:`~.reruns.rerun_for_log`
+takes the failing tests from a test log (:func:`~.runs.failing_tests`).
 
 The interpreter (:func:`rerun_python`): the one given, else the repository's own ``.venv`` or
 ``venv`` (:func:`repository_python`, the MCP server's rule), else, where allowed (the command
@@ -43,7 +43,7 @@ from bugcontext.core.limits import Limits, over, resolve
 from bugcontext.job._run import RunError, StartError, TimedOut, repository_python, run_bounded
 from bugcontext.job.sources.execution import ExecutionRecord, TestRun, _same_test
 from bugcontext.job.sources.files import Repository
-from bugcontext.job.sources.pytest_log import (
+from bugcontext.job.sources.runs import (
     FailingTest,
     failing_tests,
     parse_test_output,
@@ -60,7 +60,6 @@ __all__ = [
     "log_failing_tests",
     "repository_python",
     "rerun",
-    "rerun_for_log",
     "rerun_python",
     "test_ids",
 ]
@@ -237,52 +236,6 @@ def log_failing_tests(
     return found
 
 
-def rerun_for_log(
-    repo: Repository | str | os.PathLike[str],
-    log_text: str,
-    *,
-    junit_xml: str | bytes | None = None,
-    test: str | None = None,
-    mode: str = "failing",
-    python: str | os.PathLike[str] | None = None,
-    current: bool = True,
-    limits: Limits | None = None,
-    env: Mapping[str, str] | None = None,
-    deadline: float | None = None,
-    check: Callable[[str], str | None] | None = None,
-    plain: bool = False,
-) -> tuple[ExecutionRecord, RerunReport]:
-    """:func:`rerun` of the failing tests of ``log_text`` (every failing test of the log,
-    in summary order; only ``test`` when given, :func:`~.pytest_log.select_test`), the
-    interpreter chosen by :func:`rerun_python` (``python``, ``current``).
-
-    Failing tests of ``go test`` or Node's runner (:func:`~.toolchain_rerun.toolchain_tests`)
-    are re-run by :func:`~.toolchain_rerun.toolchain_rerun` instead, under the toolchain's
-    own coverage (``python``, ``current`` and ``check`` unused).
-
-    Raises what :func:`rerun_python` and :func:`rerun` raise, ``UnknownTestError`` if
-    ``test`` names no failing test of the log, ``LogFormatError`` for unreadable JUnit XML.
-    """
-    repository = repo if isinstance(repo, Repository) else Repository(Path(repo), limits=limits)
-    found = log_failing_tests(log_text, junit_xml=junit_xml, test=test)
-    from bugcontext.job.sources.toolchain_rerun import toolchain_rerun, toolchain_tests
-
-    if toolchain_tests(found) is not None:  # go test, node --test: under their own coverage
-        return toolchain_rerun(repository, found, mode=mode, limits=limits, env=env, deadline=deadline)
-    interpreter = rerun_python(repository.root, python, current=current)
-    return rerun(
-        repository,
-        test_ids(found),
-        python=interpreter,
-        mode=mode,
-        limits=limits,
-        env=env,
-        deadline=deadline,
-        check=check,
-        plain=plain,
-    )
-
-
 def rerun(
     repo: Repository | str | os.PathLike[str],
     tests: Sequence[str],
@@ -324,13 +277,7 @@ def rerun(
     chosen = resolve(limits)
     root = Path(os.path.realpath(repository.root))
     notes: list[str] = []
-    failing: list[str] = []
-    for test_id in dict.fromkeys(tests):
-        why = _runnable(test_id, root) or (check(test_id) if check is not None else None)
-        if why is not None:
-            notes.append(f"test {header_path(test_id)} left out: {why}")
-        else:
-            failing.append(test_id)
+    failing = _runnable_tests(tests, root, check, notes)
     ids = failing if mode == "failing" else list(dict.fromkeys(t.split("::", 1)[0] for t in failing))
     base = RerunReport(mode, os.fspath(python), tuple(tests), tuple(ids))
     empty = ExecutionRecord(RERUN_SOURCE, (), True)
@@ -348,11 +295,7 @@ def rerun(
     notes.extend(read_notes)
     plain_seconds: float | None = None
     if plain and returncode is not None:
-        plain_command = _plain(command)
-        plain_notes: list[str] = []
-        found = _run(plain_command, root, plain_env, chosen, deadline, plain_notes)
-        plain_seconds = found[1] if found[0] is not None else None
-        notes.extend(f"plain run: {note}" for note in plain_notes)
+        plain_seconds = _plain_seconds(command, root, plain_env, chosen, deadline, notes)
     record, outcomes, processes, monitoring, version = _record(repository, records, not timed_out)
     notes.extend(_outcome_notes(failing, outcomes, returncode, records, timed_out))
     report = _with(
@@ -370,6 +313,38 @@ def rerun(
         output=output,
     )
     return record, report
+
+
+def _runnable_tests(
+    tests: Sequence[str], root: Path, check: Callable[[str], str | None] | None, notes: list[str]
+) -> list[str]:
+    """The test ids of ``tests`` that may run (each once, in order); each one left out is
+    noted in ``notes`` with why."""
+    failing: list[str] = []
+    for test_id in dict.fromkeys(tests):
+        why = _runnable(test_id, root) or (check(test_id) if check is not None else None)
+        if why is not None:
+            notes.append(f"test {header_path(test_id)} left out: {why}")
+        else:
+            failing.append(test_id)
+    return failing
+
+
+def _plain_seconds(
+    command: list[str],
+    root: Path,
+    plain_env: dict[str, str],
+    chosen: Limits,
+    deadline: float | None,
+    notes: list[str],
+) -> float | None:
+    """The seconds the same pytest run takes without the tracer (``None`` when it did not
+    run); its notes join ``notes``."""
+    plain_command = _plain(command)
+    plain_notes: list[str] = []
+    found = _run(plain_command, root, plain_env, chosen, deadline, plain_notes)
+    notes.extend(f"plain run: {note}" for note in plain_notes)
+    return found[1] if found[0] is not None else None
 
 
 def _with(report: RerunReport, **changes: Any) -> RerunReport:
@@ -578,6 +553,22 @@ def _record(
                     and isinstance(edge[3], int)
                 ):
                     calls.add((at(edge[0], edge[1]), at(edge[2], edge[3])))
+    runs = _test_runs(lines, edges, outcomes)
+    if complete and records:
+        measured = frozenset(repo.files([".py"]))
+    else:
+        measured = frozenset(path for run in runs for path in run.lines)
+    record = ExecutionRecord(RERUN_SOURCE, tuple(runs), True, measured)
+    return record, outcomes, len(records), monitoring, version
+
+
+def _test_runs(
+    lines: dict[str | None, dict[str, set[int]]],
+    edges: dict[str | None, set[tuple[tuple[str, int], tuple[str, int]]]],
+    outcomes: dict[str, str],
+) -> list[TestRun]:
+    """One run per test of the merged ``lines`` and ``edges`` (code run outside any test
+    first, as test ``None``), ``failed`` from the tests' ``outcomes``."""
     runs: list[TestRun] = []
     for key in sorted(set(lines) | set(edges), key=lambda t: (t is not None, t or "")):
         failed: bool | None = None
@@ -592,12 +583,7 @@ def _record(
                 frozenset(edges.get(key, set())),
             )
         )
-    if complete and records:
-        measured = frozenset(repo.files([".py"]))
-    else:
-        measured = frozenset(path for run in runs for path in run.lines)
-    record = ExecutionRecord(RERUN_SOURCE, tuple(runs), True, measured)
-    return record, outcomes, len(records), monitoring, version
+    return runs
 
 
 def _rebase(test: str, rootdir: str | None, root: Path) -> str:

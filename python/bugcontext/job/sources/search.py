@@ -37,7 +37,7 @@ from typing import Any
 from bugcontext.core.limits import Limits
 from bugcontext.job.sources.failure import project_frames
 from bugcontext.job.sources.files import Repository, SourceFile, node_span, walk_around
-from bugcontext.job.sources.pytest_log import TestFailure
+from bugcontext.job.sources.reports import TestFailure
 from bugcontext.job.sources.window import Window, make_window
 
 __all__ = [

@@ -1433,56 +1433,10 @@ class SymbolIndex:
         name = reference.name
         enclosing = parsed.definition_at(reference.line)
         own_class = enclosing.container if enclosing is not None else None
-        found: list[Definition] = []
-        settled = False
         if reference.member:
-            parts = [p for p in re.split(r"[.:]+", reference.qualifier or "") if p]
-            head = parts[0] if parts else ""
-            if head in ("self", "this", "cls", "Self") or (own_class is not None and head == own_class):
-                if own_class is not None and len(parts) == 1:
-                    found = [d for d in parsed.defined(name) if d.container == own_class]
-            elif head:
-                binding = [imp for imp in parsed.imports if imp.local == head]
-                settled = bool(binding)
-                for imp in binding:
-                    files = self.resolve_import(path, imp)
-                    found.extend(self.defined_in(files, name))
-                    if imp.name and not found:
-                        found.extend(
-                            d for f in files for d in self._file_defined(f, name) if d.container == imp.name
-                        )
-                if not binding and parsed.spec.name in ("rust", "java", "go", "typescript", "tsx"):
-                    found = [d for d in self.lookup(name) if d.container == parts[-1]]
+            found, settled = self._resolve_member(path, parsed, reference, own_class)
         else:
-            implicit = own_class if parsed.spec.name == "java" else None
-            line = reference.line
-            found = [
-                d
-                for d in parsed.defined(name)
-                if (d.container is None or d.container == implicit)
-                and (d.scope is None or d.scope[0] <= line <= d.scope[1])
-            ]
-            scoped = [d for d in found if d.scope is not None]
-            if scoped:  # the innermost function's own definitions shadow the rest
-                innermost = max(d.scope[0] for d in scoped if d.scope is not None)
-                found = [d for d in scoped if d.scope is not None and d.scope[0] == innermost]
-            if not found:
-                for imp in parsed.imports:
-                    if imp.local == name:
-                        settled = True
-                        inner = imp.name if imp.name not in (None, "default") else name
-                        found.extend(self.defined_in(self.resolve_import(path, imp), inner or name))
-            if not found and not settled:
-                for neighbour in self._package_files(parsed):
-                    found.extend(
-                        d
-                        for d in self._file_defined(neighbour, name)
-                        if d.container is None and d.scope is None
-                    )
-            if not found and not settled:
-                for imp in parsed.imports:
-                    if imp.local == "*":
-                        found.extend(self.defined_in(self.resolve_import(path, imp), name))
+            found, settled = self._resolve_plain(path, parsed, reference, own_class)
         if reference.kind == "type":
             found = [d for d in found if d.kind in ("class", "type")] or found
         found = list(dict.fromkeys(found))
@@ -1505,6 +1459,70 @@ class SymbolIndex:
         total = sum(weights)
         best = max(weights)
         return [(d, best * w / total) for d, w in zip(candidates, weights, strict=True)]
+
+    def _resolve_member(
+        self, path: str, parsed: ParsedFile, reference: Reference, own_class: str | None
+    ) -> tuple[list[Definition], bool]:
+        """The definitions a member ``reference`` denotes by scopes and imports (see
+        :meth:`resolve`), and whether an import settles it."""
+        name = reference.name
+        found: list[Definition] = []
+        settled = False
+        parts = [p for p in re.split(r"[.:]+", reference.qualifier or "") if p]
+        head = parts[0] if parts else ""
+        if head in ("self", "this", "cls", "Self") or (own_class is not None and head == own_class):
+            if own_class is not None and len(parts) == 1:
+                found = [d for d in parsed.defined(name) if d.container == own_class]
+        elif head:
+            binding = [imp for imp in parsed.imports if imp.local == head]
+            settled = bool(binding)
+            for imp in binding:
+                files = self.resolve_import(path, imp)
+                found.extend(self.defined_in(files, name))
+                if imp.name and not found:
+                    found.extend(
+                        d for f in files for d in self._file_defined(f, name) if d.container == imp.name
+                    )
+            if not binding and parsed.spec.name in ("rust", "java", "go", "typescript", "tsx"):
+                found = [d for d in self.lookup(name) if d.container == parts[-1]]
+        return found, settled
+
+    def _resolve_plain(
+        self, path: str, parsed: ParsedFile, reference: Reference, own_class: str | None
+    ) -> tuple[list[Definition], bool]:
+        """The definitions a plain name ``reference`` denotes by scopes and imports (see
+        :meth:`resolve`), and whether an import settles it."""
+        name = reference.name
+        found: list[Definition] = []
+        settled = False
+        implicit = own_class if parsed.spec.name == "java" else None
+        line = reference.line
+        found = [
+            d
+            for d in parsed.defined(name)
+            if (d.container is None or d.container == implicit)
+            and (d.scope is None or d.scope[0] <= line <= d.scope[1])
+        ]
+        scoped = [d for d in found if d.scope is not None]
+        if scoped:  # the innermost function's own definitions shadow the rest
+            innermost = max(d.scope[0] for d in scoped if d.scope is not None)
+            found = [d for d in scoped if d.scope is not None and d.scope[0] == innermost]
+        if not found:
+            for imp in parsed.imports:
+                if imp.local == name:
+                    settled = True
+                    inner = imp.name if imp.name not in (None, "default") else name
+                    found.extend(self.defined_in(self.resolve_import(path, imp), inner or name))
+        if not found and not settled:
+            for neighbour in self._package_files(parsed):
+                found.extend(
+                    d for d in self._file_defined(neighbour, name) if d.container is None and d.scope is None
+                )
+        if not found and not settled:
+            for imp in parsed.imports:
+                if imp.local == "*":
+                    found.extend(self.defined_in(self.resolve_import(path, imp), name))
+        return found, settled
 
     def _file_defined(self, path: str, name: str) -> list[Definition]:
         parsed = self.summary(path)

@@ -38,7 +38,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bugcontext.core.composer import header_path
@@ -46,11 +46,10 @@ from bugcontext.core.errors import InvalidInputError, ResourceLimitError
 from bugcontext.core.limits import Limits, resolve
 from bugcontext.job.sources.coverage import read_coverage_file
 from bugcontext.job.sources.execution import ExecutionRecord, TestRun
-from bugcontext.job.sources.failure import map_path
 from bugcontext.job.sources.files import Repository
 from bugcontext.job.sources.logs.go import go_json_text
 from bugcontext.job.sources.logs.node import parse_node_tap
-from bugcontext.job.sources.pytest_log import FailingTest
+from bugcontext.job.sources.paths import map_path
 from bugcontext.job.sources.rerun import (
     RERUN_MODES,
     RERUN_SOURCE,
@@ -60,6 +59,7 @@ from bugcontext.job.sources.rerun import (
     _with,
     inside_repository,
 )
+from bugcontext.job.sources.runs import FailingTest
 
 __all__ = ["GO_TEST_NAME", "NODE_SUFFIXES", "toolchain_of", "toolchain_rerun", "toolchain_tests"]
 
@@ -307,9 +307,12 @@ def toolchain_rerun(
     return (_go if kind == "go" else _node)(run, chosen_tests, notes)
 
 
-def _go(run: _Run, tests: Sequence[FailingTest], notes: list[str]) -> tuple[ExecutionRecord, RerunReport]:
+def _go_plan(run: _Run, tests: Sequence[FailingTest], notes: list[str]) -> dict[str, tuple[str, str, str]]:
+    """The Go tests to re-run: top-level name -> (test id, module folder, package folder); a
+    test whose name is refused or whose package is in no Go module of the repository is left
+    out with a note."""
     modules = _go_modules(run.repo, run.root)
-    planned: dict[str, tuple[str, str, str]] = {}  # top-level name -> (test id, module, package)
+    planned: dict[str, tuple[str, str, str]] = {}
     for test in tests:
         shown = header_path(test.test or test.failure.name or "?")
         full = test.failure.name or (test.test or "").rsplit(".", 1)[-1]
@@ -322,94 +325,120 @@ def _go(run: _Run, tests: Sequence[FailingTest], notes: list[str]) -> tuple[Exec
             notes.append(f"test {shown} left out: {why}")
             continue
         planned.setdefault(name, (test.test or name, *place))
-    runs: list[TestRun] = []
-    outcomes: dict[str, str] = {}
-    measured: set[str] = set()
-    commands: list[str] = []
-    seconds = 0.0
-    timed_out = False
+    return planned
+
+
+def _go_command(tool: str, name: str, package: str, profile: Path) -> list[str]:
+    """``go test`` of the one top-level test ``name`` of ``package`` under coverage."""
+    return [
+        tool,
+        "test",
+        "-json",
+        "-count=1",
+        "-vet=off",
+        "-run",
+        f"^(?:{re.escape(name)})$",
+        "-coverpkg=./...",
+        f"-coverprofile={profile}",
+        f"./{package}" if package else ".",
+    ]
+
+
+@dataclass
+class _GoRuns:
+    """What the Go runs gave so far (:func:`_go_one` adds one run)."""
+
+    runs: list[TestRun] = field(default_factory=list)
+    outcomes: dict[str, str] = field(default_factory=dict)
+    measured: set[str] = field(default_factory=set)
+    commands: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    timed_out: bool = False
     returncode: int | None = None
-    tail = ""
-    read = 0
+    tail: str = ""
+    read: int = 0
+
+
+def _go_one(
+    run: _Run, state: _GoRuns, notes: list[str], planned: tuple[str, str, str, str], profile: Path
+) -> None:
+    """Run one Go test (``planned``: name, test id, module, package) under coverage into
+    ``profile`` and add what it gave to ``state`` (a note for what went wrong)."""
+    name, test_id, module, package = planned
+    command = _go_command(run.tool, name, package, profile)
+    if not state.commands:
+        state.commands = [c if c != command[-2] else "-coverprofile=FILE" for c in command]
+    cwd = run.root / module if module else run.root
+    code, took, output, killed = _run(command, cwd, run.env, run.limits, run.deadline, notes, whole=True)
+    state.seconds += took
+    state.timed_out = state.timed_out or killed
+    if code is None:
+        return
+    state.returncode = code if state.returncode in (None, 0) else state.returncode
+    text = go_json_text(output.splitlines())
+    state.tail = _tail(text.encode())
+    outcome = _go_outcomes(output).get(name)
+    words = {"pass": "passed", "fail": "failed", "skip": "skipped"}
+    state.outcomes[test_id] = words.get(outcome or "", "not run")
+    if outcome is None:
+        notes.append(f"test {name} was not run (go test ended with status {code})")
+    elif outcome != "fail":
+        notes.append(f"test {name} no longer fails ({state.outcomes[test_id]})")
+    record = _read_profile(profile, run.repo, run.limits, notes, f"go test -run {name}")
+    if record is None:
+        return
+    state.read += 1
+    state.measured |= record.measured
+    lines = _merged(record)
+    if not lines:
+        if "panic: " in text:
+            notes.append(
+                f"test {name} panicked: go test ended before it wrote the cover profile, "
+                "no execution evidence from it (its traceback's frames still are)"
+            )
+        else:
+            notes.append(f"go test -run {name} executed no line: no execution evidence from it")
+        return
+    state.runs.append(TestRun(test_id, lines, None if outcome is None else outcome == "fail"))
+
+
+def _go(run: _Run, tests: Sequence[FailingTest], notes: list[str]) -> tuple[ExecutionRecord, RerunReport]:
+    """Re-run each failing top-level Go test alone (a panic ends the test binary before it
+    writes its profile: one run per test keeps the others' coverage)."""
+    planned = _go_plan(run, tests, notes)
+    state = _GoRuns()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bugcontext-gocover-") as folder:
-        for index, (name, (test_id, module, package)) in enumerate(planned.items()):
+        for index, (name, place) in enumerate(planned.items()):
             if time.monotonic() - started >= run.limits.rerun_seconds:
                 notes.append(
                     f"test {name} not re-run: the re-run reached rerun_seconds = {run.limits.rerun_seconds}"
                 )
                 continue
-            profile = Path(folder) / f"cover-{index}.out"
-            command = [
-                run.tool,
-                "test",
-                "-json",
-                "-count=1",
-                "-vet=off",
-                "-run",
-                f"^(?:{re.escape(name)})$",
-                "-coverpkg=./...",
-                f"-coverprofile={profile}",
-                f"./{package}" if package else ".",
-            ]
-            if not commands:
-                commands = [c if c != command[-2] else "-coverprofile=FILE" for c in command]
-            cwd = run.root / module if module else run.root
-            code, took, output, killed = _run(
-                command, cwd, run.env, run.limits, run.deadline, notes, whole=True
-            )
-            seconds += took
-            timed_out = timed_out or killed
-            if code is None:
-                continue
-            returncode = code if returncode in (None, 0) else returncode
-            text = output
-            tail = _tail(go_json_text(text.splitlines()).encode())
-            found = _go_outcomes(text)
-            outcome = found.get(name)
-            outcomes[test_id] = {"pass": "passed", "fail": "failed", "skip": "skipped"}.get(
-                outcome or "", "not run"
-            )
-            if outcome is None:
-                notes.append(f"test {name} was not run (go test ended with status {code})")
-            elif outcome != "fail":
-                notes.append(f"test {name} no longer fails ({outcomes[test_id]})")
-            record = _read_profile(profile, run.repo, run.limits, notes, f"go test -run {name}")
-            if record is None:
-                continue
-            read += 1
-            measured |= record.measured
-            lines = _merged(record)
-            if not lines:
-                if "panic: " in go_json_text(text.splitlines()):
-                    notes.append(
-                        f"test {name} panicked: go test ended before it wrote the cover profile, "
-                        "no execution evidence from it (its traceback's frames still are)"
-                    )
-                else:
-                    notes.append(f"go test -run {name} executed no line: no execution evidence from it")
-                continue
-            runs.append(TestRun(test_id, lines, None if outcome is None else outcome == "fail"))
-    record = ExecutionRecord(RERUN_SOURCE, tuple(runs), True, frozenset(measured))
+            _go_one(run, state, notes, (name, *place), Path(folder) / f"cover-{index}.out")
+    record = ExecutionRecord(RERUN_SOURCE, tuple(state.runs), True, frozenset(state.measured))
     if not planned:
         notes.append("no failing Go test to re-run")
     report = _with(
         run.base,
         tests=tuple(planned),
-        command=tuple(commands),
-        returncode=returncode,
-        seconds=seconds,
-        timed_out=timed_out,
-        outcomes=outcomes,
-        processes=read,
+        command=tuple(state.commands),
+        returncode=state.returncode,
+        seconds=state.seconds,
+        timed_out=state.timed_out,
+        outcomes=state.outcomes,
+        processes=state.read,
         notes=tuple(notes),
-        output=tail,
+        output=state.tail,
     )
     return record, report
 
 
-def _node(run: _Run, tests: Sequence[FailingTest], notes: list[str]) -> tuple[ExecutionRecord, RerunReport]:
-    titles: dict[str, str] = {}  # title -> test id
+def _node_plan(run: _Run, tests: Sequence[FailingTest], notes: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The node tests to re-run: title -> test id, and their test files (repository paths);
+    a test whose title is refused or whose file is not a ``node:test`` file of the repository
+    is left out with a note."""
+    titles: dict[str, str] = {}
     files: list[str] = []
     for test in tests:
         title = test.failure.name or ""
@@ -424,6 +453,31 @@ def _node(run: _Run, tests: Sequence[FailingTest], notes: list[str]) -> tuple[Ex
         titles.setdefault(title, test.test or title)
         if file not in files:
             files.append(file)
+    return titles, files
+
+
+def _node_outcomes(output: str, titles: Mapping[str, str], notes: list[str]) -> dict[str, str]:
+    """Each re-run test's outcome (test id -> ``failed``, ``passed``, ``not run``) from the
+    run's TAP output; a note for each test that did not fail."""
+    lines = output.splitlines()
+    failed = {f.name for f in parse_node_tap(lines)}
+    passed = set()
+    for line in lines:
+        match = _TAP_OK.match(line)
+        if match is not None and "SKIP" not in (match["directive"] or "").upper():
+            passed.add(match["title"].strip())
+    outcomes: dict[str, str] = {}
+    for title, test_id in titles.items():
+        outcome = "failed" if title in failed else "passed" if title in passed else "not run"
+        outcomes[test_id] = outcome
+        if outcome != "failed":
+            said = "no longer fails (passed)" if outcome == "passed" else "was not run"
+            notes.append(f"test {header_path(test_id)} {said}")
+    return outcomes
+
+
+def _node(run: _Run, tests: Sequence[FailingTest], notes: list[str]) -> tuple[ExecutionRecord, RerunReport]:
+    titles, files = _node_plan(run, tests, notes)
     empty = ExecutionRecord(RERUN_SOURCE, (), False)
     if not titles:
         notes.append("no failing node test to re-run")
@@ -449,23 +503,7 @@ def _node(run: _Run, tests: Sequence[FailingTest], notes: list[str]) -> tuple[Ex
         record = None
         if code is not None:
             record = _read_profile(lcov, run.repo, run.limits, notes, "node --test")
-    outcomes: dict[str, str] = {}
-    if code is not None:
-        lines = output.splitlines()
-        failed = {f.name for f in parse_node_tap(lines)}
-        passed = set()
-        for line in lines:
-            match = _TAP_OK.match(line)
-            if match is not None and "SKIP" not in (match["directive"] or "").upper():
-                passed.add(match["title"].strip())
-        for title, test_id in titles.items():
-            outcome = "failed" if title in failed else "passed" if title in passed else "not run"
-            outcomes[test_id] = outcome
-            if outcome != "failed":
-                notes.append(
-                    f"test {header_path(test_id)} "
-                    + ("no longer fails (passed)" if outcome == "passed" else "was not run")
-                )
+    outcomes = _node_outcomes(output, titles, notes) if code is not None else {}
     runs: tuple[TestRun, ...] = ()
     if record is not None:
         runs = (TestRun(None, _merged(record)),)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
-from bugcontext.job.sources.files import SourceFile
+from bugcontext.job.sources.files import Repository, SourceFile
 
-__all__ = ["RADIUS", "Reason", "Window", "make_window"]
+__all__ = ["RADIUS", "Reason", "Window", "make_window", "span_windows"]
 
 Reason = Literal["failure", "reference", "search"]
 
@@ -58,3 +59,40 @@ def make_window(source: SourceFile, start: int, end: int, reason: Reason, score:
     start = max(1, min(start, source.line_count))
     content, last = source.window(start, max(start, end))
     return Window(source.path, start, last, content, reason, score, end if end > last else None)
+
+
+class _Span(Protocol):
+    @property
+    def path(self) -> str: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def weight(self) -> float: ...
+
+
+_S = TypeVar("_S", bound=_Span)
+
+
+def span_windows(repo: Repository, spans: Iterable[_S], base_score: float) -> Iterator[tuple[_S, Window]]:
+    """The ``reference`` windows of evidence ``spans`` (lines ``start..end`` of ``path`` of
+    weight ``weight``), in order, each with its span: the span's whole lines scoring
+    ``base_score + weight``, and for a span longer than ``2 * RADIUS + 1`` lines also its first
+    ``2 * RADIUS + 1`` lines (signature, docstring, class attributes) at the same score. A
+    window identical to an earlier one is not repeated; a span of a file the reader does not
+    read (or an empty one) gives none."""
+    seen: set[tuple[str, int, int]] = set()
+    for span in spans:
+        source = repo.source(span.path)
+        if source is None or source.line_count == 0:
+            continue
+        bounds = [(span.start, span.end)]
+        if span.end - span.start + 1 > 2 * RADIUS + 1:
+            bounds.append((span.start, span.start + 2 * RADIUS))
+        for start, end in bounds:
+            window = make_window(source, start, end, "reference", base_score + span.weight)
+            key = (window.path, window.start, window.end)
+            if key not in seen:
+                seen.add(key)
+                yield span, window

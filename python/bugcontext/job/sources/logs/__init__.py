@@ -1,7 +1,7 @@
 """Test output of runners in every language the sources read, told apart by content.
 
 :func:`detect_format` names the shape of a log; :func:`parse_log` reads it into
-:class:`~..pytest_log.TestFailure` reports (the same as pytest's, with ``origin`` naming the
+:class:`~..reports.TestFailure` reports (the same as pytest's, with ``origin`` naming the
 runner), so the rest of the evidence chain is the same for every language. Formats
 (:data:`FORMATS`):
 
@@ -13,7 +13,7 @@ runner), so the rest of the evidence chain is the same for every language. Forma
 * ``java`` (JUnit 4 and 5 console output, Maven Surefire, Gradle) (:mod:`.java`);
 * ``stack-trace``: any other log; every stack trace in it (Node, JVM, Go, Rust frames) is
   one failure without a test name;
-* ``junit-xml`` is told apart by :func:`~..pytest_log.is_junit_xml` before any of these.
+* ``junit-xml`` is told apart by :func:`~..reports.is_junit_xml` before any of these.
 
 Each parser reads its log in time linear in its size.
 """
@@ -33,7 +33,7 @@ from bugcontext.job.sources.logs.node import (
     parse_vitest,
 )
 from bugcontext.job.sources.logs.rust import parse_cargo_test
-from bugcontext.job.sources.pytest_log import Status, TestFailure, is_junit_xml
+from bugcontext.job.sources.reports import Status, TestFailure, is_junit_xml
 
 __all__ = ["FORMATS", "detect_format", "parse_log", "parse_stack_traces", "report_text_failure"]
 
@@ -168,7 +168,7 @@ def _with_go_frames(lines: list[str]) -> list[str]:
 
 def parse_log(text: str) -> list[TestFailure]:
     """The failures of a test run's text output in any of :data:`FORMATS` but ``junit-xml``
-    (:func:`~..pytest_log.parse_junit_xml` reads that), in report order.
+    (:func:`~..runs.parse_junit_xml` reads that), in report order.
 
     A log whose runner's parser finds no failure is read for bare stack traces
     (:func:`parse_stack_traces`); Python logs are read by

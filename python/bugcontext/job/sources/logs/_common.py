@@ -1,7 +1,7 @@
 """Stack-frame shapes shared by the runner parsers, and the failure they build.
 
 Every stack trace shape read here prints the innermost call first (Node, Java, Go, Rust);
-:class:`~..pytest_log.TestFailure` keeps Python's order (outermost call first within each
+:class:`~..reports.TestFailure` keeps Python's order (outermost call first within each
 exception of a chain), so the parsers turn each trace around. Frames into dependencies are
 dropped here: ``node_modules`` (and the system's ``/usr/share/nodejs``), Node's own modules
 (``node:internal/...``, ``<anonymous>``), the Go module cache (``pkg/mod``) and Go's own
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from bugcontext.job.sources.pytest_log import (
+from bugcontext.job.sources.reports import (
     BEYOND_LINE,
     ChainLink,
     Frame,

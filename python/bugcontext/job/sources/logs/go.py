@@ -25,7 +25,7 @@ import json
 import re
 
 from bugcontext.job.sources.logs._common import Segment, build_failure, is_dependency_path
-from bugcontext.job.sources.pytest_log import TestFailure
+from bugcontext.job.sources.reports import TestFailure
 
 __all__ = ["go_json_text", "parse_go_test"]
 
@@ -166,6 +166,12 @@ def parse_go_test(lines: list[str]) -> list[TestFailure]:
         if running is not None and line.startswith((" ", "\t")):
             running.output.append(line)
         index += 1
+    return _reported(order)
+
+
+def _reported(order: list[_Test | TestFailure]) -> list[TestFailure]:
+    """The failures of the failed tests and build failures of ``order``, in that order; a test
+    that failed only because its subtests did is left out."""
     names = sorted(item.name for item in order if isinstance(item, _Test))
 
     def has_failed_subtest(name: str) -> bool:

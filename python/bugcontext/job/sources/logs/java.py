@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 from bugcontext.job.sources.logs._common import build_failure, java_frame, trace_segments
-from bugcontext.job.sources.pytest_log import Status, TestFailure
+from bugcontext.job.sources.reports import Status, TestFailure
 
 __all__ = ["parse_java"]
 

@@ -31,7 +31,7 @@ from bugcontext.job.sources.logs._common import (
     tap_frame,
     trace_segments,
 )
-from bugcontext.job.sources.pytest_log import Status, TestFailure
+from bugcontext.job.sources.reports import Status, TestFailure
 
 __all__ = ["parse_jest", "parse_mocha", "parse_node_spec", "parse_node_tap", "parse_vitest"]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from bugcontext.job.sources.logs._common import Segment, build_failure, split_location, trace_segments
-from bugcontext.job.sources.pytest_log import TestFailure
+from bugcontext.job.sources.reports import TestFailure
 
 __all__ = ["parse_cargo_test"]
 

@@ -10,7 +10,7 @@ Its ``mappings`` are decoded with the Base64 VLQ of the format (no package of Py
 reads source maps is kept up to date). A frame gives a line but no column here, so a
 generated line maps to the source line of its first segment that names a source. The source
 path is the map's ``sourceRoot`` and ``sources`` entry, relative to the map's folder, mapped
-to a repository file as frames are (:func:`~..failure.map_path`).
+to a repository file as frames are (:func:`~..paths.map_path`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import stat
 from typing import TYPE_CHECKING
 
 from bugcontext.core.limits import describe
+from bugcontext.job.sources.paths import map_path
 
 if TYPE_CHECKING:
     from bugcontext.job.sources.files import Repository
@@ -138,8 +139,6 @@ def original_line(
     map in the repository; ``None`` when it has none, the map is unreadable, too large or
     damaged, the line has no segment naming a source, or that source is not a repository file.
     ``cache`` keeps decoded maps between calls (pass the same ``dict``)."""
-    from bugcontext.job.sources.failure import map_path
-
     if not compiled.endswith(_COMPILED):
         return None
     memo = cache if cache is not None else {}
