@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bugcontext import _core
+from bugcontext.core._extras import needs
 from bugcontext.core._input import PathProblem, canonical_path, clamp_u64
 from bugcontext.core.cost import Cost
 from bugcontext.core.errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
@@ -145,7 +146,8 @@ def _arguments(
 
 def _as_arrow(table: object) -> pa.Table:
     """The input as a ``pyarrow.Table`` (zero-copy where the exporter allows)."""
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     if isinstance(table, pa.Table):
         return table
@@ -165,7 +167,8 @@ def _as_arrow(table: object) -> pa.Table:
 
 
 def _is_string(t: pa.DataType) -> bool:
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     if pa.types.is_dictionary(t):
         t = t.value_type
@@ -173,13 +176,15 @@ def _is_string(t: pa.DataType) -> bool:
 
 
 def _is_integer(t: pa.DataType) -> bool:
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     return bool(pa.types.is_integer(t))
 
 
 def _is_score(t: pa.DataType) -> bool:
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     return bool(pa.types.is_integer(t) or pa.types.is_float32(t) or pa.types.is_float64(t))
 
@@ -189,7 +194,8 @@ def _is_key(t: pa.DataType) -> bool:
 
 
 def _is_string_list(t: pa.DataType) -> bool:
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
         return False
@@ -253,7 +259,8 @@ def _cell_problems(array: pa.Array) -> list[str | None]:
     """Per cell of one chunk: why the cell is not valid Arrow data, or ``None`` (valid, or
     null). Arrow's own full validation first; cell by cell only where it fails (it is
     stricter: it also checks bytes no cell reads)."""
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     n = len(array)
     try:
@@ -409,7 +416,8 @@ def _raise(data: pa.Table, args: _Args, err: _RowError) -> None:
 
 
 def _with_keys(data: pa.Table, args: _Args, decisions: pa.Table, groups: pa.Table) -> TableResult:
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     if args.group_by is None:
         row_keys: Any = pa.nulls(decisions.num_rows)
@@ -422,7 +430,8 @@ def _with_keys(data: pa.Table, args: _Args, decisions: pa.Table, groups: pa.Tabl
 
 def _take(column: Any, indices: Any) -> Any:
     """``column.take(indices)``, also for types pyarrow's ``take`` lacks (``string_view``)."""
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     try:
         return column.take(indices)
@@ -502,7 +511,8 @@ def build_table(
         workers = None
     data = _as_arrow(table)
     _check_schema(data.schema, args)
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     try:
         decisions, groups = _core.build_table(
@@ -719,7 +729,8 @@ def _decisions_table(
     overlaps: Sequence[int | None],
     cost: Sequence[int],
 ) -> pa.Table:
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     selected = [o is None for o in omission]
     return pa.table(
@@ -738,7 +749,8 @@ def _decisions_table(
 
 
 def _groups_table(summary: dict[str, list[Any]]) -> pa.Table:
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     types = {
         "first_row": pa.uint64(),

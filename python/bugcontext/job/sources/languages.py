@@ -14,7 +14,10 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from tree_sitter import Language, Parser, Query
+from bugcontext.core._extras import needs
+
+with needs("context"):
+    from tree_sitter import Language, Parser, Query
 
 __all__ = ["LANGUAGES", "LanguageSpec", "Loaded", "language_for", "load"]
 
@@ -477,9 +480,9 @@ def load(name: str) -> Loaded | None:
     """The parser and queries of language ``name``, or ``None`` if its grammar is missing
     (the grammar package is not installed, or has no grammar for it)."""
     spec = LANGUAGES[name]
-    try:
+    with needs("context"):
         import tree_sitter_language_pack
-
+    try:
         language = tree_sitter_language_pack.get_language(spec.grammar)  # type: ignore[arg-type]
     except Exception:
         return None

@@ -47,6 +47,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, NoReturn
 
+from bugcontext.core._extras import needs
+
 __all__ = [
     "BEYOND_LINE",
     "ChainLink",
@@ -1109,8 +1111,9 @@ def parse_junit_xml(data: str | bytes) -> list[TestFailure]:
     """
     from xml.etree.ElementTree import Element, ParseError
 
-    from defusedxml import DefusedXmlException  # type: ignore[import-untyped,unused-ignore]
-    from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped,unused-ignore]
+    with needs("context"):
+        from defusedxml import DefusedXmlException  # type: ignore[import-untyped,unused-ignore]
+        from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped,unused-ignore]
 
     try:
         root: Element = fromstring(data, forbid_dtd=True)
