@@ -122,7 +122,6 @@ def test_the_core_is_small_and_blocks_the_rest() -> None:
         "mcp",
         "pyarrow",
         "matplotlib",
-        "rich",
         "numpy",
     } <= blocked
     done = _child(non_core_packages(), "import numpy")
