@@ -690,7 +690,7 @@ def test_rerank_on_a_full_disk_keeps_the_old_output(
 APPENDER = textwrap.dedent(
     """
     import os, sys, time
-    from bugcontext import _writer
+    from bugcontext.core import _writer
 
     real_fsync = os.fsync
     def slow_fsync(fd):  # the line is written: stopped now, the append must be undone
@@ -1159,7 +1159,7 @@ def test_a_failed_eval_leaves_out_as_it_was(
 RENAMES = textwrap.dedent(
     """
     import os, signal, sys
-    from bugcontext import _writer
+    from bugcontext.core import _writer
 
     real_rename = os.rename
     def rename_then_stopped(*args, **kwargs):

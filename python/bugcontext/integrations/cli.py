@@ -1040,23 +1040,31 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_eval_parser(commands: Any) -> None:
-    """The ``eval`` subcommand; without its extra, a stand-in that takes any arguments and
-    fails with the line naming the extra (exit 2)."""
+    """The ``eval`` subcommand, as a stand-in that takes any arguments: the evaluation (and the
+    context job under it) is imported, and its parser built, only when ``eval`` runs, so that
+    the other subcommands start without it; without the ``eval`` extra, the one line naming
+    the extra (exit 2)."""
+    stand_in = commands.add_parser(
+        "eval",
+        help="compare context strategies on real bugs (bugcontext eval --help)",
+        add_help=False,
+        prefix_chars="\0",  # every argument, --help included, is the evaluation's
+    )
+    stand_in.add_argument("arguments", nargs=argparse.REMAINDER)
+    stand_in.set_defaults(run=_cmd_eval)
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from bugcontext.evaluation.command import add_eval_parser  # MissingExtraError without [eval]
+
+    parser = _ArgumentParser(prog="bugcontext")
+    add_eval_parser(parser.add_subparsers(dest="command", required=True))
     try:
-        from bugcontext.evaluation.command import add_eval_parser
-    except MissingExtraError as exc:
-        missing = exc
-        stand_in = commands.add_parser(
-            "eval", help=f"compare strategies on real bugs ({missing})", add_help=False, prefix_chars="\0"
-        )
-        stand_in.add_argument("arguments", nargs=argparse.REMAINDER)
-
-        def unavailable(args: argparse.Namespace) -> int:
-            raise missing
-
-        stand_in.set_defaults(run=unavailable)
-        return
-    add_eval_parser(commands)
+        real = parser.parse_args(["eval", *args.arguments])
+    except SystemExit as exc:  # --help (0) or a usage error (2), already reported
+        return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
+    status: int = real.run(real)
+    return status
 
 
 def _add_cache_parser(commands: Any) -> None:
