@@ -331,3 +331,11 @@ def test_needs_and_require() -> None:
         MissingExtraError, match=r"the MCP server needs the 'mcp' extra \(no module 'no_such'\)"
     ):
         require("no_such.module", "mcp")
+
+
+def test_python_m_evaluation_without_its_extra_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    code = 'import runpy\nrunpy.run_module("bugcontext.evaluation", run_name="__main__")'
+    done = _child(non_core_packages(), code, "--cases", "none.json", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    (line,) = done.stderr.splitlines()
+    assert _message("eval").fullmatch(line.removeprefix("bugcontext eval: ")), line
