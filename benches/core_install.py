@@ -5,8 +5,9 @@
 makes a fresh virtual environment in a temporary folder, installs the wheel there with pip
 (only the core's dependencies, or those of ``--extras``), and prints, as Markdown:
 
-* the packages installed (besides pip) and the size of ``site-packages`` on disk (``du -sk``:
-  blocks used), with the largest distributions;
+* the distributions installed and what they add to ``site-packages`` on disk (``du -sk`` of
+  each new entry: blocks used; what a fresh environment has, pip, is left out), with the
+  largest;
 * ``import bugcontext``: the median wall time of ``python -c "import bugcontext"`` over
   ``--rounds`` fresh processes, less the median of ``python -c pass`` (the interpreter's own
   start), and the cumulative import time of ``bugcontext`` as ``python -X importtime`` reports
@@ -85,37 +86,43 @@ def import_time_us(python: Path, rounds: int) -> float:
     return statistics.median(found)
 
 
+def _listed(python: Path) -> list[dict[str, str]]:
+    listed: list[dict[str, str]] = json.loads(
+        _run([str(python), "-m", "pip", "list", "--format", "json"]).stdout
+    )
+    return listed
+
+
 def measure(wheel: Path, extras: str, rounds: int) -> str:
     with tempfile.TemporaryDirectory(prefix="bugcontext-install-") as folder:
         venv = Path(folder) / "venv"
         _run([sys.executable, "-m", "venv", str(venv)])
         python = venv / "bin" / "python"
-        target = f"{wheel}[{extras}]" if extras else str(wheel)
-        _run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet", target])
         site = Path(
             _run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]).stdout.strip()
         )
-        listed = json.loads(_run([str(python), "-m", "pip", "list", "--format", "json"]).stdout)
-        names = sorted(d["name"] for d in listed if d["name"] not in ("pip", "setuptools"))
-        pip_kib = sum(du_kib(p) for p in site.iterdir() if p.name.lower().startswith("pip"))
+        # What the fresh environment has already (pip; setuptools on older Pythons) is left out.
+        before = {p.name for p in site.iterdir()}
+        listed_before = {d["name"] for d in _listed(python)}
+        target = f"{wheel}[{extras}]" if extras else str(wheel)
+        _run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "--quiet", target])
+        names = sorted(d["name"] for d in _listed(python) if d["name"] not in listed_before)
+        added = [p for p in site.iterdir() if p.name not in before]
+        total = sum(du_kib(p) for p in added)
         sizes = sorted(
-            ((du_kib(p), p.name) for p in site.iterdir() if not p.name.endswith(".dist-info")), reverse=True
+            ((du_kib(p), p.name) for p in added if not p.name.endswith(".dist-info")), reverse=True
         )
         baseline = median_wall([str(python), "-c", "pass"], rounds)
         imported = median_wall([str(python), "-c", "import bugcontext"], rounds)
         cumulative = import_time_us(python, rounds)
         command = [str(venv / "bin" / "bugcontext"), "build", "-"]
         built = median_wall(command, rounds, json.dumps(INPUT))
-    total = sum(size for size, _ in sizes)
     lines = [
         f"### `pip install {'bugcontext' if not extras else f'bugcontext[{extras}]'}` (wheel {wheel.name})",
         "",
-        f"- packages installed besides pip: {len(names)} ({', '.join(names)})",
-        f"- site-packages on disk (du -sk, pip itself left out): {(total - pip_kib) / 1024:.1f} MiB",
-        "- largest: "
-        + ", ".join(
-            f"{name} {size / 1024:.1f} MiB" for size, name in sizes[:6] if not name.startswith("pip")
-        ),
+        f"- distributions installed: {len(names)} ({', '.join(names)})",
+        f"- added to site-packages (du -sk of each new entry): {total / 1024:.1f} MiB",
+        "- largest: " + ", ".join(f"{name} {size / 1024:.1f} MiB" for size, name in sizes[:6]),
         f"- `import bugcontext`: {imported - baseline:.0f} ms wall over the interpreter's start "
         f"({imported:.0f} ms against {baseline:.0f} ms for `python -c pass`); "
         f"-X importtime cumulative {cumulative / 1000:.0f} ms (medians of {rounds} rounds)",
