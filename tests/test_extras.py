@@ -22,13 +22,15 @@ import textwrap
 from functools import cache
 from pathlib import Path
 
+import bugcontext
 import pytest
 from bugcontext.core._extras import EXTRAS, MissingExtraError, needs, require
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
-PYTHON_SOURCE = ROOT / "python"
+#: Where this process imports bugcontext from (the source tree or site-packages): the children's too.
+PACKAGE_PARENT = Path(bugcontext.__file__).resolve().parents[1]
 
 tomllib = pytest.importorskip("tomllib")
 
@@ -97,7 +99,8 @@ def non_core_packages() -> str:
 
 
 def _child(blocked: str, code: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PYTHON_SOURCE), os.environ.get("PYTHONPATH", "")]))
+    path = os.pathsep.join([str(PACKAGE_PARENT), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, PYTHONPATH=path)
     return subprocess.run(
         [sys.executable, "-c", CHILD, blocked, code, *args],
         capture_output=True,
