@@ -478,7 +478,8 @@ class Loaded:
 @functools.cache
 def load(name: str) -> Loaded | None:
     """The parser and queries of language ``name``, or ``None`` if its grammar is missing
-    (the grammar package is not installed, or has no grammar for it)."""
+    (the grammar package has no grammar for it); ``MissingExtraError`` without the grammar
+    package (the ``context`` extra)."""
     spec = LANGUAGES[name]
     with needs("context"):
         import tree_sitter_language_pack
