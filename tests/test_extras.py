@@ -311,6 +311,11 @@ def test_the_api_raises_a_typed_error_on_first_use() -> None:
         assert _message(extra).fullmatch(message), message
 
 
+def test_the_error_is_public() -> None:
+    assert bugcontext.MissingExtraError is MissingExtraError
+    assert issubclass(MissingExtraError, ImportError)
+
+
 def test_needs_and_require() -> None:
     with pytest.raises(MissingExtraError) as caught:
         with needs("context"):
