@@ -357,7 +357,6 @@ def test_progress_bar_on_standard_error(
     repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(workspace_module, "PROGRESS_FILES", 0)
-    monkeypatch.setenv("FORCE_COLOR", "1")  # rich draws as on a terminal
     shown = Workspace(repo, cache=False, progress=True).context(ratios_log(), budget=4000)
     captured = capsys.readouterr()
     assert captured.out == ""

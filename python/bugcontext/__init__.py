@@ -9,12 +9,19 @@ candidate); :mod:`bugcontext.core.reference` is the pure-Python implementation o
 contract; :func:`render` composes the prompt section. :class:`Workspace` (and the one-call
 :func:`context`) runs the whole job for a failing test in a repository, keeping what it
 derives from the files between calls and on disk.
+
+``pip install bugcontext`` gives the core (:func:`build`, :func:`build_many`, :func:`render`,
+:class:`TokenCounter`, :mod:`bugcontext.reference`); :class:`Workspace` and :func:`context`
+need the ``context`` extra, :func:`build_table` the ``table`` extra. A part used without its
+extra raises :class:`MissingExtraError` (an ``ImportError``) on first use, naming the extra;
+``import bugcontext`` itself needs only the core.
 """
 
 from typing import TYPE_CHECKING, Any
 
 from bugcontext import reference
 from bugcontext.batch.table import TableResult, build_table
+from bugcontext.core._extras import MissingExtraError
 from bugcontext.core._input import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_TOTAL_CHARS
 from bugcontext.core._io import OutputError
 from bugcontext.core.builder import ContextBuilder, build, build_many, cache_key
@@ -65,6 +72,7 @@ __all__ = [
     "InvalidInputError",
     "Limits",
     "MissingEvidence",
+    "MissingExtraError",
     "Omission",
     "OutputError",
     "Reason",

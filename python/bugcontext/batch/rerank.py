@@ -28,6 +28,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from bugcontext.batch.table import build_table
+from bugcontext.core._extras import needs
 from bugcontext.core._io import warn
 from bugcontext.core._writer import AtomicFile, check_output, commit_all, refuse_same_files
 from bugcontext.core.errors import InvalidInputError
@@ -118,8 +119,9 @@ class _Writer:
         self.writer: Any = None
 
     def write(self, table: pa.Table) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        with needs("table"):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
 
         try:
             if self.writer is None:
@@ -130,8 +132,9 @@ class _Writer:
 
     def finish(self, empty_schema: pa.Schema | None) -> None:
         """Close the Parquet writer (a file with ``empty_schema`` if nothing was written)."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        with needs("table"):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
 
         try:
             if self.writer is None and empty_schema is not None:
@@ -186,8 +189,9 @@ def _cmd_rerank(args: argparse.Namespace) -> int:
 def _source_and_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     """The Parquet input of ``rerank`` and the options of its builds (:func:`build_table`),
     after the arguments and the outputs are checked (before any work)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    with needs("table"):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
     if args.batch_rows < 1:
         raise _UsageError(f"--batch-rows must be >= 1, got {args.batch_rows}")
@@ -220,12 +224,9 @@ def _source_and_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def _rerank(args: argparse.Namespace) -> int:
-    try:
+    with needs("table"):
         import pyarrow as pa
         import pyarrow.compute as pc
-        import pyarrow.parquet  # (read by _source_and_options)
-    except ImportError:
-        raise _UsageError("rerank needs pyarrow (pip install 'bugcontext[table]')") from None
     source, options = _source_and_options(args)
 
     decisions_out = _Writer(args.out)
@@ -299,8 +300,9 @@ def _comparable_keys(keys: pa.ChunkedArray) -> pa.ChunkedArray:
 
     Raises:
         pyarrow.ArrowException: a dictionary index out of range."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    with needs("table"):
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
     if pa.types.is_dictionary(keys.type):
         keys = pc.cast(keys, keys.type.value_type)
@@ -311,8 +313,9 @@ def _comparable_keys(keys: pa.ChunkedArray) -> pa.ChunkedArray:
 
 def _run_keys(table: pa.Table, group_by: str) -> list[Any]:
     """The key of every run of equal keys, in order."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    with needs("table"):
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
     keys = _comparable_keys(table.column(group_by))
     if len(keys) == 0:
@@ -327,8 +330,9 @@ def _last_group_start(table: pa.Table, group_by: str | None) -> int:
     """The row where the last run of equal keys starts (0 without a key: read everything)."""
     if group_by is None or group_by not in table.column_names or table.num_rows == 0:
         return 0
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    with needs("table"):
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
     rows: int = table.num_rows
     try:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bugcontext import _core
+from bugcontext.core._extras import needs
 from bugcontext.core._input import PathProblem, canonical_path, clamp_u64
 from bugcontext.core.cost import Cost
 from bugcontext.core.errors import InvalidCandidateError, InvalidInputError, ResourceLimitError
@@ -147,7 +148,8 @@ def _arguments(
 
 def _as_arrow(table: object) -> pa.Table:
     """The input as a ``pyarrow.Table`` (zero-copy where the exporter allows)."""
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     if isinstance(table, pa.Table):
         return table
@@ -167,7 +169,8 @@ def _as_arrow(table: object) -> pa.Table:
 
 
 def _is_string(t: pa.DataType) -> bool:
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     if pa.types.is_dictionary(t):
         t = t.value_type
@@ -175,13 +178,15 @@ def _is_string(t: pa.DataType) -> bool:
 
 
 def _is_integer(t: pa.DataType) -> bool:
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     return bool(pa.types.is_integer(t))
 
 
 def _is_score(t: pa.DataType) -> bool:
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     return bool(pa.types.is_integer(t) or pa.types.is_float32(t) or pa.types.is_float64(t))
 
@@ -191,7 +196,8 @@ def _is_key(t: pa.DataType) -> bool:
 
 
 def _is_string_list(t: pa.DataType) -> bool:
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
         return False
@@ -255,7 +261,8 @@ def _cell_problems(array: pa.Array) -> list[str | None]:
     """Per cell of one chunk: why the cell is not valid Arrow data, or ``None`` (valid, or
     null). Arrow's own full validation first; cell by cell only where it fails (it is
     stricter: it also checks bytes no cell reads)."""
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     n = len(array)
     try:
@@ -411,7 +418,8 @@ def _raise(data: pa.Table, args: _Args, err: _RowError) -> None:
 
 
 def _with_keys(data: pa.Table, args: _Args, decisions: pa.Table, groups: pa.Table) -> TableResult:
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     if args.group_by is None:
         row_keys: Any = pa.nulls(decisions.num_rows)
@@ -424,7 +432,8 @@ def _with_keys(data: pa.Table, args: _Args, decisions: pa.Table, groups: pa.Tabl
 
 def _take(column: Any, indices: Any) -> Any:
     """``column.take(indices)``, also for types pyarrow's ``take`` lacks (``string_view``)."""
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     try:
         return column.take(indices)
@@ -501,7 +510,8 @@ def build_table(
     workers = _workers(args.threads, chosen)
     data = _as_arrow(table)
     _check_schema(data.schema, args)
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     decisions, groups = _native_build(data, args, chosen, workers)
     return _with_keys(data, args, pa.table(decisions), pa.table(groups))
@@ -786,7 +796,8 @@ def _decisions_table(
     overlaps: Sequence[int | None],
     cost: Sequence[int],
 ) -> pa.Table:
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     selected = [o is None for o in omission]
     return pa.table(
@@ -805,7 +816,8 @@ def _decisions_table(
 
 
 def _groups_table(summary: dict[str, list[Any]]) -> pa.Table:
-    import pyarrow as pa
+    with needs("table"):
+        import pyarrow as pa
 
     types = {
         "first_row": pa.uint64(),

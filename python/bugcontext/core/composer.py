@@ -56,6 +56,7 @@ __all__ = [
     "block_language",
     "fence",
     "label",
+    "missing_lines",
     "number_lines",
     "parse_xml_section",
     "plan",
@@ -619,3 +620,20 @@ def _used(result: BuildResult) -> str:
     unit = "characters" if cost.unit == "chars" else f"{cost.encoding} tokens"
     counted = "the content" if cost.template is None else f"the {cost.template} section"
     return f"{result.used} of {result.budget} {unit} counted on {counted}"
+
+
+def missing_lines(result: BuildResult) -> list[str]:
+    """One line per failing file whose failure windows were all left out: the file and why
+    each window was left out (``a.py: window 3 (lines 10-80) budget``; a window the reader
+    withheld: ``lines 10-80 withheld (policy: secret name)``)."""
+    lines = []
+    for missing in result.missing_critical:
+        whys = [
+            f"window {o.index} {o.reason}" + (f" of window {o.overlaps}" if o.overlaps is not None else "")
+            for o in missing.omitted
+        ]
+        whys += [
+            f"lines {w['start']}-{w['end']} withheld ({w['why']})" for w in getattr(missing, "withheld", ())
+        ]
+        lines.append(f"{header_path(missing.path)}: all failure windows left out ({', '.join(whys)})")
+    return lines

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bugcontext.core._extras import require
 from bugcontext.core._io import OutputError, warn, write_stream
 from bugcontext.core._writer import (
     AtomicFile,
@@ -116,6 +117,7 @@ def run_eval(args: argparse.Namespace) -> int:
     left as it was: its files are the record of a complete run only) or the report cannot be
     written; 2 for a bad cases file or an unknown case (found before anything is created);
     130 when interrupted."""
+    require("matplotlib", "eval")  # the charts: checked before hours of work, not after
     files = list(args.cases or DEFAULT_CASE_FILES)
     written = [] if args.out is None else [Path(args.out) / name for name in _OUT_FILES]
     try:

@@ -58,7 +58,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-import platformdirs
+from bugcontext.core._extras import needs
+
+with needs("eval"):
+    import platformdirs
 
 from bugcontext.core._input import canonical_path
 from bugcontext.core._io import read_capped

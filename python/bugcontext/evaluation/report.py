@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from bugcontext.core._extras import needs
 from bugcontext.core.composer import header_path
 from bugcontext.evaluation.evaluate import STRATEGY_LABELS, Ablation, Evaluation, Run
 
@@ -517,10 +518,11 @@ def _save(fig: Any, path: str | Path | IO[bytes]) -> None:
 def coverage_chart(evaluation: Evaluation, path: str | Path | IO[bytes]) -> None:
     """Write a PNG chart of mean gold coverage against budget, one line per strategy, to
     ``path`` (a file name or a binary stream)."""
-    import matplotlib
+    with needs("eval"):
+        import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
 
     ev = evaluation
     styles = {
@@ -604,10 +606,11 @@ def recall_chart(evaluation: Evaluation, path: str | Path | IO[bytes]) -> None:
     """Write a PNG chart of selection recall (cases with every gold hunk in the context of
     the ``layered`` strategy, %) against budget, one solid line per gathering variant, with
     that variant's candidate recall (every gold hunk inside a candidate) as a dashed line."""
-    import matplotlib
+    with needs("eval"):
+        import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
 
     ev = evaluation
     strategy = RECALL_STRATEGY if RECALL_STRATEGY in ev.strategies else (ev.strategies or ("",))[-1]

@@ -83,8 +83,9 @@ an unreadable file or folder, a bad option or command line, an input over a reso
 ``bugcontext.core.limits.Limits``, set with ``--limit NAME=N``; an output file, ``--report`` or
 ``--trace``, that is the same file as an input or as the other output, the file or pipe the
 command's standard output or error goes to, or, for ``context``, an existing file of ``--repo``
-the reader would read: refused before any work), with one line on standard error and nothing
-on standard output; 1 if the output cannot
+the reader would read: refused before any work; a subcommand whose extra is not installed,
+such as ``context`` without ``[context]``: the line names the extra), with one line on
+standard error and nothing on standard output; 1 if the output cannot
 be written (a full disk, a closed pipe, a closed standard output; an output file that is a
 folder or read-only, or whose folder does not exist: ``cannot write PATH: reason``), with one
 line on standard error. Output files are written by :mod:`bugcontext.core._writer`. A
@@ -120,6 +121,7 @@ from bugcontext import BuildResult, InvalidInputError, ResourceLimitError, refer
 from bugcontext import build as native_build
 from bugcontext.batch.rerank import add_rerank_parser
 from bugcontext.core import builder as native
+from bugcontext.core._extras import MissingExtraError
 from bugcontext.core._io import (
     OutputError,
     read_capped,
@@ -130,21 +132,20 @@ from bugcontext.core._io import (
     write_stream,
 )
 from bugcontext.core._writer import OutputConflictError, check_output, refuse_same_files, write_file
-from bugcontext.core.composer import header_path, render, render_markdown
+from bugcontext.core.composer import header_path, missing_lines, render, render_markdown
 from bugcontext.core.cost import Cost
 from bugcontext.core.limits import Limits, add_limit_option, limit_error
 from bugcontext.core.provenance import folder_reader
 from bugcontext.core.secrets import SECRET_REDACTED, redact_json
 from bugcontext.core.secrets import redaction_note as _redaction_note
 from bugcontext.core.trace import replay
-from bugcontext.evaluation.command import add_eval_parser
-from bugcontext.job.sources.reports import LogFormatError
-from bugcontext.job.sources.rerun import RERUN_MODES
-from bugcontext.job.sources.runs import UnknownTestError
-from bugcontext.job.workspace import ContextResult, Workspace, failing_tests_json, missing_lines
+from bugcontext.job._run import RERUN_MODES
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
+
+    from bugcontext.job.workspace import ContextResult as ContextReport
+    from bugcontext.job.workspace import failing_tests_json
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -238,8 +239,15 @@ def result_json(result: BuildResult) -> str:
     return json.dumps(result.to_dict(), ensure_ascii=True, allow_nan=False)
 
 
-#: The outcome of ``bugcontext context`` (:class:`bugcontext.ContextResult`).
-ContextReport = ContextResult
+def __getattr__(name: str) -> Any:
+    # ``ContextReport``, the outcome of ``bugcontext context`` (:class:`bugcontext.ContextResult`),
+    # and ``failing_tests_json`` come from the context job, imported on first use: ``build``
+    # needs only the core.
+    if name in ("ContextReport", "failing_tests_json"):
+        from bugcontext.job import workspace
+
+        return getattr(workspace, "ContextResult" if name == "ContextReport" else name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _warn_missing(command: str, result: BuildResult, required: bool) -> int:
@@ -297,6 +305,8 @@ def run_context(
         if junit_xml is not None
         else None
     )
+    from bugcontext.job.workspace import Workspace
+
     budget = DEFAULT_MAX_CHARS if max_chars is None else max_chars
     return Workspace(repo, cache=False, limits=limits).context(
         _log_text(log),
@@ -737,6 +747,10 @@ def _warn_context(args: argparse.Namespace, report: ContextReport, log_text: str
 
 
 def _cmd_context(args: argparse.Namespace) -> int:
+    from bugcontext.job.sources.reports import LogFormatError
+    from bugcontext.job.sources.runs import UnknownTestError
+    from bugcontext.job.workspace import Workspace
+
     if not Path(args.repo).is_dir():
         raise _UsageError(f"not a directory: {header_path(args.repo)}")
     outputs = [("--report", args.report), ("--trace", args.trace)]
@@ -830,7 +844,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_context_parser(commands)
     _add_mcp_parser(commands)
     _add_replay_parser(commands)
-    add_eval_parser(commands)
+    _add_eval_parser(commands)
     add_rerank_parser(commands)
     _add_cache_parser(commands)
     return parser
@@ -1064,6 +1078,34 @@ def _add_replay_parser(commands: Any) -> None:
     replayer.set_defaults(run=_cmd_replay)
 
 
+def _add_eval_parser(commands: Any) -> None:
+    """The ``eval`` subcommand, as a stand-in that takes any arguments: the evaluation (and the
+    context job under it) is imported, and its parser built, only when ``eval`` runs, so that
+    the other subcommands start without it; without the ``eval`` extra, the one line naming
+    the extra (exit 2)."""
+    stand_in = commands.add_parser(
+        "eval",
+        help="compare context strategies on real bugs (bugcontext eval --help)",
+        add_help=False,
+        prefix_chars="\0",  # every argument, --help included, is the evaluation's
+    )
+    stand_in.add_argument("arguments", nargs=argparse.REMAINDER)
+    stand_in.set_defaults(run=_cmd_eval)
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from bugcontext.evaluation.command import add_eval_parser  # MissingExtraError without [eval]
+
+    parser = _ArgumentParser(prog="bugcontext")
+    add_eval_parser(parser.add_subparsers(dest="command", required=True))
+    try:
+        real = parser.parse_args(["eval", *args.arguments])
+    except SystemExit as exc:  # --help (0) or a usage error (2), already reported
+        return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
+    status: int = real.run(real)
+    return status
+
+
 def _add_cache_parser(commands: Any) -> None:
     """The ``cache info`` and ``cache clear`` subcommands."""
     cache = commands.add_parser(
@@ -1122,10 +1164,8 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
-    try:
-        from bugcontext.integrations.mcp_server import run
-    except ImportError as exc:
-        raise _UsageError(f"the MCP server needs the mcp extra (bugcontext[mcp]): {exc}") from exc
+    from bugcontext.integrations.mcp_server import run  # MissingExtraError without the mcp extra
+
     run(
         cache_dir=args.cache_dir,
         cache=not args.no_cache,
@@ -1140,7 +1180,9 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``bugcontext`` command line with ``argv`` (default ``sys.argv[1:]``) and
     return the exit status: 0; 2 for invalid input or a bad command line, 1 if the output
-    cannot be written (either with one line on standard error); 3 if some lines of
+    cannot be written (either with one line on standard error), 2 also for a subcommand whose
+    extra is not installed (the line names it: ``install bugcontext with the [context]
+    extra``); 3 if some lines of
     ``build --jsonl`` could not be built (each has its ``{"error": ...}`` output line); 4 when
     ``replay`` does not reproduce a digest; 5 with ``--require-failure`` when a failing file's
     failure evidence was all left out, or ``context``'s log has no failing test; 130 when
@@ -1169,6 +1211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: outputs being written were already removed
         warn(f"bugcontext {args.command}: interrupted")
         return EXIT_INTERRUPTED
+    except MissingExtraError as exc:  # a subcommand of an extra that is not installed
+        warn(f"bugcontext {args.command}: {_one_line(str(exc))}")
+        return 2
     except (_UsageError, InvalidInputError, OutputConflictError) as exc:
         warn(f"bugcontext {args.command}: {_one_line(str(exc))}")
         return 2

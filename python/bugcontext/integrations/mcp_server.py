@@ -77,23 +77,26 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-import anyio
-import anyio.to_thread
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.context import Context
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.server.mcpserver.resolve import ListRoots, Resolve
-from mcp.server.stdio import stdio_server
-from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
-from mcp_types import (
-    CallToolResult,
-    ErrorData,
-    InputRequiredResult,
-    JSONRPCError,
-    ListRootsResult,
-    TextContent,
-)
+from bugcontext.core._extras import needs
+
+with needs("mcp"):
+    import anyio
+    import anyio.to_thread
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.context import Context
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from mcp.server.mcpserver.resolve import ListRoots, Resolve
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.exceptions import MCPError
+    from mcp.shared.message import SessionMessage
+    from mcp_types import (
+        CallToolResult,
+        ErrorData,
+        InputRequiredResult,
+        JSONRPCError,
+        ListRootsResult,
+        TextContent,
+    )
 
 from bugcontext import reference
 from bugcontext.core import builder as native

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "RERUN_MODES",
     "DeadlineReached",
     "Finished",
     "OutputTooLarge",
@@ -31,6 +32,11 @@ __all__ = [
     "repository_python",
     "run_bounded",
 ]
+
+#: What a re-run runs: the failing tests (``"failing"``), or every test of their files
+#: (``"files"``: the passing tests too, for a spectrum). Here, with no optional import, for the
+#: command line's parser (:mod:`bugcontext.job.sources.rerun` re-exports it).
+RERUN_MODES = ("failing", "files")
 
 _CHUNK = 1 << 16
 

@@ -37,9 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from bugcontext.core import reference
+from bugcontext.core._extras import needs
 from bugcontext.core.builder import ContextBuilder
 from bugcontext.core.builder import build as native_build
-from bugcontext.core.composer import header_path, render, render_omitted
+from bugcontext.core.composer import header_path, missing_lines, render, render_omitted
 from bugcontext.core.cost import Cost
 from bugcontext.core.errors import InvalidInputError
 from bugcontext.core.evidence import MissingEvidence
@@ -120,7 +121,8 @@ def default_cache_dir() -> Path:
     """The default cache folder: ``bugcontext`` under the user cache directory
     (``platformdirs.user_cache_dir``: ``~/.cache/bugcontext`` on Linux, honouring
     ``XDG_CACHE_HOME``)."""
-    import platformdirs
+    with needs("context"):
+        import platformdirs
 
     return Path(platformdirs.user_cache_dir("bugcontext", appauthor=False))
 
@@ -298,23 +300,6 @@ class ContextResult:
         shown: dict[str, Any] = redacted_data
         shown["policy_redacted"] = [*(dict(r) for r in self.redactions), *redacted]
         return shown
-
-
-def missing_lines(result: BuildResult) -> list[str]:
-    """One line per failing file whose failure windows were all left out: the file and why
-    each window was left out (``a.py: window 3 (lines 10-80) budget``; a window the reader
-    withheld: ``lines 10-80 withheld (policy: secret name)``)."""
-    lines = []
-    for missing in result.missing_critical:
-        whys = [
-            f"window {o.index} {o.reason}" + (f" of window {o.overlaps}" if o.overlaps is not None else "")
-            for o in missing.omitted
-        ]
-        whys += [
-            f"lines {w['start']}-{w['end']} withheld ({w['why']})" for w in getattr(missing, "withheld", ())
-        ]
-        lines.append(f"{header_path(missing.path)}: all failure windows left out ({', '.join(whys)})")
-    return lines
 
 
 def reader_redactions(reader: Repository, result: BuildResult) -> tuple[dict[str, Any], ...]:
@@ -666,7 +651,7 @@ class Workspace:
     resource limits (:class:`bugcontext.core.limits.Limits`; default ``DEFAULT_LIMITS`` when the
     workspace is made; ``max_file_bytes``, given, overrides its own): the reader's, the
     sizes of :meth:`context`'s inputs, checked before they are parsed, and the build's. ``progress`` shows a
-    progress bar (``rich``) on standard error while more than :data:`PROGRESS_FILES` files
+    progress bar (``tqdm``) on standard error while more than :data:`PROGRESS_FILES` files
     are derived; ``None`` (default): when standard error is a terminal.
 
     A file whose size, modification time, change time (ns) and inode are unchanged is taken as
@@ -1454,11 +1439,16 @@ class Workspace:
         if not show or total <= PROGRESS_FILES:
             yield lambda: None
             return
-        from rich.progress import Progress
+        from tqdm import tqdm
 
-        with Progress(transient=True, console=_stderr_console()) as bar:
-            task = bar.add_task(f"indexing {total} files", total=total)
-            yield lambda: bar.advance(task)
+        with tqdm(
+            total=total, desc=f"indexing {total} files", unit=" files", file=sys.stderr, leave=False
+        ) as bar:
+
+            def advance() -> None:
+                bar.update()
+
+            yield advance
 
 
 _gc_lock = threading.Lock()
@@ -1492,12 +1482,6 @@ def _check_deadline(deadline: float | None) -> None:
     """``TimeoutError`` once ``deadline`` (``time.monotonic()``) has passed."""
     if deadline is not None and time.monotonic() > deadline:
         raise TimeoutError("the call's time limit passed")
-
-
-def _stderr_console() -> Any:
-    from rich.console import Console
-
-    return Console(stderr=True)
 
 
 def _stat(root: Path, rel: str) -> _Stat:

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from xml.etree.ElementTree import Element
 
+from bugcontext.core._extras import needs
 from bugcontext.core.composer import header_path
 from bugcontext.core.errors import InvalidInputError
 from bugcontext.core.limits import Limits, limit_error, resolve
@@ -180,8 +181,9 @@ def _line(value: object, kind: str) -> int:
 
 def _data_file(data: bytes) -> tuple[_Raw, bool, set[str]]:
     """coverage.py's SQLite data file, read with ``CoverageData`` from a private copy."""
-    from coverage import CoverageData
-    from coverage.exceptions import CoverageException
+    with needs("context"):
+        from coverage import CoverageData
+        from coverage.exceptions import CoverageException
 
     raw: _Raw = {}
     measured: set[str] = set()
@@ -282,8 +284,9 @@ def _lcov(data: bytes) -> tuple[_Raw, bool, set[str]]:
 def _cobertura(data: bytes) -> tuple[_Raw, bool, set[str]]:
     from xml.etree.ElementTree import ParseError
 
-    from defusedxml import DefusedXmlException  # type: ignore[import-untyped,unused-ignore]
-    from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped,unused-ignore]
+    with needs("context"):
+        from defusedxml import DefusedXmlException  # type: ignore[import-untyped,unused-ignore]
+        from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped,unused-ignore]
 
     kind = "Cobertura XML"
     try:
@@ -356,8 +359,9 @@ def _jacoco(data: bytes) -> tuple[_Raw, bool, set[str]]:
     executed; a source file's path is its package's path and its name."""
     from xml.etree.ElementTree import ParseError
 
-    from defusedxml import DefusedXmlException  # type: ignore[import-untyped,unused-ignore]
-    from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped,unused-ignore]
+    with needs("context"):
+        from defusedxml import DefusedXmlException  # type: ignore[import-untyped,unused-ignore]
+        from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped,unused-ignore]
 
     kind = "JaCoCo XML"
     try:

@@ -93,9 +93,12 @@ from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol, TypeVar
 
-import re2
-from pathspec import GitIgnoreSpec
-from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+from bugcontext.core._extras import needs
+
+with needs("context"):
+    import re2
+    from pathspec import GitIgnoreSpec
+    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from bugcontext.core._input import PathProblem, canonical_path
 from bugcontext.core.limits import DEFAULT_LIMITS, Limits, describe, limit_error, resolve

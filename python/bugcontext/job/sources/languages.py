@@ -14,7 +14,10 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from tree_sitter import Language, Parser, Query
+from bugcontext.core._extras import needs
+
+with needs("context"):
+    from tree_sitter import Language, Parser, Query
 
 __all__ = ["LANGUAGES", "LanguageSpec", "Loaded", "language_for", "load"]
 
@@ -475,11 +478,12 @@ class Loaded:
 @functools.cache
 def load(name: str) -> Loaded | None:
     """The parser and queries of language ``name``, or ``None`` if its grammar is missing
-    (the grammar package is not installed, or has no grammar for it)."""
+    (the grammar package has no grammar for it); ``MissingExtraError`` without the grammar
+    package (the ``context`` extra)."""
     spec = LANGUAGES[name]
-    try:
+    with needs("context"):
         import tree_sitter_language_pack
-
+    try:
         language = tree_sitter_language_pack.get_language(spec.grammar)  # type: ignore[arg-type]
     except Exception:
         return None

@@ -40,7 +40,7 @@ from typing import Any
 from bugcontext.core.composer import header_path
 from bugcontext.core.errors import InvalidInputError
 from bugcontext.core.limits import Limits, over, resolve
-from bugcontext.job._run import RunError, StartError, TimedOut, repository_python, run_bounded
+from bugcontext.job._run import RERUN_MODES, RunError, StartError, TimedOut, repository_python, run_bounded
 from bugcontext.job.sources.execution import ExecutionRecord, TestRun, _same_test
 from bugcontext.job.sources.files import Repository
 from bugcontext.job.sources.runs import (
@@ -64,9 +64,6 @@ __all__ = [
     "test_ids",
 ]
 
-#: What a re-run runs: the failing tests (``"failing"``), or every test of their files
-#: (``"files"``: the passing tests too, for a spectrum).
-RERUN_MODES = ("failing", "files")
 #: The ``ExecutionRecord.source`` of a re-run's record.
 RERUN_SOURCE = "rerun"
 #: The folder put first on the target's ``PYTHONPATH`` (``sitecustomize`` and the plugin).

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
+from bugcontext.core._extras import needs
 from bugcontext.job.sources.logs import parse_log, report_text_failure
 from bugcontext.job.sources.pytest_log import (
     _EXCEPTION_LINE,
@@ -79,8 +80,9 @@ def parse_junit_xml(data: str | bytes) -> list[TestFailure]:
     """
     from xml.etree.ElementTree import Element, ParseError
 
-    from defusedxml import DefusedXmlException  # type: ignore[import-untyped,unused-ignore]
-    from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped,unused-ignore]
+    with needs("context"):
+        from defusedxml import DefusedXmlException  # type: ignore[import-untyped,unused-ignore]
+        from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped,unused-ignore]
 
     try:
         root: Element = fromstring(data, forbid_dtd=True)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bugcontext.core._extras import needs
 from bugcontext.core.limits import Limits
 from bugcontext.job.sources.failure import project_frames
 from bugcontext.job.sources.files import Repository, SourceFile, node_span, walk_around
@@ -686,7 +687,8 @@ class SearchIndex:
         started = time.perf_counter()
         hits: list[Hit] = []
         if self._retriever is not None and query and top_k > 0:
-            import numpy as np
+            with needs("context"):
+                import numpy as np
 
             scores = _bm25_scores(self._retriever, list(query))
             positive = np.flatnonzero(scores > 0)
@@ -789,7 +791,8 @@ class IncrementalBM25:
     MAX_SEGMENTS = 8
 
     def __init__(self, keys: Sequence[Any], corpus: Sequence[Sequence[str]]) -> None:
-        import numpy as np
+        with needs("context"):
+            import numpy as np
 
         if len(keys) != len(corpus):
             raise ValueError(f"keys and corpus differ in length: {len(keys)} != {len(corpus)}")
@@ -835,7 +838,8 @@ class IncrementalBM25:
     def _segment(self, terms: Any, slots: Any, counts: Any) -> tuple[Any, Any, Any]:
         """Postings as ``(indptr, slots, counts)`` in term order (``indptr`` over the
         vocabulary as it is now)."""
-        import numpy as np
+        with needs("context"):
+            import numpy as np
 
         terms = np.asarray(terms, dtype=np.int64)
         order = np.argsort(terms, kind="stable")
@@ -853,7 +857,8 @@ class IncrementalBM25:
         return self._live_count
 
     def _term_postings(self, term: int) -> tuple[Any, Any]:
-        import numpy as np
+        with needs("context"):
+            import numpy as np
 
         parts = []
         for indptr, slots, counts in self._segments:
@@ -876,7 +881,8 @@ class IncrementalBM25:
         """The float32 numpy array of the BM25 score of every document for ``query``
         (tokens; a repeated token counts once per repetition, a token in no document
         adds nothing), in key order."""
-        import numpy as np
+        with needs("context"):
+            import numpy as np
 
         n = self._live_count
         scores = np.zeros(len(self._lengths), dtype=np.float32)
@@ -911,7 +917,8 @@ class IncrementalBM25:
         """The index of the documents ``keys`` (in that order): a key this index holds keeps
         its document, a new one is tokenized with ``tokens_of(key)``. This index is left as
         it was. Raises ``ValueError`` if a key repeats."""
-        import numpy as np
+        with needs("context"):
+            import numpy as np
 
         if len(set(keys)) != len(keys):
             raise ValueError("a document key repeats")
@@ -942,7 +949,8 @@ class IncrementalBM25:
 
     def _compact(self) -> None:
         """One segment of the live postings, the live slots numbered again in order."""
-        import numpy as np
+        with needs("context"):
+            import numpy as np
 
         terms = np.concatenate(
             [
@@ -991,7 +999,8 @@ class IncrementalBM25:
     def from_value(cls, value: object) -> IncrementalBM25 | None:
         """The index of a plain form (:meth:`value`); ``None`` for one whose parts do not
         fit together (a damaged value)."""
-        import numpy as np
+        with needs("context"):
+            import numpy as np
 
         if not isinstance(value, dict):
             return None
@@ -1050,7 +1059,8 @@ class IncrementalBM25:
 
 
 def _bm25_index(corpus: list[list[str]]) -> Any:
-    import bm25s  # type: ignore[import-untyped]  # imported here: it loads numpy
+    with needs("context"):
+        import bm25s  # type: ignore[import-untyped]  # imported here: it loads numpy
 
     retriever = bm25s.BM25()
     retriever.index(corpus, show_progress=False)

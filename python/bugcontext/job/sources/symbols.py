@@ -32,7 +32,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from tree_sitter import Node, Query, QueryCursor, Tree
+from bugcontext.core._extras import needs
+
+with needs("context"):
+    from tree_sitter import Node, Query, QueryCursor, Tree
 
 from bugcontext.job.sources.files import Repository, SourceFile
 from bugcontext.job.sources.languages import SUFFIXES, LanguageSpec, Loaded, language_for, load
