@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from bugcontext.core.terminal import TERMINAL_SEQUENCE
 from bugcontext.integrations.cli import main
 from bugcontext.job.sources import Repository, gather, reports
 from bugcontext.job.sources import pytest_log as pl
@@ -578,8 +579,10 @@ def time_limit(seconds: int) -> Iterator[None]:
 
 def test_every_pattern_runs_in_linear_time_on_adversarial_lines() -> None:
     cases = [
-        (reports._ANSI, "\x1b[" + "0" * MB, None),
-        (reports._ANSI, "\x1b[" + "0" * MB + "m", 0),
+        # No final byte: the escape and its bracket alone are a sequence (stripped).
+        (TERMINAL_SEQUENCE, "\x1b[" + "0" * MB, 0),
+        (TERMINAL_SEQUENCE, "\x1b[" + "0" * MB + "m", 0),
+        (TERMINAL_SEQUENCE, "\x1b]" + "0" * MB, 0),
         (reports._TIMESTAMP, "2026-" + "1" * MB, None),
         (reports._XDIST_PREFIX, "[gw" + "1" * MB, None),
         (reports._XDIST_PLATFORM, "[gw0] " + "a" * MB + " -- Pytho", None),
@@ -611,9 +614,8 @@ def test_every_pattern_runs_in_linear_time_on_adversarial_lines() -> None:
             match = pattern.match(text)
             assert (None if match is None else match.start()) == found, pattern.pattern
         # The patterns tried at every position (`sub`, `finditer`) on a megabyte.
-        assert reports._ANSI.sub("", ("\x1b[" + "0" * 1000) * (MB // 1000)) == ("\x1b[" + "0" * 1000) * (
-            MB // 1000
-        )
+        assert TERMINAL_SEQUENCE.sub("", ("\x1b[" + "0" * 1000) * (MB // 1000)) == ("0" * 1000) * (MB // 1000)
+        assert TERMINAL_SEQUENCE.sub("", ("\x1b]" + "0" * 1000) * (MB // 1000)) == ""
         assert list(pl._STATUS_WORD.finditer(" PASSE" * (MB // 6))) == []
 
 
@@ -650,7 +652,9 @@ def test_the_parsers_run_in_linear_time_with_the_right_result() -> None:
         assert parse_pytest_log("=== FAILURES ===\n___ test_y ___\n" + "_ " * MB + "\nt.py:1: in f\n")[
             0
         ].frames == (Frame("t.py", 1, "f"),)
-        assert strip_ansi("\x1b[" + "0" * MB) == "\x1b[" + "0" * MB
+        # An escape sequence with no final byte: the escape and its bracket are dropped.
+        assert strip_ansi("\x1b[" + "0" * MB) == "0" * MB
+        assert strip_ansi("\x1b]" + "0" * MB + "\x07x") == "x"
         assert (
             parse_pytest_log(
                 "Traceback (most recent call last):\n" + '  File "' + "a" * MB + "\nValueError: x\n"
@@ -760,3 +764,58 @@ def test_unittest_teardown_errors_are_extra_evidence(tmp_path: Path) -> None:
     chosen = gather(root, log, test="test_u.T.test_b")
     assert chosen.failure is not None and chosen.failure.exception_type == "AssertionError"
     assert [(pf.path, pf.line) for pf in chosen.frames] == [("test_u.py", 12), ("test_u.py", 6)]
+
+
+@pytest.mark.parametrize(
+    ("sequence", "kind"),
+    [
+        ("\x1b[31m", "colour (CSI)"),
+        ("\x1b[2K\x1b[1G", "erase line, cursor to column 1 (CSI)"),
+        ("\x9b1m", "CSI in its one-character C1 form"),
+        ("\x1b]0;evil title\x07", "window title (OSC, ended by BEL)"),
+        ("\x1b]8;;http://evil\x1b\\", "OSC 8 link start (ended by ESC backslash)"),
+        ("\x1b]8;;\x1b\\", "OSC 8 link end"),
+        ("\x1bP1$r0m\x1b\\", "device control string (DCS)"),
+        ("\x1b_private\x1b\\", "application program command (APC)"),
+        ("\x1b(B", "character set designation (ECMA-35)"),
+        ("\x1b=", "keypad mode (two characters)"),
+        ("\x07", "a bell alone"),
+        ("\x08", "a backspace alone"),
+    ],
+)
+def test_every_terminal_sequence_is_stripped_whole(sequence: str, kind: str) -> None:
+    """A window title or link around an exception's words once left ``0;evil title`` and a
+    bell (``^G``) in the section, and hid the exception type; every kind of sequence goes whole,
+    and no control character stays."""
+    line = f"FAILED tests/test_x.py::test_x - Assertion{sequence}Error: bo{sequence}om"
+    assert strip_ansi(line) == "FAILED tests/test_x.py::test_x - AssertionError: boom", kind
+    log = f"{line}\n{sequence}= 1 failed in 0.01s =\n"
+    failure = parse_test_output(log)[0]
+    assert (failure.test_id, failure.exception_type, failure.message) == (
+        "tests/test_x.py::test_x",
+        "AssertionError",
+        "boom",
+    ), kind
+
+
+def test_a_title_and_a_link_in_the_section_of_a_real_log(tmp_path: Path) -> None:
+    """The context section of a log whose summary line carries a window title and an OSC 8
+    link holds the words and no control character."""
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_x.py").write_text("def test_x():\n    assert 1 == 2\n", encoding="utf-8")
+    log = tmp_path / "osc.log"
+    log.write_text(
+        "FAILED tests/test_x.py::test_x - AssertionError: boom\x1b]0;evil title\x07 tail"
+        "\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out.md"
+    args = ["context", "--repo", str(repo), "--log", str(log), "--no-cache", "--max-chars", "2000"]
+    with open(out, "w", encoding="utf-8") as stdout:
+        command = [sys.executable, "-m", "bugcontext", *args]
+        proc = subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr
+    section = out.read_text(encoding="utf-8")
+    assert "AssertionError: boom taillink" in section
+    assert not any((ord(c) < 32 and c not in "\t\n") or 0x7F <= ord(c) <= 0x9F for c in section)

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from bugcontext.core.terminal import strip_terminal
+
 __all__ = [
     "BEYOND_LINE",
     "ChainLink",
@@ -36,7 +38,6 @@ Relation = Literal["cause", "context", "group"]
 # Every pattern here runs in time linear in the line it reads (the log is text we did not
 # write): character classes next to each other are disjoint or the repetition is possessive
 # (``*+``, ``++``), so no pattern can backtrack over a long run more than once.
-_ANSI = re.compile(r"\x1b\[[0-?]*+[ -/]*+[@-~]|\x1b[@-Z\\-_]")
 # A time stamp that CI systems put before every line of a job log. Its blank is gone when the
 # line was empty (trailing blanks are stripped first): the stamp alone is an empty line.
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z(?: |$)")
@@ -78,17 +79,20 @@ BEYOND_LINE = _MAX_LINE + 1
 
 
 def strip_ansi(text: str) -> str:
-    """``text`` without ANSI escape sequences (colours, bold, cursor movement)."""
-    return _ANSI.sub("", text)
+    """``text`` without terminal sequences (colours, cursor movement, window titles, OSC 8
+    links: :data:`bugcontext.core.terminal.TERMINAL_SEQUENCE`) and without the control
+    characters left after them (a bell, a backspace; tabs and line breaks stay)."""
+    return strip_terminal(text)
 
 
 def _clean_lines(text: str) -> list[str]:
-    """The lines of ``text`` as the parsers read them: no ANSI escapes, no CI time stamps,
+    """The lines of ``text`` as the parsers read them: no terminal sequences or control
+    characters (:func:`strip_ansi`), no CI time stamps,
     no pytest-xdist ``[gwN]`` prefixes (the worker platform lines dropped), no trailing
     blanks."""
     lines: list[str] = []
-    for raw in strip_ansi(text).splitlines():
-        line = raw.rstrip()
+    for raw in text.splitlines():  # split first: a carriage return still ends a line
+        line = strip_terminal(raw).rstrip()
         if line[:1].isdigit():
             line = _TIMESTAMP.sub("", line, count=1)
         if line.startswith("[gw"):
