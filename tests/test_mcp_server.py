@@ -1205,3 +1205,22 @@ def test_a_line_nested_too_deep_to_read_leaves_the_server_answering(tmp_path: Pa
     assert [r.get("id") for r in replies] == [1, 10], proc.stderr[-2000:]
     assert {t["name"] for t in replies[1]["result"]["tools"]} >= {"build"}
     assert "RecursionError" not in proc.stderr and proc.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("arguments", "name"),
+    [
+        ({"budget": True}, "budget"),
+        ({"budget": "300"}, "budget"),
+        ({"budget": 300.5}, "budget"),
+        ({"line_numbers": "yes"}, "line_numbers"),
+        ({"line_numbers": 1}, "line_numbers"),
+        ({"rerun": 1}, "rerun"),
+    ],
+)
+def test_tool_arguments_are_not_coerced(repo: Path, arguments: dict[str, Any], name: str) -> None:
+    """``"budget": true`` once ran with a budget of 1 and ``"budget": "300"`` with 300: the
+    tools take JSON's own types (an integer, a boolean), as the command line and the API do."""
+    server = create_server(cache=False, roots=[repo])
+    (result,) = _calls(server, _context(repo, test_log=ratios_log(), **arguments))
+    assert name in _error(result)

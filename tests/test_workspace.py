@@ -381,3 +381,38 @@ def test_command_line_cache_options(repo: Path, tmp_path: Path, capsys: pytest.C
     # A second process-like run on the warm cache prints the same.
     assert main([*base, "--cache-dir", str(tmp_path / "cache")]) == 0
     assert capsys.readouterr().out == uncached
+
+
+@pytest.mark.parametrize(
+    ("budget", "problem"),
+    [
+        (True, "must be an int, not bool"),
+        (False, "must be an int, not bool"),
+        ("300", "must be an int, not str"),
+        (300.0, "must be an int, not float"),
+        (-1, "must be >= 0, got -1"),
+    ],
+)
+def test_a_bad_budget_is_refused_before_any_work(repo: Path, budget: Any, problem: str) -> None:
+    """``budget=True`` once built an empty section and reported the budget ``True``; the
+    context job refuses every budget ``build`` refuses, in the same words, in both engines and
+    in the one-call form."""
+    for call in (
+        lambda: Workspace(repo, cache=False).context(ratios_log(), budget=budget),
+        lambda: Workspace(repo, cache=False).context(ratios_log(), budget=budget, engine="reference"),
+        lambda: bugcontext.context(repo, ratios_log(), budget=budget, cache=False),
+    ):
+        with pytest.raises(bugcontext.InvalidInputError) as caught:
+            call()
+        assert (caught.value.field, caught.value.problem) == ("budget", problem)
+    with pytest.raises(bugcontext.InvalidInputError) as caught:
+        bugcontext.build({"candidates": [], "budget": budget, "cost": {"unit": "chars"}})
+    assert (caught.value.field, caught.value.problem) == ("budget", problem)
+
+
+def test_a_log_that_is_not_text_is_refused(repo: Path) -> None:
+    for log in (None, 3, ["a"]):
+        with pytest.raises(bugcontext.InvalidInputError) as caught:
+            Workspace(repo, cache=False).context(log, budget=900)  # type: ignore[arg-type]
+        assert caught.value.field == "log_text"
+        assert caught.value.problem == f"must be a str (the test output), not {type(log).__name__}"

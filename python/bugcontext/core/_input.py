@@ -138,9 +138,7 @@ def normalize_input(
         field, value = "budget", budget
     else:
         raise InvalidInputError("max_chars", "is missing (give max_chars, or budget with a cost)")
-    amount = line_int(value, field)
-    if amount < 0:
-        raise InvalidInputError(field, f"must be >= 0, got {show_int(amount)}")
+    amount = budget_int(value, field)
 
     failing = _failing_files(failure_file, failure_files)
 
@@ -220,6 +218,15 @@ def line_int(value: object, field: str) -> int:
         return operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         raise InvalidInputError(field, f"must be an int, not {type(value).__name__}") from None
+
+
+def budget_int(value: object, field: str = "budget") -> int:
+    """``value`` as a budget: an ``int`` (not a ``bool``) ``>= 0``. Raises
+    ``InvalidInputError(field, ...)`` otherwise, in the words of every other budget check."""
+    amount = line_int(value, field)
+    if amount < 0:
+        raise InvalidInputError(field, f"must be >= 0, got {show_int(amount)}")
+    return amount
 
 
 def show_int(value: int) -> str:

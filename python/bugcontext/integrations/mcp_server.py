@@ -97,6 +97,7 @@ with needs("mcp"):
         ListRootsResult,
         TextContent,
     )
+    from pydantic import StrictBool, StrictInt, StrictStr
 
 from bugcontext import reference
 from bugcontext.core import builder as native
@@ -976,12 +977,12 @@ def _add_context_tool(
         junit_file: str | None = None,
         coverage_file: str | None = None,
         query: str | None = None,
-        budget: int | None = None,
+        budget: StrictInt | None = None,
         unit: str = "chars",
         encoding: str | None = None,
         template: str = "markdown",
-        line_numbers: bool = False,
-        rerun: bool | str | None = None,
+        line_numbers: StrictBool = False,
+        rerun: StrictBool | StrictStr | None = None,
     ) -> CallToolResult:
         mode = _rerun_mode(rerun, allow_run, coverage_file)
         _check_context_call(test_log, log_file, test, junit_xml, junit_file, allow_run)

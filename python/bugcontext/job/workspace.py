@@ -38,6 +38,7 @@ from typing import Any
 
 from bugcontext.core import reference
 from bugcontext.core._extras import needs
+from bugcontext.core._input import budget_int
 from bugcontext.core.builder import ContextBuilder
 from bugcontext.core.builder import build as native_build
 from bugcontext.core.composer import header_path, missing_lines, render, render_omitted
@@ -881,6 +882,10 @@ class Workspace:
         model = Cost.parse({"template": "markdown"} if cost is None else cost)
         if budget is None:
             budget = DEFAULT_MAX_TOKENS if model.unit == "tokens" else DEFAULT_MAX_CHARS
+        budget = budget_int(budget)  # before any work (the failure blocks take from it first)
+        if not isinstance(log_text, (str, bytes)):
+            shown = type(log_text).__name__
+            raise InvalidInputError("log_text", f"must be a str (the test output), not {shown}")
         coverage, report = self._rerun_evidence(
             log_text, junit_xml, test, query, issue, coverage, rerun, python, rerun_env, deadline
         )
