@@ -363,6 +363,7 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
         "build_budget",
         "build_used",
         "failure_blocks",
+        "failure_blocks_left_out",
         "schema",
     }
     assert out["schema"] == 1

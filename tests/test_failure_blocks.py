@@ -137,3 +137,39 @@ def test_a_trace_gets_one_line_per_context_call(repo: Path, tmp_path: Path) -> N
     lines = trace.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 2
     assert [json.loads(line)["digest"] for line in lines][-1] == result.result.digest
+
+
+def test_a_failure_block_over_the_budget_is_reported_and_fails_require_failure(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failure block larger than the budget was once dropped without a word, and
+    ``--require-failure`` exited 0 with an empty section: it is left out as an omission (in the
+    result, the report and the JSON), warned of, and ``--require-failure`` exits 5."""
+    whole = Workspace(repo, cache=False).context(ratios_log(), budget=900)
+    (block,) = whole.failure_blocks
+    tiny = Workspace(repo, cache=False).context(ratios_log(), budget=block.cost - 1)
+    assert tiny.failure_blocks == () and tiny.failure_blocks_left_out == (block,)
+    said = f"- failure block left out: {ID} ({block.cost} characters, over the budget of {block.cost - 1})"
+    assert said in tiny.summary()
+    assert tiny.to_dict()["failure_blocks_left_out"] == [block.to_dict()]
+    assert whole.failure_blocks_left_out == () and whole.to_dict()["failure_blocks_left_out"] == []
+    log = tmp_path / "t.log"
+    log.write_text(ratios_log(), encoding="utf-8")
+    args = ["context", "--repo", str(repo), "--log", str(log), "--no-cache", "--budget", str(block.cost - 1)]
+    assert main(args) == 0
+    warned = capsys.readouterr().err
+    assert f"warning: the failure block of {ID} ({block.cost} characters) does not fit the budget" in warned
+    assert main([*args, "--require-failure"]) == 5
+    assert "(exit 5: --require-failure)" in capsys.readouterr().err
+    assert main([*args[:-1], "900", "--require-failure"]) == 0
+
+
+def test_a_test_id_of_200000_characters_takes_one_short_line_of_the_report(repo: Path) -> None:
+    long_id = "tests/test_ratios.py::test_ratio[" + "a" * 200_000 + "]"
+    log = f"FAILED {long_id} - ZeroDivisionError: " + "m" * 200_000 + "\n"
+    report = Workspace(repo, cache=False).context(log, budget=900).summary()
+    (test_line,) = [line for line in report.splitlines() if line.startswith("- test: ")]
+    (error_line,) = [line for line in report.splitlines() if line.startswith("- error: ")]
+    for line in (test_line, error_line):
+        assert len(line) < 400 and line.endswith("characters cut]")
+    assert len(report) < 5_000

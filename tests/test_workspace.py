@@ -90,6 +90,7 @@ def test_context_is_the_job_without_a_workspace(repo: Path, tmp_path: Path) -> N
         "build_budget": result.result.budget,
         "build_used": result.result.used,
         "failure_blocks": [b.to_dict() for b in result.failure_blocks],
+        "failure_blocks_left_out": [],
         "schema": 1,
         "policy_omitted": [],
         "failure": {

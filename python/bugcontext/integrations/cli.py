@@ -726,7 +726,18 @@ def _context_budget(args: argparse.Namespace, cost: dict[str, Any]) -> int:
 def _warn_context(args: argparse.Namespace, report: ContextReport, log_text: str) -> None:
     """Warn (on standard error) of a log without a failing test, frames that name no file of
     the repository, and the re-run's notes."""
+    from bugcontext.job._failure_block import cut_message
+
     failure = report.gathered.failure
+    unit = "characters" if report.result.cost.unit == "chars" else "tokens"
+    for block in report.failure_blocks_left_out:
+        shown = header_path(cut_message(block.test or "(unnamed)", 300)[0])
+        _warn(
+            "context",
+            f"the failure block of {shown} ({block.cost} {unit}) does not fit the budget of "
+            f"{report.budget}: the section does not say that this test failed"
+            + (" (exit 5: --require-failure)" if args.require_failure and not report.failure_blocks else ""),
+        )
     if failure is None:
         why = "the log is empty" if not log_text.strip() else "no failing test found in the log"
         _warn(
@@ -797,8 +808,9 @@ def _cmd_context(args: argparse.Namespace) -> int:
     _warn_context(args, report, log_text)
     # Warnings come before the output and the report; the status after printing them.
     status = _warn_missing("context", report.result, args.require_failure)
-    if failure is None and args.require_failure:
-        status = EXIT_MISSING_EVIDENCE
+    unshown = bool(report.failure_blocks_left_out) and not report.failure_blocks
+    if args.require_failure and (failure is None or unshown):
+        status = EXIT_MISSING_EVIDENCE  # no failure, or none of its blocks fits the budget
     if args.format == "json":
         _write(sys.stdout, context_json(report) + "\n")
     else:

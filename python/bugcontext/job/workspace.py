@@ -51,7 +51,13 @@ from bugcontext.core.trace import TraceTarget
 from bugcontext.core.types import BuildResult, Candidate
 from bugcontext.job._cache import Stat, Store
 from bugcontext.job._cache_admin import TrackedStore
-from bugcontext.job._failure_block import FailureBlock, build_with_failures, used_failures
+from bugcontext.job._failure_block import (
+    FailureBlock,
+    build_with_failures,
+    cut_message,
+    failure_blocks,
+    used_failures,
+)
 from bugcontext.job.sources.coverage import CoverageInput
 from bugcontext.job.sources.files import (
     SECRET_REDACTED_IN_FILE,
@@ -162,6 +168,9 @@ class ContextResult:
     rerun: RerunReport | None = None
     #: The failure blocks that open the section (:mod:`bugcontext.job._failure_block`), in order.
     failure_blocks: tuple[FailureBlock, ...] = ()
+    #: The failure blocks left out, in order: the first that did not fit the budget and the
+    #: ones after it (the blocks keep their order; at most ``limits.max_failure_blocks`` in all).
+    failure_blocks_left_out: tuple[FailureBlock, ...] = ()
     #: The budget of the whole section (``None``: ``result.budget``, no failure blocks).
     full_budget: int | None = None
     #: The cost of the whole section, failure blocks included (``None``: ``result.used``).
@@ -222,8 +231,8 @@ class ContextResult:
         else:
             exc = failure.exception_type or "failure"
             message = f"{exc}: {failure.message}" if failure.message else exc
-            about.append(f"- test: {header_path(failure.name) if failure.name else '(unnamed)'}")
-            about.append(f"- error: {header_path(message)}")
+            about.append(f"- test: {_shown_name(failure.name)}")
+            about.append(f"- error: {_shown_name(message)}")
             if failure.phase == "collect":
                 about.append("- phase: collection (the test's module could not be collected: it never ran)")
         where = header_path(self.failure_file) if self.failure_file else "(none in the repository)"
@@ -235,6 +244,11 @@ class ContextResult:
         if self.failure_blocks:
             spent = sum(block.cost for block in self.failure_blocks)
             about.append(f"- failure blocks: {len(self.failure_blocks)} ({spent} {unit} of the budget)")
+        for block in self.failure_blocks_left_out:
+            about.append(
+                f"- failure block left out: {_shown_name(block.test)} ({block.cost} {unit}, "
+                f"over the budget of {self.budget}): the section does not say that this test failed"
+            )
         about.append(f"- digest: {self.result.digest}")
         about.extend(f"- missing failure evidence: {line}" for line in missing_lines(self.result))
         if self.rerun is not None:
@@ -274,12 +288,14 @@ class ContextResult:
         ``"build_used"`` the code windows' alone (the build's own ``budget`` and ``used``), and
         ``"failure_blocks"`` the blocks that open the section (``FailureBlock.to_dict``: ``{"test",
         "exception", "message", "phase", "cut", "cost", "text"}``, ``cut`` the characters cut
-        from the message). ``"schema"`` is the version of this form (:data:`CONTEXT_SCHEMA`),
+        from the message), ``"failure_blocks_left_out"`` those that did not fit the budget (same
+        form). ``"schema"`` is the version of this form (:data:`CONTEXT_SCHEMA`),
         raised when a key changes meaning or goes."""
         data = self.result.to_dict()
         data["build_budget"], data["build_used"] = data["budget"], data["used"]
         data["budget"], data["used"] = self.budget, self.used
         data["failure_blocks"] = [block.to_dict() for block in self.failure_blocks]
+        data["failure_blocks_left_out"] = [block.to_dict() for block in self.failure_blocks_left_out]
         data["schema"] = CONTEXT_SCHEMA
         data["policy_omitted"] = [w.to_dict() for w in self.gathered.policy_omissions]
         failure = self.failure
@@ -427,6 +443,20 @@ class _LazyTree:
     def __set__(self, obj: Any, value: Any) -> None:
         if value is not _PENDING:
             obj.__dict__["_tree"] = value
+
+
+#: The characters of a test id or message shown in a line of the report (the rest is cut,
+#: with the marker of :func:`~bugcontext.job._failure_block.cut_message`).
+REPORT_NAME_CHARS = 300
+
+
+def _shown_name(name: str | None) -> str:
+    """``name`` (a test id, a failure message) for one line of the report: escaped
+    (:func:`header_path`), at most :data:`REPORT_NAME_CHARS` characters of it, then the cut
+    marker; ``(unnamed)`` for none."""
+    if not name:
+        return "(unnamed)"
+    return header_path(cut_message(name, REPORT_NAME_CHARS)[0])
 
 
 def _stamped(reader: Repository, windows: Iterable[Any]) -> list[dict[str, object]]:
@@ -900,7 +930,7 @@ class Workspace:
         )
         _check_deadline(deadline)
         before = time.perf_counter()
-        result, blocks, total = self._build(gathered, reader, budget, model, engine, trace, test)
+        result, blocks, left_out, total = self._build(gathered, reader, budget, model, engine, trace, test)
         finished = time.perf_counter()
         times = {**timings, "build": finished - before, "total": finished - started}
         return ContextResult(
@@ -912,6 +942,7 @@ class Workspace:
             reader_redactions(reader, result),
             report,
             failure_blocks=blocks,
+            failure_blocks_left_out=left_out,
             full_budget=budget,
             full_used=total,
         )
@@ -975,9 +1006,10 @@ class Workspace:
         engine: str,
         trace: TraceTarget | None,
         test: str | None,
-    ) -> tuple[BuildResult, tuple[FailureBlock, ...], int]:
+    ) -> tuple[BuildResult, tuple[FailureBlock, ...], tuple[FailureBlock, ...], int]:
         """Build the section of :meth:`context` from ``gathered``: the failure blocks open it,
-        inside the budget, the windows get what is left (:func:`build_with_failures`)."""
+        inside the budget, the windows get what is left (:func:`build_with_failures`). Returns
+        the result, the blocks kept, the blocks left out and the cost of the whole section."""
         data = gathered.build_input(budget)
         # The failure blocks open the section, inside the budget: the windows get what is left.
         data = {
@@ -996,7 +1028,8 @@ class Workspace:
             used, model, budget, build, limits=self.limits, traced=trace is not None
         )
         result = _with_withheld_failures(_restamped(result, reader), gathered)
-        return result, blocks, total
+        left_out = failure_blocks(used, model, self.limits)[len(blocks) :]
+        return result, blocks, left_out, total
 
     # -- one call --------------------------------------------------------------------------
 
