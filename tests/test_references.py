@@ -863,3 +863,35 @@ def test_language_table() -> None:
     assert language_for("a/B.java") is LANGUAGES["java"]
     assert language_for("README.md") is None
     assert language_for("a.b/Makefile") is None
+
+
+def test_every_reference_window_names_its_evidence(tmp_path: Path) -> None:
+    """The called code, the hops and the import headers once came out as plain ``reference``
+    in ``source_id`` while the definitions read on a failing line named theirs: every reference
+    window of a real bug names what it is to the failure."""
+    import shutil
+
+    from bugcontext.job.sources import Repository, gather
+    from bugcontext.job.sources.gather import CALLED_CODE_SOURCE, IMPORTS_SOURCE
+    from bugcontext.job.sources.hops import HOP_SOURCES
+    from bugcontext.job.sources.references import EVIDENCE_SOURCES
+
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "tests" / "data" / "realbug_more_itertools", repo)
+    import subprocess
+    import sys
+
+    proc = subprocess.run(  # the regression test, run as the README runs it
+        [sys.executable, "-m", "pytest", "tests/test_more.py", "--rootdir", ".", "-p", "no:cacheprovider"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    log = proc.stdout
+    found = gather(Repository(repo), log)
+    named = {*EVIDENCE_SOURCES.values(), *HOP_SOURCES.values(), CALLED_CODE_SOURCE, IMPORTS_SOURCE}
+    sources = [c.source for c in found.candidates if c.reason == "reference"]
+    assert sources and all(source in named for source in sources), sources
+    assert CALLED_CODE_SOURCE in sources and EVIDENCE_SOURCES["line"] in sources

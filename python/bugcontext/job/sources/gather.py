@@ -417,6 +417,12 @@ def _issue_search(
     return [replace(w, score=round(0.97 * ceiling * w.score / top, 6)) for w in found]
 
 
+#: The ``source`` (``source_id``) of a window of the code under test the failing test calls.
+CALLED_CODE_SOURCE = "reference: code under test the failing test calls"
+#: The ``source`` of a file's import header (the names a selected window's code uses).
+IMPORTS_SOURCE = "reference: the imports of a file of the failure"
+
+
 def _references(
     repository: Repository,
     failure: TestFailure | None,
@@ -442,7 +448,10 @@ def _references(
     )
     if failure is not None and "called" not in exclude:
         # An assertion in the test body: the code under test it calls is reference evidence.
-        called = called_code_windows(repository, failure, frames, base_score=tier + 1.0)
+        called = [
+            replace(w, source=w.source or CALLED_CODE_SOURCE)
+            for w in called_code_windows(repository, failure, frames, base_score=tier + 1.0)
+        ]
         references = merge_windows(called, references)
     kinds = {"callee", "state", "sibling"} - set(exclude)
     if frames and kinds:
@@ -456,7 +465,8 @@ def _references(
         references, leftover = split_classes(repository, references, symbol_index, tier + 1.0, failing, floor)
     if "imports" not in exclude:
         pointed = [*failing, *(w.path for w in references), *(w.path for w in search[:3])]
-        headers = import_windows(repository, dict.fromkeys(pointed), symbol_index, tier + 1.0 + IMPORT_SCORE)
+        found = import_windows(repository, dict.fromkeys(pointed), symbol_index, tier + 1.0 + IMPORT_SCORE)
+        headers = [replace(w, source=w.source or IMPORTS_SOURCE) for w in found]
         references = merge_windows(references, headers)
     return references, leftover
 

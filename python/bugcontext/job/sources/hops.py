@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bugcontext.job.sources.failure import ProjectFrame, is_test_file
 from bugcontext.job.sources.files import Repository
@@ -66,6 +66,12 @@ MAX_HOP_WINDOWS = 24
 
 #: The kinds of hop evidence.
 KINDS = ("callee", "state", "sibling")
+#: The ``source`` (the candidate's ``source_id``) of a hop window, by its kind of evidence.
+HOP_SOURCES = {
+    "callee": "reference: one hop further, called by a definition the failure uses",
+    "state": "reference: one hop further, the state of a failing method's class",
+    "sibling": "reference: one hop further, a call next to the failing line",
+}
 
 _CONSTRUCTORS = ("__init__", "__new__", "__post_init__", "constructor", "new")
 
@@ -281,4 +287,5 @@ def hop_windows(
     ``base_score + weight``: each unit whole, a unit longer than ``2 * RADIUS + 1`` lines
     also as a window of its first ``2 * RADIUS + 1`` lines; at most ``max_windows`` units."""
     evidence = hop_evidence(repo, frames, index, kinds=kinds)[:max_windows]
-    return [window for _, window in span_windows(repo, evidence, base_score)]
+    spans = span_windows(repo, evidence, base_score)
+    return [replace(window, source=HOP_SOURCES[found.why]) for found, window in spans]
