@@ -58,6 +58,7 @@ from bugcontext.job._failure_block import (
     failure_blocks,
     used_failures,
 )
+from bugcontext.job.options import CallOptions, ContextOptions, OneCallOptions, keyword_options
 from bugcontext.job.sources.coverage import CoverageInput
 from bugcontext.job.sources.files import (
     SECRET_REDACTED_IN_FILE,
@@ -808,24 +809,8 @@ class Workspace:
         )
         return found[0]
 
-    def context(
-        self,
-        log_text: str,
-        *,
-        junit_xml: str | bytes | None = None,
-        test: str | None = None,
-        query: str | None = None,
-        issue: str | None = None,
-        budget: int | None = None,
-        cost: object = None,
-        engine: str = "native",
-        trace: TraceTarget | None = None,
-        coverage: CoverageInput | None = None,
-        deadline: float | None = None,
-        rerun: bool | str | None = None,
-        python: str | os.PathLike[str] | None = None,
-        rerun_env: Mapping[str, str] | None = None,
-    ) -> ContextResult:
+    @keyword_options(CallOptions)
+    def context(self, log_text: str, *, options: CallOptions) -> ContextResult:
         """Build the context for a failing test of the repository.
 
         ``log_text`` is the test output (pytest in any ``--tb`` style, unittest, a bare
@@ -870,67 +855,36 @@ class Workspace:
         gather, build): past it the call stops with ``TimeoutError``, so a call given up on
         does not keep the workspace busy.
         """
-        return self._context(
-            log_text,
-            junit_xml=junit_xml,
-            test=test,
-            query=query,
-            issue=issue,
-            budget=budget,
-            cost=cost,
-            engine=engine,
-            trace=trace,
-            coverage=coverage,
-            deadline=deadline,
-            rerun=rerun,
-            python=python,
-            rerun_env=rerun_env,
-        )
+        return self._context(log_text, options, options.deadline)
 
-    def _context(
-        self,
-        log_text: str,
-        *,
-        junit_xml: str | bytes | None = None,
-        test: str | None = None,
-        query: str | None = None,
-        issue: str | None = None,
-        budget: int | None = None,
-        cost: object = None,
-        engine: str = "native",
-        trace: TraceTarget | None = None,
-        coverage: CoverageInput | None = None,
-        deadline: float | None = None,
-        rerun: bool | str | None = None,
-        python: str | os.PathLike[str] | None = None,
-        rerun_env: Mapping[str, str] | None = None,
-    ) -> ContextResult:
-        """The body of :meth:`context` (same arguments)."""
-        if engine not in _ENGINES:
-            raise ValueError(f"engine must be 'native' or 'reference', got {engine!r}")
+    def _context(self, log_text: str, options: ContextOptions, deadline: float | None) -> ContextResult:
+        """The body of :meth:`context` (``options``: its keyword options but ``deadline``)."""
+        if options.engine not in _ENGINES:
+            raise ValueError(f"engine must be 'native' or 'reference', got {options.engine!r}")
         started = time.perf_counter()
-        model = Cost.parse({"template": "markdown"} if cost is None else cost)
+        model = Cost.parse({"template": "markdown"} if options.cost is None else options.cost)
+        budget = options.budget
         if budget is None:
             budget = DEFAULT_MAX_TOKENS if model.unit == "tokens" else DEFAULT_MAX_CHARS
         budget = budget_int(budget)  # before any work (the failure blocks take from it first)
         if not isinstance(log_text, (str, bytes)):
             shown = type(log_text).__name__
             raise InvalidInputError("log_text", f"must be a str (the test output), not {shown}")
-        coverage, report = self._rerun_evidence(
-            log_text, junit_xml, test, query, issue, coverage, rerun, python, rerun_env, deadline
-        )
+        coverage, report = self._rerun_evidence(log_text, options, deadline)
         gathered, failures, timings, reread, reader = self._run(
             log_text,
-            junit_xml=junit_xml,
-            test=test,
-            query=query,
-            issue=issue,
+            junit_xml=options.junit_xml,
+            test=options.test,
+            query=options.query,
+            issue=options.issue,
             coverage=coverage,
             deadline=deadline,
         )
         _check_deadline(deadline)
         before = time.perf_counter()
-        result, blocks, left_out, total = self._build(gathered, reader, budget, model, engine, trace, test)
+        result, blocks, left_out, total = self._build(
+            gathered, reader, budget, model, options.engine, options.trace, options.test
+        )
         finished = time.perf_counter()
         times = {**timings, "build": finished - before, "total": finished - started}
         return ContextResult(
@@ -948,17 +902,7 @@ class Workspace:
         )
 
     def _rerun_evidence(
-        self,
-        log_text: str,
-        junit_xml: str | bytes | None,
-        test: str | None,
-        query: str | None,
-        issue: str | None,
-        coverage: CoverageInput | None,
-        rerun: bool | str | None,
-        python: str | os.PathLike[str] | None,
-        rerun_env: Mapping[str, str] | None,
-        deadline: float | None,
+        self, log_text: str, options: ContextOptions, deadline: float | None
     ) -> tuple[CoverageInput | None, RerunReport | None]:
         """``(coverage, re-run report)`` of :meth:`context`: ``coverage`` as given, or (with
         ``rerun``) the execution evidence of a re-run and its report.
@@ -973,6 +917,7 @@ class Workspace:
         :attr:`ContextResult.rerun`, in :meth:`ContextResult.summary` and ``to_dict()``.
         """
         report: RerunReport | None = None
+        coverage, rerun = options.coverage, options.rerun
         if rerun is not None and rerun is not False:
             mode = "failing" if rerun is True else rerun
             if mode not in RERUN_MODES:
@@ -980,20 +925,20 @@ class Workspace:
                 raise InvalidInputError("rerun", f"must be True or one of {modes}, got {rerun!r}")
             if coverage is not None:
                 raise InvalidInputError("rerun", "give coverage or rerun, not both")
-            check_context_inputs(self.limits, log_text, junit_xml, query, issue)
+            check_context_inputs(self.limits, log_text, options.junit_xml, options.query, options.issue)
             reading = Repository(self.root, gitignore=self.gitignore, limits=self.limits)
             coverage, report = rerun_for_log(
                 reading,
                 log_text,
-                junit_xml=junit_xml,
-                test=test,
+                junit_xml=options.junit_xml,
+                test=options.test,
                 mode=str(mode),
-                python=python,
+                python=options.python,
                 limits=self.limits,
-                env=rerun_env,
+                env=options.rerun_env,
                 deadline=deadline,
             )
-        elif python is not None or rerun_env is not None:
+        elif options.python is not None or options.rerun_env is not None:
             raise InvalidInputError("python", "python and rerun_env are for a re-run (rerun=)")
         return coverage, report
 
@@ -1637,40 +1582,9 @@ def _index_from(value: object) -> _Built | None:
     return chunks, retriever, lines, files, meta
 
 
-def context(
-    repo: str | os.PathLike[str],
-    log_text: str,
-    *,
-    junit_xml: str | bytes | None = None,
-    test: str | None = None,
-    query: str | None = None,
-    issue: str | None = None,
-    budget: int | None = None,
-    cost: object = None,
-    engine: str = "native",
-    cache_dir: str | os.PathLike[str] | None = None,
-    cache: bool = True,
-    trace: TraceTarget | None = None,
-    coverage: CoverageInput | None = None,
-    rerun: bool | str | None = None,
-    python: str | os.PathLike[str] | None = None,
-    rerun_env: Mapping[str, str] | None = None,
-) -> ContextResult:
+@keyword_options(OneCallOptions)
+def context(repo: str | os.PathLike[str], log_text: str, *, options: OneCallOptions) -> ContextResult:
     """The one-call form: ``Workspace(repo, cache_dir=cache_dir, cache=cache).context(...)``
     (see :meth:`Workspace.context`). With the cache (default), a later call, in this process
     or another, reuses what this one derived."""
-    return Workspace(repo, cache_dir=cache_dir, cache=cache).context(
-        log_text,
-        junit_xml=junit_xml,
-        test=test,
-        query=query,
-        issue=issue,
-        budget=budget,
-        cost=cost,
-        engine=engine,
-        trace=trace,
-        coverage=coverage,
-        rerun=rerun,
-        python=python,
-        rerun_env=rerun_env,
-    )
+    return Workspace(repo, cache_dir=options.cache_dir, cache=options.cache)._context(log_text, options, None)
