@@ -36,98 +36,30 @@ import random
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bugcontext.core.composer import CALLER_SOURCE
+
+# The hostile values and candidate forms are those of the tests (tests/hostile.py: standard
+# library only, no test tool), so the run and the tests try the same lies.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from hostile import (
+    EqualStr,
+    FrozenCandidate,
+    Idx,
+    LyingFloat,
+    LyingInt,
+    PlainCandidate,
+    RaisingFloat,
+    shown,
+)
 
 FIELDS = ("path", "start", "end", "content", "reason", "score")
 ITEM_FIELDS = (*FIELDS, "group", "source_sha256", "source_id")
 PATHS = ["a.py", "./a.py", "a.py/", "src/b.py", "src//b.py", "ü/ñ.py", "s\udcff.py", "A.py"]
 TEXTS = ["", "x", "def f():\n    return 1\n", "```\n", "<a>&</a>", "é😀", "\udc80z", "\r\n", "a" * 40]
 ENCODINGS = ["o200k_base", "cl100k_base"]
-
-
-class LyingStr(str):
-    def __repr__(self) -> str:
-        return f"LyingStr({str.__repr__(self)})"
-
-    """A ``str`` whose own dunders disagree with its text."""
-
-    def __eq__(self, other: object) -> bool:
-        return True
-
-    def __hash__(self) -> int:
-        return 7
-
-    def __str__(self) -> str:
-        return "lie"
-
-    def __len__(self) -> int:
-        return 0
-
-    def encode(self, *args: Any, **kwargs: Any) -> bytes:  # type: ignore[override]
-        return b"lie"
-
-
-class LyingInt(int):
-    def __repr__(self) -> str:
-        return f"LyingInt({int.__repr__(self)})"
-
-    def __index__(self) -> int:
-        return 1
-
-    def __int__(self) -> int:
-        return 1
-
-
-class LyingFloat(float):
-    def __repr__(self) -> str:
-        return f"LyingFloat({float.__repr__(self)})"
-
-    def __float__(self) -> float:
-        return 0.0
-
-
-class RaisingFloat(float):
-    def __repr__(self) -> str:
-        return f"RaisingFloat({float.__repr__(self)})"
-
-    def __float__(self) -> float:
-        raise OverflowError("too big")
-
-
-class Idx:
-    def __init__(self, value: int) -> None:
-        self.value = value
-
-    def __index__(self) -> int:
-        return self.value
-
-    def __repr__(self) -> str:
-        return f"Idx({self.value})"
-
-
-@dataclass(frozen=True)
-class Frozen:
-    path: Any
-    start: Any
-    end: Any
-    content: Any
-    reason: Any
-    score: Any
-    group: Any = None
-    source_sha256: Any = None
-    source_id: Any = None
-
-
-class Plain:
-    def __init__(self, **fields: Any) -> None:
-        self.__dict__.update(fields)
-
-    def __repr__(self) -> str:
-        return f"Plain({self.__dict__!r})"
 
 
 def _line(rnd: random.Random) -> Any:
@@ -153,7 +85,7 @@ def _score(rnd: random.Random) -> Any:
 def _reason(rnd: random.Random) -> Any:
     if rnd.random() < 0.95:
         return rnd.choice(["failure", "reference", "search"])
-    return rnd.choice(["Search", "", LyingStr("search"), 3, None])
+    return rnd.choice(["Search", "", EqualStr("search"), 3, None])
 
 
 def _content(rnd: random.Random) -> Any:
@@ -161,14 +93,14 @@ def _content(rnd: random.Random) -> Any:
     if roll < 0.93:
         return "".join(rnd.choice(TEXTS) for _ in range(rnd.randint(0, 4)))
     if roll < 0.98:
-        return LyingStr(rnd.choice(TEXTS))
+        return EqualStr(rnd.choice(TEXTS))
     return rnd.choice([b"bytes", None, 3])
 
 
 def _path(rnd: random.Random) -> Any:
     if rnd.random() < 0.96:
         return rnd.choice(PATHS)
-    return rnd.choice(["", "/abs.py", "a/../b.py", "a\\b.py", "a\0.py", LyingStr("a.py"), 5])
+    return rnd.choice(["", "/abs.py", "a/../b.py", "a\\b.py", "a\0.py", EqualStr("a.py"), 5])
 
 
 def _file(path: str) -> bytes | None:
@@ -211,17 +143,17 @@ def _provenance(rnd: random.Random, fields: dict[str, Any]) -> None:
             fields["source_sha256"] = rnd.choice(["0" * 64, hashlib.sha256(b"old").hexdigest(), None])
     if rnd.random() < 0.6:
         fields["source_id"] = rnd.choice(
-            ["failure", "reference", "search", "plug-in: ü", None, CALLER_SOURCE, LyingStr(CALLER_SOURCE)]
+            ["failure", "reference", "search", "plug-in: ü", None, CALLER_SOURCE, EqualStr(CALLER_SOURCE)]
         )
     if rnd.random() < 0.05:
         field = rnd.choice(["source_sha256", "source_id"])
-        fields[field] = rnd.choice(["", "A" * 64, "abc", 3, "x" * 257, LyingStr("search"), b"0" * 64])
+        fields[field] = rnd.choice(["", "A" * 64, "abc", 3, "x" * 257, EqualStr("search"), b"0" * 64])
 
 
 def _group(rnd: random.Random) -> Any:
     if rnd.random() < 0.9:
         return rnd.choice([0, 1, 2, "g", None])
-    return rnd.choice([1.0, True, LyingStr("g"), ["unhashable"], 2**70, (1, 2)])
+    return rnd.choice([1.0, True, EqualStr("g"), ["unhashable"], 2**70, (1, 2)])
 
 
 def _hashable(value: Any) -> bool:
@@ -267,7 +199,7 @@ def _candidate(rnd: random.Random) -> Any:
     ):
         form = "dict"  # the constructor takes a hashable group and str provenance only
     if form == "dict" or any(f not in fields for f in FIELDS):
-        return fields if form != "plain" else Plain(**fields)
+        return fields if form != "plain" else PlainCandidate(**fields)
     if form == "candidate":
         return bugcontext.Candidate(
             *(fields[f] for f in FIELDS),
@@ -276,8 +208,8 @@ def _candidate(rnd: random.Random) -> Any:
             source_id=fields.get("source_id"),
         )
     if form == "frozen":
-        return Frozen(**fields)
-    return Plain(**fields)
+        return FrozenCandidate(**fields)
+    return PlainCandidate(**fields)
 
 
 def generate(seed: int, case: int) -> dict[str, Any]:
@@ -328,7 +260,7 @@ def _snapshot(value: Any) -> Any:
         return ("dict", id(value), tuple((repr(k), _snapshot(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, id(value), tuple(_snapshot(v) for v in value))
-    if isinstance(value, (Frozen, Plain)):
+    if isinstance(value, (FrozenCandidate, PlainCandidate)):
         extra = ("group", "source_sha256", "source_id")
         fields = tuple((f, _snapshot(getattr(value, f, None))) for f in (*FIELDS, *extra))
         return (type(value).__name__, id(value), fields)
@@ -439,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cases < 0 or args.jobs < 1:
         parser.error("--cases must be >= 0 and --jobs >= 1")
     if args.only is not None:
-        print(repr(generate(args.seed, args.only)))
+        print(shown(generate(args.seed, args.only)))
         found = mismatch(args.seed, args.only)
         print("agree" if found is None else f"native:    {found[0]!r}\nreference: {found[1]!r}")
         return 0 if found is None else 1
@@ -472,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
                 "seed": args.seed,
                 "case": case,
                 "dropped": sorted(drop),
-                "input": repr(data),
+                "input": shown(data),
                 "native": repr(native),
                 "reference": repr(reference),
             }

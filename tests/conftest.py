@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hostile import ForeignCandidate, Idx
 from hypothesis import settings
 from hypothesis import strategies as st
 
@@ -241,31 +242,6 @@ def error_signature(exc: BaseException) -> tuple[Any, ...]:
 # ---------------------------------------------------------------------------
 
 MAX_LINE = 2**31 - 1
-
-
-class Idx:
-    """A numpy-free integer-like object (has ``__index__`` only)."""
-
-    def __init__(self, value: int) -> None:
-        self.value = value
-
-    def __index__(self) -> int:
-        return self.value
-
-    def __repr__(self) -> str:
-        return f"Idx({self.value})"
-
-
-@dataclass(frozen=True)
-class ForeignCandidate:
-    """A caller's own frozen dataclass with the six candidate attributes."""
-
-    path: Any
-    start: Any
-    end: Any
-    content: Any
-    reason: Any
-    score: Any
 
 
 # ---------------------------------------------------------------------------

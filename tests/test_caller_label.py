@@ -24,17 +24,7 @@ from bugcontext.core.composer import (
 )
 from bugcontext.core.cost import Cost
 from bugcontext.job.sources import gather
-
-
-class Lying(str):
-    def __eq__(self, other: object) -> bool:
-        return True
-
-    def __hash__(self) -> int:
-        return 1
-
-    def __str__(self) -> str:
-        return "lie"
+from hostile import EqualStr
 
 
 @pytest.mark.parametrize(
@@ -44,8 +34,8 @@ class Lying(str):
         ("reference", True, CALLER_SOURCE, "caller of the failing function in the failing file"),
         ("reference", False, "reference", "referenced definition"),
         ("reference", False, CALLER_SOURCE + " ", "referenced definition"),
-        ("reference", False, Lying(CALLER_SOURCE), "caller of the failing function"),
-        ("reference", False, Lying("other"), "referenced definition"),
+        ("reference", False, EqualStr(CALLER_SOURCE), "caller of the failing function"),
+        ("reference", False, EqualStr("other"), "referenced definition"),
         ("search", False, CALLER_SOURCE, "search hit"),
         ("failure", True, CALLER_SOURCE, "failure evidence in the failing file"),
         ("reference", False, 3, "referenced definition"),

@@ -31,9 +31,9 @@ from conftest import (
     strict,
     verified_inputs,
 )
+from hostile import LyingFloat, LyingInt, LyingStr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_hostile import LyingFloat, LyingInt, LyingStr
 
 DIFF_SETTINGS = settings(
     max_examples=DIFF_EXAMPLES,

@@ -17,100 +17,12 @@ import bugcontext
 import bugcontext.reference as reference
 import pytest
 from bugcontext.core.composer import render_block
-from conftest import FIELDS, Drawn, Idx, build_inputs, make_candidate, strict
+from conftest import FIELDS, Drawn, build_inputs, make_candidate, strict
+from hostile import FLOATS, INTS, STRS, Idx, LyingInt, LyingStr, RaisingFloat, RaisingInt
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 ENGINES = [pytest.param(bugcontext.build, id="native"), pytest.param(reference.build, id="reference")]
-
-
-def _boom(*args: Any, **kwargs: Any) -> Any:
-    raise RuntimeError("a subclass method was called")
-
-
-class RaisingStr(str):
-    """Every method a reader could call on it raises."""
-
-    __str__ = __repr__ = __format__ = __eq__ = __ne__ = __hash__ = __len__ = _boom
-    __iter__ = __getitem__ = __contains__ = __add__ = __mod__ = _boom
-    encode = split = replace = startswith = endswith = find = rfind = lower = _boom
-    isascii = splitlines = join = strip = _boom
-
-
-class LyingStr(str):
-    """Answers every question with a lie."""
-
-    def __str__(self) -> str:
-        return "a lie"
-
-    def __format__(self, spec: str) -> str:
-        return "a lie"
-
-    def __eq__(self, other: object) -> bool:
-        return False
-
-    def __ne__(self, other: object) -> bool:
-        return True
-
-    def __hash__(self) -> int:
-        return 7
-
-    def __len__(self) -> int:
-        return 0
-
-    def encode(self, *args: Any, **kwargs: Any) -> bytes:
-        return b"a lie"
-
-    def split(self, *args: Any, **kwargs: Any) -> list[str]:
-        return ["a lie"]
-
-    def replace(self, *args: Any, **kwargs: Any) -> str:
-        return "a lie"
-
-
-class Meta(type):
-    """A metaclass whose own comparisons, hashing and instance checks raise."""
-
-    __eq__ = __hash__ = __instancecheck__ = __subclasscheck__ = _boom  # type: ignore[assignment]
-
-
-class MetaStr(str, metaclass=Meta):
-    pass
-
-
-class RaisingFloat(float):
-    def __float__(self) -> float:
-        raise OverflowError("lies about its size")
-
-    __repr__ = __str__ = __eq__ = __hash__ = __lt__ = __neg__ = __add__ = _boom
-
-
-class LyingFloat(float):
-    def __float__(self) -> float:
-        return -1e300
-
-    def __neg__(self) -> float:
-        return 0.0
-
-
-class RaisingInt(int):
-    __index__ = __int__ = __float__ = __repr__ = __str__ = __eq__ = __hash__ = __lt__ = _boom
-
-
-class LyingInt(int):
-    def __index__(self) -> int:
-        return 1
-
-    def __int__(self) -> int:
-        return 1
-
-    def __float__(self) -> float:
-        return 1e300
-
-
-STRS = [RaisingStr, LyingStr, MetaStr]
-FLOATS = [RaisingFloat, LyingFloat]
-INTS = [RaisingInt, LyingInt]
 
 
 # ---------------------------------------------------------------------------
