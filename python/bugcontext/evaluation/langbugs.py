@@ -39,13 +39,22 @@ import json
 import os
 import shutil
 import subprocess
-import tarfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from bugcontext.core._writer import write_file
-from bugcontext.evaluation.realbugs import PreparationError, PreparedCase, run_failing_tests
+from bugcontext.evaluation.preparation import (
+    PreparationError,
+    PreparedCase,
+    extract_tar,
+    mark_prepared,
+    quiet,
+    reused,
+    run_checked,
+    run_failing_tests,
+    start_afresh,
+)
 
 __all__ = [
     "DEFAULT_LANG_CASES",
@@ -90,10 +99,6 @@ java -jar $J/junit-platform-console-standalone.jar \
   -cp build/main:build/test:$CP:$J/junit-jupiter-engine.jar:$J/junit-vintage-engine.jar \
   --disable-banner --disable-ansi-colors --details=tree --reports-dir build/reports $sel
 """
-
-
-def _quiet(message: str) -> None:
-    """The default progress callback: say nothing."""
 
 
 def is_lang_case(case: Mapping[str, Any]) -> bool:
@@ -220,19 +225,6 @@ def recorded_case(case: Mapping[str, Any]) -> RecordedCase:
     return RecordedCase(case, log, junit)
 
 
-def _run(cmd: list[str], *, cwd: Path | None = None, what: str, env: Mapping[str, str] | None = None) -> str:
-    try:
-        proc = subprocess.run(
-            cmd, cwd=cwd, capture_output=True, text=True, check=False, env=None if env is None else dict(env)
-        )
-    except OSError as exc:
-        raise PreparationError(f"{what}: cannot run {cmd[0]}: {exc.strerror or exc}") from exc
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-        raise PreparationError(f"{what} failed ({proc.returncode}): {' '.join(cmd)}\n{tail}")
-    return proc.stdout
-
-
 def _source_entries(etc: Path = Path("/etc/apt")) -> tuple[str, str]:
     """The machine's own apt sources turned into source-package ones: ``(one-line entries,
     deb822 entries)``, each ``deb`` entry of ``sources.list``, ``sources.list.d/*.list`` and
@@ -287,7 +279,7 @@ def _apt_source_options(work: Path, log: Callable[[str], None]) -> list[str]:
         write_file(apt / "sources.list", one_line)
         write_file(apt / "sources.list.d" / "deb-src.sources", deb822)
         log("fetching the Debian source package lists")
-        _run(["apt-get", "-qq", *options, "update"], what="apt-get update (deb-src)")
+        run_checked(["apt-get", "-qq", *options, "update"], what="apt-get update (deb-src)")
         write_file(apt / "updated", "")
     return options
 
@@ -299,7 +291,7 @@ def _fetch_debian(source: Mapping[str, Any], work: Path, log: Callable[[str], No
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
         log(f"apt-get download {source['package']}={source['version']}")
-        _run(
+        run_checked(
             ["apt-get", "download", "-qq", f"{source['package']}={source['version']}"],
             cwd=dest,
             what="apt-get download",
@@ -309,7 +301,7 @@ def _fetch_debian(source: Mapping[str, Any], work: Path, log: Callable[[str], No
             raise PreparationError(
                 f"apt-get download {source['package']}: expected one .deb, got {len(debs)}"
             )
-        _run(["dpkg-deb", "-x", str(debs[0]), str(dest / "root")], what="dpkg-deb -x")
+        run_checked(["dpkg-deb", "-x", str(debs[0]), str(dest / "root")], what="dpkg-deb -x")
         write_file(dest / ".complete", "")
     return dest / "root"
 
@@ -360,7 +352,7 @@ def _fetch_crate(source: Mapping[str, Any], work: Path, log: Callable[[str], Non
         )
         write_file(dest / "src" / "lib.rs", "")
         log(f"cargo vendor {name} {version}")
-        _run(["cargo", "vendor", "-q", "--versioned-dirs", "vendor"], cwd=dest, what="cargo vendor")
+        run_checked(["cargo", "vendor", "-q", "--versioned-dirs", "vendor"], cwd=dest, what="cargo vendor")
         write_file(dest / ".complete", "")
     crate = dest / "vendor" / f"{name}-{version}"
     if not crate.is_dir():
@@ -378,11 +370,7 @@ def _unpack_tarball(tarball: Path, dest: Path) -> None:
     tmp = dest.with_name(dest.name + ".unpack")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    with tarfile.open(tarball) as tf:
-        if hasattr(tarfile, "data_filter"):
-            tf.extractall(tmp, filter="data")
-        else:  # Python without extraction filters (before 3.10.12 / 3.11.4)
-            tf.extractall(tmp)
+    extract_tar(tarball, tmp)
     entries = list(tmp.iterdir())
     top = entries[0] if len(entries) == 1 and entries[0].is_dir() else tmp
     shutil.rmtree(dest, ignore_errors=True)
@@ -432,7 +420,7 @@ def prepare_lang_case(
     work: str | Path,
     *,
     refresh: bool = False,
-    log: Callable[[str], None] = _quiet,
+    log: Callable[[str], None] = quiet,
 ) -> PreparedCase:
     """Prepare ``case`` under ``work/<id>/`` (see the module docstring) and return it.
 
@@ -442,14 +430,10 @@ def prepare_lang_case(
     validate_lang_case(case)
     work = Path(work)
     out = work / str(case["id"])
-    marker = out / "prepared.json"
-    if marker.exists() and not refresh:
-        log(f"using the prepared case {case['id']}")
-        return _prepared(case, out)
-    out.mkdir(parents=True, exist_ok=True)
-    marker.unlink(missing_ok=True)
-    for name in ("failing.log", "failing.junit.xml"):
-        (out / name).unlink(missing_ok=True)
+    earlier = reused(case, out, refresh, log)
+    if earlier is not None:
+        return earlier
+    start_afresh(out)
     repo = out / "repo"
     _lay_tree(case, work, repo, log)
     env = _env(case)
@@ -457,10 +441,10 @@ def prepare_lang_case(
     env["JUNIT_RUN"] = str(out / "junit-run.sh")
     for command in case.get("setup", []):
         log(f"+ {command}")
-        _run(["bash", "-c", str(command)], cwd=repo, what="setup", env=env)
+        run_checked(["bash", "-c", str(command)], cwd=repo, what="setup", env=env)
     if case.get("patch"):
         write_file(out / "bug.patch", str(case["patch"]))
-        _run(
+        run_checked(
             ["patch", "-p1", "--no-backup-if-mismatch", "-i", str(out / "bug.patch")], cwd=repo, what="patch"
         )
     log(f"running {case['test_command']}")
@@ -489,16 +473,6 @@ def prepare_lang_case(
         if not report.is_file():
             raise PreparationError(f"case {case['id']}: the runner wrote no report {junit}")
         shutil.copyfile(report, out / "failing.junit.xml")
-    write_file(marker, json.dumps({"case": case["id"], "exit": expected}) + "\n")
-    return _prepared(case, out)
+    return mark_prepared(case, out, exit=expected)
 
 
-def _prepared(case: Mapping[str, Any], folder: Path) -> PreparedCase:
-    junit = folder / "failing.junit.xml"
-    return PreparedCase(
-        case=dict(case),
-        folder=folder,
-        repo=folder / "repo",
-        log=folder / "failing.log",
-        junit=junit if junit.is_file() else None,
-    )

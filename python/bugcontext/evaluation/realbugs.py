@@ -19,19 +19,26 @@ Everything lives under one work folder: downloads in ``<work>/sdists/``, the pre
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
-import tarfile
 import zipfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bugcontext.core._io import read_capped
-from bugcontext.core._writer import atomic_output, write_file
+from bugcontext.core._writer import write_file
+from bugcontext.evaluation.preparation import (
+    PreparationError,
+    PreparedCase,
+    extract_tar,
+    make_venv,
+    quiet,
+    reused,
+    run_checked,
+    run_failing_pytest,
+)
 
 __all__ = [
     "GoldRange",
@@ -51,10 +58,6 @@ __all__ = [
 _ARCHIVES = (".tar.gz", ".zip", ".tar.bz2")
 
 
-class PreparationError(Exception):
-    """A case could not be prepared (a download, the virtual environment, the test run)."""
-
-
 @dataclass(frozen=True)
 class GoldRange:
     """Lines ``start..end`` (1-based, closed) of ``path`` that the real fix changed."""
@@ -62,27 +65,6 @@ class GoldRange:
     path: str
     start: int
     end: int
-
-
-@dataclass(frozen=True)
-class PreparedCase:
-    """A prepared case: its folder, the repository, the failing log and the JUnit report
-    (``None`` for a case prepared before reports were kept)."""
-
-    case: dict[str, Any]
-    folder: Path
-    repo: Path
-    log: Path
-    junit: Path | None
-
-    @property
-    def id(self) -> str:
-        """The case id."""
-        return str(self.case["id"])
-
-
-def _quiet(message: str) -> None:
-    """The default progress callback: say nothing."""
 
 
 def load_cases(cases_file: str | Path) -> list[dict[str, Any]]:
@@ -132,19 +114,11 @@ def find_python(version: str) -> str:
     raise PreparationError(f"this case needs Python {version}; no python{version} on PATH")
 
 
-def _run(cmd: Sequence[str], **kwargs: Any) -> None:
-    """Run ``cmd``; raise :class:`PreparationError` with its output's tail if it fails."""
-    proc = subprocess.run(list(cmd), capture_output=True, text=True, check=False, **kwargs)
-    if proc.returncode != 0:
-        tail = (proc.stdout + proc.stderr).strip().splitlines()[-20:]
-        raise PreparationError(f"command failed ({proc.returncode}): {' '.join(cmd)}\n" + "\n".join(tail))
-
-
 def _archives(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*") if p.name.endswith(_ARCHIVES))
 
 
-def download_sdist(package: str, version: str, work: Path, log: Callable[[str], None] = _quiet) -> Path:
+def download_sdist(package: str, version: str, work: Path, log: Callable[[str], None] = quiet) -> Path:
     """The source distribution of ``package==version``, downloaded once into
     ``work/sdists/<package>-<version>/`` with ``pip download``."""
     dest = work / "sdists" / f"{package}-{version}"
@@ -152,7 +126,7 @@ def download_sdist(package: str, version: str, work: Path, log: Callable[[str], 
     if not archives:
         log(f"downloading {package}=={version} (sdist)")
         dest.mkdir(parents=True, exist_ok=True)
-        _run(
+        run_checked(
             [
                 sys.executable,
                 "-m",
@@ -183,11 +157,7 @@ def unpack(archive: Path, dest: Path) -> None:
         with zipfile.ZipFile(archive) as zf:
             zf.extractall(tmp)
     else:
-        with tarfile.open(archive) as tf:
-            if hasattr(tarfile, "data_filter"):
-                tf.extractall(tmp, filter="data")
-            else:  # Python without extraction filters (before 3.10.12 / 3.11.4)
-                tf.extractall(tmp)
+        extract_tar(archive, tmp)
     tops = list(tmp.iterdir())
     if len(tops) != 1 or not tops[0].is_dir():
         raise PreparationError(f"{archive.name}: expected a single top-level folder")
@@ -201,23 +171,12 @@ def case_dir(case: dict[str, Any], work: str | Path) -> Path:
     return Path(work) / str(case["id"])
 
 
-def _prepared(case: dict[str, Any], folder: Path) -> PreparedCase:
-    junit = folder / "failing.junit.xml"
-    return PreparedCase(
-        case=case,
-        folder=folder,
-        repo=folder / "repo",
-        log=folder / "failing.log",
-        junit=junit if junit.is_file() else None,
-    )
-
-
 def prepare(
     case: dict[str, Any],
     work: str | Path,
     *,
     refresh: bool = False,
-    log: Callable[[str], None] = _quiet,
+    log: Callable[[str], None] = quiet,
 ) -> PreparedCase:
     """Prepare ``case`` under ``work/<case id>/`` (see the module docstring) and return it.
 
@@ -227,36 +186,24 @@ def prepare(
     """
     work = Path(work)
     out = case_dir(case, work)
-    marker = out / "prepared.json"
-    if marker.exists() and not refresh:
-        log(f"using the prepared case {case['id']}")
-        return _prepared(case, out)
+    earlier = reused(case, out, refresh, log)
+    if earlier is not None:
+        return earlier
     python = find_python(case["python"])
     repo = _lay_out(case, work, out, log)
     venv_python = _install(case, python, out, log)
-
-    log(f"running {case['test_node_id']}")
-    source_root = repo / case["source_root"] if case["source_root"] else repo
-    env = dict(os.environ, PYTHONPATH=str(source_root))
-    env.pop("PYTHONHOME", None)
-    run_failing_tests(
-        pytest_command(
-            venv_python,
-            f"--rootdir={repo}",
-            "-c",
-            str(_pytest_config(repo, out)),
-            "--junitxml",
-            "../failing.junit.xml",
-            case["test_node_id"],
-        ),
-        cwd=repo,
-        env=env,
+    config = str(_pytest_config(repo, out))
+    return run_failing_pytest(
+        case,
+        venv_python,
+        [case["test_node_id"]],
+        options=[f"--rootdir={repo}", "-c", config, "--junitxml", "../failing.junit.xml"],
+        repo=repo,
+        pythonpath=repo / case["source_root"] if case["source_root"] else repo,
         out=out,
-        case_id=str(case["id"]),
+        log=log,
         expectation="the regression test should fail (pytest exit 1)",
     )
-    write_file(marker, json.dumps({"case": case["id"], "pytest_exit": 1}) + "\n")
-    return _prepared(case, out)
 
 
 def _lay_out(case: dict[str, Any], work: Path, out: Path, log: Callable[[str], None]) -> Path:
@@ -279,58 +226,11 @@ def _lay_out(case: dict[str, Any], work: Path, out: Path, log: Callable[[str], N
 def _install(case: dict[str, Any], python: str, out: Path, log: Callable[[str], None]) -> Path:
     """Make ``out/venv`` with ``python`` and install the case's test dependencies and the
     buggy release in it; returns its interpreter."""
-    log(f"creating a virtual environment with Python {case['python']}")
-    _run([python, "-m", "venv", str(out / "venv")])
-    venv_python = out / "venv" / "bin" / "python"
+    venv_python = make_venv(python, out / "venv", str(case["python"]), log)
     log(f"installing {' '.join(case['test_deps'])} {case['package']}=={case['buggy_version']}")
-    _run(
-        [
-            str(venv_python),
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            *case["test_deps"],
-            f"{case['package']}=={case['buggy_version']}",
-        ]
-    )
+    install = [*case["test_deps"], f"{case['package']}=={case['buggy_version']}"]
+    run_checked([str(venv_python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *install])
     return venv_python
-
-
-def pytest_command(venv_python: Path, *arguments: str) -> list[str]:
-    """The pytest run of a case's failing tests with ``venv_python``: no cache, every
-    outcome in the summary, long tracebacks, then ``arguments``."""
-    return [str(venv_python), "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--tb=long", *arguments]
-
-
-def run_failing_tests(
-    command: Sequence[str],
-    *,
-    cwd: Path,
-    env: Mapping[str, str],
-    out: Path,
-    case_id: str,
-    expected: int = 1,
-    expectation: str | None = None,
-) -> None:
-    """Run the failing tests of a case (``command`` in ``cwd`` with the environment ``env``),
-    its output and errors written to ``out/failing.log``.
-
-    Raises :class:`PreparationError` (``expectation``, default "the failing tests should exit
-    ``expected``", with the exit status) when it does not exit ``expected``."""
-    with atomic_output(out / "failing.log") as log_file:
-        proc = subprocess.run(
-            list(command),
-            cwd=cwd,
-            env=env,
-            stdout=log_file.file,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
-    if proc.returncode != expected:
-        wanted = expectation or f"the failing tests should exit {expected}"
-        raise PreparationError(f"{wanted}, got exit {proc.returncode}; see failing.log of case {case_id}")
 
 
 def _pytest_config(repo: Path, out: Path) -> Path:

@@ -27,27 +27,32 @@ The layout is the one of the data set's own ``prepare.sh``, whose environments a
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from bugcontext.core._writer import write_file
-from bugcontext.evaluation.realbugs import PreparationError, PreparedCase, pytest_command, run_failing_tests
+from bugcontext.evaluation.preparation import (
+    PreparationError,
+    PreparedCase,
+    extract_tar,
+    make_venv,
+    quiet,
+    reused,
+    run_checked,
+    run_failing_pytest,
+    start_afresh,
+    venv_environment,
+)
 
 __all__ = ["DEFAULT_CASES2", "find_case_python", "is_tree_case", "prepare_tree_case"]
 
 #: The SWE-bench-style cases file (package data).
 DEFAULT_CASES2 = Path(__file__).with_name("realbugs2.json")
-
-
-def _quiet(message: str) -> None:
-    """The default progress callback: say nothing."""
 
 
 def is_tree_case(case: dict[str, Any]) -> bool:
@@ -100,11 +105,7 @@ def _stamp(python: str, install: Sequence[str]) -> str:
 def _unpack_tree(tarball: Path, dest: Path) -> None:
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    with tarfile.open(tarball) as tf:
-        if hasattr(tarfile, "data_filter"):
-            tf.extractall(dest, filter="data")
-        else:  # Python without extraction filters (before 3.10.12 / 3.11.4)
-            tf.extractall(dest)
+    extract_tar(tarball, dest)
 
 
 def _venv(case: dict[str, Any], out: Path, log: Callable[[str], None]) -> Path:
@@ -117,21 +118,11 @@ def _venv(case: dict[str, Any], out: Path, log: Callable[[str], None]) -> Path:
     current = stamp_file.read_text(encoding="utf-8") if stamp_file.is_file() else None
     if venv_python.is_file() and current == stamp:
         return venv_python
-    shutil.rmtree(venv, ignore_errors=True)
-    log(f"creating a virtual environment with Python {case['python']}")
-    proc = subprocess.run([python, "-m", "venv", str(venv)], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise PreparationError(f"cannot make the virtual environment: {proc.stderr.strip()[-500:]}")
-    env = dict(os.environ, PATH=f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    make_venv(python, venv, str(case["python"]), log)
+    env = venv_environment(venv_python)
     for command in install:
         log(f"+ {command}")
-        proc = subprocess.run(
-            ["bash", "-c", command], cwd=out / "repo", env=env, capture_output=True, text=True, check=False
-        )
-        if proc.returncode != 0:
-            tail = (proc.stdout + proc.stderr).strip().splitlines()[-20:]
-            raise PreparationError(f"command failed ({proc.returncode}): {command}\n" + "\n".join(tail))
+        run_checked(["bash", "-c", command], cwd=out / "repo", env=env)
     write_file(stamp_file, stamp)
     return venv_python
 
@@ -142,7 +133,7 @@ def prepare_tree_case(
     trees: str | Path | None,
     *,
     refresh: bool = False,
-    log: Callable[[str], None] = _quiet,
+    log: Callable[[str], None] = quiet,
 ) -> PreparedCase:
     """Prepare the SWE-bench-style ``case`` under ``work/<id>/`` (see the module docstring)
     from ``trees/<id>.tar.gz`` and return it.
@@ -152,10 +143,9 @@ def prepare_tree_case(
     found, an install command fails, or the failing tests do not exit with ``expected_exit``.
     """
     out = Path(work) / str(case["id"])
-    marker = out / "prepared.json"
-    if marker.exists() and not refresh:
-        log(f"using the prepared case {case['id']}")
-        return _prepared(case, out)
+    earlier = reused(case, out, refresh, log)
+    if earlier is not None:
+        return earlier
     if trees is None:
         raise PreparationError(
             "needs the repository tree: pass --trees DIR, a folder of <id>.tar.gz "
@@ -165,40 +155,20 @@ def prepare_tree_case(
     if not tarball.is_file():
         raise PreparationError(f"missing tree {tarball.name} in {trees}")
     find_case_python(str(case["python"]))  # before anything is unpacked
-    out.mkdir(parents=True, exist_ok=True)
-    marker.unlink(missing_ok=True)
-    for name in ("failing.log", "failing.junit.xml"):
-        (out / name).unlink(missing_ok=True)
+    start_afresh(out)
     log(f"unpacking {tarball.name}")
     _unpack_tree(tarball, out / "repo")
     venv_python = _venv(case, out, log)
     pythonpath = str(case.get("pythonpath") or "")
     repo = out / "repo"
-    env = dict(os.environ)
-    env.pop("PYTHONHOME", None)
-    env["PATH"] = f"{venv_python.parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = str(repo / pythonpath) if pythonpath else str(repo)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    log(f"running {' '.join(case['fail_to_pass'])}")
-    expected = int(case.get("expected_exit", 1))
-    run_failing_tests(
-        pytest_command(venv_python, *case["fail_to_pass"], f"--junitxml={out / 'failing.junit.xml'}"),
-        cwd=repo,
-        env=env,
+    return run_failing_pytest(
+        case,
+        venv_python,
+        [str(test) for test in case["fail_to_pass"]],
+        options=[f"--junitxml={out / 'failing.junit.xml'}"],
+        repo=repo,
+        pythonpath=repo / pythonpath if pythonpath else repo,
         out=out,
-        case_id=str(case["id"]),
-        expected=expected,
-    )
-    write_file(marker, json.dumps({"case": case["id"], "pytest_exit": expected}) + "\n")
-    return _prepared(case, out)
-
-
-def _prepared(case: dict[str, Any], folder: Path) -> PreparedCase:
-    junit = folder / "failing.junit.xml"
-    return PreparedCase(
-        case=case,
-        folder=folder,
-        repo=folder / "repo",
-        log=folder / "failing.log",
-        junit=junit if junit.is_file() else None,
+        log=log,
+        expected=int(case.get("expected_exit", 1)),
     )
