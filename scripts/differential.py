@@ -39,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bugcontext import Candidate
 from bugcontext.core.composer import CALLER_SOURCE
 
 # The hostile values and candidate forms are those of the tests (tests/hostile.py: standard
@@ -260,7 +261,7 @@ def _snapshot(value: Any) -> Any:
         return ("dict", id(value), tuple((repr(k), _snapshot(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, id(value), tuple(_snapshot(v) for v in value))
-    if isinstance(value, (FrozenCandidate, PlainCandidate)):
+    if isinstance(value, (Candidate, FrozenCandidate, PlainCandidate)):
         extra = ("group", "source_sha256", "source_id")
         fields = tuple((f, _snapshot(getattr(value, f, None))) for f in (*FIELDS, *extra))
         return (type(value).__name__, id(value), fields)

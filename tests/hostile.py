@@ -182,11 +182,15 @@ class PlainCandidate:
 
 
 _BASES = (str, int, float)
+#: The attributes :func:`shown` writes of an object that has them all (``bugcontext.Candidate``).
+_CANDIDATE = ("path", "start", "end", "content", "reason", "score", "group", "source_sha256", "source_id")
 
 
 def shown(value: Any) -> str:
     """``repr(value)`` for containers of these values, calling none of the hostile methods:
-    a subclass of ``str``, ``int`` or ``float`` as ``Name(<the base type's repr>)``."""
+    a subclass of ``str``, ``int`` or ``float`` as ``Name(<the base type's repr>)``, a
+    dataclass or an object with every candidate attribute (``bugcontext.Candidate``) as
+    ``Name(field=..., ...)``."""
     if isinstance(value, dict):
         return "{" + ", ".join(f"{shown(k)}: {shown(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
@@ -198,4 +202,7 @@ def shown(value: Any) -> str:
     for base in _BASES:
         if isinstance(value, base) and type(value) is not base and not isinstance(value, bool):
             return f"{type(value).__name__}({base.__repr__(value)})"
+    if not isinstance(value, (*_BASES, bytes, type(None))) and all(hasattr(value, a) for a in _CANDIDATE):
+        inner = ", ".join(f"{a}={shown(getattr(value, a))}" for a in _CANDIDATE)
+        return f"{type(value).__name__}({inner})"
     return repr(value)
