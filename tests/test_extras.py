@@ -347,3 +347,104 @@ def test_python_m_evaluation_without_its_extra_is_one_line_and_exit_2(tmp_path: 
     assert (done.returncode, done.stdout) == (2, "")
     (line,) = done.stderr.splitlines()
     assert _message("eval").fullmatch(line.removeprefix("bugcontext eval: ")), line
+
+
+STAR = textwrap.dedent(
+    """
+    import json
+    from bugcontext import *
+    import bugcontext
+    job = ("ContextResult", "Workspace", "context")
+    out = {"core": sorted(n for n in bugcontext.__all__ if n not in job)}
+    out["same"] = all(globals()[n] is getattr(bugcontext, n) for n in out["core"])
+    out["build"] = build(json.loads(sys.argv[1])).to_dict()
+    for name, use in [
+        ("Workspace", lambda: Workspace(".")),
+        ("context", lambda: context(".", "")),
+        ("ContextResult", lambda: ContextResult.to_dict),
+    ]:
+        try:
+            use()
+        except ImportError as exc:
+            out[name] = [type(exc).__name__, getattr(exc, "extra", None), str(exc)]
+    print(json.dumps(out))
+    """
+)
+
+
+def test_star_import_with_only_the_core_gives_the_core_and_the_rest_fails_on_use() -> None:
+    done = _child(non_core_packages(), STAR, json.dumps(INPUT))
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    found = json.loads(done.stdout)
+    core = {"build", "build_many", "render", "TokenCounter", "reference", "MissingExtraError"}
+    assert core <= set(found["core"])
+    assert found["same"] is True
+    assert found["build"] == bugcontext.build(INPUT).to_dict()
+    for name in ("Workspace", "context", "ContextResult"):
+        kind, extra, message = found[name]
+        assert (kind, extra) == ("MissingExtraError", "context"), name
+        assert _message("context").fullmatch(message), message
+
+
+#: A pytest run in a child, the plugin loaded by its module name (the other plugins' entry
+#: points, whose packages may be blocked, are not loaded).
+PYTEST = (
+    "import os, pytest\n"
+    "os.environ['PYTEST_DISABLE_PLUGIN_AUTOLOAD'] = '1'\n"
+    "plugin = ['-p', 'bugcontext.integrations.pytest_plugin', '-p', 'no:cacheprovider']\n"
+    "sys.exit(pytest.main([*plugin, *sys.argv[1:]]))"
+)
+
+
+def _without_pytest() -> str:
+    """:func:`non_core_packages` less pytest and what it requires: a core install with pytest."""
+    kept = _closure(["pytest"])
+    names = {
+        name
+        for name, dists in metadata.packages_distributions().items()
+        if any(canonicalize_name(d) in kept for d in dists)
+    }
+    return ",".join(sorted(set(non_core_packages().split(",")) - names))
+
+
+def _project(tmp_path: Path) -> Path:
+    """An unrelated project: one failing test and one passing test."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_unrelated.py").write_text(
+        "def test_fails():\n    assert 1 + 1 == 3\n\n\ndef test_passes():\n    pass\n", encoding="utf-8"
+    )
+    return tmp_path
+
+
+def test_the_pytest_plugin_leaves_a_run_without_the_context_extra_alone(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    blocked = _without_pytest()
+    names = set(blocked.split(","))
+    assert {"re2", "bm25s", "tree_sitter"} <= names and not {"pytest", "_pytest", "pluggy"} & names
+    done = _child(blocked, PYTEST, "-q", "tests", cwd=project)
+    off = ["-p", "no:bugcontext.integrations.pytest_plugin"]
+    plain = _child(blocked, PYTEST, "-q", *off, "tests", cwd=project)
+    assert (done.returncode, done.stderr) == (1, ""), done.stdout + done.stderr
+    assert "1 failed, 1 passed" in done.stdout
+    assert "Traceback" not in done.stdout and "INTERNALERROR" not in done.stdout
+    assert "bugcontext" not in done.stdout  # inert until its option is used
+    timing = re.compile(r" in [0-9.]+s")
+    assert timing.sub("", done.stdout) == timing.sub("", plain.stdout)
+    assert sorted(p.name for p in project.iterdir()) == ["tests"]
+
+
+def test_the_pytest_plugin_option_without_the_context_extra_is_one_line(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    done = _child(_without_pytest(), PYTEST, "-q", "--bugcontext", "context.md", "tests", cwd=project)
+    assert (done.returncode, done.stderr) == (1, ""), done.stdout + done.stderr  # the run's own status
+    assert "1 failed, 1 passed" in done.stdout
+    assert "Traceback" not in done.stdout and "INTERNALERROR" not in done.stdout
+    (line,) = [line for line in done.stdout.splitlines() if "bugcontext" in line]
+    assert line.startswith("bugcontext: no context written: ")
+    assert _message("context").fullmatch(line.removeprefix("bugcontext: no context written: ")), line
+    assert not (project / "context.md").exists()
+    # No failing test: nothing to write, and no word of the extra.
+    (project / "tests" / "test_unrelated.py").write_text("def test_passes():\n    pass\n", encoding="utf-8")
+    done = _child(_without_pytest(), PYTEST, "-q", "--bugcontext", "context.md", "tests", cwd=project)
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout + done.stderr
+    assert "bugcontext: no failing test, no context written" in done.stdout

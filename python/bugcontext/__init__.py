@@ -14,14 +14,14 @@ derives from the files between calls and on disk.
 :class:`TokenCounter`, :mod:`bugcontext.reference`); :class:`Workspace` and :func:`context`
 need the ``context`` extra, :func:`build_table` the ``table`` extra. A part used without its
 extra raises :class:`MissingExtraError` (an ``ImportError``) on first use, naming the extra;
-``import bugcontext`` itself needs only the core.
+``import bugcontext`` (and ``from bugcontext import *``) itself needs only the core.
 """
 
 from typing import TYPE_CHECKING, Any
 
 from bugcontext import reference
 from bugcontext.batch.table import TableResult, build_table
-from bugcontext.core._extras import MissingExtraError
+from bugcontext.core._extras import MissingExtraError, Unavailable
 from bugcontext.core._input import DEFAULT_MAX_CANDIDATES, DEFAULT_MAX_TOTAL_CHARS
 from bugcontext.core._io import OutputError
 from bugcontext.core.builder import ContextBuilder, build, build_many, cache_key
@@ -48,10 +48,14 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     # The workspace (and the candidate sources under it) loads on first use, so that
-    # ``import bugcontext`` stays light for callers of build() alone.
+    # ``import bugcontext`` stays light for callers of build() alone. Without the context
+    # extra the name stands for a placeholder that raises the MissingExtraError when used, so
+    # that ``from bugcontext import *`` gives the core's names with the core alone.
     if name in ("ContextResult", "Workspace", "context"):
-        from bugcontext.job import workspace
-
+        try:
+            from bugcontext.job import workspace
+        except MissingExtraError as exc:
+            return Unavailable(name, exc)
         return getattr(workspace, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -14,6 +14,7 @@ import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
+from typing import NoReturn
 
 #: Each extra of the distribution and the part of the package it serves.
 EXTRAS: dict[str, str] = {
@@ -39,6 +40,31 @@ class MissingExtraError(ImportError):
             name=module,
         )
         self.extra = extra
+
+
+class Unavailable:
+    """What a public name of a missing extra stands for (``bugcontext.Workspace`` without the
+    context extra): calling it, or reading any of its attributes but the special ones, raises
+    the :class:`MissingExtraError` of the failed import, one line naming the extra."""
+
+    def __init__(self, name: str, error: MissingExtraError) -> None:
+        self._name = name
+        self._extra = error.extra
+        self._module = error.name
+
+    def _error(self) -> MissingExtraError:
+        return MissingExtraError(self._extra, self._module)
+
+    def __call__(self, *args: object, **kwargs: object) -> NoReturn:
+        raise self._error()
+
+    def __getattr__(self, attribute: str) -> NoReturn:
+        if attribute.startswith("__") and attribute.endswith("__"):
+            raise AttributeError(attribute)  # (probes such as copy's and inspect's)
+        raise self._error()
+
+    def __repr__(self) -> str:
+        return f"<{self._name}, unavailable: {self._error()}>"
 
 
 @contextmanager

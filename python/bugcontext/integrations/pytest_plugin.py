@@ -46,7 +46,10 @@ context (:func:`bugcontext.core.composer.header_path`).
 
 The plugin never changes the outcome or the exit status of the run: a context that cannot
 be built or written is reported as a terminal line (on standard error when there is no
-terminal reporter), not as an error or a warning.
+terminal reporter), not as an error or a warning. It loads with the core install alone (it is
+loaded by every pytest run where the package is installed) and does nothing unless
+``--bugcontext`` is given; without the ``context`` extra such a run records nothing and says
+so in one terminal line naming the extra (the ``MissingExtraError``'s).
 
 The plugin's ``pytest11`` entry point is named after its module, so that
 ``-p bugcontext.integrations.pytest_plugin`` loads it whether or not the entry points are loaded
@@ -69,6 +72,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from bugcontext.core._extras import MissingExtraError, require
 from bugcontext.core._io import OutputError, warn
 from bugcontext.core._writer import write_file
 from bugcontext.core.composer import header_path
@@ -255,13 +259,19 @@ class ContextWriter:
         self._lines: list[tuple[str, bool]] = []  # (terminal line, is a problem)
         self._reported = False
         self._workspace: Workspace | None = None
+        # Without the context extra nothing is recorded: the summary says so in one line.
+        self._missing: str | None = None
+        try:
+            require("bugcontext.job.workspace", "context")
+        except MissingExtraError as exc:
+            self._missing = str(exc)
 
     # -- recording ---------------------------------------------------------------------
 
     def _record(self, report: pytest.TestReport | pytest.CollectReport, when: str) -> None:
         self._failed += 1
-        if self._failures and not self._directory:
-            return  # one file: only the first failure is needed
+        if (self._failures and not self._directory) or self._missing is not None:
+            return  # one file: only the first failure is needed (none without the extra)
         try:
             head = report.head_line or report.nodeid or "test session"
             if when == "collect":
@@ -295,6 +305,9 @@ class ContextWriter:
             self._lines.append((f"cannot write the context: {_describe(exc)}", True))
 
     def _write_all(self) -> None:
+        if self._missing is not None and self._failed:
+            self._lines.append((f"no context written: {self._missing}", True))
+            return
         if not self._failures:
             removed = self._remove_stale(keep=set())
             also = f" (removed the previous context: {removed})" if removed else ""
