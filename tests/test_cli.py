@@ -474,31 +474,42 @@ def test_context_bad_arguments_exit_2(failing_repo: tuple[Path, Path], tmp_path:
 
 
 @pytest.mark.parametrize(
-    ("args", "expected"),
+    ("args", "command", "expected"),
     [
-        (["build", "--engine", "foo"], "argument --engine: invalid choice: 'foo'"),
-        (["context", "--repo", "."], "one of the arguments --log (--pytest-log) --junit-xml is required"),
-        (["frob"], "invalid choice: 'frob'"),
-        ([], "the following arguments are required: COMMAND"),
-        (["build", "--budget", "many"], "argument --budget: invalid int value: 'many'"),
-        (["build", "a.json", "b.json"], "unrecognized arguments: b.json"),
+        (["build", "--engine", "foo"], "build", "argument --engine: invalid choice: 'foo'"),
+        (
+            ["context", "--repo", "."],
+            "context",
+            "one of the arguments --log (--pytest-log) --junit-xml is required",
+        ),
+        (["frob"], "", "argument COMMAND: invalid choice: 'frob'"),
+        ([], "", "the following arguments are required: COMMAND"),
+        (
+            ["build", "--budget", "many"],
+            "build",
+            "argument --budget: expected a whole number >= 0, got 'many'",
+        ),
+        (["build", "a.json", "b.json"], "build", "unrecognized arguments: b.json"),
+        (["context", "--repo", ".", "--log", "x", "--bogus"], "context", "unrecognized arguments: --bogus"),
+        (["cache", "clear", "--format", "json"], "cache clear", "unrecognized arguments: --format json"),
     ],
 )
-def test_usage_errors_are_one_line_on_stderr(
-    args: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+def test_usage_errors_are_one_line_on_stderr_naming_the_subcommand(
+    args: list[str], command: str, expected: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(args) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.startswith("bugcontext: ") and captured.err.endswith(" (see --help)\n")
+    prog = f"bugcontext {command}".rstrip()
+    assert captured.err.startswith(f"{prog}: error: {expected}")
+    assert captured.err.endswith(f" (see {prog} --help)\n")
     assert captured.err.count("\n") == 1
-    assert expected in captured.err
 
 
 def test_usage_error_exit_status_and_help_in_a_process() -> None:
     proc = cli("build", "--engine", "foo")
     assert (proc.returncode, proc.stdout) == (2, b"")
-    assert proc.stderr.decode().startswith("bugcontext: argument --engine: invalid choice")
+    assert proc.stderr.decode().startswith("bugcontext build: error: argument --engine: invalid choice")
     assert proc.stderr.count(b"\n") == 1
     for args in (("--help",), ("build", "--help"), ("context", "-h")):
         proc = cli(*args)

@@ -384,7 +384,7 @@ def test_the_command_line_and_the_api_take_a_report(
     spans = [(i["path"], i["start"], i["end"]) for i in json.loads(capsys.readouterr().out)["items"]]
     assert spans.index(("shop.py", *_span("discount"))) > spans.index(("shop.py", *_span("legacy_total")))
     assert main([*args, "--coverage", str(repo / "shop.py")]) == 2
-    assert "input field 'coverage'" in capsys.readouterr().err
+    assert "bugcontext context: --coverage: " in capsys.readouterr().err
     assert main([*args, "--coverage", str(repo / "missing")]) == 2
     assert "cannot read" in capsys.readouterr().err
 

@@ -273,7 +273,7 @@ def test_endless_log_or_report_is_exit_2_naming_the_limit(
     assert proc.stdout == b""
     value = getattr(DEFAULT_LIMITS, limit)
     assert proc.stderr.decode() == (
-        f"bugcontext context: input field '{field}': /dev/zero is more than {value} bytes, "
+        f"bugcontext context: {option}: /dev/zero is more than {value} bytes, "
         f"over the limit {limit} = {value} bytes\n"
     )
 

@@ -499,13 +499,13 @@ def test_cli_limit_exit_2(repo: Path, tmp_path: Path) -> None:
     proc = run_cli("context", "--repo", str(repo), "--pytest-log", str(log), "--limit", "max_log_bytes=100")
     assert (proc.returncode, proc.stdout) == (2, b"")
     assert proc.stderr.decode() == (
-        f"bugcontext context: input field 'pytest_log': {log} is {size} bytes, over the limit "
+        f"bugcontext context: --pytest-log: {log} is {size} bytes, over the limit "
         "max_log_bytes = 100 bytes\n"
     )
     proc = run_cli("context", "--repo", str(repo), "--pytest-log", str(log), "--limit", "max_files=0")
     assert (proc.returncode, proc.stdout) == (2, b"")
     assert proc.stderr.decode() == (
-        "bugcontext context: input field 'repo': the walk of the repository is more than 0 entries, "
+        "bugcontext context: --repo: the walk of the repository is more than 0 entries, "
         "over the limit max_files = 0 entries\n"
     )
     data = json.dumps({"candidates": [cand(0), cand(1)], "max_chars": 10}).encode()
@@ -518,7 +518,7 @@ def test_cli_limit_exit_2(repo: Path, tmp_path: Path) -> None:
     proc = run_cli("build", "--limit", "max_nothing=1", stdin=data)
     assert (proc.returncode, proc.stdout) == (2, b"")
     assert proc.stderr.decode().startswith(
-        "bugcontext build: input field 'max_nothing': is not a resource limit (one of max_input_bytes, "
+        "bugcontext build: --limit max_nothing: is not a resource limit (one of max_input_bytes, "
     )
 
 
@@ -540,7 +540,7 @@ def test_cli_issue_limit(repo: Path, tmp_path: Path) -> None:
     )
     assert (proc.returncode, proc.stdout) == (2, b"")
     assert proc.stderr.decode() == (
-        f"bugcontext context: input field 'issue': {issue} is 16 bytes, over the limit "
+        f"bugcontext context: --issue: {issue} is 16 bytes, over the limit "
         "max_issue_bytes = 8 bytes\n"
     )
 

@@ -28,6 +28,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from bugcontext.batch.table import build_table
+from bugcontext.core._arguments import whole_number
 from bugcontext.core._extras import needs
 from bugcontext.core._io import warn
 from bugcontext.core._writer import AtomicFile, check_output, commit_all, refuse_same_files
@@ -44,11 +45,10 @@ DEFAULT_BATCH_ROWS = 65_536
 
 
 def _budget(text: str) -> int | str:
-    """``--budget``: an integer, or the name of a budget column."""
-    try:
-        return int(text)
-    except ValueError:
-        return text
+    """``--budget``: a whole number (:func:`~bugcontext.core._arguments.whole_number`: a number
+    too long is an error, not a column name), or the name of a budget column."""
+    digits = text.strip().lstrip("+-")
+    return whole_number(-(2**63))(text) if digits.isascii() and digits.isdigit() else text
 
 
 def add_rerank_parser(commands: Any) -> None:
@@ -89,11 +89,15 @@ def add_rerank_parser(commands: Any) -> None:
         help="token encoding with --cost tokens (default o200k_base)",
     )
     rerank.add_argument(
-        "--threads", type=int, default=None, metavar="N", help="worker threads (default: all cores)"
+        "--threads",
+        type=whole_number(1),
+        default=None,
+        metavar="N",
+        help="worker threads (default: all cores)",
     )
     rerank.add_argument(
         "--batch-rows",
-        type=int,
+        type=whole_number(1),
         default=DEFAULT_BATCH_ROWS,
         metavar="N",
         help=f"rows per record batch read (default {DEFAULT_BATCH_ROWS})",

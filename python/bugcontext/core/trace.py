@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from bugcontext._core import BuildInput, BuildResult, Candidate
+from bugcontext.core._arguments import unique_keys
 from bugcontext.core._input import canonical_path, normalize_input
 from bugcontext.core._io import read_capped
 from bugcontext.core._writer import append_file, check_output
@@ -289,7 +290,7 @@ def _read_lines(path: str | os.PathLike[str], limits: Limits | None) -> list[tup
         if not line.strip():
             continue
         try:
-            record = json.loads(line, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+            record = json.loads(line, object_pairs_hook=unique_keys, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise ValueError(f"trace line {number}: not JSON ({exc.msg} at column {exc.colno})") from None
         except RecursionError:
@@ -299,17 +300,6 @@ def _read_lines(path: str | os.PathLike[str], limits: Limits | None) -> list[tup
         _check_record(record, number)
         records.append((number, record))
     return records
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise ValueError(f"key {json.dumps(key)[:80]} given twice in one object")
-            seen.add(key)
-    return obj
 
 
 def _no_constant(name: str) -> Any:

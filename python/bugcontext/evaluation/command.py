@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bugcontext.core._arguments import shown_text, whole_number
 from bugcontext.core._extras import require
 from bugcontext.core._io import OutputError, warn, write_stream
 from bugcontext.core._writer import (
@@ -38,12 +39,13 @@ __all__ = ["add_eval_parser", "main", "run_eval"]
 
 
 def _budgets(text: str) -> tuple[int, ...]:
+    problem = f"expected comma-separated positive budgets, got {shown_text(text)}"
     try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or any(v <= 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive budgets, got {text!r}")
+        values = tuple(whole_number(1)(part) for part in text.split(",") if part.strip())
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(problem) from None
+    if not values:
+        raise argparse.ArgumentTypeError(problem)
     return tuple(sorted(set(values)))
 
 
@@ -55,18 +57,13 @@ def _variants(text: str) -> tuple[str, ...]:
     values = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
     unknown = [v for v in values if v not in VARIANTS]
     if not values or unknown:
-        raise argparse.ArgumentTypeError(f"expected variants among {', '.join(VARIANTS)}, got {text!r}")
+        known = ", ".join(VARIANTS)
+        raise argparse.ArgumentTypeError(f"expected variants among {known}, got {shown_text(text)}")
     return values
 
 
 def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+    return whole_number(1)(text)
 
 
 def _error(message: str) -> None:

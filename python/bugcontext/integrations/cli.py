@@ -121,6 +121,7 @@ from bugcontext import BuildResult, InvalidInputError, ResourceLimitError, refer
 from bugcontext import build as native_build
 from bugcontext.batch.rerank import add_rerank_parser
 from bugcontext.core import builder as native
+from bugcontext.core._arguments import json_int, unique_keys, whole_number
 from bugcontext.core._extras import MissingExtraError
 from bugcontext.core._io import (
     OutputError,
@@ -199,7 +200,8 @@ class _ArgumentParser(argparse.ArgumentParser):
     whose help is written like any other output (a failure raises ``OutputError``)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, redact_names(f"bugcontext: {_one_line(message)} (see --help)\n"))
+        # ``prog`` is the command as typed so far: ``bugcontext context``, ``bugcontext cache clear``.
+        self.exit(2, redact_names(f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n"))
 
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if not message:
@@ -391,24 +393,9 @@ def _log_text(data: bytes) -> str:
 def _read_json(file: str, limits: Limits) -> Any:
     data = _read_input(file, "max_input_bytes", "input", limits)
     try:
-        return json.loads(data, object_pairs_hook=_unique_keys)
+        return json.loads(data, object_pairs_hook=unique_keys, parse_int=json_int)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key
         raise _UsageError(f"invalid JSON in {_shown(file)}: {exc}") from exc
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object as a ``dict``; raises ``ValueError`` naming a key given twice in it."""
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                shown = json.dumps(key)
-                if len(shown) > 80:
-                    shown = shown[:76] + '..."'
-                raise ValueError(f"key {shown} given twice in one object")
-            seen.add(key)
-    return obj
 
 
 def _read_log(file: str, limits: Limits) -> str:
@@ -451,7 +438,7 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
         "of the rendered block. For build, each option given replaces that field of the input's "
         "own cost (and --budget its budget); the other fields are kept.",
     )
-    group.add_argument("--budget", type=int, metavar="N", help="budget in the cost's unit")
+    group.add_argument("--budget", type=whole_number(), metavar="N", help="budget in the cost's unit")
     group.add_argument(
         "--cost", choices=["chars", "tokens"], default=None, help="unit: characters (default) or tokens"
     )
@@ -549,7 +536,8 @@ def _jsonl_chunk(
             parsed.append(raw)
             continue
         try:
-            parsed.append(_with_options(json.loads(raw, object_pairs_hook=_unique_keys), args))
+            data = json.loads(raw, object_pairs_hook=unique_keys, parse_int=json_int)
+            parsed.append(_with_options(data, args))
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, a repeated key
             parsed.append(InvalidInputError("input", f"invalid JSON: {_one_line(str(exc))}"))
     to_build = [p for p in parsed if not isinstance(p, InvalidInputError)]
@@ -783,7 +771,8 @@ def _cmd_context(args: argparse.Namespace) -> int:
         cost.setdefault("template", "markdown")
     rerun_env = _rerun_environment(args)
     try:
-        workspace = Workspace(args.repo, cache_dir=args.cache_dir, cache=not args.no_cache, limits=limits)
+        cache_dir = _cache_dir(args.cache_dir)
+        workspace = Workspace(args.repo, cache_dir=cache_dir, cache=not args.no_cache, limits=limits)
         report = workspace.context(
             log_text,
             junit_xml=junit_xml,
@@ -897,7 +886,7 @@ def _add_build_parser(commands: Any) -> None:
     )
     build.add_argument(
         "--threads",
-        type=int,
+        type=whole_number(-(2**63)),  # (a count below 1: the command's own line)
         metavar="N",
         default=None,
         help="with --jsonl: at most N threads rank and pack at once (default: every core)",
@@ -920,14 +909,15 @@ def _add_context_parser(commands: Any) -> None:
     """The ``context`` subcommand."""
     context = commands.add_parser(
         "context",
-        help="build a context for a failing pytest run in a repository",
+        help="build a context for a failing test run in a repository",
         description="Gather failure, reference and search windows for the first failing "
-        "test of a pytest log and build the context.",
+        "test of a test run's output (pytest, unittest, go test, cargo test, jest, vitest, mocha, "
+        "node --test, JUnit, ...) and build the context.",
     )
     _add_context_inputs(context)
     context.add_argument(
         "--max-chars",
-        type=int,
+        type=whole_number(),
         default=None,
         metavar="N",
         help=f"budget in characters (default {DEFAULT_MAX_CHARS}; with --cost tokens, --budget "
@@ -1028,7 +1018,7 @@ def _add_context_inputs(context: argparse.ArgumentParser) -> None:
         metavar="NODEID",
         default=None,
         help="the failing test to build the context for, when the log has several (default: "
-        "the first failing test of the short test summary; a parametrised test's base id covers "
+        "the first failing test of the log's summary; a parametrised test's base id covers "
         "every failed parametrisation)",
     )
     context.add_argument("--query", metavar="TEXT", default=None, help="extra words for the search source")
@@ -1149,10 +1139,9 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     from bugcontext.job._cache_admin import clear, info
     from bugcontext.job.workspace import default_cache_dir
 
-    folder = Path(args.cache_dir) if args.cache_dir is not None else default_cache_dir()
-    if folder.exists() and not folder.is_dir():
-        raise _UsageError(f"--cache-dir: {header_path(str(folder))} is not a folder")
+    folder = _cache_dir(args.cache_dir) or default_cache_dir()
     if args.action == "clear":
+        _refuse_foreign_folder(folder)
         try:
             count, size = clear(folder)
         except OSError as exc:
@@ -1175,11 +1164,46 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cache_dir(value: str | None) -> Path | None:
+    """The folder of ``--cache-dir`` (``None`` when not given); ``_UsageError`` when it is not
+    a folder, or cannot become one (a file stands where it or a folder above it would be)."""
+    if value is None:
+        return None
+    folder = Path(value)
+    probe = folder
+    while not os.path.lexists(probe) and probe.parent != probe:
+        probe = probe.parent
+    if os.path.lexists(probe) and not probe.is_dir():
+        where = header_path(str(probe))
+        also = "" if probe == folder else f" (so {header_path(value)} cannot be made)"
+        raise _UsageError(f"--cache-dir: {where} is not a folder{also}")
+    return folder
+
+
+def _refuse_foreign_folder(folder: Path) -> None:
+    """``_UsageError`` unless ``folder`` is absent, empty, or holds a cache database of this
+    program (``derived-*.sqlite3``): ``cache clear`` is refused on any other folder."""
+    from bugcontext.job._cache_admin import cache_files
+
+    try:
+        with os.scandir(folder) as entries:
+            empty = next(entries, None) is None
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _UsageError(f"cannot read {header_path(str(folder))}: {exc.strerror or exc}") from exc
+    if not empty and not cache_files(folder):
+        raise _UsageError(
+            f"--cache-dir: {header_path(str(folder))} is not a bugcontext cache (it holds no "
+            "derived-*.sqlite3 database); nothing removed"
+        )
+
+
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from bugcontext.integrations.mcp_server import run  # MissingExtraError without the mcp extra
 
     run(
-        cache_dir=args.cache_dir,
+        cache_dir=_cache_dir(args.cache_dir),
         cache=not args.no_cache,
         limits=args.limits,
         roots=args.root,
@@ -1187,6 +1211,70 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         python=args.python,
     )
     return 0
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed; a usage error is reported by the (sub)command it belongs to
+    (``bugcontext context: error: ...``), as ``SystemExit``."""
+    args, unknown = parser.parse_known_args(argv)
+    chosen = _chosen(parser, args)
+    if unknown:
+        chosen.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if getattr(args, "run", None) is _cmd_context and args.pytest_log is None and args.junit_xml is None:
+        chosen.error("one of the arguments --log (--pytest-log) --junit-xml is required")
+    return args
+
+
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` ran: ``parser``, or its subcommand's, down to
+    the last subcommand given."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, subs[0].dest, None) if subs else None
+        if name not in (subs[0].choices if subs else {}):
+            return parser
+        parser = subs[0].choices[name]
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    """The resource limits of ``--limit NAME=N`` (``_UsageError`` naming the option)."""
+    try:
+        return Limits.parse(getattr(args, "limit", None) or ())
+    except InvalidInputError as exc:
+        raise _UsageError(f"--limit {exc.field}: {exc.problem}") from exc
+
+
+#: The command line's option for each top-level input field, by subcommand: an error in a
+#: field is reported with the option the user typed (the first alias typed, else the first).
+_FIELD_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
+    "context": {
+        "repo": ("--repo",),
+        "pytest_log": ("--log", "--pytest-log"),
+        "log_text": ("--log", "--pytest-log"),
+        "junit_xml": ("--junit-xml",),
+        "issue": ("--issue",),
+        "coverage": ("--coverage",),
+        "query": ("--query",),
+        "test": ("--test",),
+        "rerun": ("--rerun",),
+        "python": ("--python",),
+        "budget": ("--budget", "--max-chars"),
+    },
+    "build": {"budget": ("--budget",)},
+    "rerank": {"budget": ("--budget",), "threads": ("--threads",)},
+}
+
+
+def _as_typed(exc: Exception, args: argparse.Namespace, typed: Sequence[str]) -> str:
+    """The message of ``exc``; for an input error in a top-level field that an option of the
+    command gave, in the words of the command line: ``--max-chars: must be >= 0, got -5``."""
+    if not isinstance(exc, InvalidInputError) or exc.index is not None:
+        return str(exc)
+    options = _FIELD_OPTIONS.get(str(args.command), {}).get(exc.field, ())
+    given = [o for o in options if any(t == o or t.startswith(o + "=") for t in typed)]
+    if not given and args.command == "context":
+        given = list(options[:1])  # (build's budget may be its input's field, not the option)
+    return f"{given[0]}: {exc.problem}" if given else str(exc)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1203,11 +1291,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     closed when the program starts gets the null device, so no file opened later takes its
     place; output for a closed standard output fails (status 1)."""
     reserve_standard_fds()
+    typed = list(sys.argv[1:] if argv is None else argv)
     try:
-        parser = _parser()
-        args = parser.parse_args(argv)
-        if getattr(args, "run", None) is _cmd_context and args.pytest_log is None and args.junit_xml is None:
-            parser.error("one of the arguments --log (--pytest-log) --junit-xml is required")
+        args = _parse(_parser(), typed)
     except SystemExit as exc:  # --help (0) or a usage error (2), already reported
         return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
     except OutputError as exc:  # --help could not be written
@@ -1218,7 +1304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     run: Callable[[argparse.Namespace], int] = args.run
     try:
-        args.limits = Limits.parse(getattr(args, "limit", None) or ())
+        args.limits = _limits(args)
         return run(args)
     except KeyboardInterrupt:  # Ctrl-C: outputs being written were already removed
         warn(f"bugcontext {args.command}: interrupted")
@@ -1227,7 +1313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         warn(f"bugcontext {args.command}: {_one_line(str(exc))}")
         return 2
     except (_UsageError, InvalidInputError, OutputConflictError) as exc:
-        warn(f"bugcontext {args.command}: {_one_line(str(exc))}")
+        warn(f"bugcontext {args.command}: {_one_line(_as_typed(exc, args, typed))}")
         return 2
     except OutputError as exc:
         warn(f"bugcontext {args.command}: {_one_line(str(exc))}")

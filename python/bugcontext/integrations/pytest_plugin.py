@@ -72,6 +72,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from bugcontext.core._arguments import whole_number
 from bugcontext.core._extras import MissingExtraError, require
 from bugcontext.core._io import OutputError, warn
 from bugcontext.core._writer import write_file
@@ -110,14 +111,8 @@ def _path_value(text: str) -> str:
     return text
 
 
-def _budget_value(text: str) -> int:
-    try:
-        value = int(text.strip(), 10)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
+#: ``--bugcontext-budget``: a whole number >= 0 (a value of any length gives a short error).
+_budget_value = whole_number()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
