@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hostile import ForeignCandidate, Idx
+from hostile import ForeignCandidate, Idx, ProvenanceCandidate
 from hypothesis import settings
 from hypothesis import strategies as st
 
@@ -491,20 +491,6 @@ BAD_PROVENANCE: list[tuple[str, Any]] = [
     ("source_id", b"id"),
 ]
 PROV_FORMS = ["dict", "candidate", "namespace", "proxy", "dataclass"]
-
-
-@dataclass(frozen=True)
-class ProvenanceCandidate:
-    """A caller's own frozen dataclass with the six attributes and the provenance ones."""
-
-    path: Any
-    start: Any
-    end: Any
-    content: Any
-    reason: Any
-    score: Any
-    source_sha256: Any = None
-    source_id: Any = None
 
 
 class RecordingReader:

@@ -28,6 +28,7 @@ __all__ = [
     "Meta",
     "MetaStr",
     "PlainCandidate",
+    "ProvenanceCandidate",
     "RaisingFloat",
     "RaisingInt",
     "RaisingStr",
@@ -163,12 +164,18 @@ class ForeignCandidate:
 
 
 @dataclass(frozen=True)
-class FrozenCandidate(ForeignCandidate):
-    """:class:`ForeignCandidate` with the optional group and provenance attributes."""
+class ProvenanceCandidate(ForeignCandidate):
+    """:class:`ForeignCandidate` with the optional provenance attributes."""
 
-    group: Any = None
     source_sha256: Any = None
     source_id: Any = None
+
+
+@dataclass(frozen=True)
+class FrozenCandidate(ProvenanceCandidate):
+    """:class:`ProvenanceCandidate` with the optional group attribute."""
+
+    group: Any = None
 
 
 class PlainCandidate:

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import bugcontext.reference
 import pytest
 from bugcontext import Candidate, InvalidCandidateError, InvalidInputError, Omission
 from bugcontext.core.composer import render_omitted
+from hostile import ProvenanceCandidate
 
 A_PY = b"def f():\n    return 1\n\ndef g():\n    return 2\n"
 A_SHA = hashlib.sha256(A_PY).hexdigest()
@@ -29,20 +29,6 @@ G_TEXT = "def g():\n    return 2\n"
 OLD_SHA = hashlib.sha256(b"old").hexdigest()
 
 SHAPES = ["dict", "candidate", "dataclass", "namespace", "proxy"]
-
-
-@dataclass(frozen=True)
-class Prov:
-    """A caller's own candidate type with the optional provenance attributes."""
-
-    path: Any
-    start: Any
-    end: Any
-    content: Any
-    reason: Any
-    score: Any
-    source_sha256: Any = None
-    source_id: Any = None
 
 
 def make(
@@ -61,7 +47,7 @@ def make(
     if shape == "candidate":
         return Candidate(**fields, **extra)
     if shape == "dataclass":
-        return Prov(**fields, **extra)
+        return ProvenanceCandidate(**fields, **extra)
     if shape == "namespace":
         return types.SimpleNamespace(**fields, **extra)
     if shape == "proxy":

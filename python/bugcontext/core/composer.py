@@ -128,8 +128,8 @@ _BLOCK_LANGUAGES = {
 _BACKTICKS = re.compile(r"`+")
 
 
-class CandidateLike(Protocol):
-    """What rendering reads of a candidate (``bugcontext.Candidate`` has it all)."""
+class SpanLike(Protocol):
+    """Lines ``start..end`` of ``path``: what a metric or a reader's check reads of a window."""
 
     @property
     def path(self) -> str: ...
@@ -137,10 +137,20 @@ class CandidateLike(Protocol):
     def start(self) -> int: ...
     @property
     def end(self) -> int: ...
+
+
+class WindowLike(SpanLike, Protocol):
+    """A span with its text and the reason it was proposed (a source's window)."""
+
     @property
     def content(self) -> str: ...
     @property
     def reason(self) -> str: ...
+
+
+class CandidateLike(WindowLike, Protocol):
+    """What rendering reads of a candidate (``bugcontext.Candidate`` has it all)."""
+
     @property
     def score(self) -> int | float: ...
 

@@ -56,7 +56,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from bugcontext.core._extras import needs
 
@@ -66,7 +66,7 @@ with needs("eval"):
 from bugcontext.core._input import canonical_path
 from bugcontext.core._io import read_capped
 from bugcontext.core.builder import ContextBuilder
-from bugcontext.core.composer import render_block
+from bugcontext.core.composer import SpanLike, render_block
 from bugcontext.core.cost import Cost
 from bugcontext.core.errors import ResourceLimitError
 from bugcontext.core.types import Candidate, TokenCounter
@@ -135,15 +135,8 @@ STRATEGY_LABELS = {
 }
 
 
-class Window(Protocol):
-    """What a metric reads of a selected window."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def start(self) -> int: ...
-    @property
-    def end(self) -> int: ...
+#: What a metric reads of a selected window.
+Window = SpanLike
 
 
 @dataclass(frozen=True)

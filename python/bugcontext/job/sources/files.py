@@ -91,7 +91,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import InitVar, dataclass, field
 from pathlib import Path
-from typing import ClassVar, Protocol, TypeVar
+from typing import ClassVar, TypeVar
 
 from bugcontext.core._extras import needs
 
@@ -101,6 +101,7 @@ with needs("context"):
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from bugcontext.core._input import PathProblem, canonical_path
+from bugcontext.core.composer import WindowLike
 from bugcontext.core.limits import DEFAULT_LIMITS, Limits, describe, limit_error, resolve
 from bugcontext.core.secrets import find_secrets, redact
 
@@ -378,20 +379,7 @@ class PolicyOmission:
         }
 
 
-class _WindowLike(Protocol):
-    @property
-    def path(self) -> str: ...
-    @property
-    def start(self) -> int: ...
-    @property
-    def end(self) -> int: ...
-    @property
-    def content(self) -> str: ...
-    @property
-    def reason(self) -> str: ...
-
-
-_W = TypeVar("_W", bound=_WindowLike)
+_W = TypeVar("_W", bound=WindowLike)
 
 
 @dataclass
