@@ -28,7 +28,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from bugcontext.batch.table import build_table
-from bugcontext.core._arguments import whole_number
+from bugcontext.core._arguments import add_unit_options, whole_number
 from bugcontext.core._extras import needs
 from bugcontext.core._io import warn
 from bugcontext.core._writer import AtomicFile, check_output, commit_all, refuse_same_files
@@ -81,13 +81,7 @@ def add_rerank_parser(commands: Any) -> None:
         default=None,
         help="a list<string> column of failing files per group",
     )
-    rerank.add_argument("--cost", choices=["chars", "tokens"], default="chars", help="the budget's unit")
-    rerank.add_argument(
-        "--encoding",
-        choices=["o200k_base", "cl100k_base"],
-        default=None,
-        help="token encoding with --cost tokens (default o200k_base)",
-    )
+    add_unit_options(rerank, "chars")
     rerank.add_argument(
         "--threads",
         type=whole_number(1),

@@ -12,7 +12,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MAX_OPTION_DIGITS", "json_int", "shown_text", "unique_keys", "whole_number"]
+__all__ = [
+    "MAX_OPTION_DIGITS",
+    "add_unit_options",
+    "json_int",
+    "shown_text",
+    "unique_keys",
+    "whole_number",
+]
 
 #: The most digits a whole-number option takes: 2**64 has 20, and every setting is below it.
 MAX_OPTION_DIGITS = 20
@@ -67,3 +74,20 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 raise ValueError(f"key {shown} given twice in one object")
             seen.add(key)
     return obj
+
+
+def add_unit_options(parser: Any, default: str | None) -> None:
+    """Add ``--cost chars|tokens`` (default ``default``) and ``--encoding``, the budget's unit,
+    to an ``argparse`` parser or group (``build``, ``context``, ``rerank``)."""
+    parser.add_argument(
+        "--cost",
+        choices=["chars", "tokens"],
+        default=default,
+        help="the budget's unit: characters (default) or tokens",
+    )
+    parser.add_argument(
+        "--encoding",
+        choices=["o200k_base", "cl100k_base"],
+        default=None,
+        help="token encoding with --cost tokens (default o200k_base)",
+    )

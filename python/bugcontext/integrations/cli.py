@@ -121,7 +121,7 @@ from bugcontext import BuildResult, InvalidInputError, ResourceLimitError, refer
 from bugcontext import build as native_build
 from bugcontext.batch.rerank import add_rerank_parser
 from bugcontext.core import builder as native
-from bugcontext.core._arguments import json_int, unique_keys, whole_number
+from bugcontext.core._arguments import add_unit_options, json_int, unique_keys, whole_number
 from bugcontext.core._extras import MissingExtraError
 from bugcontext.core._io import (
     OutputError,
@@ -439,15 +439,7 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
         "own cost (and --budget its budget); the other fields are kept.",
     )
     group.add_argument("--budget", type=whole_number(), metavar="N", help="budget in the cost's unit")
-    group.add_argument(
-        "--cost", choices=["chars", "tokens"], default=None, help="unit: characters (default) or tokens"
-    )
-    group.add_argument(
-        "--encoding",
-        choices=["o200k_base", "cl100k_base"],
-        default=None,
-        help="token encoding with --cost tokens (default o200k_base)",
-    )
+    add_unit_options(group, None)
     group.add_argument(
         "--template",
         choices=["markdown", "xml"],
@@ -815,6 +807,11 @@ def _cmd_context(args: argparse.Namespace) -> int:
     return status
 
 
+def _add_engine(parser: argparse.ArgumentParser, words: str) -> None:
+    """``--engine native|reference`` (default ``native``)."""
+    parser.add_argument("--engine", choices=sorted(_ENGINES), default="native", help=words)
+
+
 def _add_trace(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trace",
@@ -865,12 +862,7 @@ def _add_build_parser(commands: Any) -> None:
         metavar="FILE",
         help="JSON input file, or - for standard input (default)",
     )
-    build.add_argument(
-        "--engine",
-        choices=sorted(_ENGINES),
-        default="native",
-        help="the Rust engine (default) or the pure-Python reference",
-    )
+    _add_engine(build, "the Rust engine (default) or the pure-Python reference")
     build.add_argument(
         "--format",
         choices=["json", "markdown"],
@@ -930,12 +922,7 @@ def _add_context_parser(commands: Any) -> None:
         help="the Markdown section on standard output and the report on standard error "
         "(default), or one JSON document with the result and the omissions",
     )
-    context.add_argument(
-        "--engine",
-        choices=sorted(_ENGINES),
-        default="native",
-        help="the Rust engine (default) or the pure-Python reference",
-    )
+    _add_engine(context, "the Rust engine (default) or the pure-Python reference")
     context.add_argument(
         "--report",
         metavar="FILE",
@@ -1073,9 +1060,7 @@ def _add_replay_parser(commands: Any) -> None:
         "when a rebuild does not reproduce its recorded digest.",
     )
     replayer.add_argument("trace", metavar="TRACE", help="the trace file")
-    replayer.add_argument(
-        "--engine", choices=sorted(_ENGINES), default="native", help="the engine that rebuilds"
-    )
+    _add_engine(replayer, "the engine that rebuilds")
     add_limit_option(replayer)
     replayer.set_defaults(run=_cmd_replay)
 
