@@ -431,6 +431,7 @@ class Repository:
         default_factory=dict, init=False, repr=False
     )
     _listed: dict[tuple[str, ...] | None, list[str]] = field(default_factory=dict, init=False, repr=False)
+    _root_text: str = field(default="", init=False, repr=False)
 
     def __post_init__(self, limits: Limits | None) -> None:
         chosen = resolve(limits)
@@ -442,6 +443,7 @@ class Repository:
         self.root = Path(self.root).resolve()
         if not self.root.is_dir():
             raise NotADirectoryError(f"not a directory: {self.root}")
+        self._root_text = os.fspath(self.root)
 
     # --- locating -------------------------------------------------------------------------
 
@@ -491,26 +493,36 @@ class Repository:
         cached = self._dirs.get(rel)
         if cached is not None:
             return cached
+        parent = rel.rpartition("/")[0]
+        above = self._dirs.get(parent) if parent else False
+        if above is not None:  # the folders above are known (a walk's usual case)
+            verdict = self._dir_verdict(rel, rel.count("/") + 1, above)
+            self._dirs[rel] = verdict
+            return verdict
         # From the top down, without recursion: a folder is excluded if its parent is, or if
         # it is deeper than max_depth (skipped, recorded; its folders are not looked at).
         parts = rel.split("/")
-        deepest = self.resource_limits.max_depth
         excluded = False
         here = ""
         for depth, name in enumerate(parts, 1):
             here = f"{here}/{name}" if here else name
             known = self._dirs.get(here)
             if known is None:
-                if not excluded and depth > deepest:
-                    self.skipped[here] = describe("max_depth", "the folder's depth", depth, deepest)
-                    known = True
-                else:
-                    known = (
-                        excluded or _skipped_dir(name, self.root / here) or self._ignored(here, is_dir=True)
-                    )
+                known = self._dir_verdict(here, depth, excluded)
                 self._dirs[here] = known
             excluded = known
         return excluded
+
+    def _dir_verdict(self, here: str, depth: int, excluded: bool) -> bool:
+        """Whether the folder ``here`` (at ``depth``) is excluded, its parent being
+        ``excluded`` or not: deeper than ``max_depth`` (recorded in :attr:`skipped`), a
+        skipped folder, or ignored."""
+        deepest = self.resource_limits.max_depth
+        if not excluded and depth > deepest:
+            self.skipped[here] = describe("max_depth", "the folder's depth", depth, deepest)
+            return True
+        name = here.rpartition("/")[2]
+        return excluded or _skipped_dir(name, f"{self._root_text}/{here}") or self._ignored(here, is_dir=True)
 
     def _ignored(self, rel: str, *, is_dir: bool) -> bool:
         """Whether ``rel`` itself matches the ignore rules (its folders are checked apart):
@@ -518,8 +530,11 @@ class Repository:
         pattern, a negation re-including), then ``.git/info/exclude``."""
         if not self.gitignore:
             return False
+        chain = self._rules_above(rel.rpartition("/")[0])
+        if not chain and self._spec(None) is None:  # no rules apply here
+            return False
         matched = _SURROGATE.sub("\ufffd", rel) + ("/" if is_dir else "")
-        for folder, spec in reversed(self._rules_above(rel.rpartition("/")[0])):
+        for folder, spec in reversed(chain):
             verdict = spec.check_file(matched[len(folder) + 1 :] if folder else matched).include
             if verdict is not None:
                 return verdict
@@ -604,12 +619,13 @@ class Repository:
         stack = [""]
         most = self.resource_limits.max_files
         seen = 0
+        top = self._root_text
         while stack:
             base = stack.pop()
             prefix = base + "/" if base else ""
             listed = []
             try:
-                with os.scandir(self.root / base if base else self.root) as entries:
+                with os.scandir(f"{top}/{base}" if base else top) as entries:
                     for entry in entries:
                         seen += 1
                         if seen > most:  # before the entry is kept or looked at
@@ -619,10 +635,16 @@ class Repository:
                         listed.append((entry.name, _kind(entry)))
             except OSError:  # gone, or not readable
                 continue
+            if self.gitignore and base not in self._specs and all(n.casefold() != _RULES for n, _ in listed):
+                # The folder has no rules file (as listed; any case, for a file system that
+                # ignores it): it is not looked for again.
+                self._specs[base] = None
             for name, kind in listed:
-                rel = prefix + name
-                if kind == "link" or not _usable(rel):
+                # (``prefix`` is a usable path and ``name`` a folder entry's name: their join
+                # is usable unless the name holds a backslash or a NUL; see _usable.)
+                if kind == "link" or "\\" in name or "\x00" in name:
                     continue
+                rel = prefix + name
                 if kind == "dir":
                     if not self._excluded_dir(rel):
                         stack.append(rel)
@@ -768,16 +790,19 @@ def _kind(entry: os.DirEntry[str]) -> str:
         return "link"  # cannot be examined: not walked into, not listed
 
 
-def _skipped_dir(name: str, path: Path) -> bool:
+def _skipped_dir(name: str, path: str) -> bool:
+    """Whether the folder ``name`` at ``path`` is skipped: hidden, a cache, packages or
+    build metadata, or a virtual environment (it holds a ``pyvenv.cfg`` file)."""
     return (
         name.startswith(".")
         or name in _SKIPPED_DIRS
         or name.endswith(".egg-info")
-        or (path / "pyvenv.cfg").is_file()
+        or os.path.isfile(f"{path}/pyvenv.cfg")
     )
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_RULES = ".gitignore"
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
