@@ -86,6 +86,7 @@ import os
 import re
 import stat
 import threading
+import time
 import tokenize
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -432,6 +433,11 @@ class Repository:
     )
     _listed: dict[tuple[str, ...] | None, list[str]] = field(default_factory=dict, init=False, repr=False)
     _root_text: str = field(default="", init=False, repr=False)
+    #: The folders' listings kept between walks (see :meth:`_listing`); ``None``: each walk
+    #: lists every folder.
+    folders: dict[str, tuple[tuple[int, int, int, int], int, list[tuple[str, str]]]] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def __post_init__(self, limits: Limits | None) -> None:
         chosen = resolve(limits)
@@ -623,17 +629,8 @@ class Repository:
         while stack:
             base = stack.pop()
             prefix = base + "/" if base else ""
-            listed = []
-            try:
-                with os.scandir(f"{top}/{base}" if base else top) as entries:
-                    for entry in entries:
-                        seen += 1
-                        if seen > most:  # before the entry is kept or looked at
-                            raise limit_error(
-                                "repo", "max_files", "the walk of the repository", seen, most, exact=False
-                            )
-                        listed.append((entry.name, _kind(entry)))
-            except OSError:  # gone, or not readable
+            listed, seen = self._listing(base, f"{top}/{base}" if base else top, seen, most)
+            if listed is None:  # gone, or not readable
                 continue
             if self.gitignore and base not in self._specs and all(n.casefold() != _RULES for n, _ in listed):
                 # The folder has no rules file (as listed; any case, for a file system that
@@ -651,6 +648,51 @@ class Repository:
                 elif name != ".git" and (suffixes is None or name.lower().endswith(suffixes)):
                     if not self._ignored(rel, is_dir=False):
                         yield rel
+
+    def _listing(
+        self, base: str, path: str, seen: int, most: int
+    ) -> tuple[list[tuple[str, str]] | None, int]:
+        """The entries ``(name, kind)`` of the folder ``base`` (at ``path``), or ``None`` if it
+        cannot be listed, and the count of entries seen in the walk so far. With
+        :attr:`folders` (a workspace's, kept between calls), a folder whose stat (device,
+        inode, modification and change time) is the one it had when listed, and was not
+        within :data:`FOLDER_AMBIGUOUS_NS` of that time, gives its kept entries: adding,
+        removing or renaming an entry changes a folder's modification time."""
+        folders = self.folders
+        key: tuple[int, int, int, int] | None = None
+        stamp = 0
+        if folders is not None:
+            stamp = time.time_ns()
+            try:
+                st = os.stat(path, follow_symlinks=False)
+                key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+            except (OSError, ValueError):
+                key = None
+            kept = folders.get(base)
+            if key is not None and kept is not None and kept[0] == key:
+                if max(key[2], key[3]) < kept[1] - FOLDER_AMBIGUOUS_NS:
+                    if seen + len(kept[2]) > most:
+                        raise limit_error(
+                            "repo", "max_files", "the walk of the repository", most + 1, most, exact=False
+                        )
+                    return kept[2], seen + len(kept[2])
+        listed = []
+        try:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > most:  # before the entry is kept or looked at
+                        raise limit_error(
+                            "repo", "max_files", "the walk of the repository", seen, most, exact=False
+                        )
+                    listed.append((entry.name, _kind(entry)))
+        except OSError:
+            if folders is not None:
+                folders.pop(base, None)
+            return None, seen
+        if folders is not None and key is not None:
+            folders[base] = (key, stamp, listed)
+        return listed, seen
 
     # --- reading --------------------------------------------------------------------------
 
@@ -800,6 +842,11 @@ def _skipped_dir(name: str, path: str) -> bool:
         or os.path.isfile(f"{path}/pyvenv.cfg")
     )
 
+
+#: A folder modified or changed within this many nanoseconds (2 s) of the time it was listed
+#: may have changed again in the same timestamp tick: it is listed again (as the workspace
+#: does for files, ``AMBIGUOUS_NS``).
+FOLDER_AMBIGUOUS_NS = 2_000_000_000
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _RULES = ".gitignore"
