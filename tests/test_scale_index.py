@@ -462,3 +462,27 @@ def test_kept_folder_listings_follow_changes(
     assert "lib/other_1.py" not in files and "lib/other_2.py" not in files
     assert files == Repository(repo).files()
     assert _shape(after) == _shape(Workspace(repo, cache=False).context(LOG))
+
+
+def test_a_damaged_latest_word_index_is_not_built_on(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new workspace starting from a damaged latest word index (an entry that is not whole
+    numbers) with more files changed than it updates one by one makes no index from it and
+    gives the context of a workspace without a cache."""
+    from bugcontext.job import workspace as workspace_module
+
+    monkeypatch.setattr(workspace_module, "STORE_AFTER_FILES", 0)
+    cache = tmp_path / "cache"
+    ws = Workspace(repo, cache_dir=cache)
+    ws.context(LOG)
+    assert ws._store is not None
+    key = ws._word_index_key
+    value = ws._store.get_many("words-index", [key])[key]
+    damaged = {**value, "words": {w: (b"\x00", b"") for w in value["words"]}}
+    ws._store.put_many("words-index", [(key, damaged)])
+    (repo / "lib" / "util.py").write_text(UTIL + "\n# edited\n", encoding="utf-8")
+    other = Workspace(repo, cache_dir=cache)
+    result = other.context(LOG)
+    assert other._word_index is None
+    assert _shape(result) == _shape(Workspace(repo, cache=False).context(LOG))

@@ -1474,7 +1474,11 @@ class Workspace:
             return
         if not all(k in self._words or (index is not None and k in index.ids) for k in keys):
             return  # (a file's words could not be had: no index this time)
-        made = _WordIndex.made(keys, self._words, index)
+        try:
+            made = _WordIndex.made(keys, self._words, index)
+        except (ValueError, TypeError, IndexError):  # a damaged index to start from: not used
+            self._word_index, self._word_index_key = None, ""
+            return
         self._word_index, self._word_index_key = made, words_key
         if self._store is not None:
             self._store.put_many("words-index", [(words_key, made.value())])
