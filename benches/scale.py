@@ -243,7 +243,10 @@ def measure(command: list[str], env: dict[str, str], cwd: Path | None = None) ->
     the JSON it printed (if any)."""
     started = time.perf_counter()
     out = tempfile.TemporaryFile()
-    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=out, stderr=subprocess.PIPE)
+    # Standard error to a file too: a pipe read only at the end fills up (Aider's progress
+    # bar, redrawn more often the slower the machine) and blocks the process for good.
+    err = tempfile.TemporaryFile()
+    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=out, stderr=err)
     peak = 0
     done = threading.Event()
 
@@ -259,7 +262,8 @@ def measure(command: list[str], env: dict[str, str], cwd: Path | None = None) ->
     wall = time.perf_counter() - started
     done.set()
     sampler.join()
-    stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
+    err.seek(0)
+    stderr = err.read().decode(errors="replace")
     process.returncode = os.waitstatus_to_exitcode(status)
     out.seek(0)
     text = out.read().decode(errors="replace")

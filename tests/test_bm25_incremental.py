@@ -141,3 +141,29 @@ def test_a_dropped_document_without_tokens_reads_back() -> None:
     assert back is not None and back.num_docs == 1
     np.testing.assert_array_equal(back.get_scores(["alpha"]), index.get_scores(["alpha"]))
     np.testing.assert_array_equal(index.get_scores(["alpha"]), _reference([["alpha"]], ["alpha"]))
+
+
+def test_narrow_and_wide_forms_load_the_same_index() -> None:
+    """The stored form keeps the arrays as 32-bit integers when every value fits; the form
+    with 64-bit arrays (and float term frequencies) loads to the same scores, and a
+    ``narrow`` flag that is not a bool is damage."""
+    corpus = [["a", "b", "b"], ["b", "c"], ["a", "a", "a", "d"]]
+    index = IncrementalBM25(list(range(3)), corpus)
+    value = index.value()
+    assert value["narrow"] is True
+    postings = int(np.frombuffer(value["arrays"]["indptr"], dtype=np.int32)[-1])
+    assert postings == 6 and len(value["arrays"]["slots"]) == 4 * postings
+    wide = {**value, "narrow": False, "arrays": dict(value["arrays"])}
+    for name in ("lengths", "order", "indptr", "slots"):
+        wide["arrays"][name] = np.frombuffer(value["arrays"][name], dtype=np.int32).astype(np.int64).tobytes()
+    wide["arrays"]["counts"] = (
+        np.frombuffer(value["arrays"]["counts"], dtype=np.int32).astype(np.float64).tobytes()
+    )
+    narrow_back = IncrementalBM25.from_value(value)
+    wide_back = IncrementalBM25.from_value(wide)
+    assert narrow_back is not None and wide_back is not None
+    for query in (["a"], ["b", "b", "c"], ["d", "a", "zz"]):
+        expected = index.get_scores(query)
+        assert narrow_back.get_scores(query).tobytes() == expected.tobytes()
+        assert wide_back.get_scores(query).tobytes() == expected.tobytes()
+    assert IncrementalBM25.from_value({**value, "narrow": "yes"}) is None

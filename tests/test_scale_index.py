@@ -324,3 +324,165 @@ def test_an_updated_index_is_stored_past_a_few_files(
     # Stored after one changed file when the threshold is 0; else updated from the stored one.
     assert set(other._index.timings) == ({"load"} if after == 0 else {"update"})
     assert _shape(first) == _shape(second) == _shape(Workspace(repo, cache=False).context(LOG))
+
+
+def _store_kinds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """The ``(kind, number of keys)`` of every cache look-up from now on."""
+    from bugcontext.job._cache import Store
+
+    seen: list[tuple[str, int]] = []
+    original = Store.get_many
+
+    def counting(self: Store, kind: str, keys: Any) -> Any:
+        seen.append((kind, len(keys)))
+        return original(self, kind, keys)
+
+    monkeypatch.setattr(Store, "get_many", counting)
+    return seen
+
+
+def test_a_new_process_answers_look_ups_from_the_word_index(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new workspace on an unchanged repository loads the word index of its files (one
+    value), not each file's words, and gives the context of a workspace without a cache;
+    the files it names are the ones whose words hold each name."""
+    from bugcontext.job.workspace import _Symbols
+
+    cache = tmp_path / "cache"
+    cold = Workspace(repo, cache_dir=cache).context(LOG)
+    looked = _store_kinds(monkeypatch)
+    ws = Workspace(repo, cache_dir=cache)
+    warm = ws.context(LOG)
+    assert ("words-index", 1) in looked
+    assert not [n for kind, n in looked if kind == "words" and n > 1]
+    assert ws._word_index is not None
+    fresh = Workspace(repo, cache=False).context(LOG)
+    assert _shape(warm) == _shape(cold) == _shape(fresh)
+    assert warm.section == fresh.section
+    reader = ws.repository
+    kept = _Symbols(reader, symbols_module.source_paths(reader))  # type: ignore[arg-type]
+    plain = SymbolIndex(Repository(repo))
+    for name in ("helper", "ratio", "Scale", "compute", "factor", "nothing_here", "Box", "apply"):
+        assert kept.mentioning(name) == plain.mentioning(name), name
+        assert kept._may_define(name) == plain._may_define(name), name
+
+
+def test_the_word_index_follows_edits(repo: Path, tmp_path: Path) -> None:
+    """A file edited after the word index was made is looked at through its own words (in
+    the same workspace and in a new one): a name added or removed there is seen."""
+    from bugcontext.job.workspace import _Symbols
+
+    cache = tmp_path / "cache"
+    ws = Workspace(repo, cache_dir=cache)
+    ws.context(LOG)
+    assert ws._word_index is not None
+    made = ws._word_index
+    (repo / "lib" / "ratio.py").write_text("def quotient(value):\n    return value\n", encoding="utf-8")
+    (repo / "lib" / "other_0.py").write_text("def ratio(value):\n    return 1\n", encoding="utf-8")
+    for workspace in (ws, Workspace(repo, cache_dir=cache)):
+        result = workspace.context(LOG)
+        assert _shape(result) == _shape(Workspace(repo, cache=False).context(LOG))
+        reader = workspace.repository
+        kept = _Symbols(reader, symbols_module.source_paths(reader))  # type: ignore[arg-type]
+        plain = SymbolIndex(Repository(repo))
+        for name in ("ratio", "quotient", "helper", "other_0"):
+            assert kept.mentioning(name) == plain.mentioning(name), name
+            assert kept._may_define(name) == plain._may_define(name), name
+    assert ws._word_index is made  # two changed files: the index is kept, not made again
+    assert "lib/ratio.py" in SymbolIndex(Repository(repo)).mentioning("quotient")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda v: {**v, "words": {w: (b"\xff\xff\xff\x7f", b"") for w in v["words"]}},  # past the files
+        lambda v: {**v, "words": {w: (b"\x00", b"") for w in v["words"]}},  # not whole numbers
+        lambda v: {**v, "words": {w: "x" for w in v["words"]}},  # not a pair of bytes
+        lambda v: {**v, "keys": [("a", 1)]},  # a key of another shape
+        lambda v: [v],
+    ],
+)
+def test_a_damaged_word_index_is_not_used(repo: Path, tmp_path: Path, damage: Any) -> None:
+    from bugcontext.job import workspace as workspace_module
+
+    cache = tmp_path / "cache"
+    ws = Workspace(repo, cache_dir=cache)
+    cold = ws.context(LOG)
+    assert ws._store is not None
+    key = ws._word_index_key
+    value = ws._store.get_many("words-index", [key])[key]
+    ws._store.put_many("words-index", [(key, damage(value))])
+    warm = Workspace(repo, cache_dir=cache).context(LOG)
+    assert _shape(warm) == _shape(cold)
+    assert warm.section == cold.section
+    # Refused when loaded, or when a look-up reads the damaged entry.
+    index = workspace_module._WordIndex.from_value(damage(value))
+    assert index is None or any(index.holding(word, 0) is None for word in index.table)
+
+
+def test_kept_folder_listings_follow_changes(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workspace keeps each folder's listing between calls: a folder whose stat is
+    unchanged (and was not modified around the time it was listed) is not listed again; a
+    file added, removed or renamed changes its folder's stat and is seen."""
+    from bugcontext.job.sources import files as files_module
+
+    ws = Workspace(repo, cache=False)
+    ws.context(LOG)
+    assert "lib" in ws._folders
+
+    def age() -> None:  # as if listed long after the folders' last change
+        for base, (key, stamp, listed) in list(ws._folders.items()):
+            ws._folders[base] = (key, stamp + 10 * files_module.FOLDER_AMBIGUOUS_NS, listed)
+
+    listed: list[str] = []
+    scandir = files_module.os.scandir
+
+    def counting(path: Any) -> Any:
+        listed.append(str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(files_module.os, "scandir", counting)
+    age()
+    same = ws.context(LOG)
+    assert listed == []
+    assert _shape(same) == _shape(Workspace(repo, cache=False).context(LOG))
+    (repo / "lib" / "late.py").write_text("def ratio(value):\n    return 2\n", encoding="utf-8")
+    (repo / "lib" / "other_1.py").rename(repo / "lib" / "moved_1.py")
+    (repo / "lib" / "other_2.py").unlink()
+    age()
+    listed.clear()
+    after = ws.context(LOG)
+    assert [p for p in listed if p.endswith("/lib")]
+    assert not [p for p in listed if p.endswith("/calc")]
+    files = ws.repository.files()
+    assert "lib/late.py" in files and "lib/moved_1.py" in files
+    assert "lib/other_1.py" not in files and "lib/other_2.py" not in files
+    assert files == Repository(repo).files()
+    assert _shape(after) == _shape(Workspace(repo, cache=False).context(LOG))
+
+
+def test_a_damaged_latest_word_index_is_not_built_on(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new workspace starting from a damaged latest word index (an entry that is not whole
+    numbers) with more files changed than it updates one by one makes no index from it and
+    gives the context of a workspace without a cache."""
+    from bugcontext.job import workspace as workspace_module
+
+    monkeypatch.setattr(workspace_module, "STORE_AFTER_FILES", 0)
+    cache = tmp_path / "cache"
+    ws = Workspace(repo, cache_dir=cache)
+    ws.context(LOG)
+    assert ws._store is not None
+    key = ws._word_index_key
+    value = ws._store.get_many("words-index", [key])[key]
+    damaged = {**value, "words": {w: (b"\x00", b"") for w in value["words"]}}
+    ws._store.put_many("words-index", [(key, damaged)])
+    (repo / "lib" / "util.py").write_text(UTIL + "\n# edited\n", encoding="utf-8")
+    other = Workspace(repo, cache_dir=cache)
+    result = other.context(LOG)
+    assert other._word_index is None
+    assert _shape(result) == _shape(Workspace(repo, cache=False).context(LOG))

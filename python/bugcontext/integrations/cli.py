@@ -115,8 +115,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from tqdm import tqdm
-
 from bugcontext import BuildResult, InvalidInputError, ResourceLimitError, reference
 from bugcontext import build as native_build
 from bugcontext.batch.rerank import add_rerank_parser
@@ -556,6 +554,8 @@ def _cmd_build_jsonl(args: argparse.Namespace) -> int:
         raise _UsageError("--jsonl prints JSON lines: --format markdown is not available with it")
     if args.threads is not None and args.threads < 1:
         raise _UsageError(f"--threads must be >= 1, got {args.threads}")
+    from tqdm import tqdm  # imported here: the other commands do not draw it
+
     # Updated once per chunk, so every update is drawn (mininterval=0).
     progress = tqdm(
         unit=" lines", disable=not sys.stderr.isatty(), file=sys.stderr, leave=False, mininterval=0

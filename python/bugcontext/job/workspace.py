@@ -30,6 +30,7 @@ import os
 import sys
 import threading
 import time
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -609,18 +610,52 @@ class _Symbols(SymbolIndex):
         super().__init__(repo, paths)
         self._ws = repo._workspace
         self._listed: str | None = None
+        # the word index in use and each analysed file's number in it (None: not covered)
+        self._slots: tuple[_WordIndex, list[int | None]] | None = None
 
     def _scan(self, path: str) -> tuple[frozenset[str], frozenset[str]]:
         scanned = self._words.get(path)
         if scanned is None:
             key = self._ws._key(path)
             scanned = self._ws._words.get(key) if key is not None else None
+            if scanned is None and key is not None and self._ws._covered(key):
+                # Its words are in the word index only: the file's own row, if kept.
+                self._ws._load_words([key])
+                scanned = self._ws._words.get(key)
             if scanned is None:
                 scanned = super()._scan(path)
                 if key is not None:
                     self._ws._words[key] = scanned
             self._words[path] = scanned
         return scanned
+
+    def mentioning(self, name: str) -> list[str]:
+        return self._holding(name, 0)
+
+    def _may_define(self, name: str) -> list[str]:
+        return self._holding(name, 1)
+
+    def _holding(self, name: str, part: int) -> list[str]:
+        """The analysed files whose words (``part`` 0: all; 1: those that may define) hold
+        ``name``, in path order: through the workspace's word index for the files it covers
+        (their content is the one indexed), through each file's own words for the others."""
+        index = self._ws._word_index
+        hits = index.holding(name, part) if index is not None else None
+        if index is None or hits is None:
+            if index is not None:  # a damaged index: not used again
+                self._ws._word_index = None
+            return [path for path in self.paths if name in self._scan(path)[part]]
+        if self._slots is None or self._slots[0] is not index:
+            keys = map(self._ws._key, self.paths)
+            self._slots = (index, [index.ids.get(key) if key is not None else None for key in keys])
+        found = []
+        for path, slot in zip(self.paths, self._slots[1], strict=True):
+            if slot is not None:
+                if slot in hits:
+                    found.append(path)
+            elif name in self._scan(path)[part]:
+                found.append(path)
+        return found
 
     def parsed(self, path: str) -> ParsedFile | None:
         if path not in self._parsed:
@@ -757,12 +792,17 @@ class Workspace:
         self._neighbour_kept: dict[_Key, tuple[str, ...]] = {}
         self._neighbour_listing = ""
         self._neighbour_unsaved: list[tuple[str, object]] = []
+        # which files hold each word, for the files of one listing (see _WordIndex)
+        self._word_index: _WordIndex | None = None
+        self._word_index_key = ""
         self._index: SearchIndex | None = None
         self._index_key = ""
         self._index_meta: dict[str, tuple[str, int, int, int]] = {}
         # the files whose documents in the index are not those of the latest stored index
         self._unstored: set[str] = set()
         self._reader: _Reader | None = None
+        # each folder's listing, kept between calls (Repository._listing)
+        self._folders: dict[str, tuple[tuple[int, int, int, int], int, list[tuple[str, str]]]] = {}
 
     # -- the public surface ----------------------------------------------------------------
 
@@ -1040,6 +1080,7 @@ class Workspace:
 
     def _new_reader(self) -> _Reader:
         reader = _Reader(self.root, gitignore=self.gitignore, limits=self.limits)
+        reader.folders = self._folders
         reader._workspace = self
         reader._verify = False
         return reader
@@ -1156,9 +1197,10 @@ class Workspace:
             self._table_loaded = True
         changed: dict[str, Stat] = {}
         reread: list[str] = []
+        top = os.fspath(self.root)
         for rel in paths:
             stamp = time.time_ns()
-            now = _stat(self.root, rel)
+            now = _stat(top, rel)
             row = self._table.get(rel)
             if row is not None and row[:4] == now and not _ambiguous(row):
                 continue
@@ -1198,13 +1240,13 @@ class Workspace:
         the files ``analysed``: kept, loaded from the cache, or derived (only for files whose
         content is new)."""
         keys = [(rel, self._digest(rel) or "") for rel in searchable]
-        index_key = hashlib.sha256(
-            "\n".join(f"{rel}\0{digest}" for rel, digest in keys).encode("utf-8", "surrogatepass")
-        ).hexdigest()
+        index_key = _listing_digest(keys)
         word_keys = [k for k in (self._key(rel) for rel in analysed) if k is not None]
-        self._load_words(word_keys)
+        words_key = _listing_digest(word_keys)
+        self._prepare_words(word_keys, words_key)
         if self._index is not None and self._index_key == index_key:
             self._derive_words(reader, word_keys)
+            self._finish_words(word_keys, words_key)
             return self._index
         started = time.perf_counter()
         # The index in memory updated for the files that changed; else the cache's index of
@@ -1233,6 +1275,7 @@ class Workspace:
                 self._store.put_many("index", [(index_key, value)])
                 self._store.put_many("latest", [(self._key_prefix, index_key)])
                 self._unstored.clear()
+        self._finish_words(word_keys, words_key)
         self._index_meta = meta
         index = SearchIndex(
             root=self.root,
@@ -1343,6 +1386,56 @@ class Workspace:
             if _is_words(value):
                 self._words[key] = value  # type: ignore[assignment]
 
+    def _covered(self, key: _Key) -> bool:
+        """Whether the word index holds the words of the file ``key`` (that content)."""
+        return self._word_index is not None and key in self._word_index.ids
+
+    def _prepare_words(self, keys: Sequence[_Key], words_key: str) -> None:
+        """Make the words of the files ``keys`` (whose listing has the digest ``words_key``)
+        ready for the symbol index: the word index of that listing (in memory or in the
+        cache), else the latest one of the repository for the files it covers and each other
+        file's own words from the cache (the rest is derived)."""
+        if self._word_index is not None and self._word_index_key == words_key:
+            return
+        if self._store is not None and not all(k in self._words for k in keys):
+            stored = self._stored_word_index(words_key)
+            if stored is None and self._word_index is None:
+                latest = self._store.get_many("latest-words", [self._key_prefix]).get(self._key_prefix)
+                stored = self._stored_word_index(latest) if isinstance(latest, str) else None
+            if stored is not None:
+                self._word_index, self._word_index_key = stored
+        self._load_words([k for k in keys if not self._covered(k)])
+
+    def _finish_words(self, keys: Sequence[_Key], words_key: str) -> None:
+        """After the words of ``keys`` are derived: the word index of that listing, made (and
+        stored) when there is none or the one in use misses more than
+        :data:`STORE_AFTER_FILES` of the files (until then the others are looked at one by
+        one)."""
+        if self._word_index is not None and self._word_index_key == words_key:
+            return
+        index = self._word_index
+        missed = sum(1 for k in keys if index is None or k not in index.ids)
+        if index is not None and missed <= STORE_AFTER_FILES:
+            return
+        if not all(k in self._words or (index is not None and k in index.ids) for k in keys):
+            return  # (a file's words could not be had: no index this time)
+        try:
+            made = _WordIndex.made(keys, self._words, index)
+        except (ValueError, TypeError, IndexError):  # a damaged index to start from: not used
+            self._word_index, self._word_index_key = None, ""
+            return
+        self._word_index, self._word_index_key = made, words_key
+        if self._store is not None:
+            self._store.put_many("words-index", [(words_key, made.value())])
+            self._store.put_many("latest-words", [(self._key_prefix, words_key)])
+
+    def _stored_word_index(self, words_key: str) -> tuple[_WordIndex, str] | None:
+        if self._store is None:
+            return None
+        value = self._store.get_many("words-index", [words_key]).get(words_key)
+        index = _WordIndex.from_value(value)
+        return (index, words_key) if index is not None else None
+
     def _derive_words(self, reader: _Reader, keys: Sequence[_Key]) -> None:
         self._derive(reader, [], keys)
 
@@ -1359,7 +1452,7 @@ class Workspace:
                 if _is_doc(value):
                     self._docs[key] = value  # type: ignore[assignment]
         todo_docs = [k for k in doc_keys if k[1] and k not in self._docs]
-        todo_words = [k for k in word_keys if k not in self._words]
+        todo_words = [k for k in word_keys if k not in self._words and not self._covered(k)]
         todo = sorted(set(todo_docs) | set(todo_words))
         new_docs: list[tuple[str, object]] = []
         new_words: list[tuple[str, object]] = []
@@ -1467,11 +1560,11 @@ def _check_deadline(deadline: float | None) -> None:
         raise TimeoutError("the call's time limit passed")
 
 
-def _stat(root: Path, rel: str) -> _Stat:
+def _stat(root: str, rel: str) -> _Stat:
     """``(size, mtime_ns, ctime_ns, inode)`` of the file ``rel`` (not following a link), all
     ``-1`` when it cannot be examined."""
     try:
-        st = os.stat(root / rel, follow_symlinks=False)
+        st = os.stat(f"{root}/{rel}", follow_symlinks=False)
     except (OSError, ValueError):
         return (-1, -1, -1, -1)
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
@@ -1533,6 +1626,95 @@ def _is_doc(value: object) -> bool:
         )
         and all(isinstance(t, tuple) for t in tokens)
     )
+
+
+def _listing_digest(keys: Sequence[_Key]) -> str:
+    """The hex SHA-256 of a listing of files ``(path, content digest)``."""
+    text = "\n".join(f"{rel}\0{digest}" for rel, digest in keys)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+#: The item type of the word index's file numbers: 4 bytes unsigned.
+_ID_TYPE = "I" if array("I").itemsize == 4 else "L"
+_ID_SIZE = array(_ID_TYPE).itemsize
+
+
+class _WordIndex:
+    """Which files hold each word: for the files ``keys`` (``(path, content digest)``, in
+    order), ``table`` maps each word of their texts to the numbers (in ``keys``) of the files
+    whose words (:meth:`SymbolIndex._scan`: all, and those that may define) hold it, as two
+    ``bytes`` of 4-byte unsigned integers. It answers the symbol index's look-ups across the
+    repository without each file's word sets (loading those is most of a new process's start
+    on a large repository), and is stored whole in the cache."""
+
+    def __init__(self, keys: list[_Key], table: dict[str, tuple[bytes, bytes]]) -> None:
+        self.keys = keys
+        self.ids = {key: i for i, key in enumerate(keys)}
+        self.table = table
+
+    @classmethod
+    def made(cls, keys: Sequence[_Key], words: Mapping[_Key, _Words], base: _WordIndex | None) -> _WordIndex:
+        """The index of the files ``keys``: those ``base`` covers as it has them, the others
+        from their ``words``."""
+        lists: dict[str, tuple[list[int], list[int]]] = {}
+        number = {key: i for i, key in enumerate(keys)}
+        fresh = [key for key in keys if base is None or key not in base.ids]
+        if base is not None:
+            renumber = [number.get(key, -1) for key in base.keys]
+            for word, parts in base.table.items():
+                pair: tuple[list[int], list[int]] = ([], [])
+                for part, data in enumerate(parts):
+                    pair[part].extend(n for n in (renumber[i] for i in array(_ID_TYPE, data)) if n >= 0)
+                if pair[0] or pair[1]:
+                    lists[word] = pair
+        for key in fresh:
+            i = number[key]
+            every, definable = words[key]
+            for word in every:
+                lists.setdefault(word, ([], []))[0].append(i)
+            for word in definable:
+                lists.setdefault(word, ([], []))[1].append(i)
+        table = {
+            word: (array(_ID_TYPE, sorted(a)).tobytes(), array(_ID_TYPE, sorted(d)).tobytes())
+            for word, (a, d) in lists.items()
+        }
+        return cls(list(keys), table)
+
+    def holding(self, name: str, part: int) -> frozenset[int] | None:
+        """The numbers of the files whose words (``part`` 0: all; 1: those that may define)
+        hold ``name``; ``None`` if the index is damaged (a number past its files)."""
+        entry = self.table.get(name)
+        if entry is None:
+            return frozenset()
+        # Both parts are checked, whichever is asked for: a damaged entry is never half used.
+        if not (
+            isinstance(entry, tuple)
+            and len(entry) == 2
+            and all(isinstance(data, bytes) and len(data) % _ID_SIZE == 0 for data in entry)
+        ):
+            return None
+        every, definable = (array(_ID_TYPE, data) for data in entry)
+        if (every and max(every) >= len(self.keys)) or (definable and max(definable) >= len(self.keys)):
+            return None
+        return frozenset(every if part == 0 else definable)
+
+    def value(self) -> dict[str, Any]:
+        """The cache form (plain values)."""
+        return {"keys": self.keys, "words": self.table}
+
+    @classmethod
+    def from_value(cls, value: object) -> _WordIndex | None:
+        """The index of a cache form; ``None`` for anything that is not one (each word's
+        entry is checked when used, :meth:`holding`)."""
+        if not isinstance(value, dict):
+            return None
+        keys, table = value.get("keys"), value.get("words")
+        if not (isinstance(keys, list) and isinstance(table, dict)):
+            return None
+        if not all(isinstance(k, tuple) and len(k) == 2 and all(isinstance(p, str) for p in k) for k in keys):
+            return None
+        index = cls(keys, table)
+        return index if len(index.ids) == len(keys) else None
 
 
 def _bm25_index(keys: Sequence[tuple[str, str, int]], corpus: list[list[str]]) -> IncrementalBM25:

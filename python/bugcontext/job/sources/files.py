@@ -86,6 +86,7 @@ import os
 import re
 import stat
 import threading
+import time
 import tokenize
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -419,6 +420,12 @@ class Repository:
         default_factory=dict, init=False, repr=False
     )
     _listed: dict[tuple[str, ...] | None, list[str]] = field(default_factory=dict, init=False, repr=False)
+    _root_text: str = field(default="", init=False, repr=False)
+    #: The folders' listings kept between walks (see :meth:`_listing`); ``None``: each walk
+    #: lists every folder.
+    folders: dict[str, tuple[tuple[int, int, int, int], int, list[tuple[str, str]]]] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def __post_init__(self, limits: Limits | None) -> None:
         chosen = resolve(limits)
@@ -430,6 +437,7 @@ class Repository:
         self.root = Path(self.root).resolve()
         if not self.root.is_dir():
             raise NotADirectoryError(f"not a directory: {self.root}")
+        self._root_text = os.fspath(self.root)
 
     # --- locating -------------------------------------------------------------------------
 
@@ -479,26 +487,36 @@ class Repository:
         cached = self._dirs.get(rel)
         if cached is not None:
             return cached
+        parent = rel.rpartition("/")[0]
+        above = self._dirs.get(parent) if parent else False
+        if above is not None:  # the folders above are known (a walk's usual case)
+            verdict = self._dir_verdict(rel, rel.count("/") + 1, above)
+            self._dirs[rel] = verdict
+            return verdict
         # From the top down, without recursion: a folder is excluded if its parent is, or if
         # it is deeper than max_depth (skipped, recorded; its folders are not looked at).
         parts = rel.split("/")
-        deepest = self.resource_limits.max_depth
         excluded = False
         here = ""
         for depth, name in enumerate(parts, 1):
             here = f"{here}/{name}" if here else name
             known = self._dirs.get(here)
             if known is None:
-                if not excluded and depth > deepest:
-                    self.skipped[here] = describe("max_depth", "the folder's depth", depth, deepest)
-                    known = True
-                else:
-                    known = (
-                        excluded or _skipped_dir(name, self.root / here) or self._ignored(here, is_dir=True)
-                    )
+                known = self._dir_verdict(here, depth, excluded)
                 self._dirs[here] = known
             excluded = known
         return excluded
+
+    def _dir_verdict(self, here: str, depth: int, excluded: bool) -> bool:
+        """Whether the folder ``here`` (at ``depth``) is excluded, its parent being
+        ``excluded`` or not: deeper than ``max_depth`` (recorded in :attr:`skipped`), a
+        skipped folder, or ignored."""
+        deepest = self.resource_limits.max_depth
+        if not excluded and depth > deepest:
+            self.skipped[here] = describe("max_depth", "the folder's depth", depth, deepest)
+            return True
+        name = here.rpartition("/")[2]
+        return excluded or _skipped_dir(name, f"{self._root_text}/{here}") or self._ignored(here, is_dir=True)
 
     def _ignored(self, rel: str, *, is_dir: bool) -> bool:
         """Whether ``rel`` itself matches the ignore rules (its folders are checked apart):
@@ -506,8 +524,11 @@ class Repository:
         pattern, a negation re-including), then ``.git/info/exclude``."""
         if not self.gitignore:
             return False
+        chain = self._rules_above(rel.rpartition("/")[0])
+        if not chain and self._spec(None) is None:  # no rules apply here
+            return False
         matched = _SURROGATE.sub("\ufffd", rel) + ("/" if is_dir else "")
-        for folder, spec in reversed(self._rules_above(rel.rpartition("/")[0])):
+        for folder, spec in reversed(chain):
             verdict = spec.check_file(matched[len(folder) + 1 :] if folder else matched).include
             if verdict is not None:
                 return verdict
@@ -592,31 +613,74 @@ class Repository:
         stack = [""]
         most = self.resource_limits.max_files
         seen = 0
+        top = self._root_text
         while stack:
             base = stack.pop()
             prefix = base + "/" if base else ""
-            listed = []
-            try:
-                with os.scandir(self.root / base if base else self.root) as entries:
-                    for entry in entries:
-                        seen += 1
-                        if seen > most:  # before the entry is kept or looked at
-                            raise limit_error(
-                                "repo", "max_files", "the walk of the repository", seen, most, exact=False
-                            )
-                        listed.append((entry.name, _kind(entry)))
-            except OSError:  # gone, or not readable
+            listed, seen = self._listing(base, f"{top}/{base}" if base else top, seen, most)
+            if listed is None:  # gone, or not readable
                 continue
+            if self.gitignore and base not in self._specs and all(n.casefold() != _RULES for n, _ in listed):
+                # The folder has no rules file (as listed; any case, for a file system that
+                # ignores it): it is not looked for again.
+                self._specs[base] = None
             for name, kind in listed:
-                rel = prefix + name
-                if kind == "link" or not _usable(rel):
+                # (``prefix`` is a usable path and ``name`` a folder entry's name: their join
+                # is usable unless the name holds a backslash or a NUL; see _usable.)
+                if kind == "link" or "\\" in name or "\x00" in name:
                     continue
+                rel = prefix + name
                 if kind == "dir":
                     if not self._excluded_dir(rel):
                         stack.append(rel)
                 elif name != ".git" and (suffixes is None or name.lower().endswith(suffixes)):
                     if not self._ignored(rel, is_dir=False):
                         yield rel
+
+    def _listing(
+        self, base: str, path: str, seen: int, most: int
+    ) -> tuple[list[tuple[str, str]] | None, int]:
+        """The entries ``(name, kind)`` of the folder ``base`` (at ``path``), or ``None`` if it
+        cannot be listed, and the count of entries seen in the walk so far. With
+        :attr:`folders` (a workspace's, kept between calls), a folder whose stat (device,
+        inode, modification and change time) is the one it had when listed, and was not
+        within :data:`FOLDER_AMBIGUOUS_NS` of that time, gives its kept entries: adding,
+        removing or renaming an entry changes a folder's modification time."""
+        folders = self.folders
+        key: tuple[int, int, int, int] | None = None
+        stamp = 0
+        if folders is not None:
+            stamp = time.time_ns()
+            try:
+                st = os.stat(path, follow_symlinks=False)
+                key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+            except (OSError, ValueError):
+                key = None
+            kept = folders.get(base)
+            if key is not None and kept is not None and kept[0] == key:
+                if max(key[2], key[3]) < kept[1] - FOLDER_AMBIGUOUS_NS:
+                    if seen + len(kept[2]) > most:
+                        raise limit_error(
+                            "repo", "max_files", "the walk of the repository", most + 1, most, exact=False
+                        )
+                    return kept[2], seen + len(kept[2])
+        listed = []
+        try:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > most:  # before the entry is kept or looked at
+                        raise limit_error(
+                            "repo", "max_files", "the walk of the repository", seen, most, exact=False
+                        )
+                    listed.append((entry.name, _kind(entry)))
+        except OSError:
+            if folders is not None:
+                folders.pop(base, None)
+            return None, seen
+        if folders is not None and key is not None:
+            folders[base] = (key, stamp, listed)
+        return listed, seen
 
     # --- reading --------------------------------------------------------------------------
 
@@ -756,16 +820,24 @@ def _kind(entry: os.DirEntry[str]) -> str:
         return "link"  # cannot be examined: not walked into, not listed
 
 
-def _skipped_dir(name: str, path: Path) -> bool:
+def _skipped_dir(name: str, path: str) -> bool:
+    """Whether the folder ``name`` at ``path`` is skipped: hidden, a cache, packages or
+    build metadata, or a virtual environment (it holds a ``pyvenv.cfg`` file)."""
     return (
         name.startswith(".")
         or name in _SKIPPED_DIRS
         or name.endswith(".egg-info")
-        or (path / "pyvenv.cfg").is_file()
+        or os.path.isfile(f"{path}/pyvenv.cfg")
     )
 
 
+#: A folder modified or changed within this many nanoseconds (2 s) of the time it was listed
+#: may have changed again in the same timestamp tick: it is listed again (as the workspace
+#: does for files, ``AMBIGUOUS_NS``).
+FOLDER_AMBIGUOUS_NS = 2_000_000_000
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_RULES = ".gitignore"
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
