@@ -67,6 +67,8 @@ pub(crate) enum Read<'py> {
 /// size of an object header, so never one of those).
 #[derive(Clone, Copy)]
 pub(crate) struct Layout {
+    /// The class (its address; the reader keeps it alive).
+    ty: usize,
     version: u32,
     fields: [u32; 9],
 }
@@ -137,6 +139,7 @@ impl Layout {
                 *code = access.code().unwrap_or(GENERIC);
             }
             Some(Layout {
+                ty: raw as usize,
                 version,
                 fields: codes,
             })
@@ -168,9 +171,15 @@ impl Layout {
         }
     }
 
-    /// Field `field` of `obj`, an instance of exactly the class the layout holds for.
+    /// Field `field` of `obj`: by the layout while `obj` is an instance of exactly the class it
+    /// was made for and that class is unchanged (checked at every field, since the caller's
+    /// code run while an earlier field was read may have changed either), else `Generic`.
     #[inline]
     pub(crate) fn read<'py>(&self, obj: &Bound<'py, PyAny>, field: usize) -> Read<'py> {
+        let ty = obj.get_type();
+        if ty.as_ptr() as usize != self.ty || !self.holds(&ty) {
+            return Read::Generic;
+        }
         match self.fields[field] {
             GENERIC => Read::Generic,
             ABSENT => Read::Missing,
