@@ -1,17 +1,22 @@
-//! `build_many`: many inputs in one call, the engine run for all of them in parallel.
+//! `build_many`: many inputs in one call, the engine run on other threads while the next
+//! inputs are read.
 //!
-//! Three phases, window by window (a window: inputs read until [`WINDOW_ROWS`] candidates and
-//! at least `threads` inputs): (1) attached, each input in order is checked at the top level
-//! (by the Python function given) and its candidates read and costed into compact rows,
-//! exactly as `build` does; (2) detached (GIL released), the engine ranks and packs every input
-//! of the window on scoped threads; (3) attached, each result is built from the caller's own
-//! objects. The results are those of `build` called on each input in turn, errors included:
-//! phase 1 reads the inputs in the same order and stops at the same first error (or, when
-//! errors are returned, records the exception in that input's place and goes on).
+//! A pipeline: (1) attached, the calling thread checks each input in order at the top level (by
+//! the Python function given) and reads and costs its candidates into compact rows, exactly as
+//! `build` does, and hands the rows to (2) up to `threads` ranking threads, which rank and pack
+//! them without the GIL while the next inputs are read; (3) attached, as soon as the oldest
+//! input's selection is back, its result is built from the caller's own objects and appended,
+//! in input order. The results are those of `build` called on each input in turn, errors
+//! included: phase 1 reads the inputs in the same order and stops at the same first error (or,
+//! when errors are returned, records the exception in that input's place and goes on). With one
+//! thread there is no pipeline: each input is read, ranked and built in turn.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, Sender, channel};
 
-use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
@@ -20,11 +25,10 @@ use super::guard::guard;
 use super::tokens::TokenCounter;
 use crate::engine::Selection;
 
-/// Candidates read before the engine runs on what was read (with at least `threads` inputs):
-/// the inputs are built window by window, so that the caller's objects of a window are still in
-/// the CPU caches when its results are built and its references dropped, as in a loop of
-/// `build`; the engine runs in parallel across the inputs of a window.
-const WINDOW_ROWS: usize = 8192;
+/// Inputs read ahead of the oldest one not yet built, per ranking thread: enough to keep the
+/// threads busy while the calling thread reads, few enough that an input's objects are still in
+/// the CPU caches when its result is built, as in a loop of `build`.
+const AHEAD_PER_THREAD: usize = 2;
 
 /// The arguments of `build` for one input, as returned by the top-level check.
 type Args<'py> = (
@@ -65,46 +69,9 @@ fn read_one<'py>(
     )
 }
 
-/// Rank and pack every prepared input on up to `threads` threads (work is taken input by input
-/// from a shared counter). Touches no Python object: call it detached.
-fn select_all(jobs: &[Option<Job<'_>>], threads: usize) -> Vec<Option<Selection>> {
-    let n = jobs.len();
-    let workers = threads.min(n).max(1);
-    if workers == 1 {
-        return jobs.iter().map(|job| job.map(Job::select)).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let mut out: Vec<Option<Selection>> = (0..n).map(|_| None).collect();
-    let done: Vec<Vec<(usize, Selection)>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n {
-                            break mine;
-                        }
-                        if let Some(job) = jobs[i] {
-                            mine.push((i, job.select()));
-                        }
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
-    for (i, selection) in done.into_iter().flatten() {
-        out[i] = Some(selection);
-    }
-    out
-}
+/// What a ranking thread sends back: the input's position and its selection, or the panic it
+/// raised (resumed on the calling thread, where the guard makes it an `InternalError`).
+type Done = (usize, std::thread::Result<Selection>);
 
 /// Build many inputs: `inputs` (a list), `check` (the top-level check: input -> the arguments
 /// of `build`), `threads` (>= 1) and `return_errors`. Returns a list with, per input, the
@@ -126,67 +93,192 @@ fn build_many<'py>(
         // A snapshot of the list: the caller's code run while reading may change it.
         let inputs: Vec<Bound<'py, PyAny>> = inputs.iter().collect();
         let out = PyList::empty(py);
-        let mut window: Vec<Result<Prepared<'py>, PyErr>> = Vec::new();
-        let mut rows = 0usize;
-        for (position, input) in inputs.iter().enumerate() {
-            // Phase 1: read, in input order.
-            py.check_signals()?;
-            match read_one(py, check, input) {
-                Ok(p) => {
-                    rows += p.job().len();
-                    window.push(Ok(p));
+        if threads == 1 || inputs.len() <= 1 {
+            for input in &inputs {
+                py.check_signals()?;
+                match read_one(py, check, input) {
+                    Ok(prepared) => {
+                        let job = &prepared.job;
+                        let selection = py.detach(|| job.select());
+                        py.check_signals()?;
+                        append(py, prepared, selection, &out)?;
+                    }
+                    Err(err) if returnable(py, &err, return_errors) => {
+                        out.append(err.into_value(py))?;
+                    }
+                    Err(err) => return Err(err),
                 }
-                Err(err) if returnable(py, &err, return_errors) => window.push(Err(err)),
-                Err(err) => return Err(err),
             }
-            let last = position + 1 == inputs.len();
-            if last || (rows >= WINDOW_ROWS && window.len() >= threads) {
-                build_window(py, std::mem::take(&mut window), threads, &out)?;
-                rows = 0;
-            }
+            return Ok(out);
         }
+        let workers = threads.min(inputs.len());
+        let (jobs, queue) = channel::<(usize, Job)>();
+        let queue = Mutex::new(queue);
+        let (done, finished) = channel::<Done>();
+        let finished = Mutex::new(finished);
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                let done = done.clone();
+                let queue = &queue;
+                scope.spawn(move || rank(queue, &done));
+            }
+            drop(done);
+            let mut pipe = Pipe {
+                waiting: VecDeque::new(),
+                selections: (0..inputs.len()).map(|_| None).collect(),
+                finished: &finished,
+                ahead: workers * AHEAD_PER_THREAD,
+            };
+            // The queue is closed when `feed` returns (its sender dropped), which ends the
+            // ranking threads once they are done with what they hold.
+            pipe.feed(py, &inputs, check, return_errors, jobs, &out)
+        })?;
         Ok(out)
     })
 }
 
-/// Phases 2 and 3 for one window of read inputs: the engine for all of them, detached and in
-/// parallel; then their results, in input order, appended to `out`.
-fn build_window<'py>(
-    py: Python<'py>,
-    window: Vec<Result<Prepared<'py>, PyErr>>,
-    threads: usize,
-    out: &Bound<'py, PyList>,
-) -> PyResult<()> {
-    let jobs: Vec<Option<Job<'_>>> = window
-        .iter()
-        .map(|p| p.as_ref().ok().map(Prepared::job))
-        .collect();
-    let selections = py.detach(|| select_all(&jobs, threads));
-    drop(jobs);
-    py.check_signals()?;
-
-    for (p, selection) in window.into_iter().zip(selections) {
-        match (p, selection) {
-            (Ok(p), Some(selection)) => {
-                let (result, ranks, windows) = assemble(py, p, selection)?;
-                out.append(PyTuple::new(
-                    py,
-                    [
-                        Bound::new(py, result)?.into_any(),
-                        PyList::new(py, ranks)?.into_any(),
-                        windows.into_pyobject(py)?.into_any(),
-                    ],
-                )?)?;
-            }
-            (Err(err), _) => out.append(err.into_value(py))?,
-            (Ok(_), None) => {
-                return Err(pyo3::exceptions::PyRuntimeError::new_err(
-                    "bugcontext: an input was not built",
-                ));
-            }
+/// A ranking thread: rank and pack the jobs of the queue until it is closed.
+fn rank(queue: &Mutex<Receiver<(usize, Job)>>, done: &Sender<Done>) {
+    loop {
+        let next = match queue.lock() {
+            Ok(queue) => queue.recv(),
+            Err(_) => return,
+        };
+        let Ok((position, job)) = next else { return };
+        let selection = catch_unwind(AssertUnwindSafe(|| job.select()));
+        drop(job);
+        if done.send((position, selection)).is_err() {
+            return;
         }
     }
-    Ok(())
+}
+
+/// The calling thread's side of the pipeline: the inputs read and not yet built, oldest first.
+struct Pipe<'a, 'py> {
+    waiting: VecDeque<(usize, Result<Prepared<'py>, PyErr>)>,
+    /// The selections back from the ranking threads, by input position, until built.
+    selections: Vec<Option<Selection>>,
+    finished: &'a Mutex<Receiver<Done>>,
+    /// At most this many inputs are read ahead of the oldest one not yet built.
+    ahead: usize,
+}
+
+impl<'py> Pipe<'_, 'py> {
+    /// Read every input in order, sending its rows to the ranking threads and building the
+    /// results that are ready in between; then build the rest.
+    fn feed(
+        &mut self,
+        py: Python<'py>,
+        inputs: &[Bound<'py, PyAny>],
+        check: &Bound<'py, PyAny>,
+        return_errors: bool,
+        jobs: Sender<(usize, Job)>,
+        out: &Bound<'py, PyList>,
+    ) -> PyResult<()> {
+        for (position, input) in inputs.iter().enumerate() {
+            py.check_signals()?;
+            match read_one(py, check, input) {
+                Ok(mut prepared) => {
+                    let job = std::mem::take(&mut prepared.job);
+                    jobs.send((position, job))
+                        .map_err(|_| PyRuntimeError::new_err("bugcontext: no ranking thread"))?;
+                    self.waiting.push_back((position, Ok(prepared)));
+                }
+                Err(err) if returnable(py, &err, return_errors) => {
+                    self.waiting.push_back((position, Err(err)));
+                }
+                Err(err) => return Err(err),
+            }
+            self.collect(None)?;
+            self.build_ready(py, out, self.ahead)?;
+        }
+        drop(jobs);
+        self.build_ready(py, out, 0)
+    }
+
+    /// Take the selections that are back; with `wait`, wait (detached) for that input's.
+    fn collect(&mut self, wait: Option<(Python<'py>, usize)>) -> PyResult<()> {
+        let finished = self.finished;
+        let mut store = |(at, selection): Done| {
+            let selection = selection.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            self.selections[at] = Some(selection);
+        };
+        if let Some((py, position)) = wait {
+            loop {
+                let next = py.detach(|| finished.lock().ok().map(|queue| queue.recv()));
+                let Some(Ok(done)) = next else {
+                    return Err(PyRuntimeError::new_err(
+                        "bugcontext: an input was not built",
+                    ));
+                };
+                let at = done.0;
+                store(done);
+                if at == position {
+                    break;
+                }
+            }
+        }
+        if let Ok(queue) = finished.lock() {
+            while let Ok(done) = queue.try_recv() {
+                store(done);
+            }
+        }
+        Ok(())
+    }
+
+    /// Build and append, in input order, the oldest inputs whose selections are back, waiting
+    /// for them while more than `keep` inputs are read and not built.
+    fn build_ready(
+        &mut self,
+        py: Python<'py>,
+        out: &Bound<'py, PyList>,
+        keep: usize,
+    ) -> PyResult<()> {
+        while let Some((position, _)) = self.waiting.front() {
+            let position = *position;
+            let ready = matches!(self.waiting.front(), Some((_, Err(_))))
+                || self.selections[position].is_some();
+            if !ready {
+                if self.waiting.len() <= keep {
+                    return Ok(());
+                }
+                self.collect(Some((py, position)))?;
+            }
+            let Some((_, prepared)) = self.waiting.pop_front() else {
+                break;
+            };
+            match prepared {
+                Ok(prepared) => {
+                    let Some(selection) = self.selections[position].take() else {
+                        return Err(PyRuntimeError::new_err(
+                            "bugcontext: an input was not built",
+                        ));
+                    };
+                    append(py, prepared, selection, out)?;
+                }
+                Err(err) => out.append(err.into_value(py))?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The result of one input, from its selection, appended to `out` as `build` returns it.
+fn append<'py>(
+    py: Python<'py>,
+    prepared: Prepared<'py>,
+    selection: Selection,
+    out: &Bound<'py, PyList>,
+) -> PyResult<()> {
+    let (result, ranks, windows) = assemble(py, prepared, selection)?;
+    out.append(PyTuple::new(
+        py,
+        [
+            Bound::new(py, result)?.into_any(),
+            PyList::new(py, ranks)?.into_any(),
+            windows.into_pyobject(py)?.into_any(),
+        ],
+    )?)
 }
 
 /// Register `build_many` on the extension module.

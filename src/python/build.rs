@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 use pyo3::{Borrowed, ffi};
 
-use crate::engine::{self, Omitted, Reason, Row};
+use crate::engine::{self, Reason, Row};
 
 use super::costing;
 use super::guard::guard;
@@ -15,7 +15,7 @@ use super::tokens;
 use super::candidate::Candidate;
 use super::objects::{GcPause, surrogate_key, untrack};
 use super::reader::{Item, Paths, Reader};
-use super::result::{BuildResult, Omission, Why};
+use super::result::{BuildResult, Omissions};
 use super::verify::mark_stale;
 
 /// Candidates ahead of the reader, in list positions: the object itself at `FAR`, the objects
@@ -79,18 +79,10 @@ fn check_signals(py: Python<'_>, index: usize) -> PyResult<()> {
     Ok(())
 }
 
-/// One input read and costed, ready for the engine: everything the engine needs (`rows`,
-/// `failure_ids`, `budget`, `n_paths`) is plain Rust data, so it can run with the GIL released.
+/// One input read and costed, ready for the engine: everything the engine needs is in `job`,
+/// plain Rust data, so it can run with the GIL released (on another thread too).
 pub(crate) struct Prepared<'py> {
     items: Vec<Item<'py>>,
-    rows: Vec<Row>,
-    failure_ids: Vec<u32>,
-    n_paths: usize,
-    /// Number of distinct groups (0: no candidate has a group).
-    n_groups: usize,
-    /// Number of stale rows (0 without a `verify` reader).
-    n_stale: usize,
-    budget: u64,
     /// Content lengths when the cost is something else (see `costing::apply`).
     lengths: Option<Vec<u64>>,
     failure_files: Vec<Bound<'py, PyString>>,
@@ -98,48 +90,33 @@ pub(crate) struct Prepared<'py> {
     windows: Vec<Vec<u32>>,
     cost: Bound<'py, PyAny>,
     budget_obj: Py<PyAny>,
+    /// What the engine reads.
+    pub(crate) job: Job,
 }
 
-impl Prepared<'_> {
-    /// What the engine reads: plain Rust data, to be used with the GIL released.
-    pub(crate) fn job(&self) -> Job<'_> {
-        Job {
-            rows: &self.rows,
-            failure_ids: &self.failure_ids,
-            budget: self.budget,
-            n_paths: self.n_paths,
-            n_groups: self.n_groups,
-            n_stale: self.n_stale,
-        }
-    }
-}
-
-/// The engine's input for one build, borrowed from a [`Prepared`]: no Python object, so it can
-/// cross to other threads while detached.
-#[derive(Clone, Copy)]
-pub(crate) struct Job<'a> {
-    rows: &'a [Row],
-    failure_ids: &'a [u32],
+/// The engine's input for one build: no Python object, so it can cross to other threads while
+/// detached.
+#[derive(Default)]
+pub(crate) struct Job {
+    rows: Vec<Row>,
+    failure_ids: Vec<u32>,
     budget: u64,
     n_paths: usize,
+    /// Number of distinct groups (0: no candidate has a group).
     n_groups: usize,
+    /// Number of stale rows (0 without a `verify` reader).
     n_stale: usize,
 }
 
-impl Job<'_> {
-    /// Number of candidates.
-    pub(crate) fn len(self) -> usize {
-        self.rows.len()
-    }
-
+impl Job {
     /// Rank and pack (groups packed whole when some candidate has one; stale rows omitted).
-    pub(crate) fn select(self) -> engine::Selection {
+    pub(crate) fn select(&self) -> engine::Selection {
         if self.n_groups == 0 && self.n_stale == 0 {
-            engine::build(self.rows, self.failure_ids, self.budget, self.n_paths)
+            engine::build(&self.rows, &self.failure_ids, self.budget, self.n_paths)
         } else {
             engine::build_groups(
-                self.rows,
-                self.failure_ids,
+                &self.rows,
+                &self.failure_ids,
                 self.budget,
                 self.n_paths,
                 self.n_groups,
@@ -204,17 +181,19 @@ pub(crate) fn prepare<'py>(
     let lengths = costing::apply(py, &cost, counter, &mut rows, &reader.items, &failing)?;
     Ok(Prepared {
         items: reader.items,
-        rows,
-        failure_ids,
-        n_paths,
-        n_groups,
-        n_stale,
-        budget,
         lengths,
         failure_files,
         windows,
         cost,
         budget_obj,
+        job: Job {
+            rows,
+            failure_ids,
+            budget,
+            n_paths,
+            n_groups,
+            n_stale,
+        },
     })
 }
 
@@ -249,30 +228,6 @@ pub(crate) fn assemble<'py>(
             },
         );
     }
-    let mut omitted = Vec::with_capacity(selection.omitted.len());
-    for (n, o) in selection.omitted.iter().enumerate() {
-        check_signals(py, n)?;
-        let (why, overlaps, member) = match o.why {
-            Omitted::Overlap(blocker) => (Why::Overlap, Some(blocker as usize), None),
-            Omitted::Budget => (Why::Budget, None, None),
-            Omitted::Group(member) => (Why::Group, None, Some(member as usize)),
-            Omitted::Stale => (Why::Stale, None, None),
-        };
-        let index = o.index as usize;
-        let rank = o.rank as usize;
-        let obj = Bound::new(
-            py,
-            Omission {
-                index,
-                rank,
-                why,
-                overlaps,
-                member,
-            },
-        )?;
-        untrack(&obj); // it holds only integers
-        omitted.push(obj);
-    }
     let used_chars = match &prepared.lengths {
         None => selection.used,
         Some(lengths) => selection
@@ -286,7 +241,7 @@ pub(crate) fn assemble<'py>(
         selected: PyTuple::new(py, &selection.selected)?.unbind(),
         used_chars,
         truncated: !selection.omitted.is_empty(),
-        omitted: PyTuple::new(py, omitted)?.unbind(),
+        omitted: Omissions::lazy(selection.omitted),
         failure_files: PyTuple::new(py, prepared.failure_files)?.unbind(),
         cost: prepared.cost.unbind(),
         budget: prepared.budget_obj,
@@ -365,7 +320,7 @@ fn build<'py>(
             counter.as_ref(),
             verify.as_ref(),
         )?;
-        let job = prepared.job();
+        let job = &prepared.job;
         let selection = py.detach(|| job.select());
         py.check_signals()?;
         assemble(py, prepared, selection)

@@ -11,7 +11,8 @@
 //!
 //! * `candidate.rs`: the `Candidate` class; `build_input.rs`: `BuildInput`; `result.rs`:
 //!   `Omission`, `Block`, `BuildResult`.
-//! * `reader.rs`: reading candidates (any of their shapes) into rows; `fields.rs`: validating
+//! * `reader.rs`: reading candidates (any of their shapes) into rows (`access.rs`: the fields of a
+//!   caller's class, read by its layout); `fields.rs`: validating
 //!   one field's value; `errors.rs`: raising the package's typed errors.
 //! * `build.rs`: the `build` entry point (read, run the engine detached, assemble the result);
 //!   `verify.rs`: checking candidates against their files (stale rows); `costing.rs`: costs
@@ -30,6 +31,7 @@ use build_input::BuildInput;
 use candidate::Candidate;
 use result::{Block, BuildResult, Omission};
 
+mod access;
 mod batch;
 mod build;
 mod build_input;

@@ -12,6 +12,7 @@ use rustc_hash::FxHashMap;
 
 use crate::engine::{self, MAX_LINE, Reason, Row};
 
+use super::access::{Layout, Read, field};
 use super::candidate::Candidate;
 use super::errors::{invalid, limit_error};
 use super::fields::{line, reason, reason_name, score, source_id, source_sha256};
@@ -39,13 +40,15 @@ enum Shape<'a, 'py> {
     Native(&'a Candidate),
     Dict(&'a Bound<'py, PyDict>),
     Mapping,
-    Attributes,
+    /// Attributes, read by the class's layout where it has one.
+    Attributes(Option<Layout>),
 }
 
 fn field<'py>(
     obj: &Bound<'py, PyAny>,
     shape: &Shape<'_, 'py>,
     name: &Bound<'py, PyString>,
+    slot: usize,
     index: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = obj.py();
@@ -68,13 +71,36 @@ fn field<'py>(
                 e
             }
         }),
-        Shape::Attributes => obj.getattr(name).map_err(|e| {
-            if e.is_instance_of::<PyAttributeError>(py) {
-                missing()
-            } else {
-                e
+        Shape::Attributes(layout) => {
+            match layout.map_or(Read::Generic, |layout| layout.read(obj, slot)) {
+                Read::Value(value) => return Ok(value),
+                Read::Missing => return Err(missing()),
+                Read::Generic => {}
             }
-        }),
+            obj.getattr(name).map_err(|e| {
+                if e.is_instance_of::<PyAttributeError>(py) {
+                    missing()
+                } else {
+                    e
+                }
+            })
+        }
+    }
+}
+
+/// An optional attribute (`group`, `source_sha256`, `source_id`) read by the class's layout
+/// where it has one, else by `getattr`: `None` when it is missing.
+fn optional_attribute<'py>(
+    obj: &Bound<'py, PyAny>,
+    layout: Option<&Layout>,
+    name: &Bound<'py, PyString>,
+    slot: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    match layout.map_or(Read::Generic, |layout| layout.read(obj, slot)) {
+        Read::Value(value) => Ok(value),
+        Read::Missing => Ok(py.None().into_bound(py)),
+        Read::Generic => Ok(optional_attr(obj, name)?.unwrap_or_else(|| py.None().into_bound(py))),
     }
 }
 
@@ -212,8 +238,8 @@ impl<'py> Reader<'py> {
                 Err(e) if e.is_instance_of::<PyKeyError>(py) => py.None().into_bound(py),
                 Err(e) => return Err(e),
             },
-            Shape::Attributes => {
-                optional_attr(obj, name)?.unwrap_or_else(|| py.None().into_bound(py))
+            Shape::Attributes(layout) => {
+                optional_attribute(obj, layout.as_ref(), name, field::GROUP)?
             }
         };
         if value.is_none() {
@@ -247,37 +273,47 @@ impl<'py> Reader<'py> {
         let py = obj.py();
         let shape = self.shape(obj)?;
         // A `Candidate`'s fields are borrowed (no reference-count writes on the hot path).
-        let get = |name: &Bound<'py, PyString>, native: fn(&Candidate) -> &Py<PyAny>| match &shape {
+        let get = |name: &Bound<'py, PyString>,
+                   slot: usize,
+                   native: fn(&Candidate) -> &Py<PyAny>| match &shape {
             Shape::Native(c) => Ok(Field::Borrowed(native(c).bind_borrowed(py))),
-            _ => field(obj, &shape, name, index).map(Field::Owned),
+            _ => field(obj, &shape, name, slot, index).map(Field::Owned),
         };
 
-        let path = get(intern!(py, "path"), |c| &c.path)?;
+        let path = get(intern!(py, "path"), field::PATH, |c| &c.path)?;
         let (path_id, canonical) = self.paths.read(&path, index)?;
 
-        let start_obj = get(intern!(py, "start"), |c| &c.start)?;
+        let start_obj = get(intern!(py, "start"), field::START, |c| &c.start)?;
         let (start, start_int) = line(&start_obj, "start", index)?;
         check_start(start, &start_int, index)?;
-        let end_obj = get(intern!(py, "end"), |c| &c.end)?;
+        let end_obj = get(intern!(py, "end"), field::END, |c| &c.end)?;
         let (end, end_int) = line(&end_obj, "end", index)?;
         check_end(start, end, &end_int, index)?;
 
-        let content = get(intern!(py, "content"), |c| &c.content)?;
+        let content = get(intern!(py, "content"), field::CONTENT, |c| &c.content)?;
         let cost = content_length(&content, index)?;
         // The snapshot: a str subclass becomes the exact str it holds (`str.__str__`).
         let content_exact = content.is_exact_instance_of::<PyString>();
-        let reason_obj = get(intern!(py, "reason"), |c| &c.reason)?;
+        let reason_obj = get(intern!(py, "reason"), field::REASON, |c| &c.reason)?;
         let (reason, reason_exact) = reason(&reason_obj, index)?;
-        let score_obj = get(intern!(py, "score"), |c| &c.score)?;
+        let score_obj = get(intern!(py, "score"), field::SCORE, |c| &c.score)?;
         let (score, score_copy) = score(&score_obj, index)?;
         let (group_obj, group) = self.group(obj, &shape, index)?;
-        let (sha_obj, sha_exact) =
-            optional_field(obj, &shape, intern!(py, "source_sha256"), |c| {
-                &c.source_sha256
-            })?;
+        let (sha_obj, sha_exact) = optional_field(
+            obj,
+            &shape,
+            intern!(py, "source_sha256"),
+            field::SOURCE_SHA256,
+            |c| &c.source_sha256,
+        )?;
         let sha_obj = source_sha256(sha_obj, index)?;
-        let (id_obj, id_exact) =
-            optional_field(obj, &shape, intern!(py, "source_id"), |c| &c.source_id)?;
+        let (id_obj, id_exact) = optional_field(
+            obj,
+            &shape,
+            intern!(py, "source_id"),
+            field::SOURCE_ID,
+            |c| &c.source_id,
+        )?;
         let id_obj = source_id(id_obj, index)?;
 
         self.add_to_total(py, cost, index)?;
@@ -323,10 +359,11 @@ impl<'py> Reader<'py> {
             Shape::Native(c.get())
         } else if let Ok(d) = obj.cast_exact::<PyDict>() {
             Shape::Dict(d)
-        } else if self.kinds.is_mapping(obj)? {
-            Shape::Mapping
         } else {
-            Shape::Attributes
+            match self.kinds.classify(obj)? {
+                Kind::Mapping => Shape::Mapping,
+                Kind::Attributes(layout) => Shape::Attributes(layout),
+            }
         })
     }
 
@@ -474,6 +511,7 @@ fn optional_field<'py>(
     obj: &Bound<'py, PyAny>,
     shape: &Shape<'_, 'py>,
     name: &Bound<'py, PyString>,
+    slot: usize,
     native: fn(&Candidate) -> &Py<PyAny>,
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
     let py = obj.py();
@@ -487,27 +525,46 @@ fn optional_field<'py>(
             Err(e) if e.is_instance_of::<PyKeyError>(py) => py.None().into_bound(py),
             Err(e) => return Err(e),
         },
-        Shape::Attributes => optional_attr(obj, name)?.unwrap_or_else(|| py.None().into_bound(py)),
+        Shape::Attributes(layout) => optional_attribute(obj, layout.as_ref(), name, slot)?,
     };
     let exact = value.is_none() || value.is_exact_instance_of::<PyString>();
     Ok((value, exact))
 }
 
+/// How a candidate that is neither a `Candidate` nor an exact `dict` is read.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// `isinstance(obj, collections.abc.Mapping)`: by key.
+    Mapping,
+    /// By attribute, with its class's layout when it has one.
+    Attributes(Option<Layout>),
+}
+
+/// What is remembered of one class: whether its instances are mappings, and how their
+/// attributes are read (`None`: by `getattr`).
+struct Remembered {
+    mapping: bool,
+    layout: Option<Layout>,
+}
+
 /// Whether candidates of a type are mappings (`isinstance(obj, collections.abc.Mapping)`),
-/// remembered per type within one build: the ABC check costs about as much as reading all six
-/// fields of an object, and candidates are mostly of one or two types.
+/// remembered per type within one build with the layout of its attributes: the ABC check costs
+/// about as much as reading all six fields of an object, and candidates are mostly of one or
+/// two types.
 ///
 /// The answer is only remembered for a type that can give no other answer for another of its
 /// instances: no class in its MRO but `object` defines `__class__` or `__getattribute__`
 /// (`ABCMeta.__instancecheck__` reads `instance.__class__`), and it is forgotten when the ABC
 /// registry changes (`abc.get_cache_token()`, e.g. `Mapping.register(...)` run by the caller's
-/// code during the build). Remembered types are kept alive, so an address is never reused.
+/// code during the build; the token is read before every candidate) and, for a class with a
+/// layout, when the class is changed (its version tag, see `access.rs`). Remembered types are
+/// kept alive, so an address is never reused.
 struct Kinds<'py> {
-    by_type: FxHashMap<usize, bool>,
+    by_type: FxHashMap<usize, Remembered>,
     alive: Vec<Bound<'py, PyType>>,
     /// `abc.get_cache_token` and the token the remembered answers were computed under.
-    get_token: Option<Bound<'py, PyAny>>,
-    token: u64,
+    token: Option<Token<'py>>,
+    at: u64,
     /// `collections.abc.Mapping`.
     mapping_abc: Option<Bound<'py, PyAny>>,
 }
@@ -517,35 +574,42 @@ impl<'py> Kinds<'py> {
         Self {
             by_type: FxHashMap::default(),
             alive: Vec::new(),
-            get_token: None,
-            token: 0,
+            token: None,
+            at: 0,
             mapping_abc: None,
         }
     }
 
     fn current_token(&mut self, py: Python<'py>) -> PyResult<u64> {
-        let get = match &self.get_token {
-            Some(get) => get,
-            None => self.get_token.insert(
-                py.import(intern!(py, "abc"))?
-                    .getattr(intern!(py, "get_cache_token"))?,
-            ),
+        let token = match &self.token {
+            Some(token) => token,
+            None => self.token.insert(Token::new(py)?),
         };
-        get.call0()?.extract::<u64>()
+        token.read()
     }
 
-    /// `isinstance(obj, collections.abc.Mapping)` for an object that is neither a `Candidate`
-    /// nor an exact `dict`.
-    fn is_mapping(&mut self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+    /// How to read `obj`, neither a `Candidate` nor an exact `dict`: as a mapping when
+    /// `isinstance(obj, collections.abc.Mapping)`, else by attribute.
+    fn classify(&mut self, obj: &Bound<'py, PyAny>) -> PyResult<Kind> {
         let py = obj.py();
         let ty = obj.get_type();
         let key = ty.as_ptr() as usize;
         if !self.by_type.is_empty() {
             let token = self.current_token(py)?;
-            if token != self.token {
+            if token != self.at {
                 self.by_type.clear();
-            } else if let Some(&mapping) = self.by_type.get(&key) {
-                return Ok(mapping);
+            } else if let Some(known) = self.by_type.get(&key) {
+                match known.layout {
+                    _ if known.mapping => return Ok(Kind::Mapping),
+                    None => return Ok(Kind::Attributes(None)),
+                    Some(layout) if layout.holds(&ty) => {
+                        return Ok(Kind::Attributes(Some(layout)));
+                    }
+                    // The class was changed since: work it out again.
+                    Some(_) => {
+                        self.by_type.remove(&key);
+                    }
+                }
             }
         }
         // `isinstance(obj, Mapping)`, its errors raised (as the reference's `isinstance` does),
@@ -558,14 +622,87 @@ impl<'py> Kinds<'py> {
             ),
         };
         let mapping = obj.is_instance(abc)?;
+        let mut layout = None;
         if plain_class(&ty)? {
-            if self.by_type.is_empty() {
-                self.token = self.current_token(py)?;
+            if !mapping {
+                layout = Layout::of(&ty);
             }
-            self.by_type.insert(key, mapping);
+            if self.by_type.is_empty() {
+                self.at = self.current_token(py)?;
+            }
+            self.by_type.insert(key, Remembered { mapping, layout });
             self.alive.push(ty);
         }
-        Ok(mapping)
+        Ok(if mapping {
+            Kind::Mapping
+        } else {
+            Kind::Attributes(layout)
+        })
+    }
+}
+
+/// `abc.get_cache_token()`, which changes whenever a class is registered with an ABC. On
+/// CPython it is read from the `_abc` module's state (the counter `get_cache_token` returns),
+/// which costs a memory read rather than a call, when that counter is where CPython 3.10 and
+/// later keep it and holds what the call returns; else it is called.
+struct Token<'py> {
+    get: Bound<'py, PyAny>,
+    /// The counter in the `_abc` module's state, which `module` keeps alive.
+    counter: Option<*const u64>,
+    _module: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> Token<'py> {
+    fn new(py: Python<'py>) -> PyResult<Self> {
+        let get = py
+            .import(intern!(py, "abc"))?
+            .getattr(intern!(py, "get_cache_token"))?;
+        let mut token = Self {
+            get,
+            counter: None,
+            _module: None,
+        };
+        #[cfg(not(any(PyPy, GraalPy, Py_LIMITED_API, Py_GIL_DISABLED)))]
+        if let Ok(module) = py.import(intern!(py, "_abc"))
+            && module
+                .getattr(intern!(py, "get_cache_token"))
+                .is_ok_and(|g| g.is(&token.get))
+        {
+            // SAFETY: attached; `module` is a live module object (NULL: no state).
+            let state = unsafe { ffi::PyModule_GetState(module.as_ptr()) };
+            if !state.is_null() {
+                // `_abcmodule_state { PyTypeObject *_abc_data_type; unsigned long long
+                // abc_invalidation_counter; }`: the counter follows one pointer.
+                let counter = state
+                    .cast::<u8>()
+                    .wrapping_add(std::mem::size_of::<*mut ffi::PyObject>())
+                    .cast::<u64>()
+                    .cast_const();
+                let called = token.call()?;
+                // SAFETY: the state is at least a pointer and a counter long where this layout
+                // holds; it is only used when what it reads is what the call returned.
+                if counter.is_aligned() && unsafe { counter.read() } == called {
+                    token.counter = Some(counter);
+                    token._module = Some(module.into_any());
+                }
+            }
+        }
+        Ok(token)
+    }
+
+    fn call(&self) -> PyResult<u64> {
+        self.get.call0()?.extract::<u64>()
+    }
+
+    /// The current token.
+    #[inline]
+    fn read(&self) -> PyResult<u64> {
+        match self.counter {
+            // SAFETY: attached (the interpreter writes it only while attached too); the module
+            // holding the state is alive.
+            Some(counter) => Ok(unsafe { counter.read_volatile() }),
+            None => self.call(),
+        }
     }
 }
 

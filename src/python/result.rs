@@ -10,7 +10,8 @@ use pyo3::{PyTraverseError, PyVisit};
 
 use super::guard::guard;
 
-use super::objects::compare;
+use super::objects::{GcPause, compare, untrack};
+use crate::engine::{self, Omitted};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Why {
@@ -259,9 +260,8 @@ pub struct BuildResult {
     /// True exactly when something was omitted.
     #[pyo3(get)]
     pub(crate) truncated: bool,
-    /// One `Omission` per left-out candidate (tuple), in rank order.
-    #[pyo3(get)]
-    pub(crate) omitted: Py<PyTuple>,
+    /// One `Omission` per left-out candidate (tuple), in rank order: made on first use.
+    pub(crate) omitted: Omissions,
     /// The canonical failing files (tuple of `str`), in error order.
     #[pyo3(get)]
     pub(crate) failure_files: Py<PyTuple>,
@@ -292,7 +292,7 @@ impl BuildResult {
             self.selected.bind(py),
             self.used_chars,
             self.truncated,
-            self.omitted.bind(py),
+            self.omitted.get(py)?,
             self.failure_files.bind(py),
             self.cost.bind(py),
             self.budget.bind(py),
@@ -301,6 +301,69 @@ impl BuildResult {
             self.missing_critical.bind(py),
         )
             .into_pyobject(py)
+    }
+}
+
+/// The omissions of a result: the engine's records, made into a tuple of `Omission` objects on
+/// first use (most callers of `build` never look at them, and a large build omits most of its
+/// candidates), then that same tuple at every use.
+pub(crate) struct Omissions {
+    records: Box<[engine::Omission]>,
+    made: std::sync::OnceLock<Py<PyTuple>>,
+}
+
+impl Omissions {
+    /// The engine's records, in rank order, made into objects on first use.
+    pub(crate) fn lazy(records: Vec<engine::Omission>) -> Self {
+        Self {
+            records: records.into_boxed_slice(),
+            made: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// A tuple of `Omission` objects given as is (a result made by hand).
+    fn made(tuple: Py<PyTuple>) -> Self {
+        Self {
+            records: Box::default(),
+            made: std::sync::OnceLock::from(tuple),
+        }
+    }
+
+    fn len(&self, py: Python<'_>) -> usize {
+        self.made
+            .get()
+            .map_or(self.records.len(), |t| t.bind(py).len())
+    }
+
+    /// The tuple, made now if it was not yet.
+    pub(crate) fn get<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        if let Some(made) = self.made.get() {
+            return Ok(made.bind(py).clone());
+        }
+        let _pause = GcPause::new(py);
+        let mut objects = Vec::with_capacity(self.records.len());
+        for o in &self.records {
+            let (why, overlaps, member) = match o.why {
+                Omitted::Overlap(blocker) => (Why::Overlap, Some(blocker as usize), None),
+                Omitted::Budget => (Why::Budget, None, None),
+                Omitted::Group(member) => (Why::Group, None, Some(member as usize)),
+                Omitted::Stale => (Why::Stale, None, None),
+            };
+            let omission = Omission {
+                index: o.index as usize,
+                rank: o.rank as usize,
+                why,
+                overlaps,
+                member,
+            };
+            let obj = Bound::new(py, omission)?;
+            untrack(&obj); // it holds only integers
+            objects.push(obj);
+        }
+        let tuple = PyTuple::new(py, objects)?.unbind();
+        // Another thread may have made it meanwhile (the GIL can change hands while objects
+        // are made): every caller gets the first one made.
+        Ok(self.made.get_or_init(|| tuple).bind(py).clone())
     }
 }
 
@@ -347,7 +410,7 @@ impl BuildResult {
                 selected: to_tuple(selected)?.unbind(),
                 used_chars,
                 truncated,
-                omitted: to_tuple(omitted)?.unbind(),
+                omitted: Omissions::made(to_tuple(omitted)?.unbind()),
                 failure_files: to_tuple(failure_files)?.unbind(),
                 cost,
                 budget,
@@ -376,6 +439,12 @@ impl BuildResult {
         })
     }
 
+    /// One `Omission` per left-out candidate (tuple), in rank order.
+    #[getter]
+    fn omitted<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        guard("BuildResult.omitted", || self.omitted.get(py))
+    }
+
     /// The first failing file (the deepest project frame's), or `None`.
     #[getter]
     fn failure_file<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -392,7 +461,9 @@ impl BuildResult {
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.items)?;
         visit.call(&self.selected)?;
-        visit.call(&self.omitted)?;
+        if let Some(omitted) = self.omitted.made.get() {
+            visit.call(omitted)?;
+        }
         visit.call(&self.failure_files)?;
         visit.call(&self.cost)?;
         visit.call(&self.budget)?;
@@ -417,7 +488,7 @@ impl BuildResult {
             )?;
             d.set_item(intern!(py, "used_chars"), self.used_chars)?;
             d.set_item(intern!(py, "truncated"), self.truncated)?;
-            d.set_item(intern!(py, "omitted"), dicts(py, self.omitted.bind(py))?)?;
+            d.set_item(intern!(py, "omitted"), dicts(py, &self.omitted.get(py)?)?)?;
             d.set_item(intern!(py, "failure_file"), self.failure_file(py)?)?;
             d.set_item(
                 intern!(py, "failure_files"),
@@ -448,7 +519,7 @@ impl BuildResult {
                 self.budget.bind(py).repr()?,
                 self.cost.bind(py).getattr(intern!(py, "unit"))?.str()?,
                 if self.truncated { "True" } else { "False" },
-                self.omitted.bind(py).len()
+                self.omitted.len(py)
             ))
         })
     }

@@ -25,17 +25,18 @@ def missing_evidence(
     failure_files: Sequence[str],
     windows: Sequence[Sequence[int]],
     selected: Sequence[int],
-    omitted: Sequence[Omission],
+    omitted: Sequence[Omission] | Callable[[], Sequence[Omission]],
 ) -> tuple[MissingEvidence, ...]:
     """The failing files (parallel ``windows``: input indices of each one's failure windows)
-    none of whose failure windows is in ``selected``."""
+    none of whose failure windows is in ``selected``; ``omitted`` (or a call giving them, made
+    only when some file's windows were all left out) are the omissions to report."""
     if not any(windows):
         return ()
     chosen = set(selected)
     lost = [(path, w) for path, w in zip(failure_files, windows, strict=False) if w and chosen.isdisjoint(w)]
     if not lost:
         return ()
-    by_index = {o.index: o for o in omitted}
+    by_index = {o.index: o for o in (omitted() if callable(omitted) else omitted)}
     return tuple(
         MissingEvidence(path, tuple(sorted((by_index[i] for i in w), key=_rank))) for path, w in lost
     )
@@ -63,7 +64,9 @@ def finish(
     """
     cost = result.cost
     if cost.template is None:
-        missing = missing_evidence(result.failure_files, windows, result.selected, result.omitted)
+        # The omissions are asked for only when some failing file lost all its windows: the
+        # engine's result makes its `Omission` objects on first use.
+        missing = missing_evidence(result.failure_files, windows, result.selected, lambda: result.omitted)
         if not missing:
             return result
         return _with(
