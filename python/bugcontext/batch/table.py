@@ -505,16 +505,33 @@ def build_table(
     GIL is released from the end of the import to the end of the builds; content is read in
     place, never copied.
     """
+    return _build_table(_native_build, table, budget, group_by, failure_files, cost, threads, limits)
+
+
+#: An engine: the decisions and groups tables (without the ``group`` column) of the checked
+#: table ``data`` for the checked arguments, the limits and the worker threads.
+_Engine = Callable[[Any, _Args, Limits, int | None], "tuple[pa.Table, pa.Table]"]
+
+
+def _build_table(
+    engine: _Engine,
+    table: object,
+    budget: object,
+    group_by: object,
+    failure_files: object,
+    cost: object,
+    threads: object,
+    limits: Limits | None,
+) -> TableResult:
+    """:func:`build_table` by ``engine``: the arguments and the table's columns checked, the
+    engine run, the group keys added to its tables."""
     args = _arguments(budget, group_by, failure_files, cost, threads)
     chosen = resolve(limits)
     workers = _workers(args.threads, chosen)
     data = _as_arrow(table)
     _check_schema(data.schema, args)
-    with needs("table"):
-        import pyarrow as pa
-
-    decisions, groups = _native_build(data, args, chosen, workers)
-    return _with_keys(data, args, pa.table(decisions), pa.table(groups))
+    decisions, groups = engine(data, args, chosen, workers)
+    return _with_keys(data, args, decisions, groups)
 
 
 def _workers(threads: int | None, chosen: Limits) -> int | None:
@@ -527,11 +544,14 @@ def _workers(threads: int | None, chosen: Limits) -> int | None:
     return workers
 
 
-def _native_build(data: Any, args: _Args, chosen: Limits, workers: int | None) -> tuple[Any, Any]:
-    """The engine's decisions and groups (Arrow data) for the table ``data``; a bad row is
-    raised as :func:`build_table` says (:func:`_raise`)."""
+def _native_build(data: Any, args: _Args, chosen: Limits, workers: int | None) -> tuple[pa.Table, pa.Table]:
+    """The Rust engine's decisions and groups for the table ``data``; a bad row is raised as
+    :func:`build_table` says (:func:`_raise`)."""
+    with needs("table"):
+        import pyarrow as pa
+
     try:
-        return _core.build_table(
+        decisions, groups = _core.build_table(
             data.select(_read_columns(args)),
             group_by=args.group_by,
             budget=clamp_u64(args.budget),
@@ -545,6 +565,7 @@ def _native_build(data: Any, args: _Args, chosen: Limits, workers: int | None) -
     except _RowError as err:
         _raise(data, args, err)
         raise  # unreachable: _raise always raises
+    return pa.table(decisions), pa.table(groups)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -564,14 +585,16 @@ def reference_build_table(
     """:func:`build_table` in pure Python: each group's rows become a list of candidate
     mappings (``to_pylist``) built by :func:`bugcontext.core.reference.build`. Same arguments,
     result and errors; ``threads`` is checked and otherwise ignored."""
+    return _build_table(_reference_build, table, budget, group_by, failure_files, cost, threads, limits)
 
+
+def _reference_build(
+    data: Any, args: _Args, chosen: Limits, workers: int | None
+) -> tuple[pa.Table, pa.Table]:
+    """The reference's decisions and groups for the table ``data`` (``workers`` unused: one
+    build after the other)."""
     from bugcontext.core import reference
 
-    args = _arguments(budget, group_by, failure_files, cost, threads)
-    chosen = resolve(limits)
-    clamp_threads(args.threads, chosen)  # said as build_table says it
-    data = _as_arrow(table)
-    _check_schema(data.schema, args)
     n = data.num_rows
 
     # 1. Group keys: no null; groups in order of first appearance.
@@ -595,7 +618,7 @@ def reference_build_table(
     # 5. The builds; the first invalid row in table order is reported.
     outcomes = _reference_builds(reference, data, args, chosen, groups, budgets, failing)
     decisions, summary = _reference_decisions(n, outcomes)
-    return _with_keys(data, args, decisions, _groups_table(summary))
+    return decisions, _groups_table(summary)
 
 
 def _reference_groups(data: Any, args: _Args) -> tuple[list[list[int]], list[int], list[int]]:

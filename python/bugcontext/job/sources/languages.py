@@ -70,13 +70,35 @@ class LanguageSpec:
     globals_query: str = ""
 
 
+#: A definition whose name is a field of the defining node: ``(node type, name field, name
+#: node type, role)``. Such a name is declared, never a read: one row gives both the
+#: definitions query's pattern and the ``declared`` entry.
+_Named = tuple[str, str, str, str]
+
+
+def _named_query(rows: tuple[_Named, ...]) -> str:
+    """The definitions query's patterns of ``rows``, in their order."""
+    return "".join(
+        f"\n({node} {field}: ({name}) @name) @definition.{role}" for node, field, name, role in rows
+    )
+
+
+def _named_declared(rows: tuple[_Named, ...]) -> dict[str, tuple[str, ...]]:
+    """The ``declared`` entries of ``rows``: each node type's name field."""
+    return {node: (field,) for node, field, _, _ in rows}
+
+
+_PYTHON_NAMED: tuple[_Named, ...] = (
+    ("function_definition", "name", "identifier", "function"),
+    ("class_definition", "name", "identifier", "class"),
+)
+
 _PYTHON = LanguageSpec(
     name="python",
     grammar="python",
     suffixes=(".py", ".pyi"),
-    definitions="""
-(function_definition name: (identifier) @name) @definition.function
-(class_definition name: (identifier) @name) @definition.class
+    definitions=_named_query(_PYTHON_NAMED)
+    + """
 (assignment left: (_) @pattern) @definition.variable
 (augmented_assignment left: (_) @pattern) @definition.variable
 """,
@@ -111,11 +133,7 @@ _PYTHON = LanguageSpec(
         "default_parameter": ("name",),
         "typed_default_parameter": ("name",),
     },
-    declared={
-        "function_definition": ("name",),
-        "class_definition": ("name",),
-        "keyword_argument": ("name",),
-    },
+    declared={**_named_declared(_PYTHON_NAMED), "keyword_argument": ("name",)},
     ignored=frozenset(
         {
             "import_statement",
@@ -129,53 +147,52 @@ _PYTHON = LanguageSpec(
     globals_query="(global_statement (identifier) @global) (nonlocal_statement (identifier) @global)",
 )
 
-_JS_DEFINITIONS = """
-(function_declaration name: (identifier) @name) @definition.function
-(generator_function_declaration name: (identifier) @name) @definition.function
-(class_declaration name: (_) @name) @definition.class
-(method_definition name: (_) @name) @definition.function
+_JS_NAMED: tuple[_Named, ...] = (
+    ("function_declaration", "name", "identifier", "function"),
+    ("generator_function_declaration", "name", "identifier", "function"),
+    ("class_declaration", "name", "_", "class"),
+    ("method_definition", "name", "_", "function"),
+)
+
+_TS_NAMED: tuple[_Named, ...] = (
+    ("public_field_definition", "name", "_", "variable"),
+    ("abstract_class_declaration", "name", "_", "class"),
+    ("abstract_method_signature", "name", "_", "function"),
+    ("function_signature", "name", "identifier", "function"),
+    ("interface_declaration", "name", "_", "type"),
+    ("type_alias_declaration", "name", "_", "type"),
+    ("enum_declaration", "name", "_", "type"),
+)
+
+#: JavaScript's own: a class field (TypeScript's is ``public_field_definition``).
+_JS_FIELD: tuple[_Named, ...] = (("field_definition", "property", "_", "variable"),)
+
+_JS_DEFINITIONS = (
+    _named_query(_JS_NAMED)
+    + """
 (variable_declarator name: (identifier) @name) @definition.variable
 (assignment_expression
   left: (member_expression property: (property_identifier) @name)
   right: [(function_expression) (arrow_function) (generator_function) (class)]) @definition.function
 """
-
-_TS_DEFINITIONS = """
-(public_field_definition name: (_) @name) @definition.variable
-(abstract_class_declaration name: (_) @name) @definition.class
-(abstract_method_signature name: (_) @name) @definition.function
-(function_signature name: (identifier) @name) @definition.function
-(interface_declaration name: (_) @name) @definition.type
-(type_alias_declaration name: (_) @name) @definition.type
-(enum_declaration name: (_) @name) @definition.type
-"""
+)
 
 _JS_IDENTIFIERS = frozenset(
     {"identifier", "property_identifier", "shorthand_property_identifier", "private_property_identifier"}
 )
 
 _JS_DECLARED: dict[str, tuple[str, ...]] = {
-    "function_declaration": ("name",),
-    "generator_function_declaration": ("name",),
+    **_named_declared(_JS_NAMED + _JS_FIELD),
     "function_expression": ("name",),
-    "class_declaration": ("name",),
     "class": ("name",),
-    "method_definition": ("name",),
-    "field_definition": ("property",),
     "pair": ("key",),
 }
 
 _TS_DECLARED: dict[str, tuple[str, ...]] = {
     **_JS_DECLARED,
-    "public_field_definition": ("name",),
-    "abstract_class_declaration": ("name",),
-    "abstract_method_signature": ("name",),
-    "function_signature": ("name",),
+    **_named_declared(_TS_NAMED),
     "method_signature": ("name",),
     "property_signature": ("name",),
-    "interface_declaration": ("name",),
-    "type_alias_declaration": ("name",),
-    "enum_declaration": ("name",),
     "enum_body": ("name",),
     "enum_assignment": ("name",),
     "type_parameter": ("name",),
@@ -187,8 +204,7 @@ def _javascript(name: str, grammar: str, suffixes: tuple[str, ...], typed: bool)
         name=name,
         grammar=grammar,
         suffixes=suffixes,
-        definitions=_JS_DEFINITIONS
-        + (_TS_DEFINITIONS if typed else "(field_definition property: (_) @name) @definition.variable"),
+        definitions=_JS_DEFINITIONS + _named_query(_TS_NAMED if typed else _JS_FIELD),
         identifiers=_JS_IDENTIFIERS | {"type_identifier"} if typed else _JS_IDENTIFIERS,
         containers=frozenset(
             {
@@ -241,15 +257,19 @@ def _javascript(name: str, grammar: str, suffixes: tuple[str, ...], typed: bool)
     )
 
 
+_GO_NAMED: tuple[_Named, ...] = (
+    ("function_declaration", "name", "identifier", "function"),
+    ("method_declaration", "name", "field_identifier", "function"),
+    ("type_spec", "name", "type_identifier", "type"),
+    ("type_alias", "name", "type_identifier", "type"),
+)
+
 _GO = LanguageSpec(
     name="go",
     grammar="go",
     suffixes=(".go",),
-    definitions="""
-(function_declaration name: (identifier) @name) @definition.function
-(method_declaration name: (field_identifier) @name) @definition.function
-(type_spec name: (type_identifier) @name) @definition.type
-(type_alias name: (type_identifier) @name) @definition.type
+    definitions=_named_query(_GO_NAMED)
+    + """
 (const_spec name: (identifier) @name) @definition.variable
 (var_spec name: (identifier) @name) @definition.variable
 """,
@@ -280,10 +300,7 @@ _GO = LanguageSpec(
     " (variadic_parameter_declaration name: (_) @pattern)",
     patterns={"expression_list": None},
     declared={
-        "function_declaration": ("name",),
-        "method_declaration": ("name",),
-        "type_spec": ("name",),
-        "type_alias": ("name",),
+        **_named_declared(_GO_NAMED),
         "field_declaration": ("name",),
         "method_elem": ("name",),
     },
@@ -291,22 +308,24 @@ _GO = LanguageSpec(
     imports="(import_spec) @import",
 )
 
+_RUST_NAMED: tuple[_Named, ...] = (
+    ("function_item", "name", "identifier", "function"),
+    ("function_signature_item", "name", "identifier", "function"),
+    ("struct_item", "name", "type_identifier", "class"),
+    ("enum_item", "name", "type_identifier", "type"),
+    ("union_item", "name", "type_identifier", "type"),
+    ("trait_item", "name", "type_identifier", "type"),
+    ("type_item", "name", "type_identifier", "type"),
+    ("const_item", "name", "identifier", "variable"),
+    ("static_item", "name", "identifier", "variable"),
+    ("macro_definition", "name", "identifier", "function"),
+)
+
 _RUST = LanguageSpec(
     name="rust",
     grammar="rust",
     suffixes=(".rs",),
-    definitions="""
-(function_item name: (identifier) @name) @definition.function
-(function_signature_item name: (identifier) @name) @definition.function
-(struct_item name: (type_identifier) @name) @definition.class
-(enum_item name: (type_identifier) @name) @definition.type
-(union_item name: (type_identifier) @name) @definition.type
-(trait_item name: (type_identifier) @name) @definition.type
-(type_item name: (type_identifier) @name) @definition.type
-(const_item name: (identifier) @name) @definition.variable
-(static_item name: (identifier) @name) @definition.variable
-(macro_definition name: (identifier) @name) @definition.function
-""",
+    definitions=_named_query(_RUST_NAMED),
     identifiers=frozenset(
         {"identifier", "field_identifier", "type_identifier", "shorthand_field_identifier"}
     ),
@@ -338,16 +357,7 @@ _RUST = LanguageSpec(
     },
     binding_leaves=frozenset({"identifier", "shorthand_field_identifier"}),
     declared={
-        "function_item": ("name",),
-        "function_signature_item": ("name",),
-        "struct_item": ("name",),
-        "enum_item": ("name",),
-        "union_item": ("name",),
-        "trait_item": ("name",),
-        "type_item": ("name",),
-        "const_item": ("name",),
-        "static_item": ("name",),
-        "macro_definition": ("name",),
+        **_named_declared(_RUST_NAMED),
         "field_declaration": ("name",),
         "enum_variant": ("name",),
         "mod_item": ("name",),
@@ -359,21 +369,25 @@ _RUST = LanguageSpec(
     comments=frozenset({"line_comment", "block_comment"}),
 )
 
+_JAVA_NAMED: tuple[_Named, ...] = (
+    ("class_declaration", "name", "identifier", "class"),
+    ("record_declaration", "name", "identifier", "class"),
+    ("interface_declaration", "name", "identifier", "type"),
+    ("enum_declaration", "name", "identifier", "type"),
+    ("annotation_type_declaration", "name", "identifier", "type"),
+    ("method_declaration", "name", "identifier", "function"),
+    ("constructor_declaration", "name", "identifier", "function"),
+    ("enum_constant", "name", "identifier", "variable"),
+)
+
 _JAVA = LanguageSpec(
     name="java",
     grammar="java",
     suffixes=(".java",),
-    definitions="""
-(class_declaration name: (identifier) @name) @definition.class
-(record_declaration name: (identifier) @name) @definition.class
-(interface_declaration name: (identifier) @name) @definition.type
-(enum_declaration name: (identifier) @name) @definition.type
-(annotation_type_declaration name: (identifier) @name) @definition.type
-(method_declaration name: (identifier) @name) @definition.function
-(constructor_declaration name: (identifier) @name) @definition.function
+    definitions=_named_query(_JAVA_NAMED)
+    + """
 (field_declaration declarator: (variable_declarator name: (identifier) @name)) @definition.variable
 (constant_declaration declarator: (variable_declarator name: (identifier) @name)) @definition.variable
-(enum_constant name: (identifier) @name) @definition.variable
 """,
     identifiers=frozenset({"identifier", "type_identifier"}),
     containers=frozenset(
@@ -417,17 +431,7 @@ _JAVA = LanguageSpec(
     " (spread_parameter (variable_declarator name: (_) @pattern))"
     " (inferred_parameters (identifier) @pattern) (lambda_expression parameters: (identifier) @pattern)",
     patterns={},
-    declared={
-        "class_declaration": ("name",),
-        "record_declaration": ("name",),
-        "interface_declaration": ("name",),
-        "enum_declaration": ("name",),
-        "annotation_type_declaration": ("name",),
-        "method_declaration": ("name",),
-        "constructor_declaration": ("name",),
-        "enum_constant": ("name",),
-        "element_value_pair": ("key",),
-    },
+    declared={**_named_declared(_JAVA_NAMED), "element_value_pair": ("key",)},
     ignored=frozenset({"import_declaration", "package_declaration"}),
     imports="(import_declaration) @import",
     comments=frozenset({"line_comment", "block_comment"}),
