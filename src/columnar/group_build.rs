@@ -1,10 +1,12 @@
 //! One group's build: its cells validated into the engine's rows, then built.
 
 use std::borrow::Cow;
+use std::hash::{Hash, Hasher};
 
 use rustc_hash::FxHashMap;
 
-use super::readers::{Cursor, Table};
+use super::fast::{self, Columns};
+use super::readers::{Cursor, Table, same};
 use super::{Budget, ErrorKind, LimitFound, Problem, Spec, TableError, Unit};
 use crate::engine::{self, MAX_LINE, Omitted, Row};
 use crate::tokens;
@@ -121,11 +123,12 @@ fn group_cells<'a>(
 /// Scratch space reused by the groups one worker builds.
 #[derive(Default)]
 pub(crate) struct Scratch<'a> {
-    rows: Vec<Row>,
+    pub(crate) rows: Vec<Row>,
+    pub(crate) columns: Columns,
     /// Canonical path -> path id.
     paths: FxHashMap<Cow<'a, str>, u32>,
     /// Path as given -> path id.
-    raw: FxHashMap<&'a str, u32>,
+    raw: FxHashMap<Given<'a>, u32>,
     engine: engine::Scratch,
     selection: engine::Selection,
     failure_ids: Vec<u32>,
@@ -171,6 +174,33 @@ pub(crate) fn build_group<'a>(
     ))
 }
 
+/// The group's rows read column by column, a run of consecutive rows of one chunk at a time
+/// (see [`fast`]); `false` when a cell is not taken.
+fn read_fast<'a>(
+    table: &'a Table<'a>,
+    rows: &[u32],
+    spec: &Spec,
+    scratch: &mut Scratch<'a>,
+) -> bool {
+    scratch.clear();
+    let mut total = 0u64;
+    let mut cursor = Cursor::new(table);
+    let mut k = 0;
+    while k < rows.len() {
+        let first = rows[k] as usize;
+        let (chunk, i, left) = cursor.run(first);
+        let mut run = 1;
+        while run < left && k + run < rows.len() && rows[k + run] as usize == first + run {
+            run += 1;
+        }
+        if !fast::read_run(chunk, i, i + run, spec, scratch, &mut total) {
+            return false;
+        }
+        k += run;
+    }
+    true
+}
+
 /// Phase 5: the group's rows (`rows`, table rows in order) validated into `scratch.rows`, in
 /// the order path, start, end, content, reason, score, then the running total of content.
 fn read_rows<'a>(
@@ -179,9 +209,10 @@ fn read_rows<'a>(
     spec: &Spec,
     scratch: &mut Scratch<'a>,
 ) -> Result<(), Found> {
-    scratch.rows.clear();
-    scratch.paths.clear();
-    scratch.raw.clear();
+    if read_fast(table, rows, spec, scratch) {
+        return Ok(());
+    }
+    scratch.clear();
     let mut total = 0u64;
     let mut cursor = Cursor::new(table);
     for (local, &row) in rows.iter().enumerate() {
@@ -235,18 +266,45 @@ fn read_rows<'a>(
 }
 
 impl<'a> Scratch<'a> {
+    /// Empty rows and paths, for the next read.
+    fn clear(&mut self) {
+        self.rows.clear();
+        self.paths.clear();
+        self.raw.clear();
+    }
+
     /// The id of a path as given: canonicalised once per group (rows share few paths).
-    fn path_id(&mut self, raw: &'a str) -> Result<u32, engine::PathError> {
-        Ok(match self.raw.get(raw) {
+    pub(crate) fn path_id(&mut self, raw: &'a str) -> Result<u32, engine::PathError> {
+        Ok(match self.raw.get(&Given(raw)) {
             Some(&id) => id,
             None => {
                 let canonical = engine::canonical_path(raw)?;
                 let next = self.paths.len() as u32;
                 let id = *self.paths.entry(canonical).or_insert(next);
-                self.raw.insert(raw, id);
+                self.raw.insert(Given(raw), id);
                 id
             }
         })
+    }
+}
+
+/// A path as given, compared inline (see [`same`]).
+#[derive(Clone, Copy)]
+struct Given<'a>(&'a str);
+
+impl PartialEq for Given<'_> {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        same(self.0.as_bytes(), other.0.as_bytes())
+    }
+}
+
+impl Eq for Given<'_> {}
+
+impl Hash for Given<'_> {
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write(self.0.as_bytes());
     }
 }
 

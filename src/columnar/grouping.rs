@@ -45,6 +45,11 @@ fn chunk_runs<'k>(
             let keys = column(batch, name, Keys::new, "an integer or string")?;
             // No key is read past the chunk's first invalid one.
             let bad = keys.first_invalid();
+            if bad.is_none()
+                && let Some(runs) = keys.runs()
+            {
+                return Ok((runs, None));
+            }
             let mut runs: Vec<(Key<'_>, usize)> = Vec::new();
             for i in 0..bad.map_or(batch.num_rows(), |(i, _)| i) {
                 let Some(key) = keys.get(i) else {

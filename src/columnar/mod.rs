@@ -32,6 +32,7 @@
 //!
 //! Groups are numbered in order of first appearance.
 
+mod fast;
 mod group_build;
 mod grouping;
 mod output;

@@ -7,7 +7,8 @@ use arrow_array::types::{
     UInt32Type, UInt64Type,
 };
 use arrow_array::{
-    Array, GenericListArray, GenericStringArray, PrimitiveArray, RecordBatch, StringViewArray,
+    Array, GenericListArray, GenericStringArray, OffsetSizeTrait, PrimitiveArray, RecordBatch,
+    StringViewArray,
 };
 use arrow_schema::DataType;
 
@@ -120,7 +121,11 @@ pub(crate) fn offsets_all_valid<O: Copy + Into<i64>>(offsets: &[O], values: &[u8
     if first < 0 || last as u64 > values.len() as u64 {
         return false;
     }
-    if !offsets.windows(2).all(|w| w[0].into() <= w[1].into()) {
+    // Without an early exit, so that the loop is vectorised.
+    let monotone = offsets
+        .windows(2)
+        .fold(true, |ok, w| ok & (w[0].into() <= w[1].into()));
+    if !monotone {
         return false;
     }
     let last = last as usize;
@@ -134,9 +139,11 @@ pub(crate) fn offsets_all_valid<O: Copy + Into<i64>>(offsets: &[O], values: &[u8
         if simdutf8::basic::from_utf8(&values[lo..hi]).is_err() {
             return false;
         }
-        let inner = offsets[start + 1..end].iter().all(|&o| {
+        // Without an early exit; every offset is within `values` or at its end (the offsets
+        // are non-decreasing up to `last`).
+        let inner = offsets[start + 1..end].iter().fold(true, |ok, &o| {
             let o = o.into() as usize;
-            o == last || (values[o] as i8) >= -0x40
+            ok & ((o == last) | values.get(o).is_none_or(|&b| (b as i8) >= -0x40))
         });
         if !inner {
             return false;
@@ -227,6 +234,10 @@ impl Strs<'_> {
                 values,
                 n_values,
             } => {
+                // Every key in range and every value valid: nothing to look at cell by cell.
+                if keys.all_below(*n_values) && values.first_invalid().is_none() {
+                    return None;
+                }
                 // Each dictionary value is checked once, when first referenced.
                 let mut seen: Vec<Option<Option<Bad>>> = vec![None; *n_values];
                 return (0..keys.len()).find_map(|i| {
@@ -285,6 +296,28 @@ impl<'a> Ints<'a> {
             Self::U16(a) => a.len(),
             Self::U32(a) => a.len(),
             Self::U64(a) => a.len(),
+        }
+    }
+
+    /// Whether the column has no null and every value is in `0..n`.
+    pub(crate) fn all_below(&self, n: usize) -> bool {
+        macro_rules! check {
+            ($a:expr) => {
+                $a.null_count() == 0
+                    && $a.values().iter().fold(true, |ok, &v| {
+                        ok & (i128::from(v) >= 0) & (i128::from(v) < n as i128)
+                    })
+            };
+        }
+        match self {
+            Self::I8(a) => check!(a),
+            Self::I16(a) => check!(a),
+            Self::I32(a) => check!(a),
+            Self::I64(a) => check!(a),
+            Self::U8(a) => check!(a),
+            Self::U16(a) => check!(a),
+            Self::U32(a) => check!(a),
+            Self::U64(a) => check!(a),
         }
     }
 
@@ -435,6 +468,65 @@ impl<'a> Keys<'a> {
             Self::Str(a) => a.get(i).map(Key::Str),
         }
     }
+
+    /// The keys as runs of equal keys, for a column without nulls whose cells are all valid
+    /// (`None` for another column): strings compared as bytes straight from the buffers.
+    pub(crate) fn runs(&self) -> Option<Vec<(Key<'a>, usize)>> {
+        match self {
+            Self::Str(Strs::Utf8(a)) if a.null_count() == 0 => Some(str_runs(a)),
+            Self::Str(Strs::Large(a)) if a.null_count() == 0 => Some(str_runs(a)),
+            _ => None,
+        }
+    }
+}
+
+/// The runs of equal cells of a string column without nulls, all valid.
+fn str_runs<'a, O: OffsetSizeTrait>(a: &'a GenericStringArray<O>) -> Vec<(Key<'a>, usize)> {
+    let (offsets, values) = (a.value_offsets(), a.values().as_slice());
+    let mut runs = Vec::new();
+    let mut first = 0;
+    let Some(&lo) = offsets.get(1) else {
+        return runs;
+    };
+    let mut run = &values[offsets[0].as_usize()..lo.as_usize()];
+    let mut lo = lo.as_usize();
+    for (i, &hi) in (1..a.len()).zip(&offsets[2..]) {
+        let cell = &values[lo..hi.as_usize()];
+        if !same(run, cell) {
+            runs.push((Key::Str(a.value(first)), i - first));
+            (first, run) = (i, cell);
+        }
+        lo = hi.as_usize();
+    }
+    if a.len() > first {
+        runs.push((Key::Str(a.value(first)), a.len() - first));
+    }
+    runs
+}
+
+/// Byte equality, inline for short slices (compared eight bytes at a time).
+#[inline]
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if !(8..=64).contains(&n) {
+        return a == b;
+    }
+    let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap_or([0; 8]));
+    if n <= 16 {
+        return (word(a, 0) == word(b, 0)) & (word(a, n - 8) == word(b, n - 8));
+    }
+    let mut i = 0;
+    while i + 8 < n {
+        if word(a, i) != word(b, i) {
+            return false;
+        }
+        i += 8;
+    }
+    // The last eight bytes (overlapping the word before when `n` is not a multiple of 8).
+    word(a, n - 8) == word(b, n - 8)
 }
 
 /// The columns of one chunk (record batch).
@@ -570,5 +662,12 @@ impl<'t, 'a> Cursor<'t, 'a> {
             self.hi = starts[self.chunk + 1];
         }
         (&self.table.chunks[self.chunk], row - self.lo)
+    }
+
+    /// [`Cursor::at`], with the number of rows of the chunk from `row` on.
+    #[inline]
+    pub(crate) fn run(&mut self, row: usize) -> (&'t Chunk<'a>, usize, usize) {
+        let (chunk, i) = self.at(row);
+        (chunk, i, self.hi - row)
     }
 }

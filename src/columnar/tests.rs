@@ -268,3 +268,143 @@ fn counts_code_points() {
     assert_eq!(count_chars(""), 0);
     assert_eq!(count_chars("aé日🚀"), 4);
 }
+
+/// `n` rows of one group, content `content(i)`, spread over chunks of `chunk` rows.
+fn rows_in_chunks(n: usize, chunk: usize, content: impl Fn(usize) -> String) -> Vec<RecordBatch> {
+    let texts: Vec<String> = (0..n).map(content).collect();
+    (0..n)
+        .step_by(chunk)
+        .map(|lo| {
+            let hi = (lo + chunk).min(n);
+            let m = hi - lo;
+            let starts: Vec<Option<i64>> = (lo..hi).map(|i| Some(1 + 3 * i as i64)).collect();
+            let b = base(&vec!["t"; m], &starts);
+            let cells: Vec<Option<&str>> = texts[lo..hi].iter().map(|t| Some(t.as_str())).collect();
+            let paths: Vec<Option<String>> =
+                (lo..hi).map(|i| Some(format!("p{}.py", i % 3))).collect();
+            let b = with(&b, "content", strs(&cells));
+            with(&b, "path", Arc::new(StringArray::from(paths)))
+        })
+        .collect()
+}
+
+#[test]
+fn column_by_column_read_counts_characters_of_every_cell() {
+    // Multi-byte characters at the edges of the 16-row count blocks and inside them, in a
+    // group that spans three chunks.
+    let wide = [0, 15, 16, 31, 33, 47, 48, 70, 99];
+    let content = |i: usize| {
+        if wide.contains(&i) {
+            format!("é{i}日🚀")
+        } else {
+            format!("line {i}\n")
+        }
+    };
+    let batches = rows_in_chunks(100, 37, content);
+    let mut s = spec(Some("task"), 10_000);
+    s.max_total_chars = u64::MAX;
+    let out = build_table(&batches, &s).unwrap();
+    let cost = out.decisions.column_by_name("cost").unwrap();
+    let want: Vec<u64> = (0..100)
+        .map(|i| content(i).chars().count() as u64)
+        .collect();
+    assert_eq!(cost.as_primitive::<UInt64Type>().values().to_vec(), want);
+    // The same table with the content as string views (read cell by cell): same decisions.
+    let views: Vec<RecordBatch> = batches
+        .iter()
+        .map(|b| {
+            let content = b.column_by_name("content").unwrap().as_string::<i32>();
+            let views: StringViewArray = content.iter().collect();
+            with(b, "content", Arc::new(views))
+        })
+        .collect();
+    assert_eq!(build_table(&views, &s).unwrap().decisions, out.decisions);
+}
+
+#[test]
+fn a_character_split_by_an_offset_is_refused_though_the_buffer_is_utf8() {
+    let b = base(&["a", "a", "a"], &[Some(1), Some(20), Some(40)]);
+    // "aé" + "b": the buffer is valid UTF-8, but offset 2 falls inside "é".
+    let content = unchecked(vec![0, 2, 4, 4], "aéb".as_bytes(), None);
+    let (field, row, local, problem) = arrow_error(with(&b, "content", content));
+    assert_eq!((field.as_str(), row, local), ("content", Some(0), Some(0)));
+    assert_eq!(problem, Problem::Text("is not valid UTF-8".into()));
+    // Offsets that go back and forth, each cell's range still inside the buffer.
+    let content = unchecked(vec![0, 3, 1, 4], "aéb".as_bytes(), None);
+    let (field, row, _, problem) = arrow_error(with(&b, "content", content));
+    assert_eq!((field.as_str(), row), ("content", Some(1)));
+    assert_eq!(problem, Problem::Text(Bad::Bounds.problem()));
+}
+
+#[test]
+fn a_dictionary_value_that_is_not_utf8_is_refused_only_where_referenced() {
+    let b = base(&["a", "a", "a"], &[Some(1), Some(20), Some(40)]);
+    let values = unchecked(vec![0, 6, 7], b"search\xff", None);
+    let keys = |k: Vec<i32>| arrow_array::Int32Array::from(k);
+    let unused = DictionaryArray::<Key32>::try_new(keys(vec![0, 0, 0]), values.clone()).unwrap();
+    let out = build_table(
+        &[with(&b, "reason", Arc::new(unused))],
+        &spec(Some("task"), 100),
+    );
+    assert!(out.is_ok());
+    let used = DictionaryArray::<Key32>::try_new(keys(vec![0, 1, 0]), values).unwrap();
+    let (field, row, _, problem) = arrow_error(with(&b, "reason", Arc::new(used)));
+    assert_eq!((field.as_str(), row), ("reason", Some(1)));
+    assert_eq!(problem, Problem::Text("is not valid UTF-8".into()));
+}
+
+#[test]
+fn bytes_compared_inline_tell_every_difference() {
+    for n in 0..80 {
+        let a: Vec<u8> = (0..n as u8).collect();
+        assert!(super::readers::same(&a, &a.clone()));
+        for p in 0..n {
+            let mut b = a.clone();
+            b[p] ^= 0x80;
+            assert!(!super::readers::same(&a, &b), "{n} {p}");
+        }
+        assert!(!super::readers::same(&a, &[a.as_slice(), b"x"].concat()));
+    }
+}
+
+#[test]
+fn string_keys_differing_in_one_middle_byte_are_different_groups() {
+    for key in ["aaaaaXaaaaaa", "aaaaaaaaaXaaaaaaaaaaaa"] {
+        let other = key.replace('X', "Y");
+        let b = base(&[key, &other, key], &[Some(1), Some(1), Some(5)]);
+        let out = build_table(&[b], &spec(Some("task"), 100)).unwrap();
+        assert_eq!(out.groups.num_rows(), 2);
+        assert_eq!(column_u32(&out.decisions, "index"), [0, 0, 1].map(Some));
+    }
+}
+
+#[test]
+fn the_first_error_of_a_group_read_column_by_column_is_the_row_by_row_one() {
+    let batches = rows_in_chunks(60, 25, |i| format!("x{i:02}"));
+    let mut s = spec(Some("task"), 10_000);
+    // Over the total at row 40 (3 characters a row).
+    s.max_total_chars = 40 * 3 + 2;
+    let err = build_table(&batches, &s).unwrap_err();
+    assert_eq!(
+        (err.field.as_str(), err.row, err.local),
+        ("content", Some(40), Some(40))
+    );
+    assert!(matches!(err.kind, ErrorKind::Limit(_)));
+    // A refused path at row 30, and a null start at row 55 after it: the path is reported.
+    let mut batches = batches;
+    let paths: Vec<Option<&str>> = (25..50)
+        .map(|i| Some(if i == 30 { "../x" } else { "a" }))
+        .collect();
+    batches[1] = with(&batches[1], "path", strs(&paths));
+    let starts: Vec<Option<i64>> = (50..60).map(|i| (i != 55).then_some(1 + 3 * i)).collect();
+    batches[2] = with(&batches[2], "start", Arc::new(Int64Array::from(starts)));
+    let err = build_table(&batches, &s).unwrap_err();
+    assert_eq!(
+        (err.field.as_str(), err.row, err.local),
+        ("path", Some(30), Some(30))
+    );
+    assert_eq!(
+        err.problem,
+        Problem::Text("must not contain a '..' segment".into())
+    );
+}

@@ -108,10 +108,14 @@ pub fn canonical_path(path: &str) -> Result<Cow<'_, str>, PathError> {
         return Err(PathError::Empty);
     }
     let bytes = path.as_bytes();
-    if bytes.contains(&0) {
+    // One pass for both bytes (paths are short: a search call each would cost more).
+    let (nul, backslash) = bytes.iter().fold((false, false), |(nul, backslash), &b| {
+        (nul | (b == 0), backslash | (b == b'\\'))
+    });
+    if nul {
         return Err(PathError::Nul);
     }
-    if bytes.contains(&b'\\') {
+    if backslash {
         return Err(PathError::Backslash);
     }
     if bytes[0] == b'/' {
