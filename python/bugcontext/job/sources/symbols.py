@@ -1043,6 +1043,7 @@ class SymbolIndex:
         self._go_modules: list[tuple[str, str]] | None = None
         self._distances: dict[str, dict[str, int]] = {}
         self._known: tuple[list[str], frozenset[str]] | None = None
+        self._by_folder: tuple[list[str], dict[str, list[str]]] | None = None
 
     # -- files -------------------------------------------------------------------------
 
@@ -1359,31 +1360,35 @@ class SymbolIndex:
         found.extend(self._package_files(parsed))
         return list(dict.fromkeys(found))
 
+    def _folders(self) -> dict[str, list[str]]:
+        """The analysed files by folder, each folder's in path order (made once per list of
+        paths: a package's files are looked up for every file that names one)."""
+        paths = self.paths
+        if self._by_folder is None or self._by_folder[0] is not paths:
+            folders: dict[str, list[str]] = {}
+            for p in paths:
+                folders.setdefault(posixpath.dirname(p), []).append(p)
+            self._by_folder = (paths, folders)
+        return self._by_folder[1]
+
     def _package_files(self, parsed: ParsedFile | FileSummary) -> list[str]:
         """The other files of a Go package (its folder) or of a Java package (every folder
-        whose path ends with the package's, ``src/main/java`` and ``src/test/java`` alike)."""
+        whose path ends with the package's, ``src/main/java`` and ``src/test/java`` alike),
+        in path order."""
         path = parsed.path
         folder = posixpath.dirname(path)
+        folders = self._folders()
         if parsed.spec.name == "go":
-            return [
-                p for p in self.paths if p != path and p.endswith(".go") and posixpath.dirname(p) == folder
-            ]
+            return [p for p in folders.get(folder, ()) if p != path and p.endswith(".go")]
         if parsed.spec.name != "java":
             return []
         package = parsed.package.replace(".", "/")
-        return [
-            p
-            for p in self.paths
-            if p != path
-            and p.endswith(".java")
-            and (
-                posixpath.dirname(p) == folder
-                or (
-                    package
-                    and (posixpath.dirname(p) == package or posixpath.dirname(p).endswith("/" + package))
-                )
-            )
+        chosen = [
+            name
+            for name in folders
+            if name == folder or (package and (name == package or name.endswith("/" + package)))
         ]
+        return sorted(p for name in chosen for p in folders[name] if p != path and p.endswith(".java"))
 
     def import_distances(self, path: str, max_depth: int = 3) -> dict[str, int]:
         """Import-graph distance from ``path`` (0) to every file within ``max_depth``
