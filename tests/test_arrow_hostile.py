@@ -274,3 +274,49 @@ def test_every_entry_point_of_the_extension_runs_in_the_guard() -> None:
     assert len(points) > 40
     unguarded = [p for p in points if p[1] not in exempt and not p[2].startswith("guard(")]
     assert unguarded == []
+
+
+def corrupted(kind: str, offsets: list[int], later: list[int], data: bytes) -> tuple[Any, Any]:
+    """A string column made valid from ``offsets``, and a function that turns its offsets
+    buffer into ``later`` in place: memory the producer still holds and changes after the
+    export (pyarrow checks a column and a table when they are made, not when they are read)."""
+    code = f"<{len(offsets)}{'q' if kind == 'large_string' else 'i'}"
+    memory = bytearray(struct.pack(code, *offsets))
+    buffers = [None, pa.py_buffer(memory), pa.py_buffer(data)]
+    array = pa.Array.from_buffers(getattr(pa, kind)(), len(offsets) - 1, buffers)
+
+    def corrupt() -> None:
+        memory[:] = struct.pack(code, *later)
+
+    return array, corrupt
+
+
+@pytest.mark.parametrize("column", ["path", "content", "reason", "task"])
+@pytest.mark.parametrize("kind", ["string", "large_string"])
+def test_a_last_offset_past_the_data_is_refused_before_any_cell_is_read(column: str, kind: str) -> None:
+    # The C data interface carries no buffer lengths: the reader takes the data to be as long as
+    # the last offset says, so a last offset past the real data would be read outside its memory
+    # (a crash, once). Arrow's structural check refuses the chunk first, by column, in both engines.
+    values = {
+        "path": b"a.pyb.pyc.py",
+        "content": b"xxxxyyyyzzzz",
+        "reason": b"failsearfail",
+        "task": b"t1t1t2t2t1t1",
+    }
+    data = values[column]
+    third = len(data) // 3
+    hostile, corrupt = corrupted(kind, [0, third, 2 * third, len(data)], [0, third, 2 * third, 1 << 30], data)
+    one = table(**{column: hostile})
+    corrupt()
+    got = both(one, budget=50, group_by="task")
+    assert got[:4] == ("error", InvalidInputError, None, column)
+    assert got[4].startswith("chunk 0 is not valid Arrow data: ")
+    assert "larger than values array" in got[4]
+    # A later chunk is named by its number.
+    hostile, corrupt = corrupted(kind, [0, third, 2 * third, len(data)], [0, third, 2 * third, 1 << 30], data)
+    fresh = pa.array(table().column(column).to_pylist(), getattr(pa, kind)())
+    two = pa.concat_tables([table(**{column: fresh}), table(**{column: hostile})])
+    corrupt()
+    got = both(two, budget=50, group_by="task")
+    assert got[:4] == ("error", InvalidInputError, None, column)
+    assert got[4].startswith("chunk 1 is not valid Arrow data: ")

@@ -530,8 +530,31 @@ def _build_table(
     workers = _workers(args.threads, chosen)
     data = _as_arrow(table)
     _check_schema(data.schema, args)
+    _check_buffers(data, args)
     decisions, groups = engine(data, args, chosen, workers)
     return _with_keys(data, args, decisions, groups)
+
+
+def _check_buffers(data: pa.Table, args: _Args) -> None:
+    """Arrow's structural check (``Array.validate()``: every buffer as long as the array's
+    length and its offsets say) of each chunk of the columns a build reads, before any cell
+    is read. An exporter's buffers carry no length across the C data interface, so a string
+    column whose last offset points past its data (a corrupted or hostile export) would make
+    either engine read outside the column's memory; it is refused here by name. The cells'
+    contents (UTF-8, offsets in order, nulls, values) are checked by the engines, row by row.
+
+    Raises :class:`InvalidInputError` naming the column and the chunk."""
+    with needs("table"):
+        import pyarrow as pa
+
+    for name in _read_columns(args):
+        for k, chunk in enumerate(data.column(name).chunks):
+            try:
+                chunk.validate()
+            except pa.ArrowException as err:
+                raise InvalidInputError(
+                    name, f"chunk {k} is not valid Arrow data: {str(err)[:300]}"
+                ) from None
 
 
 def _workers(threads: int | None, chosen: Limits) -> int | None:
