@@ -317,7 +317,10 @@ class ContextResult:
             data["rerun"] = self.rerun.to_dict()
         redacted_data, redacted = redact_json(data)
         shown: dict[str, Any] = redacted_data
-        shown["policy_redacted"] = [*(dict(r) for r in self.redactions), *redacted]
+        # The reader's records name files: a secret in a file name is replaced there too (the
+        # same name is redacted, and recorded, where the items give it).
+        records, _ = redact_json([dict(r) for r in self.redactions], "$.policy_redacted")
+        shown["policy_redacted"] = [*records, *redacted]
         return shown
 
 
