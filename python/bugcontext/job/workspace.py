@@ -289,10 +289,11 @@ class ContextResult:
         ``"used"`` are the whole section's (failure blocks included), ``"build_budget"`` and
         ``"build_used"`` the code windows' alone (the build's own ``budget`` and ``used``), and
         ``"failure_blocks"`` the blocks that open the section (``FailureBlock.to_dict``: ``{"test",
-        "exception", "message", "phase", "cut", "cost", "text"}``, ``cut`` the characters cut
-        from the message), ``"failure_blocks_left_out"`` those that did not fit the budget (same
-        form). ``"schema"`` is the version of this form (:data:`CONTEXT_SCHEMA`),
-        raised when a key changes meaning or goes."""
+        "test_cut", "exception", "message", "phase", "cut", "cost", "text"}``, ``cut`` the
+        characters cut from the message, ``test_cut`` those cut from the test id),
+        ``"failure_blocks_left_out"`` those that did not fit the budget (same form).
+        ``"schema"`` is the version of this form (:data:`CONTEXT_SCHEMA`), raised when a key
+        changes meaning or goes."""
         data = self.result.to_dict()
         data["build_budget"], data["build_used"] = data["budget"], data["used"]
         data["budget"], data["used"] = self.budget, self.used
