@@ -124,6 +124,7 @@ from bugcontext.core._arguments import add_unit_options, json_int, unique_keys, 
 from bugcontext.core._extras import MissingExtraError
 from bugcontext.core._io import (
     OutputError,
+    open_input,
     read_capped,
     redact_names,
     reserve_standard_fds,
@@ -487,7 +488,7 @@ def _jsonl_lines(file: str, limits: Limits) -> Iterator[tuple[int, bytes | Resou
     and given as the ``ResourceLimitError`` that names the limit."""
     maximum = limits.max_input_bytes
     try:
-        stream = sys.stdin.buffer if file == "-" else open(file, "rb")
+        stream = sys.stdin.buffer if file == "-" else open_input(file)
     except OSError as exc:
         raise _UsageError(f"cannot read {_shown(file)}: {exc.strerror or exc}") from exc
     try:
