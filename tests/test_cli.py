@@ -372,6 +372,7 @@ def test_context_json_is_only_the_build_result(failing_repo: tuple[Path, Path]) 
     assert out["failure_blocks"] == [
         {
             "test": "tests/test_ratios.py::test_mean_ratio",
+            "test_cut": 0,
             "exception": "ZeroDivisionError",
             "message": "division by zero",
             "phase": "call",

@@ -38,6 +38,7 @@ def test_the_section_opens_with_the_failure_in_markdown(repo: Path) -> None:
     text = f"### Failure: {ID}\n```text\nZeroDivisionError: division by zero\n```\n\n"
     assert block.to_dict() == {
         "test": ID,
+        "test_cut": 0,
         "exception": "ZeroDivisionError",
         "message": "division by zero",
         "phase": "call",

@@ -100,6 +100,7 @@ def test_defaults_and_units() -> None:
         "max_threads": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "max_failure_blocks": 3,
         "max_failure_message_chars": 2_000,
+        "max_failure_test_chars": 1_000,
         "max_cache_bytes": 1 << 30,
     }
     # The old names are the defaults, set in one place.

@@ -977,6 +977,50 @@ def test_context_refuses_an_output_that_is_a_file_of_the_repository(
         assert ((repo / "test_x.py").read_bytes(), (repo / "pkg" / "calc.py").read_bytes()) == before
 
 
+@pytest.mark.parametrize("option", ["--report", "--trace"])
+def test_context_refuses_a_hard_link_to_a_file_of_the_repository(
+    project: dict[str, Path], capsys: Any, option: str
+) -> None:
+    # A hard link outside the repository is the same file (device and inode) as the one inside.
+    repo = project["repo"]
+    link = project["folder"] / "hard.py"
+    os.link(repo / "test_x.py", link)
+    before = (repo / "test_x.py").read_bytes()
+    assert main(context(project, option, str(link))) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"bugcontext context: {option} {link} is a file of the repository {repo} (refusing to "
+        "overwrite an input)\n",
+    )
+    assert (repo / "test_x.py").read_bytes() == before
+    assert os.stat(link).st_ino == os.stat(repo / "test_x.py").st_ino  # the link is not replaced
+
+
+def test_context_writes_a_hard_linked_file_that_is_not_of_the_repository(project: dict[str, Path]) -> None:
+    other = project["folder"] / "other.jsonl"
+    other.write_text("")
+    os.link(other, project["folder"] / "other-link.jsonl")
+    assert main(context(project, "--trace", str(other))) == 0
+    assert (project["folder"] / "other-link.jsonl").read_text().count("\n") == 1
+
+
+def test_build_refuses_a_trace_that_is_a_file_of_the_verify_root(
+    project: dict[str, Path], capsys: Any
+) -> None:
+    repo = project["repo"]
+    link = project["folder"] / "hard.py"
+    os.link(repo / "test_x.py", link)
+    before = (repo / "test_x.py").read_bytes()
+    for target in (repo / "test_x.py", link):
+        assert main(["build", str(project["input"]), "--verify-root", str(repo), "--trace", str(target)]) == 2
+        assert capsys.readouterr() == (
+            "",
+            f"bugcontext build: --trace {target} is a file of the --verify-root folder {repo} (refusing "
+            "to overwrite an input)\n",
+        )
+    assert (repo / "test_x.py").read_bytes() == before
+
+
 def test_context_writes_a_new_or_ignored_file_inside_the_repository(project: dict[str, Path]) -> None:
     repo = project["repo"]
     (repo / ".gitignore").write_text("*.md\n")

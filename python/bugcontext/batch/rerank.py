@@ -24,6 +24,8 @@ standard error when it is a terminal."""
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,7 @@ from bugcontext.core._arguments import add_unit_options, whole_number
 from bugcontext.core._extras import needs
 from bugcontext.core._io import warn
 from bugcontext.core._writer import AtomicFile, check_output, commit_all, refuse_same_files
+from bugcontext.core.composer import header_path
 from bugcontext.core.errors import InvalidInputError
 from bugcontext.core.limits import add_limit_option
 
@@ -202,6 +205,9 @@ def _source_and_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     if args.summary:
         check_output(args.summary)
     try:
+        # A Parquet file is read by seeking: only a regular file (a named pipe would block).
+        if not stat.S_ISREG(os.stat(args.file).st_mode):
+            raise _UsageError(f"cannot read {header_path(args.file)}: not a regular file")
         source = pq.ParquetFile(args.file)
     except (OSError, pa.ArrowException) as exc:
         raise _UsageError(f"cannot read {args.file}: {exc}") from None

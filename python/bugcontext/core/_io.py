@@ -5,8 +5,9 @@ log, a JUnit XML report, an issue text, a cases file, a trace) goes through :fun
 which stops one byte after its limit (a setting of :class:`bugcontext.core.limits.Limits`) and
 raises :class:`~bugcontext.core.errors.ResourceLimitError` naming the setting, the size found and
 the setting's value, instead of reading an endless stream (``/dev/zero``, a pipe that never
-ends) into memory. The repository reader has its own limit per file
-(``Limits.max_file_bytes``: such a file is skipped).
+ends) into memory. A path is opened by :func:`open_input`, which never waits on the open: a
+named pipe no process writes to is refused at once. The repository reader has its own limit
+per file (``Limits.max_file_bytes``: such a file is skipped).
 
 Writing: :func:`write_stream` writes all of a text to a standard stream or raises
 :class:`OutputError` (a full disk, a closed pipe, a closed stream: never a partial write
@@ -20,12 +21,13 @@ header_path`, the one escaping function of the package.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import re
 import stat
 import sys
 from pathlib import Path
-from typing import IO, TextIO
+from typing import IO, Any, TextIO
 
 from bugcontext.core.composer import header_path
 from bugcontext.core.limits import DEFAULT_LIMITS, Limits, limit_error, resolve
@@ -35,6 +37,7 @@ __all__ = [
     "MAX_JUNIT_BYTES",
     "MAX_LOG_BYTES",
     "OutputError",
+    "open_input",
     "read_capped",
     "redact_names",
     "screen_names",
@@ -85,12 +88,64 @@ def read_capped(
         raise OSError(errno.EBADF, "standard input is closed")
     if isinstance(source, (str, Path)):
         name = what if what is not None else str(source)
-        with open(source, "rb") as handle:
+        with open_input(source) as handle:
             info = os.fstat(handle.fileno())
             if stat.S_ISREG(info.st_mode) and info.st_size > maximum:
                 raise limit_error(field, limit, header_path(name), info.st_size, maximum)
             return _read_stream(handle, maximum, field, name, limit)
     return _read_stream(source, maximum, field, what or "standard input", limit)
+
+
+class _Prefixed(io.RawIOBase):
+    """A named pipe's stream whose first bytes were read already."""
+
+    def __init__(self, first: bytes, fd: int) -> None:
+        self._first = first
+        self._file = os.fdopen(fd, "rb", buffering=0)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._first:
+            n = min(len(buffer), len(self._first))
+            buffer[:n] = self._first[:n]
+            self._first = self._first[n:]
+            return n
+        return self._file.readinto(buffer) or 0
+
+    def fileno(self) -> int:
+        return self._file.fileno()
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def open_input(path: str | Path) -> IO[bytes]:
+    """Open the input file ``path`` for reading without ever blocking on the open: a named pipe
+    no process writes to is refused at once (``OSError`` ``ENXIO``, "a named pipe with no
+    writer") instead of waited on forever; a pipe with a writer is read (blocking) as a stream.
+    Other ``OSError``: the file cannot be opened."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        first = b""
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            try:
+                first = os.read(fd, _CHUNK)
+            except BlockingIOError:  # a writer, nothing written yet
+                pass
+            else:
+                if not first:  # end of file at once: no process has the pipe open to write
+                    raise OSError(errno.ENXIO, "a named pipe with no writer", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    if first:
+        return io.BufferedReader(_Prefixed(first, fd))
+    return os.fdopen(fd, "rb")
 
 
 def _read_stream(handle: IO[bytes], maximum: int, field: str, name: str, limit: str) -> bytes:

@@ -43,7 +43,8 @@ one of two things, fixed per setting (:func:`behaviour` tells which):
   ``threads=`` of :func:`bugcontext.build_many` and :func:`bugcontext.build_table`,
   ``--threads`` of ``build --jsonl`` and ``rerank``) runs on ``max_threads`` threads, said once
   on standard error (:func:`clamp_threads`). A failure block's message longer than
-  ``max_failure_message_chars`` is cut to it, with a visible marker saying how much was cut.
+  ``max_failure_message_chars`` is cut to it, with a visible marker saying how much was cut,
+  and so is a test id a failure block shows longer than ``max_failure_test_chars``.
 
 Caps that shape the ranking's output rather than guard resources (``MAX_CALLERS`` windows per
 source, ``MAX_DEFINITIONS``, ``MAX_PER_FILE`` search hits, ...) are tuning and stay with their
@@ -178,6 +179,11 @@ class Limits:
         max_failure_message_chars: characters (code points) of one failure block's exception
             message, after redaction; a longer message is cut there and ends with a visible
             ``[... N characters cut]`` marker: clamped, not an error. Default 2,000.
+        max_failure_test_chars: characters (code points) of the test id a failure block shows,
+            after redaction; a longer id is cut there and ends with a visible
+            `` [... N characters cut]`` marker on its line (the whole id is kept where it is
+            matched: selecting the test, the failing tests list): clamped, not an error.
+            Default 1,000.
         max_cache_bytes: bytes of a cache folder's entries on disk (``--cache-dir``, by
             default under the user cache directory); past it the least recently used entries
             are removed (:mod:`bugcontext.job._cache_admin`): skipped, not an error.
@@ -214,6 +220,7 @@ class Limits:
     max_source_map_bytes: int = _setting(16 << 20, "bytes", "skip", "one source map of the repository")
     max_failure_blocks: int = _setting(3, "blocks", "skip", "failure blocks of one context section")
     max_failure_message_chars: int = _setting(2_000, "characters", "clamp", "one failure block's message")
+    max_failure_test_chars: int = _setting(1_000, "characters", "clamp", "one failure block's test id")
     max_cache_bytes: int = _setting(1 << 30, "bytes", "skip", "entries of one cache folder")
 
     def __post_init__(self) -> None:

@@ -336,7 +336,12 @@ def redact_json(value: Any, where: str = "$") -> tuple[Any, list[dict[str, str]]
             )
             return done.text
         if isinstance(item, dict):
-            return {walk(k, f"{at}.<key>"): walk(v, f"{at}.{k}") for k, v in item.items()}
+            out: dict[Any, Any] = {}
+            for k, v in item.items():
+                # The JSONPath names the key as shown: a secret in a key never reaches a record.
+                shown = walk(k, f"{at}.<key>")
+                out[shown] = walk(v, f"{at}.{shown}")
+            return out
         if isinstance(item, (list, tuple)):
             return [walk(v, f"{at}[{i}]") for i, v in enumerate(item)]
         return item

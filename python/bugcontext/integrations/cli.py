@@ -110,6 +110,7 @@ import argparse
 import itertools
 import json
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -123,6 +124,7 @@ from bugcontext.core._arguments import add_unit_options, json_int, unique_keys, 
 from bugcontext.core._extras import MissingExtraError
 from bugcontext.core._io import (
     OutputError,
+    open_input,
     read_capped,
     redact_names,
     reserve_standard_fds,
@@ -486,7 +488,7 @@ def _jsonl_lines(file: str, limits: Limits) -> Iterator[tuple[int, bytes | Resou
     and given as the ``ResourceLimitError`` that names the limit."""
     maximum = limits.max_input_bytes
     try:
-        stream = sys.stdin.buffer if file == "-" else open(file, "rb")
+        stream = sys.stdin.buffer if file == "-" else open_input(file)
     except OSError as exc:
         raise _UsageError(f"cannot read {_shown(file)}: {exc.strerror or exc}") from exc
     try:
@@ -617,6 +619,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
     data = _with_options(_read_json(args.file, args.limits), args)
     if args.verify_root is not None and (args.verify_root == "" or not Path(args.verify_root).is_dir()):
         raise _UsageError(f"--verify-root: {header_path(args.verify_root)} is not a folder")
+    if args.verify_root is not None:
+        _refuse_repository_files(args.verify_root, [("--trace", args.trace)], "--verify-root folder")
     result = _build_with(args.engine, data, args.trace, args.limits, args.verify_root)
     if args.format == "json":
         redacted_data, found = redact_json(result.to_dict())
@@ -646,11 +650,14 @@ def _check_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str
             check_output(path)
 
 
-def _refuse_repository_files(repo: str, outputs: list[tuple[str, str | None]]) -> None:
+def _refuse_repository_files(
+    repo: str, outputs: list[tuple[str, str | None]], what: str = "repository"
+) -> None:
     """Refuse (``OutputConflictError``, exit 2) an output that is an existing file of the
-    repository ``repo`` the reader would read (inside it, links resolved, not in a skipped
-    folder, not ignored by a ``.gitignore`` rule): the run reads the repository's files, the
-    failing file first, and an output must never replace or grow one of them."""
+    repository ``repo`` the reader would read (not in a skipped folder, not ignored by a
+    ``.gitignore`` rule): inside it with links resolved, or, for a file with other hard links,
+    one of the repository's files by device and inode. The run reads the repository's files,
+    the failing file first, and an output must never replace or grow one of them."""
     from bugcontext.job.sources import Repository
 
     repository = Repository(Path(repo))
@@ -659,15 +666,31 @@ def _refuse_repository_files(repo: str, outputs: list[tuple[str, str | None]]) -
             continue
         try:
             real = os.path.realpath(path)
-            if not os.path.isfile(real):
-                continue
+            info = os.stat(real)
         except (OSError, ValueError):
             continue
-        if repository.relative(real) is not None:
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        if repository.relative(real) is not None or (
+            info.st_nlink > 1 and _hard_link_in(repository, (info.st_dev, info.st_ino))
+        ):
             raise OutputConflictError(
-                f"{label} {header_path(path)} is a file of the repository {header_path(repo)} "
+                f"{label} {header_path(path)} is a file of the {what} {header_path(repo)} "
                 "(refusing to overwrite an input)"
             )
+
+
+def _hard_link_in(repository: Any, identity: tuple[int, int]) -> bool:
+    """Whether a file the reader ``repository`` lists is the file ``identity`` (device, inode):
+    a hard link outside the repository names the same file as the one inside it."""
+    for rel in repository.files():
+        try:
+            info = os.stat(repository.root / rel)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) == identity:
+            return True
+    return False
 
 
 def _rerun_environment(args: argparse.Namespace) -> dict[str, str] | None:

@@ -23,7 +23,9 @@ exception type and its message, in the section's template:
 The test id and the message pass through the secret screen first
 (:func:`bugcontext.core.secrets.redact`: each secret becomes ``[REDACTED: kind]``); a message
 longer than ``Limits.max_failure_message_chars`` characters is then cut there and ends with the
-line ``[... N characters cut]`` (the only text of a section ever cut).
+line ``[... N characters cut]``, and a test id longer than ``Limits.max_failure_test_chars``
+is cut there and ends with `` [... N characters cut]`` on its line (the only texts of a section
+ever cut; the whole id is kept where it is matched).
 
 Each block is costed with the build's cost model (characters or tokens of the rendered block
 with a template, of its ``exception: message`` text without one), and the blocks are inside the
@@ -49,6 +51,7 @@ __all__ = [
     "FailureBlock",
     "build_with_failures",
     "cut_message",
+    "cut_test",
     "failure_blocks",
     "fit_blocks",
     "used_failures",
@@ -60,7 +63,9 @@ class FailureBlock:
     """One failure block of a context section.
 
     ``test`` is the test's id (its pytest node id, else its report name, else ``None``) and
-    ``exception`` its exception type (``None`` when the log names none), both redacted;
+    ``exception`` its exception type (``None`` when the log names none), both redacted, the
+    test id cut to ``max_failure_test_chars`` (then ending with the marker, ``test_cut`` the
+    characters cut from it);
     ``message`` the exception's message, redacted and cut to ``max_failure_message_chars``
     (then ending with the marker); ``phase`` the phase it failed in (``"collect"``, ``"setup"``,
     ``"call"``, ``"teardown"`` or ``None``); ``cut`` the number of characters cut from the
@@ -76,11 +81,14 @@ class FailureBlock:
     kinds: tuple[str, ...]
     text: str
     cost: int
+    test_cut: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: ``{"test", "exception", "message", "phase", "cut", "cost", "text"}``."""
+        """The JSON form: ``{"test", "test_cut", "exception", "message", "phase", "cut", "cost",
+        "text"}``."""
         return {
             "test": self.test,
+            "test_cut": self.test_cut,
             "exception": self.exception,
             "message": self.message,
             "phase": self.phase,
@@ -98,6 +106,16 @@ def cut_message(message: str, maximum: int) -> tuple[str, int]:
         return message, 0
     left_out = len(message) - maximum
     return f"{message[:maximum]}\n[... {left_out} characters cut]", left_out
+
+
+def cut_test(test: str, maximum: int) -> tuple[str, int]:
+    """The test id ``test`` cut to its first ``maximum`` characters, then
+    `` [... N characters cut]`` on the same line (a block's heading stays one line); unchanged
+    when it fits. Returns the text and ``N`` (0 when nothing was cut)."""
+    if len(test) <= maximum:
+        return test, 0
+    left_out = len(test) - maximum
+    return f"{test[:maximum]} [... {left_out} characters cut]", left_out
 
 
 def used_failures(
@@ -165,14 +183,25 @@ def failure_blocks(
             screened = redact(value)
             kinds.extend(screened.kinds)
             fields.append(screened.text)
-        test, exception, whole = fields
+        whole_test, exception, whole = fields
+        test, test_cut = (
+            (None, 0) if whole_test is None else cut_test(whole_test, limits.max_failure_test_chars)
+        )
         message, cut = cut_message(whole or "", limits.max_failure_message_chars)
         text = _render(test, exception, message, failure.phase, template)
         body = f"{exception or 'failure'}: {message}" if message else exception or "failure"
         counted = text if cost.template is not None else body
         blocks.append(
             FailureBlock(
-                test, exception, message, failure.phase, cut, tuple(kinds), text, _count(counted, cost)
+                test,
+                exception,
+                message,
+                failure.phase,
+                cut,
+                tuple(kinds),
+                text,
+                _count(counted, cost),
+                test_cut,
             )
         )
     return tuple(blocks)

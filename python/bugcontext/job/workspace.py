@@ -289,10 +289,11 @@ class ContextResult:
         ``"used"`` are the whole section's (failure blocks included), ``"build_budget"`` and
         ``"build_used"`` the code windows' alone (the build's own ``budget`` and ``used``), and
         ``"failure_blocks"`` the blocks that open the section (``FailureBlock.to_dict``: ``{"test",
-        "exception", "message", "phase", "cut", "cost", "text"}``, ``cut`` the characters cut
-        from the message), ``"failure_blocks_left_out"`` those that did not fit the budget (same
-        form). ``"schema"`` is the version of this form (:data:`CONTEXT_SCHEMA`),
-        raised when a key changes meaning or goes."""
+        "test_cut", "exception", "message", "phase", "cut", "cost", "text"}``, ``cut`` the
+        characters cut from the message, ``test_cut`` those cut from the test id),
+        ``"failure_blocks_left_out"`` those that did not fit the budget (same form).
+        ``"schema"`` is the version of this form (:data:`CONTEXT_SCHEMA`), raised when a key
+        changes meaning or goes."""
         data = self.result.to_dict()
         data["build_budget"], data["build_used"] = data["budget"], data["used"]
         data["budget"], data["used"] = self.budget, self.used
@@ -317,7 +318,10 @@ class ContextResult:
             data["rerun"] = self.rerun.to_dict()
         redacted_data, redacted = redact_json(data)
         shown: dict[str, Any] = redacted_data
-        shown["policy_redacted"] = [*(dict(r) for r in self.redactions), *redacted]
+        # The reader's records name files: a secret in a file name is replaced there too (the
+        # same name is redacted, and recorded, where the items give it).
+        records, _ = redact_json([dict(r) for r in self.redactions], "$.policy_redacted")
+        shown["policy_redacted"] = [*records, *redacted]
         return shown
 
 
