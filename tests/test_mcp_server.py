@@ -366,8 +366,8 @@ def test_an_oversized_log_or_report_is_refused_before_it_is_read(repo: Path) -> 
         _context(repo, test_log="x", junit_file=str(log)),
     )
     assert [_error(r) for r in results] == [
-        ERROR + f"input field 'pytest_log': {log} is {size} bytes, over the limit max_log_bytes = 100 bytes",
-        ERROR + f"input field 'junit_xml': {log} is {size} bytes, over the limit max_junit_bytes = 10 bytes",
+        ERROR + f"log_file: {log} is {size} bytes, over the limit max_log_bytes = 100 bytes",
+        ERROR + f"junit_file: {log} is {size} bytes, over the limit max_junit_bytes = 10 bytes",
     ]
 
 

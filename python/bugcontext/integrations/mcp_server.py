@@ -203,6 +203,10 @@ _T = TypeVar("_T")
 #: call passes (``_ScreenedServer.call_tool``) and read by the tool's worker.
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("_DEADLINE", default=None)
 
+#: The current tool call's arguments, set where every call passes (``_ScreenedServer.call_tool``):
+#: an error text echoes any of their strings cut short (:func:`_message`).
+_ARGUMENTS: contextvars.ContextVar[object] = contextvars.ContextVar("_ARGUMENTS", default=None)
+
 #: The longest text of a tool argument echoed in an error, in characters.
 _ECHO = 200
 
@@ -220,10 +224,52 @@ TEST_FILES = ("test_*.py", "*_test.py")
 _NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
 
 
+def _cut(text: str) -> str:
+    """``text`` cut to at most :data:`_ECHO` characters (then ``...``): the one cut of every
+    argument echoed in an error."""
+    return text if len(text) <= _ECHO else text[:_ECHO] + "..."
+
+
 def _shown(text: str) -> str:
-    """``text`` as echoed in an error: at most :data:`_ECHO` characters (then ``...``),
-    control characters escaped (:func:`bugcontext.core.composer.header_path`)."""
-    return header_path(text if len(text) <= _ECHO else text[:_ECHO] + "...")
+    """``text`` as echoed in an error: cut (:func:`_cut`), control characters escaped
+    (:func:`bugcontext.core.composer.header_path`)."""
+    return header_path(_cut(text))
+
+
+#: The most values of a call's arguments looked at for long strings to cut in an error text.
+_ECHO_WALK = 10_000
+
+
+def _long_strings(arguments: object) -> list[str]:
+    """The strings (keys too) of the JSON value ``arguments`` longer than :data:`_ECHO`, the
+    longest first (at most :data:`_ECHO_WALK` values looked at)."""
+    found: set[str] = set()
+    pending = [arguments]
+    seen = 0
+    while pending and seen < _ECHO_WALK:
+        item = pending.pop()
+        seen += 1
+        if isinstance(item, str):
+            if len(item) > _ECHO:
+                found.add(item)
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+    return sorted(found, key=len, reverse=True)
+
+
+def _cut_echoes(text: str, arguments: object) -> str:
+    """``text`` with every echo of a long string of the call's ``arguments`` (as it is, or as
+    Python's ``repr`` quotes it, as the library's errors do) cut (:func:`_cut`)."""
+    for value in _long_strings(arguments):
+        quoted = repr(value)
+        if quoted in text:
+            text = text.replace(quoted, repr(_cut(value)))
+        if value in text:
+            text = text.replace(value, _cut(value))
+    return text
 
 
 def _too_long(path: str) -> bool:
@@ -481,7 +527,7 @@ def _run_test(
         raise ToolError(f"test: the test run took {words}: {_shown(node_id)}") from None
     except OutputTooLarge:
         raise limit_error(
-            "pytest_log", "max_log_bytes", "the test output", maximum + 1, maximum, exact=False
+            "test", "max_log_bytes", "the test output", maximum + 1, maximum, exact=False
         ) from None
     return done.output.decode("utf-8", errors="replace")
 
@@ -583,6 +629,9 @@ def _os_error(exc: OSError) -> str:
 
 
 def _message(text: str) -> str:
+    """An error text as the client gets it: every echo of the call's arguments cut
+    (:func:`_cut_echoes`), then at most :data:`_MESSAGE` characters."""
+    text = _cut_echoes(text, _ARGUMENTS.get())
     return text if len(text) <= _MESSAGE else text[:_MESSAGE] + "..."
 
 
@@ -748,6 +797,7 @@ class _ScreenedServer(MCPServer[Any]):
         limits = self._limits
         deadline = time.monotonic() + limits.mcp_call_seconds
         token = _DEADLINE.set(deadline)
+        given = _ARGUMENTS.set(arguments)
         try:
             self._check_arguments(name, arguments)
             with anyio.move_on_after(limits.mcp_call_seconds):  # the roots request too
@@ -764,6 +814,7 @@ class _ScreenedServer(MCPServer[Any]):
             data = None if exc.data is None else redact_json(exc.data)[0]
             raise MCPError(exc.code, redact_text(_message(exc.message)), data) from exc
         finally:
+            _ARGUMENTS.reset(given)
             _DEADLINE.reset(token)
 
     async def run_stdio_async(self) -> None:
@@ -897,12 +948,12 @@ def _call_inputs(
     given inline, or read from the files the call names (inside ``allowed``)."""
     text = test_log
     if text is None and log_file is not None:
-        data = _read_regular(allowed, log_file, "log_file", "max_log_bytes", "pytest_log", limits, deadline)
+        data = _read_regular(allowed, log_file, "log_file", "max_log_bytes", "log_file", limits, deadline)
         text = data.decode("utf-8", errors="replace")
     report: str | bytes | None = junit_xml
     if junit_file is not None:
         report = _read_regular(
-            allowed, junit_file, "junit_file", "max_junit_bytes", "junit_xml", limits, deadline
+            allowed, junit_file, "junit_file", "max_junit_bytes", "junit_file", limits, deadline
         )
     coverage: bytes | ExecutionRecord | None = None
     if coverage_file is not None:
@@ -911,11 +962,58 @@ def _call_inputs(
             coverage_file,
             "coverage_file",
             "max_coverage_bytes",
-            "coverage",
+            "coverage_file",
             limits,
             deadline,
         )
     return text, report, coverage
+
+
+#: The arguments of ``context_for_failure`` (``client_roots`` is the server's, not the client's).
+_CONTEXT_ARGUMENTS = frozenset(
+    "repository test_log log_file test junit_xml junit_file coverage_file query budget unit "
+    "encoding template line_numbers rerun".split()
+)
+
+#: The library's input fields named by the ``context_for_failure`` arguments they come from.
+_CONTEXT_FIELDS = {
+    "coverage": "coverage_file",
+    "cost.unit": "unit",
+    "cost.encoding": "encoding",
+    "cost.template": "template",
+    "cost.line_numbers": "line_numbers",
+    "log_text": "test_log",
+}
+
+
+def _argument_error(exc: InvalidInputError, fields: dict[str, str]) -> Exception:
+    """``exc`` as the tool error ``"ARG: problem"`` naming the ``context_for_failure``
+    argument ``ARG`` its input field came from (``fields``, then :data:`_CONTEXT_FIELDS`, else
+    the field itself when it is an argument's name); ``exc`` itself otherwise."""
+    name = fields.get(exc.field, _CONTEXT_FIELDS.get(exc.field, exc.field))
+    if exc.index is not None or name not in _CONTEXT_ARGUMENTS:
+        return exc
+    return ToolError(f"{name}: {exc.problem}")
+
+
+def _context_fields(test_log: str | None, log_file: str | None, junit_file: str | None) -> dict[str, str]:
+    """The ``context_for_failure`` arguments that the library's input fields of a call come
+    from: the test output from ``test_log``, ``log_file`` or the run of ``test``, the JUnit
+    report from ``junit_xml`` or ``junit_file``."""
+    log = "log_file" if log_file is not None else "test_log" if test_log is not None else "test"
+    return {"pytest_log": log, "junit_xml": "junit_xml" if junit_file is None else "junit_file"}
+
+
+def _naming_arguments(job: Callable[[float], _T], fields: dict[str, str]) -> Callable[[float], _T]:
+    """``job`` whose input errors name the tool arguments (:func:`_argument_error`)."""
+
+    def named(deadline: float) -> _T:
+        try:
+            return job(deadline)
+        except InvalidInputError as exc:
+            raise _argument_error(exc, fields) from None
+
+    return named
 
 
 def create_server(
@@ -990,6 +1088,8 @@ def _add_context_tool(
         used: list[Workspace] = []
         confined: list[Path] = []
 
+        fields = _context_fields(test_log, log_file, junit_file)
+
         def job(deadline: float) -> CallToolResult:
             allowed = _call_scope(folders, client_roots, limits)
             root = allowed.confine(repository, "repository")
@@ -1029,7 +1129,9 @@ def _add_context_tool(
             return _context_result(outcome, limits)
 
         return await _in_worker(
-            job, limits, abandoned=lambda: workspaces.forget(confined[0], used) if confined else None
+            _naming_arguments(job, fields),
+            limits,
+            abandoned=lambda: workspaces.forget(confined[0], used) if confined else None,
         )
 
 
