@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import bugcontext
 import pytest
@@ -62,3 +66,68 @@ def test_errors_name_the_arguments_the_client_gave(repo: Path) -> None:
         ERROR + "encoding: is only for unit 'tokens'",
     ]
     assert errors[6].startswith(ERROR + "coverage_file: unknown format")
+
+
+def _stdio_call(root: Path, arguments: dict[str, Any], roots: object) -> dict[str, Any]:
+    """The reply to one ``context_for_failure`` call over ``bugcontext mcp --root root`` (its
+    standard I/O), from a client declaring the ``roots`` capability that answers
+    ``roots/list`` with ``{"roots": roots}``, as it is."""
+    import mcp_types
+
+    hello = {
+        "protocolVersion": mcp_types.LATEST_PROTOCOL_VERSION,
+        "capabilities": {"roots": {"listChanged": False}},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    call = {"name": "context_for_failure", "arguments": arguments}
+    with subprocess.Popen(
+        [sys.executable, "-m", "bugcontext", "mcp", "--root", str(root), "--no-cache"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+
+        def send(message: dict[str, Any]) -> None:
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+            proc.stdin.flush()
+
+        send({"id": 1, "method": "initialize", "params": hello})
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        send({"method": "notifications/initialized"})
+        send({"id": 2, "method": "tools/call", "params": call})
+        while True:
+            message = json.loads(proc.stdout.readline())
+            if message.get("method") != "roots/list":
+                break
+            send({"id": message["id"], "result": {"roots": roots}})
+        proc.stdin.close()
+        proc.wait(60)
+    assert message["id"] == 2, message
+    result: dict[str, Any] = message["result"]
+    return result
+
+
+@pytest.mark.parametrize(
+    ("roots", "problem"),
+    [
+        ([{"uri": "https://example.com/repo"}], "roots.0.uri: URL scheme should be 'file'"),
+        ("nope", "roots: Input should be a valid list"),
+        ([{"uri": 5}], "roots.0.uri: Input should be a valid string"),
+        (
+            [{"uri": "file:///"}, {"uri": 5}, {}, {"uri": 6}, {"uri": 7}],
+            "roots.1.uri: Input should be a valid string; roots.2.uri: Field required; "
+            "roots.3.uri: Input should be a valid string and 1 more",
+        ),
+    ],
+)
+def test_a_roots_answer_the_sdk_refuses_says_what_is_wrong(repo: Path, roots: object, problem: str) -> None:
+    """A root that is not a ``file://`` URI, roots that are not a list or a ``uri`` of 5
+    once gave the bare tool error ``Error executing tool context_for_failure``."""
+    result = _stdio_call(repo, {"repository": str(repo), "test_log": ratios_log()}, roots)
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == (
+        ERROR + f"roots: the client's roots/list answer is not a list of file:// roots ({problem})"
+    )

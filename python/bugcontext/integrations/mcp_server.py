@@ -97,7 +97,7 @@ with needs("mcp"):
         ListRootsResult,
         TextContent,
     )
-    from pydantic import StrictBool, StrictInt, StrictStr
+    from pydantic import StrictBool, StrictInt, StrictStr, ValidationError
 
 from bugcontext import reference
 from bugcontext.core import builder as native
@@ -725,6 +725,30 @@ def _has_surrogate(value: object) -> bool:
     return False
 
 
+#: The most problems of the client's ``roots/list`` answer an error lists.
+_ROOT_PROBLEMS = 3
+
+
+def _bad_roots(error: BaseException) -> str | None:
+    """What is wrong with the client's ``roots/list`` answer, when ``error`` (the SDK's bare
+    tool error) comes from the SDK refusing it: each problem's place and reason (pydantic's
+    words, which hold no value of the answer), e.g. ``roots.0.uri: URL scheme should be
+    'file'``; else ``None``."""
+    cause = error.__cause__
+    if not isinstance(cause, ValidationError) or cause.title != "ListRootsResult":
+        return None
+    found = cause.errors(include_url=False, include_input=False)
+    listed = [
+        f"{'.'.join(str(part) for part in problem['loc']) or 'the answer'}: {problem['msg']}"
+        for problem in found[:_ROOT_PROBLEMS]
+    ]
+    more = f" and {len(found) - _ROOT_PROBLEMS} more" if len(found) > _ROOT_PROBLEMS else ""
+    return (
+        "roots: the client's roots/list answer is not a list of file:// roots "
+        f"({'; '.join(listed)}{more})"
+    )
+
+
 def _unreadable_reply(error: Exception) -> SessionMessage | None:
     """:func:`_reply_to_unreadable`, with a line nested too deep to read back (Python's JSON
     reader and the walk for lone surrogates recurse) left unanswered as the SDK leaves it:
@@ -807,6 +831,9 @@ class _ScreenedServer(MCPServer[Any]):
                 return result
             raise ToolError(f"Error executing tool {name}: {_call_expired(limits)}")
         except UnexpectedToolError as exc:
+            roots = _bad_roots(exc)
+            if roots is not None:
+                raise ToolError(redact_text(_message(f"Error executing tool {name}: {roots}"))) from None
             raise UnexpectedToolError(redact_text(_message(str(exc)))) from exc.__cause__
         except ToolError as exc:
             raise ToolError(redact_text(_message(str(exc)))) from exc.__cause__
