@@ -67,6 +67,7 @@ import dataclasses
 import fnmatch
 import json
 import os
+import re
 import stat
 import threading
 import time
@@ -94,8 +95,10 @@ with needs("mcp"):
         ErrorData,
         InputRequiredResult,
         JSONRPCError,
+        JSONRPCNotification,
         ListRootsResult,
         TextContent,
+        jsonrpc_message_adapter,
     )
     from pydantic import StrictBool, StrictInt, StrictStr, ValidationError
 
@@ -743,51 +746,109 @@ def _bad_roots(error: BaseException) -> str | None:
         for problem in found[:_ROOT_PROBLEMS]
     ]
     more = f" and {len(found) - _ROOT_PROBLEMS} more" if len(found) > _ROOT_PROBLEMS else ""
-    return (
-        "roots: the client's roots/list answer is not a list of file:// roots "
-        f"({'; '.join(listed)}{more})"
+    return f"roots: the client's roots/list answer is not a list of file:// roots ({'; '.join(listed)}{more})"
+
+
+#: The JSON-RPC error codes of a line the server cannot take (JSON-RPC 2.0).
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]|[^"\[\]{}]+')
+
+
+def _shallow(line: str) -> str:
+    """The JSON text ``line`` with every array or object inside a member of its top-level
+    value replaced by ``null``: a line too deep to read whole read for its request id."""
+    out: list[str] = []
+    depth = 0
+    for token in _TOKENS.findall(line):
+        if token in ("[", "{"):
+            depth += 1
+            if depth <= 2:
+                out.append(token if depth == 1 else "null")
+        elif token in ("]", "}"):
+            if depth == 1:
+                out.append(token)
+            depth -= 1
+        elif depth <= 1:
+            out.append(token)
+    return "".join(out)
+
+
+def _error_reply(request: object, code: int, message: str) -> SessionMessage:
+    """The JSON-RPC error reply ``code`` to the request ``request`` (its id; ``null`` when it
+    has no usable one: not a string or an integer, or a string holding a lone surrogate)."""
+    usable = isinstance(request, (str, int)) and not isinstance(request, bool)
+    if isinstance(request, str) and _has_surrogate(request):
+        usable = False
+    return SessionMessage(
+        JSONRPCError(
+            jsonrpc="2.0",
+            id=request if usable else None,  # type: ignore[arg-type]
+            error=ErrorData(code=code, message=message),
+        )
     )
 
 
-def _unreadable_reply(error: Exception) -> SessionMessage | None:
-    """:func:`_reply_to_unreadable`, with a line nested too deep to read back (Python's JSON
-    reader and the walk for lone surrogates recurse) left unanswered as the SDK leaves it:
-    the server goes on reading."""
+def _line_reply(line: str, read: object, error: Exception | None) -> SessionMessage | None:
+    """The JSON-RPC error reply to the line ``line`` of standard input, or ``None`` when it
+    gets none (a message the SDK read, ``read``; a notification; a client's response). The
+    SDK failed to read it with ``error`` (``None``: it did not fail). A line that is not JSON
+    is a parse error (``-32700``, id ``null``); JSON nested deeper than the SDK's reader takes
+    (200 levels) or that is not a JSON-RPC request is an invalid request (``-32600``, with
+    the request's id when it has one); a lone surrogate escape is invalid params
+    (``-32602``); a request whose id is neither a string nor an integer (``1e999``), which the
+    SDK takes for a notification, is an invalid request with id ``null``."""
+    if error is None and (not isinstance(read, JSONRPCNotification) or '"id"' not in line):
+        return None
+    deep = error is not None and "recursion limit exceeded" in str(error)
     try:
-        return _reply_to_unreadable(error)
-    except RecursionError:
-        return None
-
-
-def _reply_to_unreadable(error: Exception) -> SessionMessage | None:
-    """The JSON-RPC error reply to a request line the SDK could not read, when its text is
-    JSON naming a request id (a lone surrogate escape, which Python's JSON reader takes and
-    the SDK's does not): ``-32602`` (invalid params) for a lone surrogate, ``-32700`` (parse
-    error) otherwise; ``None`` when there is no request to answer."""
-    errors = getattr(error, "errors", None)
-    if not callable(errors):
-        return None
-    try:
-        listed = errors()
-        line = listed[0].get("input") if listed else None
-        message = json.loads(line) if isinstance(line, str) else None
-    except (ValueError, TypeError, IndexError, AttributeError):
-        return None
-    if not isinstance(message, dict) or "method" not in message:
-        return None
+        message = json.loads(_shallow(line) if deep else line)
+    except (ValueError, RecursionError):
+        if deep:
+            return _error_reply(None, INVALID_REQUEST, _TOO_DEEP)
+        return _error_reply(None, PARSE_ERROR, "parse error: the line is not JSON")
+    if not isinstance(message, dict):
+        return _error_reply(None, INVALID_REQUEST, "not a JSON-RPC request: the line is not a JSON object")
     request = message.get("id")
-    if isinstance(request, bool) or not isinstance(request, (str, int)):
-        return None  # a notification, or no usable id: nothing to answer
-    if isinstance(request, str) and _has_surrogate(request):
-        return None
+    if "method" not in message:
+        if "result" in message or "error" in message:
+            return None  # a response of the client: never answered
+        return _error_reply(request, INVALID_REQUEST, "not a JSON-RPC request: it has no method")
+    if "id" not in message:
+        return None  # a notification: never answered
+    if error is None:
+        return _error_reply(None, INVALID_REQUEST, "the request id must be a string or an integer")
+    if deep:
+        return _error_reply(request, INVALID_REQUEST, _TOO_DEEP)
     if _has_surrogate(message):
-        data = ErrorData(
-            code=-32602,
-            message="a string of the request holds a lone surrogate (\\ud800-\\udfff), which is not text",
+        return _error_reply(
+            request,
+            INVALID_PARAMS,
+            "a string of the request holds a lone surrogate (\\ud800-\\udfff), which is not text",
         )
-    else:
-        data = ErrorData(code=-32700, message="the request is not valid JSON-RPC")
-    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request, error=data))
+    return _error_reply(request, INVALID_REQUEST, "the request is not valid JSON-RPC 2.0")
+
+
+#: The words of a request nested too deep.
+_TOO_DEEP = "the request is nested deeper than the server reads (at most 200 levels of arrays and objects)"
+
+
+def _stdin_lines() -> tuple[Any, Callable[[], None]]:
+    """Standard input as lines (an ``anyio`` file, UTF-8, errors replaced), read from a
+    private copy of descriptor 0, which meanwhile names the null device (as the SDK's
+    transport does: nothing else in the process reads the client's messages); and the
+    function that puts descriptor 0 back."""
+    private = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    handle = open(private, encoding="utf-8", errors="replace", closefd=True)
+
+    def restore() -> None:
+        os.dup2(handle.fileno(), 0)
+        handle.close()
+
+    return anyio.wrap_file(handle), restore
 
 
 class _ScreenedServer(MCPServer[Any]):
@@ -845,27 +906,50 @@ class _ScreenedServer(MCPServer[Any]):
             _DEADLINE.reset(token)
 
     async def run_stdio_async(self) -> None:
-        """Serve over standard I/O (the SDK's transport), answering a request line the SDK
-        cannot read with a JSON-RPC error (:func:`_unreadable_reply`) instead of dropping it,
-        so that the client never waits for a reply that does not come."""
-        async with stdio_server() as (read_stream, write_stream):
-            sender, receiver = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        """Serve over standard I/O: the SDK's transport writes, the server reads the lines
+        itself, so that every line the SDK cannot read (or misreads) gets its JSON-RPC error
+        reply (:func:`_line_reply`) and the client never waits for a reply that does not come."""
+        lines, restore = _stdin_lines()
+        done = anyio.Event()
 
-            async def forward() -> None:
-                async with sender:
-                    async for item in read_stream:
-                        reply = _unreadable_reply(item) if isinstance(item, Exception) else None
-                        if reply is not None:
-                            await write_stream.send(reply)
-                        else:
-                            await sender.send(item)
+        async def none() -> Any:  # the SDK's reader gets no line
+            await done.wait()
+            return
+            yield  # pragma: no cover
 
-            async with anyio.create_task_group() as group:
-                group.start_soon(forward)
-                await self._lowlevel_server.run(
-                    receiver, write_stream, self._lowlevel_server.create_initialization_options()
-                )
-                group.cancel_scope.cancel()
+        try:
+            async with stdio_server(stdin=none()) as (_, write_stream):
+                sender, receiver = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+                async def forward() -> None:
+                    async with sender:
+                        async for line in lines:
+                            await _take_line(line, sender, write_stream)
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(forward)
+                    await self._lowlevel_server.run(
+                        receiver, write_stream, self._lowlevel_server.create_initialization_options()
+                    )
+                    group.cancel_scope.cancel()
+                done.set()
+        finally:
+            restore()
+
+
+async def _take_line(line: str, sender: Any, write_stream: Any) -> None:
+    """Hand the server the message of the line ``line``, or answer it with its error."""
+    read: object = None
+    error: Exception | None = None
+    try:
+        read = jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as exc:
+        error = exc
+    reply = _line_reply(line, read, error)
+    if reply is not None:
+        await write_stream.send(reply)
+    elif error is None:
+        await sender.send(SessionMessage(read))  # type: ignore[arg-type]
 
 
 def _folders(roots: Sequence[str | os.PathLike[str]] | None) -> tuple[Path, ...]:
