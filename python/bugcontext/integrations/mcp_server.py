@@ -794,7 +794,7 @@ def _line_reply(line: str, read: object, error: Exception | None) -> SessionMess
     gets none (a message the SDK read, ``read``; a notification; a client's response). The
     SDK failed to read it with ``error`` (``None``: it did not fail). A line that is not JSON
     is a parse error (``-32700``, id ``null``); JSON nested deeper than the SDK's reader takes
-    (200 levels) or that is not a JSON-RPC request is an invalid request (``-32600``, with
+    (201 levels) or that is not a JSON-RPC request is an invalid request (``-32600``, with
     the request's id when it has one); a lone surrogate escape is invalid params
     (``-32602``); a request whose id is neither a string nor an integer (``1e999``), which the
     SDK takes for a notification, is an invalid request with id ``null``."""
@@ -830,7 +830,7 @@ def _line_reply(line: str, read: object, error: Exception | None) -> SessionMess
 
 
 #: The words of a request nested too deep.
-_TOO_DEEP = "the request is nested deeper than the server reads (at most 200 levels of arrays and objects)"
+_TOO_DEEP = "the request is nested deeper than the server reads (at most 201 levels of arrays and objects)"
 
 
 def _stdin_lines() -> tuple[Any, Callable[[], None]]:
