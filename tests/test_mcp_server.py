@@ -366,8 +366,8 @@ def test_an_oversized_log_or_report_is_refused_before_it_is_read(repo: Path) -> 
         _context(repo, test_log="x", junit_file=str(log)),
     )
     assert [_error(r) for r in results] == [
-        ERROR + f"input field 'pytest_log': {log} is {size} bytes, over the limit max_log_bytes = 100 bytes",
-        ERROR + f"input field 'junit_xml': {log} is {size} bytes, over the limit max_junit_bytes = 10 bytes",
+        ERROR + f"log_file: {log} is {size} bytes, over the limit max_log_bytes = 100 bytes",
+        ERROR + f"junit_file: {log} is {size} bytes, over the limit max_junit_bytes = 10 bytes",
     ]
 
 
@@ -1071,10 +1071,10 @@ def test_a_request_the_sdk_cannot_read_gets_an_error_reply() -> None:
 
     def reply(line: str) -> Any:
         try:
-            mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except Exception as exc:  # what the SDK's reader hands the server
-            return mcp_server._unreadable_reply(exc)
-        raise AssertionError("the SDK read it")
+            read = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except Exception as exc:  # what the SDK's reader makes of the line
+            return mcp_server._line_reply(line, None, exc)
+        return mcp_server._line_reply(line, read, None)
 
     call = (
         '{"jsonrpc":"2.0","id":7,"method":"tools/call",'
@@ -1091,9 +1091,20 @@ def test_a_request_the_sdk_cannot_read_gets_an_error_reply() -> None:
     }
     key = reply('{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"\\ud800":1}}')
     assert key.message.id == "a" and key.message.error.code == -32602
-    # A notification (no id) has no reply; nor has text that is not JSON at all.
+    # A notification (no id) has no reply, nor has a response of the client.
     assert reply('{"jsonrpc":"2.0","method":"notifications/x","params":{"a":"\\udcff"}}') is None
-    assert reply("not json") is None
+    assert reply('{"jsonrpc":"2.0","id":3,"result":"\\udcff"}') is None
+    # Text that is not JSON is a parse error (id null); JSON that is not a request, invalid.
+    parse = {"code": -32700, "message": "parse error: the line is not JSON"}
+    for line in ("not json", '{"jsonrpc":"2.0","id":77,"method":"tools/li'):
+        found = reply(line).message
+        assert found.id is None and found.error.model_dump(exclude_none=True) == parse
+    assert reply("[]").message.error.code == -32600 and reply("[]").message.id is None
+    # An id the SDK drops (1e999: the request read as a notification) is an invalid request.
+    dropped = reply('{"jsonrpc":"2.0","id":1e999,"method":"tools/list"}').message
+    assert (dropped.id, dropped.error.code) == (None, -32600)
+    assert dropped.error.message == "the request id must be a string or an integer"
+    assert reply('{"jsonrpc":"2.0","id":1,"method":"tools/list"}') is None
 
 
 def test_no_os_error_text_carries_a_path_of_the_server(repo: Path, tmp_path: Path) -> None:
@@ -1167,18 +1178,15 @@ def test_the_server_keeps_at_most_mcp_workspaces_workspaces(
     assert created == expected
 
 
-def test_a_line_nested_too_deep_to_read_leaves_the_server_answering(tmp_path: Path) -> None:
-    """One request line of 990 nested arrays (Python's JSON reader recurses past its limit on
-    it) once ended the stdio server with a RecursionError; it is left unanswered, as the SDK
-    leaves what it cannot read, and the next request is answered."""
+@pytest.mark.parametrize("depth", [200, 500, 990, 3000, 50_000])
+def test_a_line_nested_too_deep_to_read_gets_an_error_reply(tmp_path: Path, depth: int) -> None:
+    """A request line of 990 nested arrays once ended the stdio server with a RecursionError,
+    then went unanswered (3,000 or 50,000 levels too; 500 got "not valid JSON-RPC"): it gets
+    the invalid request error naming the depth limit, with its id, and the next request is
+    answered."""
     import mcp_types
-    from bugcontext.integrations import mcp_server
 
-    deep = '{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"x":' + "[" * 990 + "]" * 990 + "}}"
-    try:
-        mcp_types.jsonrpc_message_adapter.validate_json(deep, by_name=False)
-    except Exception as exc:
-        assert mcp_server._unreadable_reply(exc) is None
+    deep = '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"x":' + "[" * depth + "]" * depth + "}}"
     lines = [
         {
             "jsonrpc": "2.0",
@@ -1202,8 +1210,13 @@ def test_a_line_nested_too_deep_to_read_leaves_the_server_answering(tmp_path: Pa
         timeout=120,
     )
     replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    assert [r.get("id") for r in replies] == [1, 10], proc.stderr[-2000:]
-    assert {t["name"] for t in replies[1]["result"]["tools"]} >= {"build"}
+    assert [r.get("id") for r in replies] == [1, 9, 10], proc.stderr[-2000:]
+    assert replies[1]["error"] == {
+        "code": -32600,
+        "message": "the request is nested deeper than the server reads "
+        "(at most 201 levels of arrays and objects)",
+    }
+    assert {t["name"] for t in replies[2]["result"]["tools"]} >= {"build"}
     assert "RecursionError" not in proc.stderr and proc.returncode == 0
 
 

@@ -67,6 +67,7 @@ import dataclasses
 import fnmatch
 import json
 import os
+import re
 import stat
 import threading
 import time
@@ -94,10 +95,12 @@ with needs("mcp"):
         ErrorData,
         InputRequiredResult,
         JSONRPCError,
+        JSONRPCNotification,
         ListRootsResult,
         TextContent,
+        jsonrpc_message_adapter,
     )
-    from pydantic import StrictBool, StrictInt, StrictStr
+    from pydantic import StrictBool, StrictInt, StrictStr, ValidationError
 
 from bugcontext import reference
 from bugcontext.core import builder as native
@@ -203,6 +206,10 @@ _T = TypeVar("_T")
 #: call passes (``_ScreenedServer.call_tool``) and read by the tool's worker.
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("_DEADLINE", default=None)
 
+#: The current tool call's arguments, set where every call passes (``_ScreenedServer.call_tool``):
+#: an error text echoes any of their strings cut short (:func:`_message`).
+_ARGUMENTS: contextvars.ContextVar[object] = contextvars.ContextVar("_ARGUMENTS", default=None)
+
 #: The longest text of a tool argument echoed in an error, in characters.
 _ECHO = 200
 
@@ -220,10 +227,52 @@ TEST_FILES = ("test_*.py", "*_test.py")
 _NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
 
 
+def _cut(text: str) -> str:
+    """``text`` cut to at most :data:`_ECHO` characters (then ``...``): the one cut of every
+    argument echoed in an error."""
+    return text if len(text) <= _ECHO else text[:_ECHO] + "..."
+
+
 def _shown(text: str) -> str:
-    """``text`` as echoed in an error: at most :data:`_ECHO` characters (then ``...``),
-    control characters escaped (:func:`bugcontext.core.composer.header_path`)."""
-    return header_path(text if len(text) <= _ECHO else text[:_ECHO] + "...")
+    """``text`` as echoed in an error: cut (:func:`_cut`), control characters escaped
+    (:func:`bugcontext.core.composer.header_path`)."""
+    return header_path(_cut(text))
+
+
+#: The most values of a call's arguments looked at for long strings to cut in an error text.
+_ECHO_WALK = 10_000
+
+
+def _long_strings(arguments: object) -> list[str]:
+    """The strings (keys too) of the JSON value ``arguments`` longer than :data:`_ECHO`, the
+    longest first (at most :data:`_ECHO_WALK` values looked at)."""
+    found: set[str] = set()
+    pending = [arguments]
+    seen = 0
+    while pending and seen < _ECHO_WALK:
+        item = pending.pop()
+        seen += 1
+        if isinstance(item, str):
+            if len(item) > _ECHO:
+                found.add(item)
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+    return sorted(found, key=len, reverse=True)
+
+
+def _cut_echoes(text: str, arguments: object) -> str:
+    """``text`` with every echo of a long string of the call's ``arguments`` (as it is, or as
+    Python's ``repr`` quotes it, as the library's errors do) cut (:func:`_cut`)."""
+    for value in _long_strings(arguments):
+        quoted = repr(value)
+        if quoted in text:
+            text = text.replace(quoted, repr(_cut(value)))
+        if value in text:
+            text = text.replace(value, _cut(value))
+    return text
 
 
 def _too_long(path: str) -> bool:
@@ -481,7 +530,7 @@ def _run_test(
         raise ToolError(f"test: the test run took {words}: {_shown(node_id)}") from None
     except OutputTooLarge:
         raise limit_error(
-            "pytest_log", "max_log_bytes", "the test output", maximum + 1, maximum, exact=False
+            "test", "max_log_bytes", "the test output", maximum + 1, maximum, exact=False
         ) from None
     return done.output.decode("utf-8", errors="replace")
 
@@ -583,6 +632,9 @@ def _os_error(exc: OSError) -> str:
 
 
 def _message(text: str) -> str:
+    """An error text as the client gets it: every echo of the call's arguments cut
+    (:func:`_cut_echoes`), then at most :data:`_MESSAGE` characters."""
+    text = _cut_echoes(text, _ARGUMENTS.get())
     return text if len(text) <= _MESSAGE else text[:_MESSAGE] + "..."
 
 
@@ -676,45 +728,127 @@ def _has_surrogate(value: object) -> bool:
     return False
 
 
-def _unreadable_reply(error: Exception) -> SessionMessage | None:
-    """:func:`_reply_to_unreadable`, with a line nested too deep to read back (Python's JSON
-    reader and the walk for lone surrogates recurse) left unanswered as the SDK leaves it:
-    the server goes on reading."""
-    try:
-        return _reply_to_unreadable(error)
-    except RecursionError:
-        return None
+#: The most problems of the client's ``roots/list`` answer an error lists.
+_ROOT_PROBLEMS = 3
 
 
-def _reply_to_unreadable(error: Exception) -> SessionMessage | None:
-    """The JSON-RPC error reply to a request line the SDK could not read, when its text is
-    JSON naming a request id (a lone surrogate escape, which Python's JSON reader takes and
-    the SDK's does not): ``-32602`` (invalid params) for a lone surrogate, ``-32700`` (parse
-    error) otherwise; ``None`` when there is no request to answer."""
-    errors = getattr(error, "errors", None)
-    if not callable(errors):
+def _bad_roots(error: BaseException) -> str | None:
+    """What is wrong with the client's ``roots/list`` answer, when ``error`` (the SDK's bare
+    tool error) comes from the SDK refusing it: each problem's place and reason (pydantic's
+    words, which hold no value of the answer), e.g. ``roots.0.uri: URL scheme should be
+    'file'``; else ``None``."""
+    cause = error.__cause__
+    if not isinstance(cause, ValidationError) or cause.title != "ListRootsResult":
         return None
-    try:
-        listed = errors()
-        line = listed[0].get("input") if listed else None
-        message = json.loads(line) if isinstance(line, str) else None
-    except (ValueError, TypeError, IndexError, AttributeError):
-        return None
-    if not isinstance(message, dict) or "method" not in message:
-        return None
-    request = message.get("id")
-    if isinstance(request, bool) or not isinstance(request, (str, int)):
-        return None  # a notification, or no usable id: nothing to answer
+    found = cause.errors(include_url=False, include_input=False)
+    listed = [
+        f"{'.'.join(str(part) for part in problem['loc']) or 'the answer'}: {problem['msg']}"
+        for problem in found[:_ROOT_PROBLEMS]
+    ]
+    more = f" and {len(found) - _ROOT_PROBLEMS} more" if len(found) > _ROOT_PROBLEMS else ""
+    return f"roots: the client's roots/list answer is not a list of file:// roots ({'; '.join(listed)}{more})"
+
+
+#: The JSON-RPC error codes of a line the server cannot take (JSON-RPC 2.0).
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]|[^"\[\]{}]+')
+
+
+def _shallow(line: str) -> str:
+    """The JSON text ``line`` with every array or object inside a member of its top-level
+    value replaced by ``null``: a line too deep to read whole read for its request id."""
+    out: list[str] = []
+    depth = 0
+    for token in _TOKENS.findall(line):
+        if token in ("[", "{"):
+            depth += 1
+            if depth <= 2:
+                out.append(token if depth == 1 else "null")
+        elif token in ("]", "}"):
+            if depth == 1:
+                out.append(token)
+            depth -= 1
+        elif depth <= 1:
+            out.append(token)
+    return "".join(out)
+
+
+def _error_reply(request: object, code: int, message: str) -> SessionMessage:
+    """The JSON-RPC error reply ``code`` to the request ``request`` (its id; ``null`` when it
+    has no usable one: not a string or an integer, or a string holding a lone surrogate)."""
+    usable = isinstance(request, (str, int)) and not isinstance(request, bool)
     if isinstance(request, str) and _has_surrogate(request):
-        return None
-    if _has_surrogate(message):
-        data = ErrorData(
-            code=-32602,
-            message="a string of the request holds a lone surrogate (\\ud800-\\udfff), which is not text",
+        usable = False
+    return SessionMessage(
+        JSONRPCError(
+            jsonrpc="2.0",
+            id=request if usable else None,  # type: ignore[arg-type]
+            error=ErrorData(code=code, message=message),
         )
-    else:
-        data = ErrorData(code=-32700, message="the request is not valid JSON-RPC")
-    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request, error=data))
+    )
+
+
+def _line_reply(line: str, read: object, error: Exception | None) -> SessionMessage | None:
+    """The JSON-RPC error reply to the line ``line`` of standard input, or ``None`` when it
+    gets none (a message the SDK read, ``read``; a notification; a client's response). The
+    SDK failed to read it with ``error`` (``None``: it did not fail). A line that is not JSON
+    is a parse error (``-32700``, id ``null``); JSON nested deeper than the SDK's reader takes
+    (201 levels) or that is not a JSON-RPC request is an invalid request (``-32600``, with
+    the request's id when it has one); a lone surrogate escape is invalid params
+    (``-32602``); a request whose id is neither a string nor an integer (``1e999``), which the
+    SDK takes for a notification, is an invalid request with id ``null``."""
+    if error is None and (not isinstance(read, JSONRPCNotification) or '"id"' not in line):
+        return None
+    deep = error is not None and "recursion limit exceeded" in str(error)
+    try:
+        message = json.loads(_shallow(line) if deep else line)
+    except (ValueError, RecursionError):
+        if deep:
+            return _error_reply(None, INVALID_REQUEST, _TOO_DEEP)
+        return _error_reply(None, PARSE_ERROR, "parse error: the line is not JSON")
+    if not isinstance(message, dict):
+        return _error_reply(None, INVALID_REQUEST, "not a JSON-RPC request: the line is not a JSON object")
+    request = message.get("id")
+    if "method" not in message:
+        if "result" in message or "error" in message:
+            return None  # a response of the client: never answered
+        return _error_reply(request, INVALID_REQUEST, "not a JSON-RPC request: it has no method")
+    if "id" not in message:
+        return None  # a notification: never answered
+    if error is None:
+        return _error_reply(None, INVALID_REQUEST, "the request id must be a string or an integer")
+    if deep:
+        return _error_reply(request, INVALID_REQUEST, _TOO_DEEP)
+    if _has_surrogate(message):
+        return _error_reply(
+            request,
+            INVALID_PARAMS,
+            "a string of the request holds a lone surrogate (\\ud800-\\udfff), which is not text",
+        )
+    return _error_reply(request, INVALID_REQUEST, "the request is not valid JSON-RPC 2.0")
+
+
+#: The words of a request nested too deep.
+_TOO_DEEP = "the request is nested deeper than the server reads (at most 201 levels of arrays and objects)"
+
+
+def _stdin_lines() -> tuple[Any, Callable[[], None]]:
+    """Standard input as lines (an ``anyio`` file, UTF-8, errors replaced), read from a
+    private copy of descriptor 0, which meanwhile names the null device (as the SDK's
+    transport does: nothing else in the process reads the client's messages); and the
+    function that puts descriptor 0 back."""
+    private = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    handle = open(private, encoding="utf-8", errors="replace", closefd=True)
+
+    def restore() -> None:
+        os.dup2(handle.fileno(), 0)
+        handle.close()
+
+    return anyio.wrap_file(handle), restore
 
 
 class _ScreenedServer(MCPServer[Any]):
@@ -748,6 +882,7 @@ class _ScreenedServer(MCPServer[Any]):
         limits = self._limits
         deadline = time.monotonic() + limits.mcp_call_seconds
         token = _DEADLINE.set(deadline)
+        given = _ARGUMENTS.set(arguments)
         try:
             self._check_arguments(name, arguments)
             with anyio.move_on_after(limits.mcp_call_seconds):  # the roots request too
@@ -757,6 +892,9 @@ class _ScreenedServer(MCPServer[Any]):
                 return result
             raise ToolError(f"Error executing tool {name}: {_call_expired(limits)}")
         except UnexpectedToolError as exc:
+            roots = _bad_roots(exc)
+            if roots is not None:
+                raise ToolError(redact_text(_message(f"Error executing tool {name}: {roots}"))) from None
             raise UnexpectedToolError(redact_text(_message(str(exc)))) from exc.__cause__
         except ToolError as exc:
             raise ToolError(redact_text(_message(str(exc)))) from exc.__cause__
@@ -764,30 +902,54 @@ class _ScreenedServer(MCPServer[Any]):
             data = None if exc.data is None else redact_json(exc.data)[0]
             raise MCPError(exc.code, redact_text(_message(exc.message)), data) from exc
         finally:
+            _ARGUMENTS.reset(given)
             _DEADLINE.reset(token)
 
     async def run_stdio_async(self) -> None:
-        """Serve over standard I/O (the SDK's transport), answering a request line the SDK
-        cannot read with a JSON-RPC error (:func:`_unreadable_reply`) instead of dropping it,
-        so that the client never waits for a reply that does not come."""
-        async with stdio_server() as (read_stream, write_stream):
-            sender, receiver = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        """Serve over standard I/O: the SDK's transport writes, the server reads the lines
+        itself, so that every line the SDK cannot read (or misreads) gets its JSON-RPC error
+        reply (:func:`_line_reply`) and the client never waits for a reply that does not come."""
+        lines, restore = _stdin_lines()
+        done = anyio.Event()
 
-            async def forward() -> None:
-                async with sender:
-                    async for item in read_stream:
-                        reply = _unreadable_reply(item) if isinstance(item, Exception) else None
-                        if reply is not None:
-                            await write_stream.send(reply)
-                        else:
-                            await sender.send(item)
+        async def none() -> Any:  # the SDK's reader gets no line
+            await done.wait()
+            return
+            yield  # pragma: no cover
 
-            async with anyio.create_task_group() as group:
-                group.start_soon(forward)
-                await self._lowlevel_server.run(
-                    receiver, write_stream, self._lowlevel_server.create_initialization_options()
-                )
-                group.cancel_scope.cancel()
+        try:
+            async with stdio_server(stdin=none()) as (_, write_stream):
+                sender, receiver = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+                async def forward() -> None:
+                    async with sender:
+                        async for line in lines:
+                            await _take_line(line, sender, write_stream)
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(forward)
+                    await self._lowlevel_server.run(
+                        receiver, write_stream, self._lowlevel_server.create_initialization_options()
+                    )
+                    group.cancel_scope.cancel()
+                done.set()
+        finally:
+            restore()
+
+
+async def _take_line(line: str, sender: Any, write_stream: Any) -> None:
+    """Hand the server the message of the line ``line``, or answer it with its error."""
+    read: object = None
+    error: Exception | None = None
+    try:
+        read = jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as exc:
+        error = exc
+    reply = _line_reply(line, read, error)
+    if reply is not None:
+        await write_stream.send(reply)
+    elif error is None:
+        await sender.send(SessionMessage(read))  # type: ignore[arg-type]
 
 
 def _folders(roots: Sequence[str | os.PathLike[str]] | None) -> tuple[Path, ...]:
@@ -897,12 +1059,12 @@ def _call_inputs(
     given inline, or read from the files the call names (inside ``allowed``)."""
     text = test_log
     if text is None and log_file is not None:
-        data = _read_regular(allowed, log_file, "log_file", "max_log_bytes", "pytest_log", limits, deadline)
+        data = _read_regular(allowed, log_file, "log_file", "max_log_bytes", "log_file", limits, deadline)
         text = data.decode("utf-8", errors="replace")
     report: str | bytes | None = junit_xml
     if junit_file is not None:
         report = _read_regular(
-            allowed, junit_file, "junit_file", "max_junit_bytes", "junit_xml", limits, deadline
+            allowed, junit_file, "junit_file", "max_junit_bytes", "junit_file", limits, deadline
         )
     coverage: bytes | ExecutionRecord | None = None
     if coverage_file is not None:
@@ -911,11 +1073,58 @@ def _call_inputs(
             coverage_file,
             "coverage_file",
             "max_coverage_bytes",
-            "coverage",
+            "coverage_file",
             limits,
             deadline,
         )
     return text, report, coverage
+
+
+#: The arguments of ``context_for_failure`` (``client_roots`` is the server's, not the client's).
+_CONTEXT_ARGUMENTS = frozenset(
+    "repository test_log log_file test junit_xml junit_file coverage_file query budget unit "
+    "encoding template line_numbers rerun".split()
+)
+
+#: The library's input fields named by the ``context_for_failure`` arguments they come from.
+_CONTEXT_FIELDS = {
+    "coverage": "coverage_file",
+    "cost.unit": "unit",
+    "cost.encoding": "encoding",
+    "cost.template": "template",
+    "cost.line_numbers": "line_numbers",
+    "log_text": "test_log",
+}
+
+
+def _argument_error(exc: InvalidInputError, fields: dict[str, str]) -> Exception:
+    """``exc`` as the tool error ``"ARG: problem"`` naming the ``context_for_failure``
+    argument ``ARG`` its input field came from (``fields``, then :data:`_CONTEXT_FIELDS`, else
+    the field itself when it is an argument's name); ``exc`` itself otherwise."""
+    name = fields.get(exc.field, _CONTEXT_FIELDS.get(exc.field, exc.field))
+    if exc.index is not None or name not in _CONTEXT_ARGUMENTS:
+        return exc
+    return ToolError(f"{name}: {exc.problem}")
+
+
+def _context_fields(test_log: str | None, log_file: str | None, junit_file: str | None) -> dict[str, str]:
+    """The ``context_for_failure`` arguments that the library's input fields of a call come
+    from: the test output from ``test_log``, ``log_file`` or the run of ``test``, the JUnit
+    report from ``junit_xml`` or ``junit_file``."""
+    log = "log_file" if log_file is not None else "test_log" if test_log is not None else "test"
+    return {"pytest_log": log, "junit_xml": "junit_xml" if junit_file is None else "junit_file"}
+
+
+def _naming_arguments(job: Callable[[float], _T], fields: dict[str, str]) -> Callable[[float], _T]:
+    """``job`` whose input errors name the tool arguments (:func:`_argument_error`)."""
+
+    def named(deadline: float) -> _T:
+        try:
+            return job(deadline)
+        except InvalidInputError as exc:
+            raise _argument_error(exc, fields) from None
+
+    return named
 
 
 def create_server(
@@ -990,6 +1199,8 @@ def _add_context_tool(
         used: list[Workspace] = []
         confined: list[Path] = []
 
+        fields = _context_fields(test_log, log_file, junit_file)
+
         def job(deadline: float) -> CallToolResult:
             allowed = _call_scope(folders, client_roots, limits)
             root = allowed.confine(repository, "repository")
@@ -1029,7 +1240,9 @@ def _add_context_tool(
             return _context_result(outcome, limits)
 
         return await _in_worker(
-            job, limits, abandoned=lambda: workspaces.forget(confined[0], used) if confined else None
+            _naming_arguments(job, fields),
+            limits,
+            abandoned=lambda: workspaces.forget(confined[0], used) if confined else None,
         )
 
 
