@@ -33,7 +33,7 @@ from _common import fuzz_main, instrumented
 with instrumented():
     import bugcontext
     from bugcontext import reference
-    from bugcontext.integrations.cli import _unique_keys
+    from bugcontext.core._arguments import unique_keys as _unique_keys
 
 _PATHS = (
     "a.py",
