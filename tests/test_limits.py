@@ -553,13 +553,13 @@ def test_max_log_bytes_mcp_test_run(tmp_path: Path) -> None:
     (tmp_path / "test_p.py").write_text("def test_p():\n    assert 'x' * 5000 == ''\n")
     with pytest.raises(ResourceLimitError) as info:
         _run_test(tmp_path, "test_p.py", sys.executable, limits=Limits(max_log_bytes=1000))
-    assert caught(info.value) == (
-        "pytest_log",
+    assert caught(info.value) == (  # the field: the tool's argument naming the test run
+        "test",
         None,
         "max_log_bytes",
         1001,
         1000,
-        "input field 'pytest_log': the test output is more than 1000 bytes, over the limit "
+        "input field 'test': the test output is more than 1000 bytes, over the limit "
         "max_log_bytes = 1000 bytes",
     )
     output = _run_test(tmp_path, "test_p.py", sys.executable)

@@ -1220,6 +1220,96 @@ def test_a_line_nested_too_deep_to_read_gets_an_error_reply(tmp_path: Path, dept
     assert "RecursionError" not in proc.stderr and proc.returncode == 0
 
 
+def test_every_request_read_before_the_input_ends_is_answered(tmp_path: Path) -> None:
+    """A client that writes its requests and closes its end (a pipe) gets every reply: the
+    SDK cancels the calls in flight when its input ends, and replies went missing (the
+    tools/list after a line nested too deep, most runs). A request the client cancels is not
+    waited for."""
+    import mcp_types
+
+    candidate = {"path": "a.py", "start": 1, "end": 1, "content": "x = 1\n", "reason": "search", "score": 1.0}
+    build = {"candidates": [candidate], "max_chars": 100}
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": mcp_types.LATEST_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        *(
+            {
+                "jsonrpc": "2.0",
+                "id": f"b{n}",
+                "method": "tools/call",
+                "params": {"name": "build", "arguments": {"input": build}},
+            }
+            for n in range(5)
+        ),
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "nothing", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": "1", "method": "tools/list"},
+    ]
+    given = "".join(json.dumps(line) + "\n" for line in lines)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bugcontext", "mcp", "--root", str(tmp_path), "--no-cache"],
+        input=given,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert sorted(map(str, (r["id"] for r in replies))) == sorted(
+        ["1", "2", "b0", "b1", "b2", "b3", "b4", "3", "1"]
+    )
+    assert {r["id"] for r in replies if "result" in r and "tools" in r["result"]} == {2, "1"}
+    built = [r for r in replies if str(r["id"]).startswith("b")]
+    assert [r["result"]["isError"] for r in built] == [False] * 5
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_a_cancelled_request_is_not_waited_for() -> None:
+    from bugcontext.integrations.mcp_server import _Answers
+    from mcp_types import JSONRPCNotification, JSONRPCRequest
+
+    async def main() -> list[bool]:
+        sent: list[object] = []
+
+        class Stream:
+            async def send(self, item: object) -> None:
+                sent.append(item)
+
+            async def aclose(self) -> None:
+                pass
+
+        answers = _Answers(Stream())
+        seen = []
+        answers.read(JSONRPCRequest(jsonrpc="2.0", id=5, method="tools/list"))
+        answers.read(JSONRPCRequest(jsonrpc="2.0", id="5", method="tools/list"))
+        with anyio.move_on_after(0.05):
+            await answers.all_answered()
+            seen.append(True)
+        seen.append(False)
+        cancel = {"requestId": 5}
+        answers.read(JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params=cancel))
+        with anyio.move_on_after(0.05):
+            await answers.all_answered()
+            seen.append(True)  # "5" (a string) is still open
+        answers.read(
+            JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params={"requestId": "5"})
+        )
+        with anyio.move_on_after(5):
+            await answers.all_answered()
+            seen.append(True)
+        return seen
+
+    assert anyio.run(main) == [False, True]
+
+
 @pytest.mark.parametrize(
     ("arguments", "name"),
     [

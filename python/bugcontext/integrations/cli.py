@@ -620,7 +620,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     if args.verify_root is not None and (args.verify_root == "" or not Path(args.verify_root).is_dir()):
         raise _UsageError(f"--verify-root: {header_path(args.verify_root)} is not a folder")
     if args.verify_root is not None:
-        _refuse_repository_files(args.verify_root, [("--trace", args.trace)], "--verify-root folder")
+        _refuse_folder_files(args.verify_root, [("--trace", args.trace)])
     result = _build_with(args.engine, data, args.trace, args.limits, args.verify_root)
     if args.format == "json":
         redacted_data, found = redact_json(result.to_dict())
@@ -678,6 +678,44 @@ def _refuse_repository_files(
                 f"{label} {header_path(path)} is a file of the {what} {header_path(repo)} "
                 "(refusing to overwrite an input)"
             )
+
+
+def _refuse_folder_files(root: str, outputs: list[tuple[str, str | None]]) -> None:
+    """Refuse (``OutputConflictError``, exit 2) an output that is an existing regular file the
+    ``--verify-root`` reader may read: any file under the folder ``root`` with links resolved
+    (the reader skips nothing), or, for a file with other hard links, one of the folder's files
+    by device and inode. Needs only the core (no ``.gitignore`` reading)."""
+    base = os.path.realpath(root)
+    for label, path in outputs:
+        if path is None:
+            continue
+        try:
+            real = os.path.realpath(path)
+            info = os.stat(real)
+        except (OSError, ValueError):
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        inside = os.path.commonpath([base, real]) == base
+        if inside or (info.st_nlink > 1 and _hard_link_under(base, (info.st_dev, info.st_ino))):
+            raise OutputConflictError(
+                f"{label} {header_path(path)} is a file of the --verify-root folder "
+                f"{header_path(root)} (refusing to overwrite an input)"
+            )
+
+
+def _hard_link_under(base: str, identity: tuple[int, int]) -> bool:
+    """Whether a regular file under the folder ``base`` (links not followed) is the file
+    ``identity`` (device, inode)."""
+    for folder, _, names in os.walk(base):
+        for name in names:
+            try:
+                info = os.lstat(os.path.join(folder, name))
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) == identity:
+                return True
+    return False
 
 
 def _hard_link_in(repository: Any, identity: tuple[int, int]) -> bool:

@@ -73,7 +73,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -96,6 +96,8 @@ with needs("mcp"):
         InputRequiredResult,
         JSONRPCError,
         JSONRPCNotification,
+        JSONRPCRequest,
+        JSONRPCResponse,
         ListRootsResult,
         TextContent,
         jsonrpc_message_adapter,
@@ -920,16 +922,22 @@ class _ScreenedServer(MCPServer[Any]):
         try:
             async with stdio_server(stdin=none()) as (_, write_stream):
                 sender, receiver = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+                answers = _Answers(write_stream)
 
                 async def forward() -> None:
                     async with sender:
                         async for line in lines:
-                            await _take_line(line, sender, write_stream)
+                            await _take_line(line, sender, answers)
+                        # The end of input: the requests read are answered before the server
+                        # stops (the SDK cancels what is in flight when its input ends); each
+                        # call ends within its time limit, the wait with it.
+                        with anyio.move_on_after(self._limits.mcp_call_seconds + _ANSWER_GRACE):
+                            await answers.all_answered()
 
                 async with anyio.create_task_group() as group:
                     group.start_soon(forward)
                     await self._lowlevel_server.run(
-                        receiver, write_stream, self._lowlevel_server.create_initialization_options()
+                        receiver, answers, self._lowlevel_server.create_initialization_options()
                     )
                     group.cancel_scope.cancel()
                 done.set()
@@ -937,7 +945,68 @@ class _ScreenedServer(MCPServer[Any]):
             restore()
 
 
-async def _take_line(line: str, sender: Any, write_stream: Any) -> None:
+#: Seconds a server whose input has ended waits, beyond a call's time limit, for the
+#: replies to the requests it read (the screen of a call's result runs after its limit).
+_ANSWER_GRACE = 5.0
+
+
+class _Answers:
+    """The server's write stream, which keeps count of the client's requests read and not yet
+    answered (by id: a response or an error sent), so that the end of the client's input
+    waits for their replies (:meth:`all_answered`). A request the client cancels
+    (``notifications/cancelled``) is no longer waited for: the server does not answer it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._open: Counter[tuple[bool, object]] = Counter()
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def read(self, message: object) -> None:
+        """Note the message ``message`` handed to the server."""
+        if isinstance(message, JSONRPCRequest):
+            self._open[_id_key(message.id)] += 1
+            if self._idle.is_set():
+                self._idle = anyio.Event()
+        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+            params = message.params if isinstance(message.params, dict) else {}
+            self._answered(params.get("requestId"))
+
+    def _answered(self, request: object) -> None:
+        key = _id_key(request)
+        if self._open[key] > 1:
+            self._open[key] -= 1
+        else:
+            self._open.pop(key, None)
+        if not self._open:
+            self._idle.set()
+
+    async def all_answered(self) -> None:
+        """Return once every request read has its reply (or was cancelled)."""
+        await self._idle.wait()
+
+    async def send(self, item: SessionMessage) -> None:
+        await self._stream.send(item)
+        message = getattr(item, "message", None)
+        if isinstance(message, (JSONRPCResponse, JSONRPCError)):
+            self._answered(message.id)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _Answers:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _id_key(request: object) -> tuple[bool, object]:
+    """A request id as a key: ``1`` and ``"1"`` are different ids."""
+    return (isinstance(request, str), request)
+
+
+async def _take_line(line: str, sender: Any, write_stream: _Answers) -> None:
     """Hand the server the message of the line ``line``, or answer it with its error."""
     read: object = None
     error: Exception | None = None
@@ -949,6 +1018,7 @@ async def _take_line(line: str, sender: Any, write_stream: Any) -> None:
     if reply is not None:
         await write_stream.send(reply)
     elif error is None:
+        write_stream.read(read)
         await sender.send(SessionMessage(read))  # type: ignore[arg-type]
 
 
