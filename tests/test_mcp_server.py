@@ -576,6 +576,19 @@ def test_every_result_and_error_passes_the_secret_screen(repo: Path) -> None:
     assert TOKEN not in text and REDACTED in text and text.startswith(ERROR)
 
 
+def test_an_echo_cut_short_never_keeps_the_start_of_a_secret(repo: Path) -> None:
+    """An argument echoed in an error is cut at 200 characters; a token across the cut once
+    left its first characters (``ghp_A1b2C3``), which the screen did not know for a secret."""
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    node = "@" + "a" * 180 + " " + TOKEN
+    key = "k" * 190 + " " + TOKEN
+    test, unknown = _calls(server, _context(repo, test=node), ("build", {"input": {}, key: 1}))
+    shown = "@" + "a" * 180 + " ..."
+    assert _error(test) == ERROR + f"test: not a test node id: {shown} (it may not start with '-' or '@')"
+    text = _error(unknown)
+    assert "k" * 190 + " ..." in text and "ghp_" not in text, text
+
+
 def _alive(pid: int) -> bool:
     """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
     try:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bugcontext import _core
+from bugcontext.core._cut import shorten
 from bugcontext.core._extras import needs
 from bugcontext.core._input import PathProblem, canonical_path, clamp_u64
 from bugcontext.core.cost import Cost
@@ -553,7 +554,7 @@ def _check_buffers(data: pa.Table, args: _Args) -> None:
                 chunk.validate()
             except pa.ArrowException as err:
                 raise InvalidInputError(
-                    name, f"chunk {k} is not valid Arrow data: {str(err)[:300]}"
+                    name, f"chunk {k} is not valid Arrow data: {shorten(str(err), 300, '')}"
                 ) from None
 
 

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from bugcontext.core._cut import cut_point, shorten
+
 __all__ = [
     "MAX_OPTION_DIGITS",
     "add_unit_options",
@@ -27,7 +29,7 @@ MAX_OPTION_DIGITS = 20
 
 def shown_text(text: str, limit: int = 40) -> str:
     """``repr(text)``, cut after ``limit`` characters (``'12345...'``)."""
-    return repr(text) if len(text) <= limit else repr(text[:limit]) + "..."
+    return repr(text) if len(text) <= limit else repr(text[: cut_point(text, limit)]) + "..."
 
 
 def whole_number(minimum: int = 0) -> Callable[[str], int]:
@@ -70,7 +72,7 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             if key in seen:
                 shown = json.dumps(key)
                 if len(shown) > 80:
-                    shown = shown[:76] + '..."'
+                    shown = shorten(shown, 76, '..."')
                 raise ValueError(f"key {shown} given twice in one object")
             seen.add(key)
     return obj

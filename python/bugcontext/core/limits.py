@@ -61,6 +61,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from bugcontext.core._cut import shorten
 from bugcontext.core.errors import InvalidInputError, ResourceLimitError
 
 __all__ = [
@@ -262,7 +263,7 @@ class Limits:
             # ASCII digits (int() would also take other scripts' digits); a long value is shown
             # cut short, and one past int()'s digit limit is refused like any other.
             if not _NUMBER.fullmatch(value) or len(value) > _MAX_DIGITS:
-                shown = value if len(value) <= 40 else value[:40] + "..."
+                shown = shorten(value, 40)
                 raise InvalidInputError(name, f"must be an int, got {shown!r}")
             changes[name] = int(value)
         return resolve(base).replace(**changes)

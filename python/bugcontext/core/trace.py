@@ -36,6 +36,7 @@ from typing import IO, Any
 
 from bugcontext._core import BuildInput, BuildResult, Candidate
 from bugcontext.core._arguments import unique_keys
+from bugcontext.core._cut import shorten
 from bugcontext.core._input import canonical_path, normalize_input
 from bugcontext.core._io import read_capped
 from bugcontext.core._writer import append_file, check_output
@@ -369,7 +370,8 @@ class _Line:
         value: str = self.typed(obj, key, name, "string")
         if value not in choices:
             shown = ", ".join(repr(c) for c in choices)
-            raise self.fail(name, f"unknown kind {json.dumps(value)[:80]} (expected one of {shown})")
+            kind = shorten(json.dumps(value), 80, "")
+            raise self.fail(name, f"unknown kind {kind} (expected one of {shown})")
         return value
 
     def objects(self, obj: dict[str, Any], key: str, name: str) -> list[dict[str, Any]]:

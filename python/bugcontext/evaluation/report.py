@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from bugcontext.core._cut import shorten
 from bugcontext.core._extras import needs
 from bugcontext.core.composer import header_path
 from bugcontext.evaluation.evaluate import STRATEGY_LABELS, Ablation, Evaluation, Run
@@ -383,7 +384,7 @@ def _rerun_section(ev: Evaluation) -> list[str]:
                 f"{plain:.2f}" if plain is not None else "-",
                 ratio,
                 str(c.executed_files),
-                "; ".join(c.rerun_notes).replace("|", "/")[:160] or "",
+                shorten("; ".join(c.rerun_notes).replace("|", "/"), 160, ""),
             ]
         )
     lines += _table(

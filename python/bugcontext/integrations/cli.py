@@ -121,6 +121,7 @@ from bugcontext import build as native_build
 from bugcontext.batch.rerank import add_rerank_parser
 from bugcontext.core import builder as native
 from bugcontext.core._arguments import add_unit_options, json_int, unique_keys, whole_number
+from bugcontext.core._cut import shorten
 from bugcontext.core._extras import MissingExtraError
 from bugcontext.core._io import (
     OutputError,
@@ -602,7 +603,7 @@ def _jsonl_failures(failed: list[tuple[int, str]], total: int) -> None:
         'each has an {"error": ...} output line'
     )
     for number, error in failed[:JSONL_FAILURES_SHOWN]:
-        shown = error if len(error) <= 200 else error[:197] + "..."
+        shown = shorten(error, 197)
         warn(f"  line {number}: {_one_line(shown)}")
 
 

@@ -106,6 +106,7 @@ with needs("mcp"):
 
 from bugcontext import reference
 from bugcontext.core import builder as native
+from bugcontext.core._cut import shorten
 from bugcontext.core.composer import header_path, render, render_markdown
 from bugcontext.core.errors import InvalidInputError
 from bugcontext.core.limits import DEFAULT_LIMITS, Limits, limit_error, over, resolve, utf8_length
@@ -232,7 +233,7 @@ _NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "
 def _cut(text: str) -> str:
     """``text`` cut to at most :data:`_ECHO` characters (then ``...``): the one cut of every
     argument echoed in an error."""
-    return text if len(text) <= _ECHO else text[:_ECHO] + "..."
+    return shorten(text, _ECHO)
 
 
 def _shown(text: str) -> str:
@@ -637,7 +638,7 @@ def _message(text: str) -> str:
     """An error text as the client gets it: every echo of the call's arguments cut
     (:func:`_cut_echoes`), then at most :data:`_MESSAGE` characters."""
     text = _cut_echoes(text, _ARGUMENTS.get())
-    return text if len(text) <= _MESSAGE else text[:_MESSAGE] + "..."
+    return shorten(text, _MESSAGE)
 
 
 async def _in_worker(

@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bugcontext.core._cut import cut_point
 from bugcontext.core.composer import _XML_INVALID, _b64, _xml_attr, _xml_text, fence, header_path, render
 from bugcontext.core.cost import Cost
 from bugcontext.core.limits import Limits, resolve
@@ -104,8 +105,9 @@ def cut_message(message: str, maximum: int) -> tuple[str, int]:
     the text and ``N`` (0 when nothing was cut)."""
     if len(message) <= maximum:
         return message, 0
-    left_out = len(message) - maximum
-    return f"{message[:maximum]}\n[... {left_out} characters cut]", left_out
+    kept = cut_point(message, maximum)
+    left_out = len(message) - kept
+    return f"{message[:kept]}\n[... {left_out} characters cut]", left_out
 
 
 def cut_test(test: str, maximum: int) -> tuple[str, int]:
@@ -114,8 +116,9 @@ def cut_test(test: str, maximum: int) -> tuple[str, int]:
     when it fits. Returns the text and ``N`` (0 when nothing was cut)."""
     if len(test) <= maximum:
         return test, 0
-    left_out = len(test) - maximum
-    return f"{test[:maximum]} [... {left_out} characters cut]", left_out
+    kept = cut_point(test, maximum)
+    left_out = len(test) - kept
+    return f"{test[:kept]} [... {left_out} characters cut]", left_out
 
 
 def used_failures(

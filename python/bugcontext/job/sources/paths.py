@@ -15,6 +15,7 @@ import re
 import stat
 from pathlib import Path
 
+from bugcontext.core._cut import shorten
 from bugcontext.job.sources.files import WINDOW_UNREADABLE, Repository
 from bugcontext.job.sources.logs._common import is_dependency_path
 
@@ -109,7 +110,7 @@ def _too_long(path: str) -> bool:
 
 
 def _shortened(path: str) -> str:
-    return path if len(path) <= 200 else path[:200] + "..."
+    return shorten(path, 200)
 
 
 def _local_file(repo: Repository, path: str) -> bool:
