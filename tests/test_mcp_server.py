@@ -1285,6 +1285,47 @@ def test_every_request_read_before_the_input_ends_is_answered(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+def test_a_request_line_over_the_input_limit_is_refused_unread(tmp_path: Path) -> None:
+    """A line longer than max_input_bytes is read to its end in pieces, never held whole, and
+    answered with the invalid request error naming the limit (the SDK read any line whole,
+    however long); the lines after it are served."""
+    import mcp_types
+
+    first = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": mcp_types.LATEST_PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    fits = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    limit = 3000
+    exact = fits[:-1] + " " * (limit - len(fits)) + "}"
+    assert len(exact) == limit
+    long = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"x": "y" * 5000}})
+    ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    given = json.dumps(first) + "\n" + json.dumps(ready)
+    given += "\n" + long + "\n" + exact + "\n" + '{"jsonrpc": "2.0", "id": 4, "method": "tools/list"}' + "\n"
+    command = [sys.executable, "-m", "bugcontext", "mcp", "--root", str(tmp_path), "--no-cache"]
+    proc = subprocess.run(
+        [*command, "--limit", f"max_input_bytes={limit}"],
+        input=given,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert [r.get("id") for r in replies] == [1, None, 2, 4], proc.stderr[-2000:]
+    assert replies[1]["error"] == {
+        "code": -32600,
+        "message": f"the request line is {len(long)} bytes, over the limit max_input_bytes = {limit} bytes",
+    }
+    assert proc.returncode == 0
+
+
 def test_a_cancelled_request_is_not_waited_for() -> None:
     from bugcontext.integrations.mcp_server import _Answers
     from mcp_types import JSONRPCNotification, JSONRPCRequest

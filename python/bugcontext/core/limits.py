@@ -194,7 +194,9 @@ class Limits:
         InvalidInputError: a value that is not an ``int >= 0`` (``field`` names the setting).
     """
 
-    max_input_bytes: int = _setting(256 << 20, "bytes", "error", "build input, --jsonl line, cases, trace")
+    max_input_bytes: int = _setting(
+        256 << 20, "bytes", "error", "build input, --jsonl line, cases, trace, MCP request line"
+    )
     max_log_bytes: int = _setting(64 << 20, "bytes", "error", "test log")
     max_junit_bytes: int = _setting(64 << 20, "bytes", "error", "JUnit XML report")
     max_issue_bytes: int = _setting(1 << 20, "bytes", "error", "issue text")

@@ -836,22 +836,52 @@ def _line_reply(line: str, read: object, error: Exception | None) -> SessionMess
 _TOO_DEEP = "the request is nested deeper than the server reads (at most 201 levels of arrays and objects)"
 
 
-def _stdin_lines() -> tuple[Any, Callable[[], None]]:
-    """Standard input as lines (an ``anyio`` file, UTF-8, errors replaced), read from a
-    private copy of descriptor 0, which meanwhile names the null device (as the SDK's
-    transport does: nothing else in the process reads the client's messages); and the
-    function that puts descriptor 0 back."""
+def _stdin_lines(limit: int) -> tuple[Any, Callable[[], None]]:
+    """Standard input as lines (an asynchronous iterator: each line as text, UTF-8, errors
+    replaced; a line longer than ``limit`` bytes as :class:`_TooLong`, read to its end and
+    dropped, never held whole), read from a private copy of descriptor 0, which meanwhile
+    names the null device (as the SDK's transport does: nothing else in the process reads the
+    client's messages); and the function that puts descriptor 0 back."""
     private = os.dup(0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    handle = open(private, encoding="utf-8", errors="replace", closefd=True)
+    handle = open(private, "rb", closefd=True)
+
+    def read() -> str | _TooLong | None:
+        line = handle.readline(limit + 1)
+        if not line:
+            return None
+        if len(line) <= limit or (line.endswith(b"\n") and len(line) == limit + 1):
+            return line.decode("utf-8", errors="replace")
+        size = len(line)
+        while not line.endswith(b"\n"):
+            line = handle.readline(1 << 20)
+            if not line:
+                break
+            size += len(line)
+        return _TooLong(size - line.endswith(b"\n"))
+
+    async def lines() -> Any:
+        while True:
+            line = await anyio.to_thread.run_sync(read)
+            if line is None:
+                return
+            yield line
 
     def restore() -> None:
         os.dup2(handle.fileno(), 0)
         handle.close()
 
-    return anyio.wrap_file(handle), restore
+    return lines(), restore
+
+
+class _TooLong:
+    """A line of standard input longer than the server reads: ``size`` bytes (its newline
+    not counted)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
 
 
 class _ScreenedServer(MCPServer[Any]):
@@ -912,7 +942,7 @@ class _ScreenedServer(MCPServer[Any]):
         """Serve over standard I/O: the SDK's transport writes, the server reads the lines
         itself, so that every line the SDK cannot read (or misreads) gets its JSON-RPC error
         reply (:func:`_line_reply`) and the client never waits for a reply that does not come."""
-        lines, restore = _stdin_lines()
+        lines, restore = _stdin_lines(self._limits.max_input_bytes)
         done = anyio.Event()
 
         async def none() -> Any:  # the SDK's reader gets no line
@@ -928,7 +958,12 @@ class _ScreenedServer(MCPServer[Any]):
                 async def forward() -> None:
                     async with sender:
                         async for line in lines:
-                            await _take_line(line, sender, answers)
+                            if isinstance(line, _TooLong):
+                                words = over("max_input_bytes", line.size, self._limits.max_input_bytes)
+                                message = f"the request line is {words}"
+                                await answers.send(_error_reply(None, INVALID_REQUEST, message))
+                            else:
+                                await _take_line(line, sender, answers)
                         # The end of input: the requests read are answered before the server
                         # stops (the SDK cancels what is in flight when its input ends); each
                         # call ends within its time limit, the wait with it.
