@@ -85,14 +85,24 @@ def strip_ansi(text: str) -> str:
     return strip_terminal(text)
 
 
+#: The control characters of :data:`bugcontext.core.terminal.CONTROL_CHARACTERS` but the line
+#: endings ``splitlines`` splits at (carriage return, vertical tab, form feed, the separators
+#: \x1c-\x1e and NEL): a text without any has no terminal sequence and no control character
+#: inside its lines (every terminal sequence starts with ESC or a C1 character).
+_CONTROL_BUT_ENDINGS = re.compile(r"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]")
+
+
 def _clean_lines(text: str) -> list[str]:
     """The lines of ``text`` as the parsers read them: no terminal sequences or control
     characters (:func:`strip_ansi`), no CI time stamps,
     no pytest-xdist ``[gwN]`` prefixes (the worker platform lines dropped), no trailing
     blanks."""
     lines: list[str] = []
+    # A log with no control character but line endings (most logs) has nothing to strip: each
+    # line is then only cut of its trailing blanks (the same lines, in a third of the time).
+    plain = _CONTROL_BUT_ENDINGS.search(text) is None
     for raw in text.splitlines():  # split first: a carriage return still ends a line
-        line = strip_terminal(raw).rstrip()
+        line = raw.rstrip() if plain else strip_terminal(raw).rstrip()
         if line[:1].isdigit():
             line = _TIMESTAMP.sub("", line, count=1)
         if line.startswith("[gw"):
