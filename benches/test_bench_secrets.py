@@ -76,6 +76,12 @@ ADVERSARIAL: list[tuple[str, str, str]] = [
     ("vault-token", "hvs.", _repeat("hvs.")),
     ("url-password", "redis://:", _repeat("redis://:")),
     ("all", "non-ascii", "é" * MB),
+    ("command-line-password", "mysql -u ", _repeat("mysql -u ")),
+    ("command-line-password", "docker login -u ", _repeat("docker login -u ")),
+    ("command-line-password", "--password --", _repeat("--password --")),
+    ("aws-secret-access-key", "aws_secret_access_key ", _repeat("aws_secret_access_key ")),
+    ("generic-secret", "token%3Da1&b", _repeat("token%3Da1&b")),
+    ("github-token", "ghp_aB3", "ghp_" + "aB3" * (MB // 3)),
 ]
 
 # The expression the detector replaced, with its literal prefilter (the baseline).

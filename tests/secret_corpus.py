@@ -584,6 +584,32 @@ spec(
     lambda: rand(ALNUM, 30) + rand(DIGITS, 2),
 )
 
+# Forms beyond `name = value` (last, so that the examples above keep their draws): a GitHub
+# token glued to more letters or after a percent escape, an AWS secret after its name and
+# blanks or after its key id, other clients' password options.
+for form, template, make in [
+    (
+        "glued to letters",
+        "url = 'https://ci.internal/hook?t={s}'",
+        lambda: "ghp_" + rand(ALNUM, 36) + rand(LOWER, 3),
+    ),
+    ("percent-encoded", "https://ci.internal/cb?state%3D{s}%26x%3D1", lambda: "gho_" + rand(ALNUM, 40)),
+    ("json", '{{"t":"{s}"}}', lambda: "ghu_" + rand(ALNUM, 44)),
+]:
+    spec("github-token", form, template, make)
+for form, template in [
+    ("aws configure set", "aws configure set aws_secret_access_key {s}"),
+    ("cli flag", "aws s3 ls --aws-secret-access-key {s}"),
+    ("after its key id", "AKIAIOSFODNN7EXAMPLE:{s}"),
+]:
+    spec("aws-secret-access-key", form, template, lambda: rand(B64, 40))
+for form, template in [
+    ("mysql", "mysql -h db.internal -u app -p{s} shop"),
+    ("sshpass", "sshpass -p '{s}' ssh deploy@host.internal"),
+    ("redis-cli", "redis-cli -h cache.internal -a {s} ping"),
+]:
+    spec("command-line-password", form, template, lambda: rand(ALNUM, 8) + rand(DIGITS, 2))
+
 
 def secrets() -> list[Example]:
     """The corpus: every example, assembled (the same on every call: the generator is reset)."""

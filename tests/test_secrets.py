@@ -270,6 +270,21 @@ ADVERSARIAL: list[tuple[str, list[tuple[int, int, str]]]] = [
         [(21 * i, 21 * i + 21, "PrivateKeyDetector") for i in range(MB // 21)],
     ),
     ("é" * MB, []),
+    # command lines, blank-separated names, percent escapes, glued tokens
+    (_repeat("mysql -u "), []),
+    (_repeat("mysql -p-"), []),
+    (_repeat("sshpass -e "), []),
+    (_repeat("docker login -u "), []),
+    (_repeat("redis-cli -a -"), []),
+    (_repeat("ldapsearch "), []),
+    (_repeat("--password --"), []),
+    (_repeat(" -passin pass:"), []),
+    (_repeat("aws_secret_access_key "), []),
+    (_repeat("AKIA" + "Q7" * 8 + ": "), [(i * 22, i * 22 + 20, "AWSKeyDetector") for i in range(MB // 22)]),
+    (_repeat("%3D"), []),
+    (_repeat("token%3Da1&b"), []),
+    ("ghp_" + "aB3" * (MB // 3), [(0, 4 + MB // 3 * 3, "github-token")]),
+    (_repeat("npm_%2F"), []),
 ]
 
 

@@ -2,7 +2,9 @@
 //! installed checks that extend a span (a JWT's signature, a private key's body).
 
 use super::Hit;
-use super::values::{MIN_ENTROPY, base64_decode, credential, entropy, mixed, placeholder};
+use super::values::{
+    MIN_ENTROPY, base64_decode, code_name, credential, entropy, mixed, placeholder,
+};
 
 pub(crate) fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
@@ -12,9 +14,19 @@ fn base64_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'+' || b == b'/'
 }
 
-/// Whether the bytes of `text` right around `start..end` are not letters or digits.
+/// Whether `text[..at]` ends in a percent escape (`%3D`, `%2f`).
+fn after_escape(text: &[u8], at: usize) -> bool {
+    at >= 3
+        && text[at - 3] == b'%'
+        && text[at - 2].is_ascii_hexdigit()
+        && text[at - 1].is_ascii_hexdigit()
+}
+
+/// Whether the bytes of `text` right around `start..end` are not letters or digits (the byte
+/// before may end a percent escape: `token%3D<token>`).
 fn standalone(text: &[u8], start: usize, end: usize) -> bool {
-    let before = start == 0 || !text[start - 1].is_ascii_alphanumeric();
+    let before =
+        start == 0 || !text[start - 1].is_ascii_alphanumeric() || after_escape(text, start);
     let after = end >= text.len() || !text[end].is_ascii_alphanumeric();
     before && after
 }
@@ -73,6 +85,28 @@ fn sized(
     )
 }
 
+/// Whether `body` reads as a random token rather than a word or a camel-case name: both cases
+/// and digits (36 random base62 characters lack a digit with odds of 1 in 550, a case far
+/// less often).
+fn random_body(body: &[u8]) -> bool {
+    let lower = body.iter().any(u8::is_ascii_lowercase);
+    let upper = body.iter().any(u8::is_ascii_uppercase);
+    let digits = body.iter().any(u8::is_ascii_digit);
+    lower && upper && digits
+}
+
+/// A token of `exact` bytes after a `prefix` of that many bytes, or a longer run that reads as
+/// random ([`random_body`]): a token glued to more letters is redacted with them.
+fn glued(hit: &Hit<'_>, prefix: usize, exact: usize) -> Option<(usize, usize)> {
+    let (start, end) = hit.secret;
+    let body = &hit.text[start + prefix.min(end - start)..end];
+    keep(
+        hit,
+        (body.len() == exact || (body.len() > exact && random_body(body)))
+            && standalone(hit.text, start, end),
+    )
+}
+
 /// The part of `s` after its `n`-th `sep` (empty if it has fewer).
 fn after(s: &[u8], sep: u8, n: usize) -> &[u8] {
     let mut rest = s;
@@ -92,6 +126,29 @@ pub(crate) fn aws_secret(hit: &Hit<'_>) -> Option<(usize, usize)> {
     keep(hit, s.len() == 40 && mixed(s))
 }
 
+// Ends of tokens. Each prefixed rule matches a token's whole run of its alphabet, so a token
+// glued to more letters is one run. Where the format has a fixed length and a distinctive
+// prefix, a longer run is a token glued to text and is redacted whole when it reads as random
+// (GitHub's classic tokens, npm, Google) or starts with the token's hex digits (Shopify,
+// DigitalOcean). Stripe keys, fine-grained
+// GitHub tokens, Slack, Vault, Anthropic, OpenAI and PyPI tokens have no fixed length: any run
+// up to their bound is taken. Hugging Face tokens (34 letters) take 30-40 characters, or a
+// longer run with both cases. Kept exact on purpose: Mailgun's `key-` + 32 hex digits
+// (`key-` also starts names of hex digests, `key-<sha256>`), and the installed rules' AWS key
+// id (`AKIA` + 16, where a longer upper-case run is a constant or base32 text) and Twilio's
+// `AC`/`SK` + 32 (a two-letter prefix).
+
+/// A classic GitHub token (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`): 36 characters or more
+/// after the prefix that read as random, the whole run; not inside a word (a `_` or a percent
+/// escape may come before).
+pub(crate) fn github_run(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let (start, end) = hit.secret;
+    let body = &hit.text[start + 4..end];
+    let before =
+        start == 0 || !hit.text[start - 1].is_ascii_alphanumeric() || after_escape(hit.text, start);
+    keep(hit, before && body.len() >= 36 && random_body(body))
+}
+
 pub(crate) fn github_pat(hit: &Hit<'_>) -> Option<(usize, usize)> {
     sized(hit, "github_pat_".len(), 22..=255)
 }
@@ -108,7 +165,7 @@ pub(crate) fn slack_webhook(hit: &Hit<'_>) -> Option<(usize, usize)> {
 }
 
 pub(crate) fn google(hit: &Hit<'_>) -> Option<(usize, usize)> {
-    sized(hit, 0, 39..=39)
+    glued(hit, "AIza".len(), 35)
 }
 
 pub(crate) fn stripe(hit: &Hit<'_>) -> Option<(usize, usize)> {
@@ -116,7 +173,7 @@ pub(crate) fn stripe(hit: &Hit<'_>) -> Option<(usize, usize)> {
 }
 
 pub(crate) fn npm(hit: &Hit<'_>) -> Option<(usize, usize)> {
-    sized(hit, 4, 36..=36)
+    glued(hit, "npm_".len(), 36)
 }
 
 pub(crate) fn pypi(hit: &Hit<'_>) -> Option<(usize, usize)> {
@@ -140,6 +197,14 @@ pub(crate) fn openai(hit: &Hit<'_>) -> Option<(usize, usize)> {
 pub(crate) fn huggingface(hit: &Hit<'_>) -> Option<(usize, usize)> {
     let s = hit.secret();
     let prefix = if s.starts_with(b"hf_") { 3 } else { 8 };
+    // Hugging Face tokens are letters only: a longer run in both cases.
+    let body = &s[prefix.min(s.len())..];
+    let long = body.len() > 40
+        && body.iter().any(u8::is_ascii_lowercase)
+        && body.iter().any(u8::is_ascii_uppercase);
+    if long && standalone(hit.text, hit.secret.0, hit.secret.1) {
+        return Some(hit.secret);
+    }
     sized(hit, prefix, 30..=40)
 }
 
@@ -148,12 +213,26 @@ pub(crate) fn azure_key(hit: &Hit<'_>) -> Option<(usize, usize)> {
     keep(hit, (40..=90).contains(&s.len()) && mixed(s))
 }
 
+/// A run of `prefix` bytes and then `hex` hex digits (`lower`: lower-case ones only), the run
+/// longer only when glued to more letters and digits.
+fn hex_token(hit: &Hit<'_>, prefix: usize, hex: usize, lower: bool) -> Option<(usize, usize)> {
+    let (start, end) = hit.secret;
+    let body = &hit.text[start + prefix..end];
+    let digit = |b: &u8| {
+        b.is_ascii_digit() || (b'a'..=b'f').contains(b) || (!lower && (b'A'..=b'F').contains(b))
+    };
+    keep(
+        hit,
+        body.len() >= hex && body[..hex].iter().all(digit) && standalone(hit.text, start, end),
+    )
+}
+
 pub(crate) fn shopify(hit: &Hit<'_>) -> Option<(usize, usize)> {
-    sized(hit, "shpat_".len(), 32..=32)
+    hex_token(hit, "shpat_".len(), 32, false)
 }
 
 pub(crate) fn digitalocean(hit: &Hit<'_>) -> Option<(usize, usize)> {
-    sized(hit, "dop_v1_".len(), 64..=64)
+    hex_token(hit, "dop_v1_".len(), 64, true)
 }
 
 pub(crate) fn vault(hit: &Hit<'_>) -> Option<(usize, usize)> {
@@ -234,6 +313,12 @@ pub(crate) fn password_arg(hit: &Hit<'_>) -> Option<(usize, usize)> {
         .count();
     let user = &head[head.len() - n..];
     keep(hit, s.len() >= 3 && credential(user, s, b""))
+}
+
+/// A long option's password (`--password X`): as [`password_arg`], and not a name in code or
+/// a help text's metavariable (`TEXT`, `pw_file`).
+pub(crate) fn option_password(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    password_arg(hit).filter(|_| !code_name(hit.secret()))
 }
 
 pub(crate) fn base64_pem(hit: &Hit<'_>) -> Option<(usize, usize)> {

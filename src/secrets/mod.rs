@@ -9,7 +9,8 @@
 //!   plugin's name) and one of a few named [`Check`]s;
 //! * *built-in* rules ([`BUILTIN_KINDS`]): the formats that set lacks (vendor tokens such as
 //!   Shopify, DigitalOcean, Vault, Mailgun, Google, Anthropic, Hugging Face; credentials in
-//!   code such as an `Authorization` header, `curl -u`, an auth tuple, an Azure SAS
+//!   code such as an `Authorization` header, `curl -u`, the password options of database and
+//!   remote-shell clients, an auth tuple, an Azure SAS
 //!   signature, a base64-encoded PEM key) and the keyword assignments and URL passwords, whose
 //!   values are judged by their entropy and by placeholder rules in code.
 //!

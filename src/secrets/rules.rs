@@ -4,8 +4,8 @@
 use super::Builtin;
 use super::checks::{
     anthropic, aws_secret, azure_key, base64_pem, basic_header, bearer, digitalocean, github_pat,
-    google, huggingface, mailgun, npm, openai, password_arg, pypi, sas_signature, shopify, slack,
-    slack_webhook, stripe, vault,
+    github_run, google, huggingface, mailgun, npm, openai, option_password, password_arg, pypi,
+    sas_signature, shopify, slack, slack_webhook, stripe, vault,
 };
 use super::values::{quoted_password, quoted_secret, unquoted_secret, url_password_hit};
 
@@ -25,10 +25,36 @@ macro_rules! secret_names {
 }
 
 /// What may follow a keyword before the operator: more of the name, a closing quote or
-/// bracket of a key (`"password":`, `["password"] =`), blanks.
+/// bracket of a key (`"password":`, `["password"] =`), blanks; the operator may be
+/// percent-encoded (`password%3D...` in an encoded query string).
 macro_rules! assign {
     () => {
-        r#"[0-9A-Za-z_.-]*["'\]]{0,2}[ \t]*(?::=|=>|===|==|!=|=|:)[ \t]*"#
+        r#"[0-9A-Za-z_.-]*["'\]]{0,2}[ \t]*(?::=|=>|===|==|!=|=|:|%3[DdAa])[ \t]*"#
+    };
+}
+
+/// Where a prefixed token may start: not after a word byte, or right after a percent escape
+/// (`token%3Dnpm_...`, `%2Fhvs....`: the escape's last hex digit is no part of the token).
+/// Rules that use it capture the token as group 1.
+macro_rules! start {
+    () => {
+        r"(?:\b{start-half}|%[0-9A-Fa-f]{2})"
+    };
+}
+
+/// The value of a command-line option: optionally quoted, not a variable (`$X`), not the
+/// next option (`-x`).
+macro_rules! option_value {
+    () => {
+        r#"["']?([^\s"'`$-][^\s"'`]*)"#
+    };
+}
+
+/// The rest of one command before an option: stops at a pipe, `;`, `&` or the line's end, so
+/// an option of the next command is not taken for one of this one.
+macro_rules! same_command {
+    () => {
+        r"(?:[ \t][^\n|;&]*?)?[ \t]"
     };
 }
 
@@ -36,8 +62,9 @@ macro_rules! assign {
 /// finding that starts first, or of the earlier rule on a tie).
 ///
 /// `\b{start-half}` asserts that the byte before is not a word byte (`[0-9A-Za-z_]`), so that
-/// a token is not the tail of a longer word; lengths are checked in code, which keeps the
-/// automata small.
+/// a token is not the tail of a longer word ([`start!`] also lets it follow a percent escape);
+/// a token's run is matched to its end and lengths are checked in code, which keeps the
+/// automata small and finds a token glued to more letters.
 pub(crate) const BUILTINS: &[Builtin] = &[
     Builtin {
         kind: "base64-private-key",
@@ -46,17 +73,35 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         kind: "aws-secret-access-key",
-        pattern: r#"(?i:aws_?secret_?access_?key|aws_?secret_?key)["']?[ \t]*[=:][ \t]*["']?([A-Za-z0-9/+]+)"#,
+        // The name with `_`, `-` or nothing between its words, in any case, then an operator
+        // or blanks alone (`aws configure set aws_secret_access_key ...`, `--aws-secret-access-
+        // key ...`): the value must be 40 characters exactly.
+        pattern: r#"(?i:secret[_-]?access[_-]?key|aws[_-]?secret[_-]?key)["']?(?:[ \t]*(?:[=:]|%3[Dd])[ \t]*|[ \t]+)["']?([A-Za-z0-9/+]+)"#,
         check: aws_secret,
     },
     Builtin {
+        kind: "aws-secret-access-key",
+        // The secret right after its access key id (`AKIA...:secret`, a CSV row, a JSON pair);
+        // the id itself is the installed `AWSKeyDetector` rule's.
+        pattern: r#"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}["']?(?:[ \t]*[:,;|=][ \t]*|[ \t]+)["']?([A-Za-z0-9/+]+)"#,
+        check: aws_secret,
+    },
+    Builtin {
+        kind: "github-token",
+        // A GitHub token's whole run of letters and digits (a `_` after it ends it, as in a
+        // name glued by underscores): the installed rule takes 36 characters exactly and then
+        // refuses a token glued to more letters.
+        pattern: r"gh[pousr]_[A-Za-z0-9]+",
+        check: github_run,
+    },
+    Builtin {
         kind: "github-fine-grained-token",
-        pattern: r"\b{start-half}github_pat_[A-Za-z0-9_]+",
+        pattern: concat!(start!(), r"(github_pat_[A-Za-z0-9_]+)"),
         check: github_pat,
     },
     Builtin {
         kind: "slack-token",
-        pattern: r"\b{start-half}(?:xox[abeoprs]|xapp)-[0-9A-Za-z-]+",
+        pattern: concat!(start!(), r"((?:xox[abeoprs]|xapp)-[0-9A-Za-z-]+)"),
         check: slack,
     },
     Builtin {
@@ -66,17 +111,17 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         kind: "google-api-key",
-        pattern: r"\b{start-half}AIza[0-9A-Za-z_-]+",
+        pattern: concat!(start!(), r"(AIza[0-9A-Za-z_-]+)"),
         check: google,
     },
     Builtin {
         kind: "stripe-key",
-        pattern: r"\b{start-half}(?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]+",
+        pattern: concat!(start!(), r"((?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]+)"),
         check: stripe,
     },
     Builtin {
         kind: "npm-token",
-        pattern: r"\b{start-half}npm_[0-9A-Za-z]+",
+        pattern: concat!(start!(), r"(npm_[0-9A-Za-z]+)"),
         check: npm,
     },
     Builtin {
@@ -86,17 +131,20 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         kind: "anthropic-key",
-        pattern: r"\b{start-half}sk-ant-[a-z]+[0-9]*-[0-9A-Za-z_-]+",
+        pattern: concat!(start!(), r"(sk-ant-[a-z]+[0-9]*-[0-9A-Za-z_-]+)"),
         check: anthropic,
     },
     Builtin {
         kind: "openai-key",
-        pattern: r"\b{start-half}sk-(?:(?:proj|svcacct|admin)-[0-9A-Za-z_-]+|[0-9A-Za-z_-]*T3BlbkFJ[0-9A-Za-z_-]+)",
+        pattern: concat!(
+            start!(),
+            r"(sk-(?:(?:proj|svcacct|admin)-[0-9A-Za-z_-]+|[0-9A-Za-z_-]*T3BlbkFJ[0-9A-Za-z_-]+))"
+        ),
         check: openai,
     },
     Builtin {
         kind: "huggingface-token",
-        pattern: r"\b{start-half}(?:hf_|api_org_)[0-9A-Za-z]+",
+        pattern: concat!(start!(), r"((?:hf_|api_org_)[0-9A-Za-z]+)"),
         check: huggingface,
     },
     Builtin {
@@ -111,22 +159,22 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         kind: "shopify-token",
-        pattern: r"\b{start-half}shp(?:at|ca|pa|ss)_[0-9A-Fa-f]+",
+        pattern: concat!(start!(), r"(shp(?:at|ca|pa|ss)_[0-9A-Za-z]+)"),
         check: shopify,
     },
     Builtin {
         kind: "digitalocean-token",
-        pattern: r"\b{start-half}do[opr]_v1_[0-9a-f]+",
+        pattern: concat!(start!(), r"(do[opr]_v1_[0-9A-Za-z]+)"),
         check: digitalocean,
     },
     Builtin {
         kind: "vault-token",
-        pattern: r"\b{start-half}hv[sbr]\.[0-9A-Za-z_-]+",
+        pattern: concat!(start!(), r"(hv[sbr]\.[0-9A-Za-z_-]+)"),
         check: vault,
     },
     Builtin {
         kind: "mailgun-key",
-        pattern: r"\b{start-half}(?:key|pubkey)-[0-9a-f]+",
+        pattern: concat!(start!(), r"((?:key|pubkey)-[0-9a-f]+)"),
         check: mailgun,
     },
     Builtin {
@@ -147,6 +195,61 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     Builtin {
         kind: "command-line-password",
         pattern: r#"\b{start-half}(?:curl|wget|http)\b[^\n]*?[ \t](?:--password|--http-password|--proxy-password)[ \t=]*["']?([^\s"'@]+)"#,
+        check: password_arg,
+    },
+    Builtin {
+        kind: "command-line-password",
+        // A long password option of any program (`--password X`, `--password=X`, `--pass X`,
+        // `--ftp-password=X`); `--password-stdin` and help texts' `--password TEXT` are not.
+        pattern: concat!(
+            r#"(?:^|[ \t"'(=])--(?:[a-z]+-)*(?:password|passwd|pass)(?:=|[ \t]+)"#,
+            option_value!()
+        ),
+        check: option_password,
+    },
+    Builtin {
+        kind: "command-line-password",
+        // MySQL and MariaDB clients: `-pX` glued (`-p X` asks for the password; X is the
+        // database).
+        pattern: concat!(
+            r#"\b{start-half}(?:mysql|mariadb)[a-z-]*"#,
+            same_command!(),
+            r#"-p"#,
+            option_value!()
+        ),
+        check: password_arg,
+    },
+    Builtin {
+        kind: "command-line-password",
+        // The short password options of other clients: `docker login -p X` (and podman's,
+        // buildah's, skopeo's, nerdctl's, helm's, oras'), MongoDB's tools' `-p X`, `redis-cli
+        // -a X`, the OpenLDAP tools' `-w X`; glued or after blanks.
+        pattern: concat!(
+            r#"\b{start-half}(?:(?:(?:docker|podman|buildah|skopeo|nerdctl|oras|helm(?:[ \t]+registry)?)[ \t]+login|mongo[a-z]*)"#,
+            same_command!(),
+            r#"-p|redis-cli"#,
+            same_command!(),
+            r#"-a|ldap[a-z]+"#,
+            same_command!(),
+            r#"-w)[ \t]*"#,
+            option_value!()
+        ),
+        check: password_arg,
+    },
+    Builtin {
+        kind: "command-line-password",
+        // sshpass: `-p X` among its own options only (`sshpass -f file ssh -p 2222` names a
+        // port of ssh's).
+        pattern: concat!(
+            r#"\b{start-half}sshpass(?:[ \t]+(?:-[fdP][ \t]*[^\s-]\S*|-[ehvV]+))*[ \t]+-p[ \t]*"#,
+            option_value!()
+        ),
+        check: password_arg,
+    },
+    Builtin {
+        kind: "command-line-password",
+        // OpenSSL's pass phrase arguments: `-passin pass:X`, `-passout pass:X`.
+        pattern: r#"[ \t]-(?:passin|passout|pass|password)[ \t]+["']?pass:([^\s"'`$][^\s"'`]*)"#,
         check: password_arg,
     },
     Builtin {
@@ -190,7 +293,9 @@ pub(crate) const BUILTINS: &[Builtin] = &[
             secret_names!(),
             r#")"#,
             assign!(),
-            r#"([^"'`\s,;()\[\]{}<>=:]+)"#
+            // A value holds no operator, `%3D` and `%3A` included (each search starts inside
+            // the value before it).
+            r#"((?:[^"'`\s,;()\[\]{}<>=:%]|%(?:[^3"'`\s,;()\[\]{}<>=:%]|3[^DdAa"'`\s,;()\[\]{}<>=:%]))+)"#
         ),
         check: unquoted_secret,
     },

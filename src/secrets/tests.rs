@@ -52,6 +52,13 @@ fn sample_rules() -> Vec<ExternalRule> {
             Some(r"[A-Za-z0-9_]"),
         ),
         rule(
+            "GitHubTokenDetector",
+            "(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{36}",
+            Check::Token,
+            false,
+            None,
+        ),
+        rule(
             "BasicAuthDetector",
             r"://[^:/\?\#\[\]@!\$\&'\(\)\*\+,;=\s]+:([^:/\?\#\[\]@!\$\&'\(\)\*\+,;=\s]+)@",
             Check::UrlPassword,
@@ -220,6 +227,20 @@ fn adversarial_lines_are_linear() {
         "LS0tLS1CRUdJTi",
         "eyJhbGciOiJIUzI1NiJ9.",
         "://a:b",
+        "mysql -u ",
+        "mysql -p-",
+        "sshpass -e ",
+        "docker login -u ",
+        "redis-cli -a -",
+        "ldapsearch ",
+        "--password --",
+        " -passin pass:",
+        "aws_secret_access_key ",
+        "AKIAQ7Q7Q7Q7Q7Q7Q7Q7: ",
+        "%3D",
+        "token%3Da1&b",
+        "ghp_aB3",
+        "npm_%2F",
     ] {
         let text = unit.repeat(1_000_000 / unit.len());
         let detector = Detector::new(&sample_rules()).unwrap();
@@ -262,4 +283,346 @@ fn base64_decodes() {
 fn entropy_of_uniform_bytes() {
     assert!((entropy(b"abcd") - 2.0).abs() < 1e-12);
     assert_eq!(entropy(b""), 0.0);
+}
+
+/// `text` with each finding replaced by `[REDACTED: kind]`.
+fn redacted(text: &str) -> String {
+    let detector = Detector::new(&sample_rules()).unwrap();
+    let mut out = String::new();
+    let mut at = 0;
+    for f in detector.find(text.as_bytes()) {
+        out.push_str(&text[at..f.start]);
+        out.push_str(&format!("[REDACTED: {}]", detector.kind(f.kind)));
+        at = f.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// Assert that each `(text, expected)` redacts to `expected`.
+fn assert_redacts(cases: &[(String, String)]) {
+    for (text, expected) in cases {
+        assert_eq!(&redacted(text), expected, "{text}");
+    }
+}
+
+/// Assert that none of `texts` holds a secret.
+fn assert_clean(texts: &[String]) {
+    for text in texts {
+        assert_eq!(kinds(text), vec![], "{text}");
+    }
+}
+
+/// AWS's documented example secret access key, assembled so that no line here is one.
+const AWS_SECRET: &str = concat!("wJalrXUtnFEMI/K7MDENG/", "bPxRfiCYEXAMPLEKEY");
+/// A GitHub token body: 36 letters and digits.
+const GH_BODY: &str = concat!("aB3dE5fG7hJ9kL1mN3", "pQ5rS7tU9vW1xY3zA5");
+const PW: &str = concat!("S3cr3t", "Passw0rd");
+
+fn cases(pairs: &[(&str, &str)], kind: &str) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(text, expected)| {
+            (
+                text.replace("{S}", AWS_SECRET).replace("{P}", PW),
+                expected.replace("{R}", &format!("[REDACTED: {kind}]")),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_aws_secret_after_its_name_and_blanks_is_found() {
+    assert_redacts(&cases(
+        &[
+            (
+                "aws configure set aws_secret_access_key {S}",
+                "aws configure set aws_secret_access_key {R}",
+            ),
+            (
+                "export AWS_SECRET_ACCESS_KEY {S}",
+                "export AWS_SECRET_ACCESS_KEY {R}",
+            ),
+            (
+                "setenv AWS_SECRET_ACCESS_KEY {S}\n",
+                "setenv AWS_SECRET_ACCESS_KEY {R}\n",
+            ),
+            (
+                "set -x AWS_SECRET_ACCESS_KEY '{S}'",
+                "set -x AWS_SECRET_ACCESS_KEY '{R}'",
+            ),
+            ("--aws-secret-access-key {S}", "--aws-secret-access-key {R}"),
+            ("--aws-secret-access-key={S}", "--aws-secret-access-key={R}"),
+            (
+                "aws-secret-access-key: {S}\n",
+                "aws-secret-access-key: {R}\n",
+            ),
+            ("--secret-access-key \"{S}\"", "--secret-access-key \"{R}\""),
+            ("SecretAccessKey\t{S}", "SecretAccessKey\t{R}"),
+            ("aws_secret_access_key%3D{S}", "aws_secret_access_key%3D{R}"),
+        ],
+        "aws-secret-access-key",
+    ));
+    assert_clean(&[
+        "aws configure list".to_owned(),
+        "aws configure get aws_secret_access_key".to_owned(),
+        "export AWS_SECRET_ACCESS_KEY\n".to_owned(),
+        "aws_secret_access_key = os.environ['AWS_SECRET_ACCESS_KEY']".to_owned(),
+        "--aws-secret-access-key YOUR_SECRET_HERE".to_owned(),
+        format!("aws_secret_access_key {}", "x".repeat(40)),
+        // 41 characters: not an AWS secret access key.
+        format!("aws_secret_access_key {AWS_SECRET}Q"),
+    ]);
+}
+
+#[test]
+fn an_aws_secret_glued_to_its_key_id_is_found() {
+    let id = format!("AKIA{}", "Q7".repeat(8));
+    let cases = [
+        // AWS's documented example id is no secret; the secret after it is.
+        (
+            format!("AKIAIOSFODNN7EXAMPLE:{AWS_SECRET}"),
+            "AKIAIOSFODNN7EXAMPLE:{R}".to_owned(),
+        ),
+        (
+            format!("{id}:{AWS_SECRET}"),
+            "[REDACTED: AWSKeyDetector]:{R}".to_owned(),
+        ),
+        (
+            format!("alice,,{id},{AWS_SECRET}\n"),
+            "alice,,[REDACTED: AWSKeyDetector],{R}\n".to_owned(),
+        ),
+        (
+            format!("{id} {AWS_SECRET}"),
+            "[REDACTED: AWSKeyDetector] {R}".to_owned(),
+        ),
+        (
+            format!("\"{id}\": \"{AWS_SECRET}\""),
+            "\"[REDACTED: AWSKeyDetector]\": \"{R}\"".to_owned(),
+        ),
+    ];
+    let cases: Vec<(String, String)> = cases
+        .into_iter()
+        .map(|(t, e)| (t, e.replace("{R}", "[REDACTED: aws-secret-access-key]")))
+        .collect();
+    assert_redacts(&cases);
+    assert_clean(&[
+        format!("AKIAIOSFODNN7EXAMPLE:{}", "a".repeat(40)),
+        format!("AKIAIOSFODNN7EXAMPLE:{AWS_SECRET}Q"),
+        "AKIAIOSFODNN7EXAMPLE: see the docs".to_owned(),
+    ]);
+}
+
+#[test]
+fn passwords_on_the_command_lines_of_other_tools_are_found() {
+    assert_redacts(&cases(
+        &[
+            ("mysql -u root -p{P} db", "mysql -u root -p{R} db"),
+            (
+                "mysql -h db -P 3306 -uroot -p'{P}' shop",
+                "mysql -h db -P 3306 -uroot -p'{R}' shop",
+            ),
+            ("mysqldump --password={P} db", "mysqldump --password={R} db"),
+            ("mysql --password {P}", "mysql --password {R}"),
+            (
+                "mariadb-dump -uadmin -p\"{P}\" --all-databases",
+                "mariadb-dump -uadmin -p\"{R}\" --all-databases",
+            ),
+            ("sshpass -p '{P}' ssh host", "sshpass -p '{R}' ssh host"),
+            (
+                "sshpass -p{P} ssh -p 2222 host",
+                "sshpass -p{R} ssh -p 2222 host",
+            ),
+            ("redis-cli -a {P}", "redis-cli -a {R}"),
+            (
+                "redis-cli -h cache -p 6379 -a '{P}' ping",
+                "redis-cli -h cache -p 6379 -a '{R}' ping",
+            ),
+            ("redis-cli --pass {P} ping", "redis-cli --pass {R} ping"),
+            (
+                "docker login -u bob -p {P} registry.internal",
+                "docker login -u bob -p {R} registry.internal",
+            ),
+            (
+                "mongosh -u admin -p {P} --authenticationDatabase admin",
+                "mongosh -u admin -p {R} --authenticationDatabase admin",
+            ),
+            (
+                "ldapsearch -D cn=admin -w {P} -b dc=corp",
+                "ldapsearch -D cn=admin -w {R} -b dc=corp",
+            ),
+            (
+                "openssl pkcs12 -export -passout pass:{P} -out k.p12",
+                "openssl pkcs12 -export -passout pass:{R} -out k.p12",
+            ),
+            (
+                "wget --ftp-password={P} ftp://files/x",
+                "wget --ftp-password={R} ftp://files/x",
+            ),
+            (
+                "svn checkout --username bob --password {P} svn://repo",
+                "svn checkout --username bob --password {R} svn://repo",
+            ),
+        ],
+        "command-line-password",
+    ));
+    // Already found as assignments.
+    assert_redacts(&cases(
+        &[
+            ("PGPASSWORD={P} psql -h db", "PGPASSWORD={R} psql -h db"),
+            ("MYSQL_PWD={P} mysql -uroot", "MYSQL_PWD={R} mysql -uroot"),
+        ],
+        "generic-secret",
+    ));
+    assert_clean(
+        &[
+            "mysql -p",
+            "mysql -u root -p db",
+            "mysql -uroot -p$MYSQL_ROOT_PASSWORD db",
+            "mysql -uroot -pYOUR_PASSWORD db",
+            "mysql -uroot -pxxxx db",
+            "mysql -P 3306 -h db",
+            "mysql --password",
+            "mysql -u root db | grep -pattern",
+            "docker run -p 8080:80 nginx",
+            "ssh -p 2222 host",
+            "nc -l -p 8080",
+            "sshpass -f ~/.pw ssh -p 2222 host",
+            "sshpass -e ssh -p 2222 host",
+            "redis-cli -p 6379 ping",
+            "redis-cli -a YOUR_SECRET_HERE",
+            "docker login --password-stdin registry.internal",
+            "  --password TEXT  The password to use.",
+            "  --password PASSWORD",
+            "  --password <password>",
+            "openssl pkcs12 -passin pass:$PW -in k.p12",
+            "pytest -p no:cacheprovider",
+        ]
+        .map(str::to_owned),
+    );
+}
+
+#[test]
+fn percent_encoded_assignments_and_tokens_are_found() {
+    let gh = format!("ghp_{GH_BODY}");
+    let npm = format!("npm_{GH_BODY}");
+    let aws_id = format!("AKIA{}", "Q7".repeat(8));
+    assert_redacts(&[
+        (
+            format!("https://x.example/cb?token%3D{gh}"),
+            "https://x.example/cb?token%3D[REDACTED: GitHubTokenDetector]".to_owned(),
+        ),
+        (
+            format!("next=%2Fcb%3Fauth%3d{gh}%26x%3D1"),
+            "next=%2Fcb%3Fauth%3d[REDACTED: GitHubTokenDetector]%26x%3D1".to_owned(),
+        ),
+        (
+            format!("q=%22{npm}%22"),
+            "q=%22[REDACTED: npm-token]%22".to_owned(),
+        ),
+        (
+            format!("id%3D{aws_id}%26"),
+            "id%3D[REDACTED: AWSKeyDetector]%26".to_owned(),
+        ),
+        (
+            format!("password%3D{PW}%26user%3Dbob"),
+            "password%3D[REDACTED: generic-secret]%26user%3Dbob".to_owned(),
+        ),
+        (
+            format!("a%3D1%26PASSWORD%3d{PW}"),
+            "a%3D1%26PASSWORD%3d[REDACTED: generic-secret]".to_owned(),
+        ),
+        (
+            format!("password={PW}&user=bob"),
+            "password=[REDACTED: generic-secret]&user=bob".to_owned(),
+        ),
+        (
+            format!("/login?token=abc&password={PW}&next=%2F"),
+            "/login?token=abc&password=[REDACTED: generic-secret]&next=%2F".to_owned(),
+        ),
+    ]);
+    assert_clean(
+        &[
+            "redirect_uri%3Dhttps%3A%2F%2Fauth.internal%2Fcb%26token_type%3Dbearer",
+            "token_url%3Dhttps%3A%2F%2Fauth.internal%2Fv1",
+            "password%3D%24%7BPASSWORD%7D",
+            "password%3Dchangeme%26user%3Dbob",
+        ]
+        .map(str::to_owned),
+    );
+}
+
+#[test]
+fn a_github_token_glued_to_more_letters_is_redacted_whole() {
+    let mut cases: Vec<(String, String)> = Vec::new();
+    for prefix in ["ghp", "gho", "ghu", "ghs", "ghr"] {
+        cases.push((
+            format!("{prefix}_{GH_BODY}abc"),
+            "[REDACTED: github-token]".to_owned(),
+        ));
+    }
+    cases.extend([
+        (
+            format!("x=ghp_{GH_BODY}abcdefghijklmnop;"),
+            "x=[REDACTED: github-token];".to_owned(),
+        ),
+        (
+            format!("t: ghp_{GH_BODY}_extra\n"),
+            "t: [REDACTED: GitHubTokenDetector]_extra\n".to_owned(),
+        ),
+        (
+            format!("my_ghp_{GH_BODY}Zz9"),
+            "my_[REDACTED: github-token]".to_owned(),
+        ),
+        (
+            format!("ghp_{GH_BODY}"),
+            "[REDACTED: GitHubTokenDetector]".to_owned(),
+        ),
+    ]);
+    assert_redacts(&cases);
+    assert_clean(&[
+        "a personal access token starts with ghp_ and has 36 more characters".to_owned(),
+        "ghp_token_prefix_for_personal_access_tokens_v".to_owned(),
+        "const ghp_personalAccessTokenPrefixAndTheRestOfIt = 1".to_owned(),
+        format!("xghp_{GH_BODY}abc"),
+        format!("ghp_{}", &GH_BODY[..35]),
+    ]);
+}
+
+#[test]
+fn other_prefixed_tokens_glued_to_more_letters_are_redacted_whole() {
+    let npm = format!("npm_{GH_BODY}");
+    let google = format!("AIza{}", &format!("{GH_BODY}Q7x")[..35]);
+    let shopify = format!("shpat_{}", "a1b2c3d4".repeat(4));
+    let digitalocean = format!("dop_v1_{}", "a1b2c3d4".repeat(8));
+    let hf = format!("hf_{}", "aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeFgH");
+    assert_redacts(&[
+        (format!("{npm}abc"), "[REDACTED: npm-token]".to_owned()),
+        (
+            format!("k={google}xyz"),
+            "k=[REDACTED: google-api-key]".to_owned(),
+        ),
+        (
+            format!("{shopify}xyz"),
+            "[REDACTED: shopify-token]".to_owned(),
+        ),
+        (
+            format!("{shopify}abc"),
+            "[REDACTED: shopify-token]".to_owned(),
+        ),
+        (
+            format!("{digitalocean}xyz"),
+            "[REDACTED: digitalocean-token]".to_owned(),
+        ),
+        (
+            format!("{hf}AbCdEfGh9"),
+            "[REDACTED: huggingface-token]".to_owned(),
+        ),
+    ]);
+    assert_clean(&[
+        format!("hf_{}", "a".repeat(60)),
+        format!("{}xyz", &shopify[..shopify.len() - 1]),
+        // Mailgun's prefix `key-` also starts names of hex digests: only 32 exactly.
+        format!("key-{}", "0123456789abcdef".repeat(4)),
+    ]);
 }

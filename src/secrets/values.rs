@@ -278,7 +278,7 @@ pub const MIN_UNQUOTED_ENTROPY: f64 = 2.5;
 /// `self.token`), a snake-case name in one case (`API_KEY`, `get_token`), an identifier that
 /// is all letters in one case with underscores, a kebab-case name (`quoted-string`), or a path
 /// (`/run/secrets/x`).
-fn code_name(s: &[u8]) -> bool {
+pub(crate) fn code_name(s: &[u8]) -> bool {
     let word = |b: &u8| is_word(*b);
     let dotted = s.contains(&b'.')
         && s.split(|&b| b == b'.')
@@ -341,18 +341,58 @@ pub(crate) fn quoted_secret(hit: &Hit<'_>) -> Option<(usize, usize)> {
     )
 }
 
+/// Whether `rest` starts with the name and operator of another query-string assignment
+/// (`user=`, `user%3D`).
+fn assignment_follows(rest: &[u8]) -> bool {
+    let n = rest
+        .iter()
+        .take_while(|&&b| is_word(b) || b".-[]".contains(&b))
+        .count();
+    let op = &rest[n..];
+    n > 0 && (op.starts_with(b"=") || op.starts_with(b"%3D") || op.starts_with(b"%3d"))
+}
+
+/// The length of the unquoted value `text[start..end]` up to where it ends: the
+/// percent-encoded form of a byte that ends an unquoted value (a blank, a quote, `=`, `:`,
+/// `,`, `;`, a bracket, `#`), or a `&`/`%26` that starts the next assignment of a query string
+/// (`&user=`, read on in `text` past the value).
+fn value_len(text: &[u8], start: usize, end: usize) -> usize {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let s = &text[start..end];
+    let rest = |i: usize| &text[start + i..text.len().min(start + i + 256)];
+    for i in 0..s.len() {
+        if s[i] == b'&' && assignment_follows(rest(i + 1)) {
+            return i;
+        }
+        if s[i] == b'%'
+            && i + 2 < s.len()
+            && let (Some(h), Some(l)) = (hex(s[i + 1]), hex(s[i + 2]))
+        {
+            let byte = (h * 16 + l) as u8;
+            if byte.is_ascii_whitespace() || b"\"'`=:,;()[]{}<>#".contains(&byte) {
+                return i;
+            }
+            if byte == b'&' && assignment_follows(rest(i + 3)) {
+                return i;
+            }
+        }
+    }
+    s.len()
+}
+
 /// An unquoted value: [`MIN_UNQUOTED_LEN`] bytes or more, entropy at least
 /// [`MIN_UNQUOTED_ENTROPY`],
-/// letters with digits (or symbols, or both cases), no placeholder and no name in code.
+/// letters with digits (or symbols, or both cases), no placeholder and no name in code. The
+/// value ends before the next assignment of a query string (`&user=`) and before a
+/// percent-encoded delimiter ([`value_len`]).
 pub(crate) fn unquoted_secret(hit: &Hit<'_>) -> Option<(usize, usize)> {
-    let s = hit.secret();
-    keep(
-        hit,
-        s.len() >= MIN_UNQUOTED_LEN
-            && entropy(s) >= MIN_UNQUOTED_ENTROPY
-            && mixed(s)
-            && s.iter().any(u8::is_ascii_digit)
-            && !placeholder(s)
-            && !code_name(s),
-    )
+    let start = hit.secret.0;
+    let s = &hit.secret()[..value_len(hit.text, start, hit.secret.1)];
+    let ok = s.len() >= MIN_UNQUOTED_LEN
+        && entropy(s) >= MIN_UNQUOTED_ENTROPY
+        && mixed(s)
+        && s.iter().any(u8::is_ascii_digit)
+        && !placeholder(s)
+        && !code_name(s);
+    ok.then_some((start, start + s.len()))
 }
