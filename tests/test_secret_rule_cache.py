@@ -188,3 +188,14 @@ def test_cache_clear_of_a_folder_holding_only_the_rules_file_is_not_refused(tmp_
     assert (done.returncode, done.stderr) == (0, "")
     # (the process wrote the file again when it started, before clearing)
     assert not path.exists()
+
+
+def test_a_relative_cache_folder_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    import platformdirs
+
+    monkeypatch.setattr(platformdirs, "user_cache_dir", lambda *args, **kwargs: "relative/bugcontext")
+    assert secrets._rule_cache() is None
+    monkeypatch.setattr(platformdirs, "user_cache_dir", lambda *args, **kwargs: "/absolute/bugcontext")
+    cache = secrets._rule_cache()
+    assert cache is not None
+    assert cache[0] == Path("/absolute/bugcontext")

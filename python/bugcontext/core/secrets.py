@@ -229,8 +229,9 @@ _CHECK_NAMES = frozenset({"token", *_CHECKS.values()})
 
 def _rule_cache() -> tuple[Path, str] | None:
     """The folder of the rules file and the key of the translation, or ``None`` when no file
-    is used (no ``platformdirs``, detect-secrets not found as a folder with its distribution
-    record beside it, this module's source unreadable).
+    is used (no ``platformdirs``, a user cache directory that is not an absolute path,
+    detect-secrets not found as a folder with its distribution record beside it, this
+    module's source unreadable).
 
     The folder is the package's default cache folder (``bugcontext`` in the user cache
     directory, as :func:`bugcontext.job.workspace.default_cache_dir`). The key is the SHA-256
@@ -241,6 +242,9 @@ def _rule_cache() -> tuple[Path, str] | None:
     try:
         import platformdirs
     except ImportError:
+        return None
+    folder = Path(platformdirs.user_cache_dir("bugcontext", appauthor=False))
+    if not folder.is_absolute():  # (a relative XDG_CACHE_HOME, no home folder: not the user's)
         return None
     try:
         spec = importlib.util.find_spec("detect_secrets")
@@ -262,17 +266,17 @@ def _rule_cache() -> tuple[Path, str] | None:
         for part in (str(RULE_CACHE_FORMAT), sys.version, *records):
             digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(hashlib.sha256(own).digest())
-        for folder, subfolders, files in os.walk(package):
+        for inside, subfolders, files in os.walk(package):
             subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
             for name in sorted(files):
-                path = os.path.join(folder, name)
+                path = os.path.join(inside, name)
                 data = Path(path).read_bytes()
                 relative = os.path.relpath(path, package)
                 digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
                 digest.update(len(data).to_bytes(8, "little") + hashlib.sha256(data).digest())
     except OSError:
         return None
-    return Path(platformdirs.user_cache_dir("bugcontext", appauthor=False)), digest.hexdigest()
+    return folder, digest.hexdigest()
 
 
 def _rule_file(folder: Path, key: str) -> Path:
