@@ -9,8 +9,11 @@ from ``1.0``.
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
+import shutil
+import tempfile
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,6 +23,13 @@ import pytest
 from hostile import ForeignCandidate, Idx, ProvenanceCandidate
 from hypothesis import settings
 from hypothesis import strategies as st
+
+# The secret screen reads and writes its rules file (bugcontext.core.secrets) in the cache folder
+# when first imported, which for this process is while the tests are collected, before any
+# fixture: that file too goes under a temporary folder, never the user's cache directory.
+_COLLECTION_CACHE_HOME = tempfile.mkdtemp(prefix="bugcontext-tests-cache-")
+os.environ["XDG_CACHE_HOME"] = _COLLECTION_CACHE_HOME
+atexit.register(shutil.rmtree, _COLLECTION_CACHE_HOME, True)
 
 settings.register_profile("ci", deadline=None, max_examples=200, print_blob=True)
 settings.register_profile("dev", deadline=None, max_examples=100)

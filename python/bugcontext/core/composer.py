@@ -33,11 +33,8 @@ Lengths and positions here are in characters, i.e. Python code points.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import operator
 import re
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -255,6 +252,8 @@ def _xml_attr(text: str) -> str:
 
 
 def _b64(text: str) -> str:
+    import base64  # (here: only a path that needs it is written so)
+
     return base64.b64encode(text.encode("utf-8", "surrogatepass")).decode("ascii")
 
 
@@ -424,6 +423,9 @@ def render(
 
 
 def _unb64(value: str) -> str:
+    import base64
+    import binascii
+
     try:
         raw = base64.b64decode(value, validate=True)
     except binascii.Error as exc:
@@ -467,6 +469,8 @@ def parse_xml_section(text: str) -> list[dict[str, Any]]:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
+    import xml.etree.ElementTree as ET  # (here: the reader alone needs it)
+
     try:
         root = ET.fromstring(f"<section>{text}</section>")
     except ET.ParseError as exc:

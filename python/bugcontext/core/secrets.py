@@ -11,10 +11,12 @@ module reads the regular expressions of every regex-based plugin (:data:`RULE_SE
 version), translates the few constructs the Rust ``regex`` crate lacks (the lookarounds
 ``(?<=\W)|(?<=^)`` and ``(?!class)``, see :func:`translate`) and installs them in the Rust
 detector (``bugcontext._core.install_secret_rules``), where they run with the built-in rules
-for the formats that set lacks. A *family* (the ``kind`` of a finding) is a plugin's name
-(``AWSKeyDetector``, ``SlackDetector``, ...) or a built-in rule's id; :data:`KINDS` lists them
-all. Three plugins are not used, on purpose: ``KeywordDetector`` (its expressions need
-lookaheads and back-references; its keyword list is kept in the built-in ``generic-password``
+for the formats that set lacks. The translation is kept in a small file of the cache folder,
+so that a new process installs the rules without importing detect-secrets; a file that fails
+any check is not used (see :func:`_read_rule_file`). A *family* (the ``kind`` of a finding)
+is a plugin's name (``AWSKeyDetector``, ``SlackDetector``, ...) or a built-in rule's id;
+:data:`KINDS` lists them all. Three plugins are not used, on purpose: ``KeywordDetector`` (its
+expressions need lookaheads and back-references; its keyword list is kept in the built-in ``generic-password``
 and ``generic-secret`` rules, whose values are judged by length, entropy and placeholder rules
 instead), ``Base64HighEntropyString`` and ``HexHighEntropyString`` (any quoted string of high
 entropy: hashes and test vectors everywhere), and ``IPPublicDetector`` (an address is not a
@@ -43,11 +45,17 @@ Offsets are characters (code points).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
+import json
+import os
 import re
+import stat
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from bugcontext._core import install_secret_rules, secret_kinds, secret_spans
@@ -203,9 +211,207 @@ def _plugin_rules() -> list[tuple[str, str, str, bool, str | None]]:
     return rules
 
 
+# --------------------------------------------------------------------------------------
+# The translated rules, cached on disk
+#
+# Importing detect-secrets (and ``requests``, which its plugins import) and translating its
+# expressions is most of the cost of importing this module, so a new process reads the
+# translation from a small file of the cache folder instead, when one made from the same
+# inputs is there; else it imports detect-secrets, translates, and writes the file.
+
+_Rule = tuple[str, str, str, bool, str | None]
+#: The layout of a rules file; a file of another layout is not read.
+RULE_CACHE_FORMAT = 1
+#: A rules file larger than this is not read (the translation of detect-secrets 1.5.0: 5 kB).
+RULE_CACHE_MAX_BYTES = 1 << 20
+_CHECK_NAMES = frozenset({"token", *_CHECKS.values()})
+
+
+def _rule_cache() -> tuple[Path, str] | None:
+    """The folder of the rules file and the key of the translation, or ``None`` when no file
+    is used (no ``platformdirs``, a user cache directory that is not an absolute path,
+    detect-secrets not found as a folder with its distribution record beside it, this
+    module's source unreadable).
+
+    The folder is the package's default cache folder (``bugcontext`` in the user cache
+    directory, as :func:`bugcontext.job.workspace.default_cache_dir`). The key is the SHA-256
+    of everything the translation depends on, read without importing detect-secrets: the
+    file layout, the Python version, this module's source (the translator and its tables),
+    the names of detect-secrets' distribution records (``detect_secrets-VERSION.dist-info``)
+    and the path and bytes of every file of its package folder."""
+    try:
+        import platformdirs
+    except ImportError:
+        return None
+    folder = Path(platformdirs.user_cache_dir("bugcontext", appauthor=False))
+    if not folder.is_absolute():  # (a relative XDG_CACHE_HOME, no home folder: not the user's)
+        return None
+    try:
+        spec = importlib.util.find_spec("detect_secrets")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    package = Path(next(iter(spec.submodule_search_locations)))
+    digest = hashlib.sha256()
+    try:
+        own = Path(__file__).read_bytes()
+        records = sorted(
+            name
+            for name in os.listdir(package.parent)
+            if name.startswith("detect_secrets-") and name.endswith((".dist-info", ".egg-info"))
+        )
+        if not records:
+            return None
+        for part in (str(RULE_CACHE_FORMAT), sys.version, *records):
+            digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(hashlib.sha256(own).digest())
+        for inside, subfolders, files in os.walk(package):
+            subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+            for name in sorted(files):
+                path = os.path.join(inside, name)
+                data = Path(path).read_bytes()
+                relative = os.path.relpath(path, package)
+                digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
+                digest.update(len(data).to_bytes(8, "little") + hashlib.sha256(data).digest())
+    except OSError:
+        return None
+    return folder, digest.hexdigest()
+
+
+def _rule_file(folder: Path, key: str) -> Path:
+    return folder / f"secret-rules-{key[:32]}.json"
+
+
+def _owned(st: os.stat_result) -> bool:
+    """Whether a file or folder is this user's alone to write (owned by the user, not
+    writable by group or others); always true where there are no user ids."""
+    getuid = getattr(os, "getuid", None)
+    return getuid is None or (st.st_uid == getuid() and not st.st_mode & 0o022)
+
+
+def _payload_digest(document: dict[str, Any]) -> str:
+    body = {k: v for k, v in document.items() if k != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _read_rule_file(folder: Path, key: str) -> tuple[str, list[_Rule]] | None:
+    """The rule set name and rules of the rules file for ``key`` in ``folder``, or ``None``
+    unless the file is there and passes every check: a regular file (not a link) of at most
+    :data:`RULE_CACHE_MAX_BYTES`, in a folder, both owned by this user and writable by no
+    one else; JSON of this layout, for this key, whose digest matches its content, each rule
+    of the shapes ``install_secret_rules`` takes, its kind not an excluded plugin and its check
+    a known one. (A rules file of this user is trusted as the user's installed packages are:
+    whoever can write it can change those too.)"""
+    path = _rule_file(folder, key)
+    try:
+        if not _owned(os.stat(folder)):
+            return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > RULE_CACHE_MAX_BYTES or not _owned(st):
+            return None
+        data = os.read(fd, RULE_CACHE_MAX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
+        return None
+    if not (
+        isinstance(document, dict)
+        and set(document) == {"format", "key", "rule_set", "rules", "digest"}
+        and document["format"] == RULE_CACHE_FORMAT
+        and document["key"] == key
+        and isinstance(document["digest"], str)
+        and document["digest"] == _payload_digest(document)
+        and isinstance(document["rule_set"], str)
+        and document["rule_set"].startswith("detect-secrets ")
+        and isinstance(document["rules"], list)
+        and document["rules"]
+    ):
+        return None
+    rules: list[_Rule] = []
+    for rule in document["rules"]:
+        if not (isinstance(rule, list) and len(rule) == 5):
+            return None
+        kind, pattern, check, group, follow = rule
+        if not (
+            isinstance(kind, str)
+            and kind
+            and kind not in EXCLUDED_PLUGINS
+            and isinstance(pattern, str)
+            and pattern
+            and check in _CHECK_NAMES
+            and isinstance(group, bool)
+            and (follow is None or (isinstance(follow, str) and follow))
+        ):
+            return None
+        rules.append((kind, pattern, check, group, follow))
+    return document["rule_set"], rules
+
+
+def _write_rule_file(folder: Path, key: str, rule_set: str, rules: list[_Rule]) -> None:
+    """Write the rules file for ``key`` (atomically: a temporary file of this user alone,
+    renamed into place); a failure leaves no file and is not an error."""
+    import tempfile
+
+    document: dict[str, Any] = {
+        "format": RULE_CACHE_FORMAT,
+        "key": key,
+        "rule_set": rule_set,
+        "rules": [list(rule) for rule in rules],
+    }
+    document["digest"] = _payload_digest(document)
+    data = json.dumps(document, sort_keys=True, indent=0).encode()
+    temporary = None
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=".secret-rules-", suffix=".tmp", dir=folder)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temporary, _rule_file(folder, key))
+        temporary = None
+    except OSError:
+        pass
+    finally:
+        if temporary is not None:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+
+
+def _install_rules() -> str:
+    """Install the rules (from the rules file when it passes its checks, else translated
+    from detect-secrets, which writes the file) and return the rule set's name."""
+    cache = _rule_cache()
+    if cache is not None:
+        found = _read_rule_file(*cache)
+        if found is not None:
+            try:
+                install_secret_rules(found[1])
+            except ValueError:
+                pass  # (the rules in use are kept; the translation below replaces them)
+            else:
+                return found[0]
+    from importlib import metadata
+
+    rules = _plugin_rules()
+    install_secret_rules(rules)
+    rule_set = f"detect-secrets {metadata.version('detect-secrets')}"
+    if cache is not None:
+        _write_rule_file(*cache, rule_set, rules)
+    return rule_set
+
+
 #: The rule set installed: ``"detect-secrets VERSION"``.
-RULE_SET = f"detect-secrets {metadata.version('detect-secrets')}"
-install_secret_rules(_plugin_rules())
+RULE_SET = _install_rules()
 
 #: The kinds (families) of secret detected: the installed plugins' names, then the built-in
 #: rules' ids, in rule order (see the module docstring).

@@ -1228,8 +1228,9 @@ def _cache_dir(value: str | None) -> Path | None:
 
 
 def _refuse_foreign_folder(folder: Path) -> None:
-    """``_UsageError`` unless ``folder`` is absent, empty, or holds a cache database of this
-    program (``derived-*.sqlite3``): ``cache clear`` is refused on any other folder."""
+    """``_UsageError`` unless ``folder`` is absent, empty, or holds a cache file of this
+    program (a ``derived-*.sqlite3`` database, a ``secret-rules-*.json`` rules file):
+    ``cache clear`` is refused on any other folder."""
     from bugcontext.job._cache_admin import cache_files
 
     try:

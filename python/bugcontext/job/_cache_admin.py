@@ -2,9 +2,11 @@
 
 A cache folder (``--cache-dir``, by default :func:`bugcontext.job.workspace.default_cache_dir`)
 holds one SQLite database per version of the extraction rules (``derived-VERSION.sqlite3``
-and its ``-wal``/``-shm``/``-journal`` files, :mod:`bugcontext.job._cache`). Its *size* is the
-bytes of those files; its *entries* the stored values of the databases (one row of ``blobs``
-each: a file's words, parse, chunks, a search index).
+and its ``-wal``/``-shm``/``-journal`` files, :mod:`bugcontext.job._cache`); the default folder
+also holds the secret screen's translated rules (``secret-rules-KEY.json``, one per
+detect-secrets installation: :mod:`bugcontext.core.secrets`). Its *size* is the bytes of those
+files; its *entries* the stored values of the databases (one row of ``blobs`` each: a file's
+words, parse, chunks, a search index).
 
 :class:`TrackedStore` is the workspace's store with use times: every value read or written
 has its time recorded (a ``used`` table in the same database, ``(kind, key, used_ns)``), and
@@ -59,11 +61,26 @@ def _is_database(path: Path) -> bool:
     return head in (b"", SQLITE_HEADER)
 
 
+def _is_rule_file(folder: Path, name: str) -> bool:
+    """Whether ``name`` is a rules file of the secret screen: a regular file (not a link)
+    named ``secret-rules-`` and 32 lowercase hexadecimal digits ``.json``."""
+    key = name[len("secret-rules-") : -len(".json")]
+    if not (name.startswith("secret-rules-") and name.endswith(".json") and len(key) == 32):
+        return False
+    if any(c not in "0123456789abcdef" for c in key):
+        return False
+    try:
+        return stat.S_ISREG(os.lstat(folder / name).st_mode)
+    except OSError:
+        return False
+
+
 def cache_files(folder: Path) -> list[Path]:
     """The cache's own files in ``folder``, sorted by name: each regular file named
     ``derived-*.sqlite3`` that is a SQLite database (:func:`_is_database`: a file of that name
     holding anything else is not ours and is left alone), and the journal files
-    (``-wal``, ``-shm``, ``-journal``) of such a database; never a link or anything else.
+    (``-wal``, ``-shm``, ``-journal``) of such a database; the secret screen's rules files
+    (:func:`_is_rule_file`); never a link or anything else.
     ``[]`` when the folder does not exist. ``folder`` itself is taken as named (a link to a
     folder is followed, as for any path the user gives)."""
     try:
@@ -82,6 +99,8 @@ def cache_files(folder: Path) -> list[Path]:
             with contextlib.suppress(OSError):
                 if stat.S_ISREG(os.lstat(folder / name).st_mode):
                     found.append(folder / name)
+        elif _is_rule_file(folder, name):
+            found.append(folder / name)
     return found
 
 
@@ -96,9 +115,10 @@ def _size(files: Iterable[Path]) -> int:
 @dataclass(frozen=True)
 class CacheInfo:
     """What a cache folder holds: ``folder``; ``size`` in bytes (its databases and their
-    journals); ``entries`` the values stored in them; ``databases`` the database files (one
-    per rules version; ``current`` the one this version uses, or ``None`` when it is not
-    there); ``limit`` the size limit in bytes (``Limits.max_cache_bytes``)."""
+    journals, and the secret screen's rules files); ``entries`` the values stored in them;
+    ``databases`` the database files (one per rules version; ``current`` the one this version
+    uses, or ``None`` when it is not there); ``limit`` the size limit in bytes
+    (``Limits.max_cache_bytes``)."""
 
     folder: Path
     size: int

@@ -14,12 +14,16 @@ from __future__ import annotations
 import os
 import selectors
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # (imported where a run starts: the command line imports this module for RERUN_MODES)
+    import subprocess
 
 __all__ = [
     "RERUN_MODES",
@@ -168,6 +172,8 @@ def _reaping() -> bool:
 def _stop(process: subprocess.Popen[bytes]) -> None:
     """End the run ``process`` and everything it started: SIGTERM first (the reaper then
     kills every process the run left, wherever it went), then SIGKILL to its process group."""
+    import subprocess
+
     if process.poll() is None:
         try:
             process.send_signal(signal.SIGTERM)
@@ -190,6 +196,8 @@ def _start(
 ) -> subprocess.Popen[bytes]:
     """Start ``full`` in ``cwd`` in a session of its own, its output and errors on one pipe
     (under the reaper when there is one: :func:`_reaping`). Raises :class:`StartError`."""
+    import subprocess
+
     failed = ""
     report_read, report_write = os.pipe() if _reaping() else (-1, -1)
     if report_write >= 0:

@@ -33,7 +33,7 @@ import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from xml.etree.ElementTree import Element
+from typing import TYPE_CHECKING
 
 from bugcontext.core._extras import needs
 from bugcontext.core.composer import header_path
@@ -42,6 +42,9 @@ from bugcontext.core.limits import Limits, limit_error, resolve
 from bugcontext.job.sources.execution import ExecutionRecord, TestRun, context_test_id
 from bugcontext.job.sources.files import Repository
 from bugcontext.job.sources.paths import map_path
+
+if TYPE_CHECKING:  # (the XML readers import it when a report is read)
+    from xml.etree.ElementTree import Element
 
 __all__ = [
     "FORMATS",
