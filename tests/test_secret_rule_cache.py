@@ -52,10 +52,10 @@ def _env(cache_home: Path) -> dict[str, str]:
     return env
 
 
-def _probe(cache_home: Path) -> dict[str, object]:
+def _probe(cache_home: Path, **extra: str) -> dict[str, object]:
     command = [sys.executable, "-c", PROBE]
     done = subprocess.run(
-        command, env=_env(cache_home), capture_output=True, text=True, check=True, timeout=120
+        command, env={**_env(cache_home), **extra}, capture_output=True, text=True, check=True, timeout=120
     )
     result: dict[str, object] = json.loads(done.stdout)
     return result
@@ -82,6 +82,20 @@ def test_a_new_process_reads_the_rules_file_and_not_detect_secrets(tmp_path: Pat
     second = _probe(tmp_path)
     assert second == {"rule_set": RULE_SET, "kinds": list(KINDS), "imported": [], "redacted": REDACTED}
     assert _rule_files(tmp_path) == [written]
+
+
+def test_the_environment_variable_keeps_the_rules_file_unread_and_unwritten(tmp_path: Path) -> None:
+    translated = {
+        "rule_set": RULE_SET,
+        "kinds": list(KINDS),
+        "imported": ["detect_secrets", "requests", "importlib.metadata"],
+        "redacted": REDACTED,
+    }
+    assert _probe(tmp_path, BUGCONTEXT_NO_RULE_FILE="1") == translated
+    assert not (tmp_path / "bugcontext").exists()
+    _probe(tmp_path)  # writes the file ...
+    assert len(_rule_files(tmp_path)) == 1
+    assert _probe(tmp_path, BUGCONTEXT_NO_RULE_FILE="1") == translated  # ... not read with it set
 
 
 def _resealed(document: dict[str, object]) -> bytes:

@@ -227,10 +227,15 @@ RULE_CACHE_MAX_BYTES = 1 << 20
 _CHECK_NAMES = frozenset({"token", *_CHECKS.values()})
 
 
+#: The environment variable that, set to any non-empty value, keeps the process from reading
+#: or writing the rules file (a process that must write nothing outside the folders it is given).
+NO_RULE_FILE = "BUGCONTEXT_NO_RULE_FILE"
+
+
 def _rule_cache() -> tuple[Path, str] | None:
     """The folder of the rules file and the key of the translation, or ``None`` when no file
-    is used (no ``platformdirs``, a user cache directory that is not an absolute path,
-    detect-secrets not found as a folder with its distribution record beside it, this
+    is used (:data:`NO_RULE_FILE` set, no ``platformdirs``, a user cache directory that is
+    not an absolute path, detect-secrets not found as a folder with its distribution record beside it, this
     module's source unreadable).
 
     The folder is the package's default cache folder (``bugcontext`` in the user cache
@@ -239,6 +244,8 @@ def _rule_cache() -> tuple[Path, str] | None:
     file layout, the Python version, this module's source (the translator and its tables),
     the names of detect-secrets' distribution records (``detect_secrets-VERSION.dist-info``)
     and the path and bytes of every file of its package folder."""
+    if os.environ.get(NO_RULE_FILE):
+        return None
     try:
         import platformdirs
     except ImportError:
