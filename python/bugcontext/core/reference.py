@@ -34,7 +34,9 @@ import math
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from sortedcontainers import SortedKeyList
 
 from bugcontext._core import BuildResult, Candidate, Omission
 from bugcontext.core._finish import finish
@@ -53,9 +55,6 @@ from bugcontext.core.errors import InvalidCandidateError
 from bugcontext.core.limits import limit_error
 from bugcontext.core.provenance import MAX_SOURCE_ID, check_verify, file_lines
 from bugcontext.core.trace import TraceTarget, traced_build
-
-if TYPE_CHECKING:
-    from sortedcontainers import SortedKeyList
 
 __all__ = ["ContextBuilder", "build", "build_many", "cache_key", "stale"]
 
@@ -514,12 +513,7 @@ class _Selection:
     def hit(self, i: int) -> int | None:
         """The selected window with the smallest start that candidate ``i`` intersects."""
         row = self.rows[i]
-        path_windows = self.windows.get(row.path)
-        if path_windows is None:
-            # (imported here: a process that builds with the Rust engine never needs it)
-            from sortedcontainers import SortedKeyList
-
-            path_windows = self.windows[row.path] = SortedKeyList(key=_window_end)
+        path_windows = self.windows.setdefault(row.path, SortedKeyList(key=_window_end))
         at = path_windows.bisect_key_left(row.start)
         first = path_windows[at] if at < len(path_windows) else None
         return first[2] if first is not None and first[0] <= row.end else None
