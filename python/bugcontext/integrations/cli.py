@@ -662,16 +662,7 @@ def _refuse_repository_files(
     from bugcontext.job.sources import Repository
 
     repository = Repository(Path(repo))
-    for label, path in outputs:
-        if path is None:
-            continue
-        try:
-            real = os.path.realpath(path)
-            info = os.stat(real)
-        except (OSError, ValueError):
-            continue
-        if not stat.S_ISREG(info.st_mode):
-            continue
+    for label, path, real, info in _existing_files(outputs):
         if repository.relative(real) is not None or (
             info.st_nlink > 1 and _hard_link_in(repository, (info.st_dev, info.st_ino))
         ):
@@ -681,12 +672,11 @@ def _refuse_repository_files(
             )
 
 
-def _refuse_folder_files(root: str, outputs: list[tuple[str, str | None]]) -> None:
-    """Refuse (``OutputConflictError``, exit 2) an output that is an existing regular file the
-    ``--verify-root`` reader may read: any file under the folder ``root`` with links resolved
-    (the reader skips nothing), or, for a file with other hard links, one of the folder's files
-    by device and inode. Needs only the core (no ``.gitignore`` reading)."""
-    base = os.path.realpath(root)
+def _existing_files(
+    outputs: list[tuple[str, str | None]],
+) -> Iterator[tuple[str, str, str, os.stat_result]]:
+    """The outputs (label, path) that name an existing regular file: each with its real path
+    (links resolved) and its stat."""
     for label, path in outputs:
         if path is None:
             continue
@@ -695,8 +685,17 @@ def _refuse_folder_files(root: str, outputs: list[tuple[str, str | None]]) -> No
             info = os.stat(real)
         except (OSError, ValueError):
             continue
-        if not stat.S_ISREG(info.st_mode):
-            continue
+        if stat.S_ISREG(info.st_mode):
+            yield label, path, real, info
+
+
+def _refuse_folder_files(root: str, outputs: list[tuple[str, str | None]]) -> None:
+    """Refuse (``OutputConflictError``, exit 2) an output that is an existing regular file the
+    ``--verify-root`` reader may read: any file under the folder ``root`` with links resolved
+    (the reader skips nothing), or, for a file with other hard links, one of the folder's files
+    by device and inode. Needs only the core (no ``.gitignore`` reading)."""
+    base = os.path.realpath(root)
+    for label, path, real, info in _existing_files(outputs):
         inside = os.path.commonpath([base, real]) == base
         if inside or (info.st_nlink > 1 and _hard_link_under(base, (info.st_dev, info.st_ino))):
             raise OutputConflictError(
