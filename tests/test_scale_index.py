@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from bugcontext import Workspace
+from bugcontext.core.composer import CALLER_SOURCE
 from bugcontext.job.sources import symbols as symbols_module
 from bugcontext.job.sources.files import Repository
 from bugcontext.job.sources.symbols import FileSummary, ParsedFile, SymbolIndex
@@ -486,3 +487,119 @@ def test_a_damaged_latest_word_index_is_not_built_on(
     result = other.context(LOG)
     assert other._word_index is None
     assert _shape(result) == _shape(Workspace(repo, cache=False).context(LOG))
+
+
+# -- the calls of a name, kept per content hash -------------------------------------------
+
+USE = """\
+from lib.core import compute
+
+
+def use_{n}(values):
+    return compute(values) + {n}
+"""
+
+
+@pytest.fixture
+def called(repo: Path) -> Path:
+    """``repo`` with files that call the failing function ``compute``."""
+    for n in range(4):
+        (repo / "lib" / f"use_{n}.py").write_text(USE.format(n=n), encoding="utf-8")
+    return repo
+
+
+def _windows(result: Any) -> set[tuple[str, int, int, str | None]]:
+    """The selected windows of a context (a budget that holds them all, see ``_context``)."""
+    assert all(o.reason == "overlap" for o in result.result.omitted)
+    return {(i.path, i.start, i.end, i.source_id) for i in result.result.items}
+
+
+def _context(repo: Path, **options: Any) -> Any:
+    result = Workspace(repo, **options).context(LOG, budget=100_000)
+    return result
+
+
+def _call_searches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """The ``(path, name)`` of every search of a parsed file for a name's identifiers (how
+    the calls of a name are found) from now on."""
+    seen: list[tuple[str, str]] = []
+    original = ParsedFile.identifiers_named
+
+    def counting(self: ParsedFile, name: str) -> Any:
+        seen.append((self.path, name))
+        return original(self, name)
+
+    monkeypatch.setattr(symbols_module.ParsedFile, "identifiers_named", counting)
+    return seen
+
+
+def test_a_new_process_does_not_search_the_callers_again(
+    called: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    searched = _call_searches(monkeypatch)
+    cold = _context(called, cache_dir=cache)
+    callers = {w for w in _windows(cold) if w[0].startswith("lib/use_") and w[3] == CALLER_SOURCE}
+    assert {w[:3] for w in callers} == {(f"lib/use_{n}.py", 4, 5) for n in range(4)}
+    assert {(f"lib/use_{n}.py", "compute") for n in range(4)} <= set(searched)
+    searched.clear()
+    warm = _context(called, cache_dir=cache)
+    assert warm.to_dict() == cold.to_dict()
+    # The calls of compute come from the cache (a caller may still be parsed where another
+    # source needs its syntax tree: the extent of its import block).
+    assert not [s for s in searched if s[1] == "compute"]
+    # Without a cache the callers are searched again.
+    fresh = _context(called, cache=False)
+    assert fresh.to_dict() == cold.to_dict()
+    assert {(f"lib/use_{n}.py", "compute") for n in range(4)} <= set(searched)
+
+
+def test_kept_calls_follow_the_content(called: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    _context(called, cache_dir=cache)
+    # use_0's call moves down three lines: the kept calls of the old content must not be used.
+    text = USE.format(n=0).replace("def use_0", "import os\n\n\ndef use_0")
+    (called / "lib" / "use_0.py").write_text(text, encoding="utf-8")
+    edited = _context(called, cache_dir=cache)
+    fresh = _context(called, cache=False)
+    assert edited.to_dict() == fresh.to_dict()
+    spans = {w[:3] for w in _windows(edited)}
+    assert ("lib/use_0.py", 7, 8) in spans
+    assert ("lib/use_0.py", 4, 5) not in spans
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda v: [*v],  # a list, not a tuple
+        lambda v: ((v[0][0], None, False, (4, 5)),),  # a call of another shape
+        lambda v: (("4", *v[0][1:]),),  # its line as text
+        lambda v: ((*v[0][:2], 1, *v[0][3:]),),  # member not a bool
+        lambda v: ((*v[0][:3], (4,), v[0][4]),),  # a unit of one line number
+        lambda v: ((*v[0][:4], 5.0),),  # the line count not an int
+    ],
+)
+def test_damaged_kept_calls_are_derived_again(
+    called: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: Any
+) -> None:
+    from bugcontext.job import workspace as workspace_module
+
+    cache = tmp_path / "cache"
+    cold = _context(called, cache_dir=cache)
+    stored = []
+    original = workspace_module._calls_from_value
+
+    def damaged(path: str, name: str, value: object) -> Any:
+        if path == "lib/use_1.py" and name == "compute":
+            assert isinstance(value, tuple) and len(value) == 1  # the one call, as stored
+            stored.append(value)
+            value = damage(value)
+            assert original(path, name, value) is None
+        return original(path, name, value)
+
+    monkeypatch.setattr(workspace_module, "_calls_from_value", damaged)
+    searched = _call_searches(monkeypatch)
+    warm = _context(called, cache_dir=cache)
+    assert stored, "the kept calls of lib/use_1.py were read"
+    assert warm.to_dict() == cold.to_dict()
+    assert [s for s in searched if s[1] == "compute"] == [("lib/use_1.py", "compute")]

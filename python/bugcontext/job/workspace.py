@@ -82,7 +82,14 @@ from bugcontext.job.sources.search import (
     _searchable_paths,
     tokenize,
 )
-from bugcontext.job.sources.symbols import FileSummary, ParsedFile, SymbolIndex, source_paths
+from bugcontext.job.sources.symbols import (
+    CallSite,
+    FileSummary,
+    ParsedFile,
+    Reference,
+    SymbolIndex,
+    source_paths,
+)
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -672,6 +679,20 @@ class _Symbols(SymbolIndex):
                     self._ws._parsed[key] = parsed
         return self._parsed[path]
 
+    def call_sites(self, name: str) -> list[CallSite]:
+        paths = self.mentioning(name)
+        self._ws._load_calls([key for key in map(self._ws._key, paths) if key is not None], name)
+        return [site for path in paths for site in self.calls_in(path, name)]
+
+    def calls_in(self, path: str, name: str) -> tuple[CallSite, ...]:
+        # A function of the file's content and the name: kept per content hash, so a new
+        # process on an unchanged repository does not parse the files that call a name.
+        key = self._ws._key(path)
+        derive = super().calls_in
+        if key is None:
+            return derive(path, name)
+        return self._ws._calls(key, name, lambda: derive(path, name))
+
     def neighbours(self, path: str) -> list[str]:
         # A Python file's neighbours depend on its content and on the set of analysed paths
         # only (another language may read other files: Go's go.mod), so they are kept per
@@ -796,6 +817,9 @@ class Workspace:
         self._neighbour_kept: dict[_Key, tuple[str, ...]] = {}
         self._neighbour_listing = ""
         self._neighbour_unsaved: list[tuple[str, object]] = []
+        # the calls of a name in each file (CallSite), per content hash and name
+        self._calls_kept: dict[_Key, dict[str, tuple[CallSite, ...]]] = {}
+        self._calls_unsaved: list[tuple[str, object]] = []
         # which files hold each word, for the files of one listing (see _WordIndex)
         self._word_index: _WordIndex | None = None
         self._word_index_key = ""
@@ -1155,6 +1179,35 @@ class Workspace:
         self._neighbour_kept[key] = kept
         return kept
 
+    def _load_calls(self, keys: Iterable[_Key], name: str) -> None:
+        """Bring the stored calls of ``name`` in the files ``keys`` into memory, in one read."""
+        if self._store is None:
+            return
+        wanted = {_calls_key(key, name): key for key in keys if name not in self._calls_kept.get(key, {})}
+        if not wanted:
+            return
+        for stored, value in self._store.get_many("calls", list(wanted)).items():
+            key = wanted[stored]
+            sites = _calls_from_value(key[0], name, value)
+            if sites is not None:  # else another shape: derived again
+                self._calls_kept.setdefault(key, {})[name] = sites
+
+    def _calls(
+        self, key: _Key, name: str, derive: Callable[[], tuple[CallSite, ...]]
+    ) -> tuple[CallSite, ...]:
+        """The calls of ``name`` in the file ``key``: kept (see :meth:`_load_calls`) or
+        ``derive()``-d and stored with the summaries."""
+        kept = self._calls_kept.setdefault(key, {})
+        sites = kept.get(name)
+        if sites is None:
+            sites = kept[name] = derive()
+            value = tuple(
+                (s.reference.line, s.reference.qualifier, s.reference.member, s.unit, s.line_count)
+                for s in sites
+            )
+            self._calls_unsaved.append((_calls_key(key, name), value))
+        return sites
+
     def _save_summaries(self) -> None:
         """Keep (here and in the cache) the summary of every file parsed so far."""
         new: list[tuple[str, object]] = []
@@ -1173,11 +1226,14 @@ class Workspace:
         if self._store is not None and self._neighbour_unsaved:
             self._store.put_many("neighbours", self._neighbour_unsaved)
         self._neighbour_unsaved = []
+        if self._store is not None and self._calls_unsaved:
+            self._store.put_many("calls", self._calls_unsaved)
+        self._calls_unsaved = []
 
     def _prune(self) -> None:
         """Forget, in memory, what was derived from file contents that are no longer the
         files' (an edited or removed file): a long-lived workspace does not grow with edits."""
-        kept_maps = (self._sources, self._words, self._parsed, self._docs, self._summaries)
+        kept_maps = (self._sources, self._words, self._parsed, self._docs, self._summaries, self._calls_kept)
         for kept in (*kept_maps, self._neighbour_kept):
             for key in [k for k in kept if self._digest(k[0]) != k[1]]:
                 del kept[key]
@@ -1584,6 +1640,36 @@ def _ambiguous(row: Stat) -> bool:
 
 def _store_key(key: _Key) -> str:
     return f"{key[0]}\0{key[1]}"
+
+
+def _calls_key(key: _Key, name: str) -> str:
+    return f"{_store_key(key)}\0{name}"
+
+
+def _calls_from_value(path: str, name: str, value: object) -> tuple[CallSite, ...] | None:
+    """The calls of ``name`` in ``path`` from their stored form (``(line, qualifier, member,
+    unit, line_count)`` each), or ``None`` for a value of another shape."""
+    if not isinstance(value, tuple):
+        return None
+    sites = []
+    for item in value:
+        if not (isinstance(item, tuple) and len(item) == 5):
+            return None
+        line, qualifier, member, unit, line_count = item
+        if not (
+            type(line) is int
+            and (qualifier is None or isinstance(qualifier, str))
+            and type(member) is bool
+            and type(line_count) is int
+            and (unit is None or _line_pair(unit))
+        ):
+            return None
+        sites.append(CallSite(path, Reference(name, line, "call", qualifier, member), unit, line_count))
+    return tuple(sites)
+
+
+def _line_pair(value: object) -> bool:
+    return isinstance(value, tuple) and len(value) == 2 and all(type(n) is int for n in value)
 
 
 def _doc(reader: _Reader, rel: str) -> _Doc:

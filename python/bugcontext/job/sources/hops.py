@@ -228,17 +228,19 @@ def _siblings(
             continue
         same: list[tuple[str, int, int]] = []
         other: list[tuple[float, str, int, int]] = []
-        for site_file, site in index.call_sites(reference.name):
-            if site_file.path == parsed.path and site.line == reference.line:
+        for call in index.call_sites(reference.name):
+            site = call.reference
+            if call.path == parsed.path and site.line == reference.line:
                 continue
-            if site_file.path == parsed.path and function.start <= site.line <= function.end:
+            if call.path == parsed.path and function.start <= site.line <= function.end:
                 continue
-            if not targets & {d for d, share in index.resolve(site_file.path, site) if share >= 0.5}:
+            if not targets & {d for d, share in index.resolve(call.path, site) if share >= 0.5}:
                 continue
-            unit = site_file.definition_at(site.line)
+            summary = index.summary(call.path)
+            unit = summary.definition_at(site.line) if summary is not None else None
             if unit is None:
                 continue
-            if site_file.path == parsed.path:
+            if call.path == parsed.path:
                 same.append((unit.path, unit.start, unit.end))
             else:
                 proximity = index.proximity(parsed.path, unit.path)

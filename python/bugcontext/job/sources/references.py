@@ -313,21 +313,22 @@ def _imports(index: SymbolIndex, deepest: ProjectFrame, collected: _Collector) -
 def _callers(index: SymbolIndex, failing: Definition, collected: _Collector) -> None:
     sites: list[tuple[float, str, int, int]] = []
     seen: set[tuple[str, int, int]] = set()
-    for parsed, reference in index.call_sites(failing.name):
-        if parsed.path == failing.path and failing.start <= reference.line <= failing.end:
+    for site in index.call_sites(failing.name):
+        reference = site.reference
+        if site.path == failing.path and failing.start <= reference.line <= failing.end:
             continue
         # Only a call that resolves mainly to the failing function (a method name many
         # classes define is not enough).
-        if dict(index.resolve(parsed.path, reference)).get(failing, 0.0) < 0.5:
+        if dict(index.resolve(site.path, reference)).get(failing, 0.0) < 0.5:
             continue
-        unit = parsed.unit_at(reference.line)
+        unit = site.unit
         if unit is None:
-            unit = (max(1, reference.line - RADIUS), min(parsed.source.line_count, reference.line + RADIUS))
-        key = (parsed.path, *unit)
+            unit = (max(1, reference.line - RADIUS), min(site.line_count, reference.line + RADIUS))
+        key = (site.path, *unit)
         if key in seen or collected.covers_frame(*key):
             continue
         seen.add(key)
-        sites.append((index.proximity(parsed.path, failing.path), *key))
+        sites.append((index.proximity(site.path, failing.path), *key))
     sites.sort(key=lambda s: (-s[0], s[1], s[2]))
     sites = sites[:MAX_CALLERS]
     for proximity, path, start, end in sites:

@@ -43,6 +43,7 @@ from bugcontext.job.sources.languages import SUFFIXES, LanguageSpec, Loaded, lan
 __all__ = [
     "IMPORT_DEPTH",
     "MAX_DEFINITIONS",
+    "CallSite",
     "Definition",
     "FileSummary",
     "Import",
@@ -181,6 +182,19 @@ class Reference:
     kind: RefKind
     qualifier: str | None = None
     member: bool = False
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A call of a name in the file ``path`` (:meth:`SymbolIndex.call_sites`): the
+    ``reference`` (its ``kind`` is ``"call"``), ``unit`` the lines of the function around it
+    (:meth:`ParsedFile.unit_at`; ``None`` outside any) and ``line_count`` the file's lines. It
+    needs no syntax tree to be used, so a workspace keeps it per content hash."""
+
+    path: str
+    reference: Reference
+    unit: tuple[int, int] | None
+    line_count: int
 
 
 @dataclass(frozen=True)
@@ -581,13 +595,7 @@ class ParsedFile:
 
     def definition_at(self, line: int, kinds: Iterable[str] = ("function",)) -> Definition | None:
         """The innermost definition of one of ``kinds`` whose lines include ``line``."""
-        wanted = set(kinds)
-        best: Definition | None = None
-        for definition in self.definitions:
-            if definition.kind in wanted and definition.start <= line <= definition.end:
-                if best is None or definition.end - definition.start <= best.end - best.start:
-                    best = definition
-        return best
+        return _innermost(self.definitions, line, kinds)
 
     def unit_at(self, line: int) -> tuple[int, int] | None:
         """The lines of the function around ``line``: the innermost named function, or an
@@ -735,6 +743,18 @@ class ParsedFile:
 _KIND_NAMES = frozenset(("function", "class", "type", "variable"))
 
 
+def _innermost(definitions: Iterable[Definition], line: int, kinds: Iterable[str]) -> Definition | None:
+    """The innermost of ``definitions`` of one of ``kinds`` whose lines include ``line`` (the
+    last of equally long ones)."""
+    wanted = set(kinds)
+    best: Definition | None = None
+    for definition in definitions:
+        if definition.kind in wanted and definition.start <= line <= definition.end:
+            if best is None or definition.end - definition.start <= best.end - best.start:
+                best = definition
+    return best
+
+
 class FileSummary:
     """What a file's parse gives that outlives its syntax tree: its definitions, imports and
     (Java) package, as :class:`ParsedFile` has them. It answers the questions of the symbol
@@ -770,6 +790,10 @@ class FileSummary:
     def defined(self, name: str) -> list[Definition]:
         """The definitions of ``name`` in this file, in line order."""
         return self._by_name.get(name, [])
+
+    def definition_at(self, line: int, kinds: Iterable[str] = ("function",)) -> Definition | None:
+        """As :meth:`ParsedFile.definition_at`."""
+        return _innermost(self.definitions, line, kinds)
 
     def value(self) -> tuple[object, ...]:
         """The plain form: ``(language, definitions, imports, package)``, a definition as
@@ -1435,7 +1459,8 @@ class SymbolIndex:
         its :meth:`proximity` (none if there are more than :data:`MAX_DEFINITIONS`); the
         shares then add up to the best proximity, not to 1.
         """
-        parsed = self.parsed(path)
+        # Definitions, imports and the package only: a kept summary answers, no syntax tree.
+        parsed = self.summary(path)
         if parsed is None:
             return []
         name = reference.name
@@ -1469,7 +1494,7 @@ class SymbolIndex:
         return [(d, best * w / total) for d, w in zip(candidates, weights, strict=True)]
 
     def _resolve_member(
-        self, path: str, parsed: ParsedFile, reference: Reference, own_class: str | None
+        self, path: str, parsed: ParsedFile | FileSummary, reference: Reference, own_class: str | None
     ) -> tuple[list[Definition], bool]:
         """The definitions a member ``reference`` denotes by scopes and imports (see
         :meth:`resolve`), and whether an import settles it."""
@@ -1496,7 +1521,7 @@ class SymbolIndex:
         return found, settled
 
     def _resolve_plain(
-        self, path: str, parsed: ParsedFile, reference: Reference, own_class: str | None
+        self, path: str, parsed: ParsedFile | FileSummary, reference: Reference, own_class: str | None
     ) -> tuple[list[Definition], bool]:
         """The definitions a plain name ``reference`` denotes by scopes and imports (see
         :meth:`resolve`), and whether an import settles it."""
@@ -1538,15 +1563,21 @@ class SymbolIndex:
 
     # -- call sites --------------------------------------------------------------------
 
-    def call_sites(self, name: str) -> list[tuple[ParsedFile, Reference]]:
-        """Every call of ``name`` (as a function, method or constructor) in the repository."""
-        found: list[tuple[ParsedFile, Reference]] = []
-        for path in self.mentioning(name):
-            parsed = self.parsed(path)
-            if parsed is None:
-                continue
-            for leaf in parsed.identifiers_named(name):
-                reference = parsed._classify(leaf, set())
-                if reference is not None and reference.kind == "call":
-                    found.append((parsed, reference))
-        return found
+    def call_sites(self, name: str) -> list[CallSite]:
+        """Every call of ``name`` (as a function, method or constructor) in the repository,
+        in path and source order."""
+        return [site for path in self.mentioning(name) for site in self.calls_in(path, name)]
+
+    def calls_in(self, path: str, name: str) -> tuple[CallSite, ...]:
+        """The calls of ``name`` in the file at ``path``: a function of the file's content
+        and ``name`` alone."""
+        parsed = self.parsed(path)
+        if parsed is None:
+            return ()
+        found = []
+        for leaf in parsed.identifiers_named(name):
+            reference = parsed._classify(leaf, set())
+            if reference is not None and reference.kind == "call":
+                unit = parsed.unit_at(reference.line)
+                found.append(CallSite(path, reference, unit, parsed.source.line_count))
+        return tuple(found)
