@@ -12,6 +12,8 @@ derived data also goes to disk (:mod:`bugcontext.job._cache`), keyed by content 
 version of the extraction rules, so a new process starts warm: each file's lines, words,
 chunks and tokens, the definitions, imports and import neighbours of each file parsed
 (:class:`~bugcontext.job.sources.symbols.FileSummary`: a file that is only looked up is not
+parsed again), the calls of each name looked for in a file
+(:class:`~bugcontext.job.sources.symbols.CallSite`: the callers of a failing function are not
 parsed again) and the search index. The cyclic garbage collector is paused during a call
 (the derived data is millions of small objects in no reference cycle), and each file's
 syntax tree is dropped once derived.
