@@ -38,6 +38,9 @@ impl<'py> std::ops::Deref for Field<'_, 'py> {
 /// How to read the six fields of one candidate.
 enum Shape<'a, 'py> {
     Native(&'a Candidate),
+    /// An exact `dict` holding the six fields and nothing else, read in one pass (see
+    /// [`six_fields`]): the values, in [`field`] order.
+    Six([Bound<'py, PyAny>; 6]),
     Dict(&'a Bound<'py, PyDict>),
     Mapping,
     /// Attributes, read by the class's layout where it has one.
@@ -63,6 +66,7 @@ fn field<'py>(
     match shape {
         // Read directly by the caller; the attribute is the same value.
         Shape::Native(_) => obj.getattr(name),
+        Shape::Six(values) => Ok(values[slot].clone()),
         Shape::Dict(d) => d.get_item(name)?.ok_or_else(missing),
         Shape::Mapping => obj.get_item(name).map_err(|e| {
             if e.is_instance_of::<PyKeyError>(py) {
@@ -101,6 +105,59 @@ fn optional_attribute<'py>(
         Read::Value(value) => Ok(value),
         Read::Missing => Ok(py.None().into_bound(py)),
         Read::Generic => Ok(optional_attr(obj, name)?.unwrap_or_else(|| py.None().into_bound(py))),
+    }
+}
+
+/// The six fields of an exact `dict` that holds them and nothing else, read in one pass over
+/// its entries instead of nine look-ups (six fields, three optional ones), or `None` to read it
+/// by look-ups. Taken only when every key is the interned field name itself (as the keys of a
+/// dict written with literal keys are: found by address, no key's `__eq__` or `__hash__` runs)
+/// and every value is of an exact built-in type whose reading runs none of the caller's code
+/// (`str` for `path`, `content` and `reason`, `int` for the lines, `float` or `int` for the
+/// score): then no code can change the dict between the reads, the values are those the
+/// look-ups would give, and a dict of six entries holding the six fields has no optional one.
+fn six_fields<'py>(d: &Bound<'py, PyDict>) -> Option<[Bound<'py, PyAny>; 6]> {
+    if d.len() != 6 {
+        return None;
+    }
+    let py = d.py();
+    let names = [
+        intern!(py, "path").as_ptr(),
+        intern!(py, "start").as_ptr(),
+        intern!(py, "end").as_ptr(),
+        intern!(py, "content").as_ptr(),
+        intern!(py, "reason").as_ptr(),
+        intern!(py, "score").as_ptr(),
+    ];
+    let mut found = [std::ptr::null_mut::<ffi::PyObject>(); 6];
+    let mut pos: ffi::Py_ssize_t = 0;
+    let mut key = std::ptr::null_mut();
+    let mut value = std::ptr::null_mut();
+    // SAFETY: attached, `d` is a live dict; between the calls only addresses are compared (no
+    // code runs that could change the dict), and the borrowed values are owned below before
+    // anything else runs.
+    unsafe {
+        while ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut key, &mut value) != 0 {
+            let slot = names.iter().position(|&name| name == key)?;
+            found[slot] = value;
+        }
+        // A dict holds each key once: six entries with six of the names are the six fields.
+        if found.iter().any(|value| value.is_null()) {
+            return None;
+        }
+        let ty = |p: *mut ffi::PyObject| ffi::Py_TYPE(p);
+        let text = &raw mut ffi::PyUnicode_Type;
+        let int = &raw mut ffi::PyLong_Type;
+        let exact = ty(found[0]) == text
+            && ty(found[1]) == int
+            && ty(found[2]) == int
+            && ty(found[3]) == text
+            && ty(found[4]) == text
+            && (ty(found[5]) == &raw mut ffi::PyFloat_Type || ty(found[5]) == int);
+        if !exact {
+            return None;
+        }
+        Some(found.map(|value| Bound::from_borrowed_ptr(py, value)))
     }
 }
 
@@ -230,6 +287,7 @@ impl<'py> Reader<'py> {
         let name = intern!(py, "group");
         let value = match shape {
             Shape::Native(c) => c.group.bind(py).clone(),
+            Shape::Six(_) => py.None().into_bound(py),
             Shape::Dict(d) => d
                 .get_item(name)?
                 .unwrap_or_else(|| py.None().into_bound(py)),
@@ -358,7 +416,7 @@ impl<'py> Reader<'py> {
         Ok(if let Ok(c) = obj.cast::<Candidate>() {
             Shape::Native(c.get())
         } else if let Ok(d) = obj.cast_exact::<PyDict>() {
-            Shape::Dict(d)
+            six_fields(d).map_or(Shape::Dict(d), Shape::Six)
         } else {
             match self.kinds.classify(obj)? {
                 Kind::Mapping => Shape::Mapping,
@@ -517,6 +575,7 @@ fn optional_field<'py>(
     let py = obj.py();
     let value = match shape {
         Shape::Native(c) => native(c).bind(py).clone(),
+        Shape::Six(_) => py.None().into_bound(py),
         Shape::Dict(d) => d
             .get_item(name)?
             .unwrap_or_else(|| py.None().into_bound(py)),
