@@ -480,7 +480,56 @@ def redact(text: str) -> Redaction:
     kind, the line endings inside a secret (a private key block) kept after the replacement, so
     that the text keeps its lines; and the kinds replaced. Repeated until the text holds no
     secret (a replacement can cut a longer value that was not a secret into one that is), so
-    ``find_secrets(redact(text).text) == []``. A text without secrets is returned as it is."""
+    ``find_secrets(redact(text).text) == []``. A text without secrets is returned as it is.
+
+    The base64 fields of an XML section (:mod:`bugcontext.core.composer`: a body after
+    ``encoding="base64">``, a ``path-base64``/``test-base64`` attribute; also with the quotes
+    JSON-escaped) are screened too: each is decoded, its text redacted (this function) and
+    encoded again, so that a secret in a snippet written as base64 (its content held a control
+    character) is replaced like any other."""
+    plain = _redact_plain(text)
+    if "base64" not in plain.text:
+        return plain
+    fields = _redact_base64_fields(plain.text)
+    if not fields.kinds:
+        return plain
+    again = _redact_plain(fields.text)
+    return Redaction(again.text, (*plain.kinds, *fields.kinds, *again.kinds))
+
+
+#: A base64 field of an XML section: a body (``encoding="base64">B64<``) or an attribute
+#: (``path-base64="B64"``, ``test-base64="B64"``); the quotes may be JSON-escaped (``\"``).
+_BASE64_FIELD = re.compile(r'(?:encoding=\\?"base64\\?">|-base64=\\?")([A-Za-z0-9+/]+={0,2})')
+
+
+def _redact_base64_fields(text: str) -> Redaction:
+    """``text`` with every secret inside its base64 fields (:data:`_BASE64_FIELD`) replaced:
+    the field decoded (UTF-8, lone surrogates as the composer writes them), redacted and
+    encoded again. A field that is not base64 of UTF-8 is left as it is."""
+    import base64
+    import binascii
+
+    kinds: list[str] = []
+
+    def screened(match: re.Match[str]) -> str:
+        encoded = match.group(1)
+        try:
+            decoded = base64.b64decode(encoded, validate=True).decode("utf-8", "surrogatepass")
+        except (binascii.Error, ValueError):
+            return match.group(0)
+        done = redact(decoded)
+        if not done.kinds:
+            return match.group(0)
+        kinds.extend(done.kinds)
+        again = base64.b64encode(done.text.encode("utf-8", "surrogatepass")).decode("ascii")
+        return match.group(0)[: match.start(1) - match.start(0)] + again
+
+    out = _BASE64_FIELD.sub(screened, text)
+    return Redaction(out, tuple(kinds))
+
+
+def _redact_plain(text: str) -> Redaction:
+    """:func:`redact` of ``text`` read as plain text (its base64 fields as they are)."""
     found = _spans(text)
     if not found:
         return Redaction(text, ())

@@ -1,0 +1,91 @@
+"""A secret in a snippet the XML template writes as base64 is redacted too.
+
+The XML template writes a body (or a path, a test id) that XML cannot carry (a control
+character, a lone surrogate) as base64 of its UTF-8 bytes. The output screen
+(``bugcontext.core.secrets.redact``) read the section as plain text, so a secret in such a
+body left ``bugcontext build --format markdown``, ``rerank`` and the MCP ``build`` tool
+whole, only base64-encoded. The secrets are assembled at run time from harmless pieces.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bugcontext.core.composer import parse_xml_section
+from bugcontext.core.secrets import find_secrets, redact
+from bugcontext.integrations.cli import main
+from bugcontext.integrations.mcp_server import create_server
+from test_mcp_server import _calls, _text
+
+AWS_ID = "".join(["AKIA", "Q7" * 8])
+GITHUB = "".join(["ghp", "_", "a1B2" * 9])
+
+
+def _decoded(section: str) -> list[str]:
+    """Every base64 field of an XML section, decoded."""
+    fields = re.findall(r'(?:encoding="base64">|-base64=")([A-Za-z0-9+/=]+)', section)
+    assert fields, section
+    return [base64.b64decode(f).decode("utf-8", "surrogatepass") for f in fields]
+
+
+def _input(content: str, path: str = "a.py") -> dict[str, Any]:
+    candidate = {"path": path, "start": 1, "end": 1, "content": content, "reason": "search", "score": 1}
+    return {"candidates": [candidate], "max_chars": 1000, "cost": {"template": "xml"}}
+
+
+@pytest.mark.parametrize(
+    "content", [f"key = {AWS_ID}\x00\n", f"TOKEN = '{GITHUB}'\x1b[0m\n", f"x\udcff {AWS_ID}\n"]
+)
+def test_build_markdown_redacts_a_secret_in_a_base64_body(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str
+) -> None:
+    data = tmp_path / "in.json"
+    data.write_text(json.dumps(_input(content)), encoding="utf-8")
+    assert main(["build", str(data), "--format", "markdown"]) == 0
+    captured = capsys.readouterr()
+    (body,) = _decoded(captured.out)
+    assert AWS_ID not in body and GITHUB not in body and "[REDACTED: " in body
+    assert "secret redacted from this output" in captured.err
+    # Still a section an XML reader takes back.
+    assert [b["content"] for b in parse_xml_section(captured.out)] == [body]
+
+
+def test_a_secret_in_a_base64_path_is_redacted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "in.json"
+    data.write_text(json.dumps(_input("x\n", path=f"k/{AWS_ID}\x01.py")), encoding="utf-8")
+    assert main(["build", str(data), "--format", "markdown"]) == 0
+    (path,) = _decoded(capsys.readouterr().out)
+    assert AWS_ID not in path and path == "k/[REDACTED: AWSKeyDetector]\x01.py"
+
+
+def test_the_mcp_build_tool_redacts_a_base64_body(tmp_path: Path) -> None:
+    server = create_server(cache=False, roots=[tmp_path])
+    (result,) = _calls(server, ("build", {"input": _input(f"key = {AWS_ID}\x00\n")}))
+    assert not result.is_error
+    for section in (_text(result), result.structured_content["section"]):
+        (body,) = _decoded(section)
+        assert AWS_ID not in body and "[REDACTED: AWSKeyDetector]" in body
+    assert any(r["kind"] == "AWSKeyDetector" for r in result.structured_content["redacted"])
+
+
+def test_redact_reads_base64_fields_with_json_escaped_quotes() -> None:
+    encoded = base64.b64encode(f"k = {AWS_ID}\x00".encode()).decode()
+    done = redact(f'{{"s": "<snippet encoding=\\"base64\\">{encoded}</snippet>"}}')
+    assert encoded not in done.text and done.kinds == ("AWSKeyDetector",)
+    assert find_secrets(done.text) == []
+
+
+def test_base64_that_is_no_field_or_holds_no_secret_is_left_as_it_is() -> None:
+    clean = base64.b64encode(b"x = 1\x00").decode()
+    for text in (
+        f'<snippet encoding="base64">{clean}</snippet>',
+        'encoding="base64">!!!notbase64',
+        'path-base64="AAAA"',  # three NULs: no secret
+        'encoding="base64">/w==',  # base64 of a byte that is not UTF-8
+    ):
+        assert redact(text).text == text and redact(text).kinds == ()
