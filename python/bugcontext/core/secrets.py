@@ -486,8 +486,13 @@ def redact(text: str) -> Redaction:
     ``encoding="base64">``, a ``path-base64``/``test-base64`` attribute; also with the quotes
     JSON-escaped) are screened too: each is decoded, its text redacted (this function) and
     encoded again, so that a secret in a snippet written as base64 (its content held a control
-    character) is replaced like any other."""
-    plain = _redact_plain(text)
+    character) is replaced like any other. A text with numbered lines (a section rendered with
+    ``line_numbers``, ``"12 | "`` before each line) is also read without the numbers, so that a
+    secret spanning lines (a private key's body) is replaced whole; the numbers stay."""
+    numbered = _redact_numbered(text)
+    plain = _redact_plain(numbered.text)
+    if numbered.kinds:
+        plain = Redaction(plain.text, (*numbered.kinds, *plain.kinds))
     if "base64" not in plain.text:
         return plain
     fields = _redact_base64_fields(plain.text)
@@ -495,6 +500,53 @@ def redact(text: str) -> Redaction:
         return plain
     again = _redact_plain(fields.text)
     return Redaction(again.text, (*plain.kinds, *fields.kinds, *again.kinds))
+
+
+#: The number a numbered line starts with (:func:`bugcontext.core.composer.number_lines`).
+_NUMBER = re.compile(r" *[0-9]+ \| ")
+_NUMBERED = re.compile(r"(?m)^ *[0-9]+ \| ")
+
+
+def _redact_numbered(text: str) -> Redaction:
+    """``text`` with the secrets found in it read without its line numbers (:data:`_NUMBER`
+    at the start of a line) replaced, each line keeping its number: the first line of a secret
+    gets the replacement, the text of its other lines goes (a line of the text after the secret
+    keeps that text). A text without numbered lines is returned as it is."""
+    if _NUMBERED.search(text) is None:
+        return Redaction(text, ())
+    lines = text.split("\n")
+    heads: list[str] = []
+    bodies: list[str] = []
+    for line in lines:
+        number = _NUMBER.match(line)
+        cut = number.end() if number is not None else 0
+        heads.append(line[:cut])
+        bodies.append(line[cut:])
+    found = _spans("\n".join(bodies))
+    if not found:
+        return Redaction(text, ())
+    starts: list[int] = []  # where each line's body starts in the text read without numbers
+    at = 0
+    for body in bodies:
+        starts.append(at)
+        at += len(body) + 1
+    import bisect
+
+    kinds: list[str] = []
+    for start, end, kind in reversed(found):
+        first = bisect.bisect_right(starts, start) - 1
+        last = bisect.bisect_right(starts, max(start, end - 1)) - 1
+        a, b = start - starts[first], end - starts[last]
+        if first == last:
+            bodies[first] = bodies[first][:a] + redaction(kind) + bodies[first][b:]
+        else:
+            bodies[first] = bodies[first][:a] + redaction(kind)
+            for i in range(first + 1, last):
+                bodies[i] = ""
+            bodies[last] = bodies[last][b:]
+        kinds.append(kind)
+    out = "\n".join(head + body for head, body in zip(heads, bodies, strict=True))
+    return Redaction(out, tuple(reversed(kinds)))
 
 
 #: A base64 field of an XML section: a body (``encoding="base64">B64<``) or an attribute

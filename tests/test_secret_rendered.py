@@ -1,16 +1,23 @@
-"""A secret in a snippet the XML template writes as base64 is redacted too.
+"""A secret in a section is redacted whatever the form the section gives it.
 
+**Base64.**
 The XML template writes a body (or a path, a test id) that XML cannot carry (a control
 character, a lone surrogate) as base64 of its UTF-8 bytes. The output screen
 (``bugcontext.core.secrets.redact``) read the section as plain text, so a secret in such a
 body left ``bugcontext build --format markdown``, ``rerank`` and the MCP ``build`` tool
-whole, only base64-encoded. The secrets are assembled at run time from harmless pieces.
+whole, only base64-encoded.
+
+**Line numbers.** With ``line_numbers`` each line starts with ``"N | "``; the screen found a
+private key's header line but not its body lines behind their numbers, and printed the body.
+
+The secrets are assembled at run time from harmless pieces.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -89,3 +96,52 @@ def test_base64_that_is_no_field_or_holds_no_secret_is_left_as_it_is() -> None:
         'encoding="base64">/w==',  # base64 of a byte that is not UTF-8
     ):
         assert redact(text).text == text and redact(text).kinds == ()
+
+
+def _pem() -> str:
+    rng = random.Random(7)
+    body = base64.b64encode(bytes(rng.randrange(256) for _ in range(150))).decode()
+    lines = [body[i : i + 64] for i in range(0, len(body), 64)]
+    kind = "RSA " + "PRIVATE KEY"
+    return "\n".join([f"-----BEGIN {kind}-----", *lines, f"-----END {kind}-----"]) + "\n"
+
+
+def _body(pem: str) -> list[str]:
+    """The key's body lines (each at least 8 characters)."""
+    lines = pem.splitlines()[1:-1]
+    assert len(lines) == 4 and all(len(line) >= 8 for line in lines)
+    return lines
+
+
+@pytest.mark.parametrize("template", ["markdown", "xml"])
+def test_a_private_key_body_behind_line_numbers_is_redacted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], template: str
+) -> None:
+    pem = _pem()
+    data = _input("x = 1\n" + pem + "y = 2\n")
+    data["cost"] = {"template": template, "line_numbers": True}
+    (tmp_path / "in.json").write_text(json.dumps(data), encoding="utf-8")
+    assert main(["build", str(tmp_path / "in.json"), "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert all(line[:20] not in out for line in _body(pem))
+    assert "1 | x = 1\n2 | [REDACTED: PrivateKeyDetector]\n3 | \n" in out
+    assert "\n8 | y = 2\n" in out  # every line keeps its number
+
+
+def test_the_mcp_build_tool_redacts_a_numbered_private_key(tmp_path: Path) -> None:
+    pem = _pem()
+    data = _input(pem)
+    data["cost"] = {"template": "markdown", "line_numbers": True}
+    server = create_server(cache=False, roots=[tmp_path])
+    (result,) = _calls(server, ("build", {"input": data}))
+    for section in (_text(result), result.structured_content["section"]):
+        assert all(line[:20] not in section for line in _body(pem))
+
+
+def test_numbered_text_without_a_secret_is_left_as_it_is() -> None:
+    for text in ("1 | a = 1\n2 | b = 2\n", "10 | x\n 9 | \n", "| a | b |\n1 | c"):
+        assert redact(text).text == text and redact(text).kinds == ()
+    done = redact(f"1 | a = 1\n2 | k = '{AWS_ID}' # two {AWS_ID}\n3 | b")
+    key = "[REDACTED: AWSKeyDetector]"
+    assert done.text == f"1 | a = 1\n2 | k = '{key}' # two {key}\n3 | b"
+    assert done.kinds == ("AWSKeyDetector", "AWSKeyDetector")
