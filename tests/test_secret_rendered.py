@@ -7,8 +7,10 @@ character, a lone surrogate) as base64 of its UTF-8 bytes. The output screen
 body left ``bugcontext build --format markdown``, ``rerank`` and the MCP ``build`` tool
 whole, only base64-encoded.
 
-**Line numbers.** With ``line_numbers`` each line starts with ``"N | "``; the screen found a
-private key's header line but not its body lines behind their numbers, and printed the body.
+**Line numbers, references.** With ``line_numbers`` each line starts with ``"N | "``; the
+screen found a private key's header line but not its body lines behind their numbers, and
+printed the body. So too for a key with CRLF line endings in an XML section, where each ``\\r``
+is ``&#13;``.
 
 The secrets are assembled at run time from harmless pieces.
 """
@@ -98,12 +100,12 @@ def test_base64_that_is_no_field_or_holds_no_secret_is_left_as_it_is() -> None:
         assert redact(text).text == text and redact(text).kinds == ()
 
 
-def _pem() -> str:
+def _pem(ending: str = "\n") -> str:
     rng = random.Random(7)
     body = base64.b64encode(bytes(rng.randrange(256) for _ in range(150))).decode()
     lines = [body[i : i + 64] for i in range(0, len(body), 64)]
     kind = "RSA " + "PRIVATE KEY"
-    return "\n".join([f"-----BEGIN {kind}-----", *lines, f"-----END {kind}-----"]) + "\n"
+    return ending.join([f"-----BEGIN {kind}-----", *lines, f"-----END {kind}-----"]) + ending
 
 
 def _body(pem: str) -> list[str]:
@@ -145,3 +147,23 @@ def test_numbered_text_without_a_secret_is_left_as_it_is() -> None:
     key = "[REDACTED: AWSKeyDetector]"
     assert done.text == f"1 | a = 1\n2 | k = '{key}' # two {key}\n3 | b"
     assert done.kinds == ("AWSKeyDetector", "AWSKeyDetector")
+
+
+@pytest.mark.parametrize("line_numbers", [False, True])
+def test_a_crlf_private_key_in_an_xml_section_is_redacted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line_numbers: bool
+) -> None:
+    pem = _pem("\r\n")
+    data = _input(pem + "y = 2\r\n")
+    data["cost"] = {"template": "xml", "line_numbers": line_numbers}
+    (tmp_path / "in.json").write_text(json.dumps(data), encoding="utf-8")
+    assert main(["build", str(tmp_path / "in.json"), "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "&#13;" in out and all(line[:20] not in out for line in _body(pem))
+    (block,) = parse_xml_section(out)
+    assert block["content"].count("\n") == 7 and "y = 2" in block["content"]
+
+
+def test_references_outside_an_xml_section_are_text() -> None:
+    encoded = "k = " + AWS_ID[:8] + "&amp;" + AWS_ID[8:]
+    assert redact(encoded).text == encoded  # no section: "&amp;" is what it says

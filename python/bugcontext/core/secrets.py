@@ -487,8 +487,9 @@ def redact(text: str) -> Redaction:
     JSON-escaped) are screened too: each is decoded, its text redacted (this function) and
     encoded again, so that a secret in a snippet written as base64 (its content held a control
     character) is replaced like any other. A text with numbered lines (a section rendered with
-    ``line_numbers``, ``"12 | "`` before each line) is also read without the numbers, so that a
-    secret spanning lines (a private key's body) is replaced whole; the numbers stay."""
+    ``line_numbers``, ``"12 | "`` before each line) is also read without the numbers, and an XML
+    section with its character references read as characters (a ``\\r`` is ``&#13;`` there), so
+    that a secret spanning lines (a private key's body) is replaced whole; the numbers stay."""
     numbered = _redact_numbered(text)
     plain = _redact_plain(numbered.text)
     if numbered.kinds:
@@ -505,48 +506,68 @@ def redact(text: str) -> Redaction:
 #: The number a numbered line starts with (:func:`bugcontext.core.composer.number_lines`).
 _NUMBER = re.compile(r" *[0-9]+ \| ")
 _NUMBERED = re.compile(r"(?m)^ *[0-9]+ \| ")
+#: An XML section (:mod:`bugcontext.core.composer`), and the references it writes characters as.
+_XML_SECTION = re.compile(r"<(?:snippet|failure) ")
+_REFERENCES = {
+    "&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#9;": "\t", "&#10;": "\n", "&#13;": "\r"
+}
+_REFERENCE = re.compile("|".join(re.escape(name) for name in _REFERENCES))
+_NUMBERED_OR_REFERENCE = re.compile(r"(?m)(^ *[0-9]+ \| )|" + _REFERENCE.pattern)
+_NUMBER_ONLY = re.compile(r"(?m)(^ *[0-9]+ \| )")
 
 
 def _redact_numbered(text: str) -> Redaction:
-    """``text`` with the secrets found in it read without its line numbers (:data:`_NUMBER`
-    at the start of a line) replaced, each line keeping its number: the first line of a secret
-    gets the replacement, the text of its other lines goes (a line of the text after the secret
-    keeps that text). A text without numbered lines is returned as it is."""
-    if _NUMBERED.search(text) is None:
+    """``text`` with the secrets found in it as a reader of the section sees it replaced: read
+    without its line numbers (:data:`_NUMBER` at the start of a line) and, in an XML section,
+    with its character references (``&amp;``, ``&#13;``, ...) as the characters they stand for.
+    Each line keeps its number: a secret's first line gets the replacement, the text of its
+    other lines goes (the text after the secret on its last line stays). A text with neither
+    is returned as it is."""
+    xml = "&" in text and _XML_SECTION.search(text) is not None and _REFERENCE.search(text) is not None
+    if not xml and _NUMBERED.search(text) is None:
         return Redaction(text, ())
-    lines = text.split("\n")
-    heads: list[str] = []
-    bodies: list[str] = []
-    for line in lines:
-        number = _NUMBER.match(line)
-        cut = number.end() if number is not None else 0
-        heads.append(line[:cut])
-        bodies.append(line[cut:])
-    found = _spans("\n".join(bodies))
+    marks = _NUMBERED_OR_REFERENCE if xml else _NUMBER_ONLY
+    # The text as read, in runs: (start in the view, start and end in the text, whether the
+    # run is the text itself); a line number is shown as nothing, a reference as one character.
+    view: list[str] = []
+    runs: list[tuple[int, int, int, bool]] = []
+    at = shown = 0
+    for mark in marks.finditer(text):
+        if mark.start() > at:
+            runs.append((shown, at, mark.start(), True))
+            view.append(text[at : mark.start()])
+            shown += mark.start() - at
+        if mark.group(1) is None:
+            runs.append((shown, mark.start(), mark.end(), False))
+            view.append(_REFERENCES[mark.group(0)])
+            shown += 1
+        at = mark.end()
+    if at < len(text):
+        runs.append((shown, at, len(text), True))
+        view.append(text[at:])
+    found = _spans("".join(view))
     if not found:
         return Redaction(text, ())
-    starts: list[int] = []  # where each line's body starts in the text read without numbers
-    at = 0
-    for body in bodies:
-        starts.append(at)
-        at += len(body) + 1
     import bisect
 
+    firsts = [run[0] for run in runs]
+
+    def where(char: int) -> tuple[int, int]:
+        """The text's characters that the view's character ``char`` is read from."""
+        first, start, end, itself = runs[bisect.bisect_right(firsts, char) - 1]
+        return (start + char - first, start + char - first + 1) if itself else (start, end)
+
+    parts: list[str] = []
     kinds: list[str] = []
-    for start, end, kind in reversed(found):
-        first = bisect.bisect_right(starts, start) - 1
-        last = bisect.bisect_right(starts, max(start, end - 1)) - 1
-        a, b = start - starts[first], end - starts[last]
-        if first == last:
-            bodies[first] = bodies[first][:a] + redaction(kind) + bodies[first][b:]
-        else:
-            bodies[first] = bodies[first][:a] + redaction(kind)
-            for i in range(first + 1, last):
-                bodies[i] = ""
-            bodies[last] = bodies[last][b:]
+    done = 0
+    for start, end, kind in found:
+        a, b = where(start)[0], where(end - 1)[1]
+        kept = [m.group(0) for m in re.finditer(r"\n(?: *[0-9]+ \| )?", text[a:b])]
+        parts += [text[done:a], redaction(kind), *kept]
+        done = b
         kinds.append(kind)
-    out = "\n".join(head + body for head, body in zip(heads, bodies, strict=True))
-    return Redaction(out, tuple(reversed(kinds)))
+    parts.append(text[done:])
+    return Redaction("".join(parts), tuple(kinds))
 
 
 #: A base64 field of an XML section: a body (``encoding="base64">B64<``) or an attribute
