@@ -1224,11 +1224,18 @@ def _context_fields(test_log: str | None, log_file: str | None, junit_file: str 
 def _naming_arguments(job: Callable[[float], _T], fields: dict[str, str]) -> Callable[[float], _T]:
     """``job`` whose input errors name the tool arguments (:func:`_argument_error`)."""
 
+    from bugcontext.job.sources.reports import LogFormatError
+
     def named(deadline: float) -> _T:
         try:
             return job(deadline)
         except InvalidInputError as exc:
             raise _argument_error(exc, fields) from None
+        except LogFormatError as exc:
+            name = fields.get(exc.field or "")
+            if name is None:
+                raise
+            raise ToolError(f"{name}: {exc}") from None
 
     return named
 
