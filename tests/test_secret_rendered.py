@@ -12,6 +12,11 @@ screen found a private key's header line but not its body lines behind their num
 printed the body. So too for a key with CRLF line endings in an XML section, where each ``\\r``
 is ``&#13;``.
 
+**Escapes.** A name is printed with a control character as ``\\u0001`` (the Markdown header)
+and an echo in an error message as ``repr`` writes it (``'\\x01ghp_...'``, ``'\\tghp_...'``):
+the escape's last hex digit or letter glued the token after it to a word, so the detector,
+which wants a token to stand alone, passed it.
+
 The secrets are assembled at run time from harmless pieces.
 """
 
@@ -167,3 +172,36 @@ def test_a_crlf_private_key_in_an_xml_section_is_redacted(
 def test_references_outside_an_xml_section_are_text() -> None:
     encoded = "k = " + AWS_ID[:8] + "&amp;" + AWS_ID[8:]
     assert redact(encoded).text == encoded  # no section: "&amp;" is what it says
+
+
+@pytest.mark.parametrize("lead", ["\x01", "\t", "\n", "\udce9", "\x7f", "\u2028"])
+def test_a_token_after_an_escaped_character_in_an_error_is_redacted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lead: str
+) -> None:
+    from builders import ratios_log, ratios_repo
+
+    repo = ratios_repo(tmp_path)
+    log = tmp_path / "failing.log"
+    log.write_text(ratios_log(), encoding="utf-8")
+    args = ["context", "--repo", str(repo), "--log", str(log), "--no-cache", "--test", lead + GITHUB]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert GITHUB not in err and "[REDACTED: GitHubTokenDetector]" in err, err
+
+
+def test_a_token_after_an_escaped_control_character_in_a_header_is_redacted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _input("x\n", path=f"k/\x01{GITHUB}.py")
+    data["cost"] = {"template": "markdown"}
+    (tmp_path / "in.json").write_text(json.dumps(data), encoding="utf-8")
+    assert main(["build", str(tmp_path / "in.json"), "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert GITHUB not in out and "### k/\\u0001[REDACTED: GitHubTokenDetector].py:1-1" in out
+
+
+def test_escapes_without_a_token_are_left_as_they_are() -> None:
+    for text in ("'\\x01abc' '\\tdef'", "C:\\new\\table", "\\u0001" * 10, "a\\", "\\"):
+        assert redact(text).text == text and redact(text).kinds == ()
+    done = redact(f"got '\\x01{AWS_ID}' and '\\t{GITHUB}'")
+    assert done.text == "got '\\x01[REDACTED: AWSKeyDetector]' and '\\t[REDACTED: GitHubTokenDetector]'"

@@ -486,14 +486,21 @@ def redact(text: str) -> Redaction:
     ``encoding="base64">``, a ``path-base64``/``test-base64`` attribute; also with the quotes
     JSON-escaped) are screened too: each is decoded, its text redacted (this function) and
     encoded again, so that a secret in a snippet written as base64 (its content held a control
-    character) is replaced like any other. A text with numbered lines (a section rendered with
-    ``line_numbers``, ``"12 | "`` before each line) is also read without the numbers, and an XML
-    section with its character references read as characters (a ``\\r`` is ``&#13;`` there), so
-    that a secret spanning lines (a private key's body) is replaced whole; the numbers stay."""
+    character) is replaced like any other. An escape (``\\x01``, ``\\t``, ``\\u0001``, ``\\udce9``:
+    how ``repr`` and the printed names write a character) is also read with its last character
+    as a blank, so that its hex digit or letter does not glue a token after it to a word. A
+    text with numbered lines (a section rendered with ``line_numbers``, ``"12 | "`` before each
+    line) is also read without the numbers, and an XML section with its character references
+    read as characters (a ``\\r`` is ``&#13;`` there), so that a secret spanning lines (a
+    private key's body) is replaced whole; the numbers stay."""
     numbered = _redact_numbered(text)
     plain = _redact_plain(numbered.text)
     if numbered.kinds:
         plain = Redaction(plain.text, (*numbered.kinds, *plain.kinds))
+    escaped = _redact_escaped(plain.text)
+    if escaped.kinds:
+        again = _redact_plain(escaped.text)
+        plain = Redaction(again.text, (*plain.kinds, *escaped.kinds, *again.kinds))
     if "base64" not in plain.text:
         return plain
     fields = _redact_base64_fields(plain.text)
@@ -512,21 +519,20 @@ _REFERENCES = {
     "&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#9;": "\t", "&#10;": "\n", "&#13;": "\r"
 }
 _REFERENCE = re.compile("|".join(re.escape(name) for name in _REFERENCES))
-_NUMBERED_OR_REFERENCE = re.compile(r"(?m)(^ *[0-9]+ \| )|" + _REFERENCE.pattern)
-_NUMBER_ONLY = re.compile(r"(?m)(^ *[0-9]+ \| )")
-
-
 def _redact_numbered(text: str) -> Redaction:
     """``text`` with the secrets found in it as a reader of the section sees it replaced: read
     without its line numbers (:data:`_NUMBER` at the start of a line) and, in an XML section,
-    with its character references (``&amp;``, ``&#13;``, ...) as the characters they stand for.
-    Each line keeps its number: a secret's first line gets the replacement, the text of its
-    other lines goes (the text after the secret on its last line stays). A text with neither
-    is returned as it is."""
+    with its character references (``&amp;``, ``&#13;``, ...) as the characters they stand
+    for. Each line keeps its number: a secret's first line gets the replacement, the text of
+    its other lines goes (the text after the secret on its last line stays). A text with
+    neither is returned as it is."""
     xml = "&" in text and _XML_SECTION.search(text) is not None and _REFERENCE.search(text) is not None
-    if not xml and _NUMBERED.search(text) is None:
+    if not xml and (" | " not in text or _NUMBERED.search(text) is None):
         return Redaction(text, ())
-    marks = _NUMBERED_OR_REFERENCE if xml else _NUMBER_ONLY
+    kinds_of_mark = [r"(?P<number>^ *[0-9]+ \| )"]
+    if xml:
+        kinds_of_mark.append(f"(?P<reference>{_REFERENCE.pattern})")
+    marks = re.compile("(?m)" + "|".join(kinds_of_mark))
     # The text as read, in runs: (start in the view, start and end in the text, whether the
     # run is the text itself); a line number is shown as nothing, a reference as one character.
     view: list[str] = []
@@ -537,7 +543,7 @@ def _redact_numbered(text: str) -> Redaction:
             runs.append((shown, at, mark.start(), True))
             view.append(text[at : mark.start()])
             shown += mark.start() - at
-        if mark.group(1) is None:
+        if mark.lastgroup != "number":
             runs.append((shown, mark.start(), mark.end(), False))
             view.append(_REFERENCES[mark.group(0)])
             shown += 1
@@ -568,6 +574,36 @@ def _redact_numbered(text: str) -> Redaction:
         kinds.append(kind)
     parts.append(text[done:])
     return Redaction("".join(parts), tuple(kinds))
+
+
+#: The last character of an escape as ``repr`` writes a character (``\\x01``, ``\\t``,
+#: ``\\udce9``, ``\\U0001f600``) and as printed names do
+#: (:func:`bugcontext.core.composer.header_path`: ``\\u0001``), when a letter or digit follows it.
+_ESCAPE_END = re.compile(r"(\\(?:x[0-9a-fA-F]|u[0-9a-fA-F]{3}|U[0-9a-fA-F]{7})?)[0-9A-Za-z](?=[0-9A-Za-z])")
+
+
+def _redact_escaped(text: str) -> Redaction:
+    """``text`` with the secrets replaced that it holds read with the last character of each
+    escape followed by a letter or digit (:data:`_ESCAPE_END`) as a blank, so that it does not
+    glue the token after it to a word; every character stays where it was, so a secret found
+    so is replaced at the same place in ``text``. A text without such an escape, or without a
+    secret so read, is returned as it is."""
+    if "\\" not in text:
+        return Redaction(text, ())
+    blanked = _ESCAPE_END.sub(r"\1 ", text)  # (the escape but its last character, then a blank)
+    if blanked == text:
+        return Redaction(text, ())
+    found = _spans(blanked)
+    if not found:
+        return Redaction(text, ())
+    parts: list[str] = []
+    at = 0
+    for start, end, kind in found:
+        lead, endings = _kept_endings(text, start, end)
+        parts += [text[at:start], lead, redaction(kind), endings]
+        at = end
+    parts.append(text[at:])
+    return Redaction("".join(parts), tuple(kind for _, _, kind in found))
 
 
 #: A base64 field of an XML section: a body (``encoding="base64">B64<``) or an attribute
