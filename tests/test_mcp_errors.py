@@ -161,3 +161,27 @@ def test_the_command_line_names_the_option_of_unreadable_junit_xml(
     assert main(["context", "--repo", str(repo), "--no-cache", option, str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"bugcontext context: {option}: invalid JUnit XML: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("name", [".env", ".env.local", "id_rsa", ".netrc", "deploy.pem", ".bash_history"])
+@pytest.mark.parametrize("argument", ["log_file", "junit_file", "coverage_file"])
+def test_a_file_argument_that_is_a_secret_by_its_name_is_not_read(
+    repo: Path, name: str, argument: str
+) -> None:
+    """``log_file: .env`` was read as a test output: its lines shaped as a failure (a summary
+    line, a traceback) came back in the failure block, where the repository's reader withholds
+    the file whole."""
+    secret = repo / name
+    secret.write_text(
+        "FAILED tests/test_ratios.py::test_mean_ratio - ValueError: DB_PASS=correcthorse\n", encoding="utf-8"
+    )
+    link = repo / "innocent.log"
+    link.symlink_to(name)
+    server = create_server(cache=False, roots=[repo])
+    extra = {"test_log": ratios_log()} if argument == "coverage_file" else {}
+    for path in (secret, link):
+        (result,) = _calls(server, _context(repo, **extra, **{argument: str(path)}))
+        error = _error(result)
+        assert error.startswith(ERROR + f"{argument}: ") and "is a secret by its name" in error, error
+        assert "correcthorse" not in error
+    link.unlink()
