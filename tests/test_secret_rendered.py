@@ -205,3 +205,11 @@ def test_escapes_without_a_token_are_left_as_they_are() -> None:
         assert redact(text).text == text and redact(text).kinds == ()
     done = redact(f"got '\\x01{AWS_ID}' and '\\t{GITHUB}'")
     assert done.text == "got '\\x01[REDACTED: AWSKeyDetector]' and '\\t[REDACTED: GitHubTokenDetector]'"
+
+
+def test_a_cut_never_keeps_the_first_characters_of_a_token_after_an_escape() -> None:
+    from bugcontext.core._cut import shorten
+
+    text = "x" * 180 + "\\x01" + GITHUB + " tail"
+    cut = shorten(text, 200)
+    assert cut == "x" * 180 + "\\x01..." and "ghp_" not in cut

@@ -74,6 +74,7 @@ __all__ = [
     "redact_text",
     "redaction",
     "redaction_note",
+    "unglued",
 ]
 
 #: The detect-secrets plugins whose expressions are not installed (see the module docstring).
@@ -582,15 +583,20 @@ def _redact_numbered(text: str) -> Redaction:
 _ESCAPE_END = re.compile(r"(\\(?:x[0-9a-fA-F]|u[0-9a-fA-F]{3}|U[0-9a-fA-F]{7})?)[0-9A-Za-z](?=[0-9A-Za-z])")
 
 
+def unglued(text: str) -> str:
+    """``text`` with the last character of each escape followed by a letter or digit
+    (:data:`_ESCAPE_END`: ``\\x01``, ``\\t``, ``\\u0001``) as a blank: the same length, each other
+    character where it was, and no token glued to a word by an escape before it."""
+    return _ESCAPE_END.sub(r"\1 ", text) if "\\" in text else text
+
+
 def _redact_escaped(text: str) -> Redaction:
     """``text`` with the secrets replaced that it holds read with the last character of each
     escape followed by a letter or digit (:data:`_ESCAPE_END`) as a blank, so that it does not
     glue the token after it to a word; every character stays where it was, so a secret found
     so is replaced at the same place in ``text``. A text without such an escape, or without a
     secret so read, is returned as it is."""
-    if "\\" not in text:
-        return Redaction(text, ())
-    blanked = _ESCAPE_END.sub(r"\1 ", text)  # (the escape but its last character, then a blank)
+    blanked = unglued(text)
     if blanked == text:
         return Redaction(text, ())
     found = _spans(blanked)
