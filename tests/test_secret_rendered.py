@@ -213,3 +213,32 @@ def test_a_cut_never_keeps_the_first_characters_of_a_token_after_an_escape() -> 
     text = "x" * 180 + "\\x01" + GITHUB + " tail"
     cut = shorten(text, 200)
     assert cut == "x" * 180 + "\\x01..." and "ghp_" not in cut
+
+
+def test_the_tail_of_a_private_key_without_its_header_is_redacted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A window that starts inside a key (its body lines and END line, the header in the
+    window before it) printed the body: the detector starts a key at its header."""
+    pem = _pem()
+    lines = pem.splitlines(keepends=True)
+    head, tail = "".join(lines[:3]), "".join(lines[3:])
+    candidates = [
+        {"path": "k.py", "start": 1, "end": 3, "content": head, "reason": "search", "score": 2},
+        {"path": "k.py", "start": 4, "end": 6, "content": tail, "reason": "search", "score": 1},
+    ]
+    for cost in ({"template": "markdown"}, {"template": "markdown", "line_numbers": True}):
+        data = {"candidates": candidates, "max_chars": 5000, "cost": cost}
+        (tmp_path / "in.json").write_text(json.dumps(data), encoding="utf-8")
+        assert main(["build", str(tmp_path / "in.json"), "--format", "markdown"]) == 0
+        out = capsys.readouterr().out
+        assert all(line[:20] not in out for line in _body(pem)), out
+        assert out.count("[REDACTED: PrivateKeyDetector]") == 2
+
+
+def test_an_end_line_alone_or_after_prose_is_left_as_it_is() -> None:
+    kind = "RSA " + "PRIVATE KEY"
+    for text in (f"-----END {kind}-----\n", f"the key ends with\n-----END {kind}-----\n", "x\n" * 3):
+        assert redact(text).text == text
+    done = redact(f"QUJDREVGR0hJSktM\nTU5PUFFSU1RVVldY\n-----END {kind}----- and more\nnext\n")
+    assert done.text == "[REDACTED: PrivateKeyDetector]\n\n and more\nnext\n"

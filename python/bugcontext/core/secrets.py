@@ -502,6 +502,9 @@ def redact(text: str) -> Redaction:
     if escaped.kinds:
         again = _redact_plain(escaped.text)
         plain = Redaction(again.text, (*plain.kinds, *escaped.kinds, *again.kinds))
+    tails = _redact_key_tails(plain.text)
+    if tails.kinds:
+        plain = Redaction(tails.text, (*plain.kinds, *tails.kinds))
     if "base64" not in plain.text:
         return plain
     fields = _redact_base64_fields(plain.text)
@@ -581,6 +584,46 @@ def _redact_numbered(text: str) -> Redaction:
 #: ``\\udce9``, ``\\U0001f600``) and as printed names do
 #: (:func:`bugcontext.core.composer.header_path`: ``\\u0001``), when a letter or digit follows it.
 _ESCAPE_END = re.compile(r"(\\(?:x[0-9a-fA-F]|u[0-9a-fA-F]{3}|U[0-9a-fA-F]{7})?)[0-9A-Za-z](?=[0-9A-Za-z])")
+
+
+#: The last line of a PEM private key, and a line of its base64 body (after a line number).
+_KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----")
+_KEY_BODY = re.compile(r"(?: *[0-9]+ \| )?[ \t]*[A-Za-z0-9+/=]{8,}[ \t]*\r?")
+#: The family of a private key (its header's plugin).
+_KEY_KIND = "PrivateKeyDetector"
+
+
+def _redact_key_tails(text: str) -> Redaction:
+    """``text`` with the end of a private key whose header it does not hold (a window of a
+    file that starts inside the key) replaced: the base64 lines before an ``-----END ...
+    PRIVATE KEY-----`` line and that line, the first of them by the replacement, the others
+    left empty (a line number and the line ending stay). Linear: each line is looked at from
+    at most one ``END`` line. A text without such a tail is returned as it is."""
+    if "PRIVATE KEY" not in text or _KEY_END.search(text) is None:
+        return Redaction(text, ())
+    lines = text.split("\n")
+    kinds: list[str] = []
+    for index, line in enumerate(lines):
+        end = _KEY_END.search(line)
+        if end is None:
+            continue
+        first = index
+        while first > 0 and _KEY_BODY.fullmatch(lines[first - 1]):
+            first -= 1
+        if first == index:
+            continue  # no body before it: an END line alone is no secret
+        for at in range(first, index + 1):
+            number = _NUMBER.match(lines[at])
+            head = lines[at][: number.end()] if number is not None else ""
+            if at == index:
+                lines[at] = head + lines[at][end.end() :]
+            else:
+                ending = "\r" if lines[at].endswith("\r") else ""
+                lines[at] = head + (redaction(_KEY_KIND) if at == first else "") + ending
+        kinds.append(_KEY_KIND)
+    if not kinds:
+        return Redaction(text, ())
+    return Redaction("\n".join(lines), tuple(kinds))
 
 
 def unglued(text: str) -> str:
