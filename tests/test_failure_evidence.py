@@ -1042,7 +1042,7 @@ def test_context_reads_junit_xml(
     bad.write_text("<testsuite><testcase>", encoding="utf-8")
     assert main(["context", "--repo", str(repo), "--pytest-log", str(log), "--junit-xml", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("bugcontext context: invalid JUnit XML") and err.count("\n") == 1
+    assert err.startswith("bugcontext context: --junit-xml: invalid JUnit XML") and err.count("\n") == 1
     missing = tmp_path / "missing.xml"
     assert main(["context", "--repo", str(repo), "--pytest-log", str(log), "--junit-xml", str(missing)]) == 2
     assert "cannot read" in capsys.readouterr().err

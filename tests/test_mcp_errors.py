@@ -131,3 +131,57 @@ def test_a_roots_answer_the_sdk_refuses_says_what_is_wrong(repo: Path, roots: ob
     assert result["content"][0]["text"] == (
         ERROR + f"roots: the client's roots/list answer is not a list of file:// roots ({problem})"
     )
+
+
+def test_unreadable_junit_xml_names_the_argument_it_came_from(repo: Path) -> None:
+    """Malformed JUnit XML was ``invalid JUnit XML: ...`` whichever argument held it."""
+    bad = repo / "bad.xml"
+    bad.write_text("<testsuite><testcase", encoding="utf-8")
+    server = create_server(cache=False, roots=[repo])
+    results = _calls(
+        server,
+        _context(repo, junit_file=str(bad)),
+        _context(repo, test_log=ratios_log(), junit_xml="<a"),
+        _context(repo, log_file=str(bad)),
+        _context(repo, test_log='<?xml version="1.0"?><testsuite><testcase'),
+    )
+    names = ["junit_file", "junit_xml", "log_file", "test_log"]
+    for name, result in zip(names, results, strict=True):
+        assert _error(result).startswith(ERROR + f"{name}: invalid JUnit XML: "), _error(result)
+
+
+@pytest.mark.parametrize("option", ["--log", "--junit-xml"])
+def test_the_command_line_names_the_option_of_unreadable_junit_xml(
+    repo: Path, option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bugcontext.integrations.cli import main
+
+    bad = repo / "bad.xml"
+    bad.write_text("<testsuite><testcase", encoding="utf-8")
+    assert main(["context", "--repo", str(repo), "--no-cache", option, str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"bugcontext context: {option}: invalid JUnit XML: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("name", [".env", ".env.local", "id_rsa", ".netrc", "deploy.pem", ".bash_history"])
+@pytest.mark.parametrize("argument", ["log_file", "junit_file", "coverage_file"])
+def test_a_file_argument_that_is_a_secret_by_its_name_is_not_read(
+    repo: Path, name: str, argument: str
+) -> None:
+    """``log_file: .env`` was read as a test output: its lines shaped as a failure (a summary
+    line, a traceback) came back in the failure block, where the repository's reader withholds
+    the file whole."""
+    secret = repo / name
+    secret.write_text(
+        "FAILED tests/test_ratios.py::test_mean_ratio - ValueError: DB_PASS=correcthorse\n", encoding="utf-8"
+    )
+    link = repo / "innocent.log"
+    link.symlink_to(name)
+    server = create_server(cache=False, roots=[repo])
+    extra = {"test_log": ratios_log()} if argument == "coverage_file" else {}
+    for path in (secret, link):
+        (result,) = _calls(server, _context(repo, **extra, **{argument: str(path)}))
+        error = _error(result)
+        assert error.startswith(ERROR + f"{argument}: ") and "is a secret by its name" in error, error
+        assert "correcthorse" not in error
+    link.unlink()

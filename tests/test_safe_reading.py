@@ -282,6 +282,15 @@ def test_oversized_files_are_skipped_and_the_limit_is_configurable(tmp_path: Pat
         "aws/credentials",
         "client_secret_123.json",
         ".git-credentials",
+        # A command history holds what was typed (``export DB_PASS=...``, ``htpasswd -b f u
+        # pw``, ``vault login s....``) in forms the detector misses: once read and printed.
+        ".bash_history",
+        ".zsh_history",
+        "deploy/.mysql_history",
+        ".psql_history",
+        ".python_history",
+        ".history",
+        ".vault-token",
     ],
 )
 def test_secret_names_are_refused_whatever_they_hold(tmp_path: Path, rel: str) -> None:
@@ -305,7 +314,10 @@ def test_secret_names_in_hidden_folders_are_never_read(tmp_path: Path) -> None:
     assert repo.files() == []
 
 
-@pytest.mark.parametrize("rel", ["credentials.py", "keys.py", "pkg/key_store.py", "env.py", "tokens.json"])
+@pytest.mark.parametrize(
+    "rel",
+    ["credentials.py", "keys.py", "pkg/key_store.py", "env.py", "tokens.json", "history.py", "_history.md"],
+)
 def test_ordinary_names_are_not_secrets(rel: str) -> None:
     assert not secret_name(rel)
 

@@ -20,14 +20,19 @@ def cut_point(text: str, limit: int) -> int:
     that secret. ``len(text)`` when it fits. Linear in ``len(text)``."""
     if len(text) <= limit:
         return len(text)
-    from bugcontext.core.secrets import find_secrets
+    from bugcontext.core.secrets import find_secrets, unglued
 
-    for secret in find_secrets(text):
-        if secret.start >= limit:
-            break
-        if secret.end > limit:
-            return secret.start
-    return limit
+    cut = limit
+    # Also as the screen reads it with escapes ungluing a token (``\\x01ghp_...``): the same
+    # characters at the same places, so its secrets' offsets are those of ``text``.
+    for read in (text, unglued(text)):
+        for secret in find_secrets(read):
+            if secret.start >= cut:
+                break
+            if secret.end > cut:
+                cut = secret.start
+                break
+    return cut
 
 
 def shorten(text: str, limit: int, ellipsis: str = "...") -> str:

@@ -74,6 +74,7 @@ __all__ = [
     "redact_text",
     "redaction",
     "redaction_note",
+    "unglued",
 ]
 
 #: The detect-secrets plugins whose expressions are not installed (see the module docstring).
@@ -480,7 +481,213 @@ def redact(text: str) -> Redaction:
     kind, the line endings inside a secret (a private key block) kept after the replacement, so
     that the text keeps its lines; and the kinds replaced. Repeated until the text holds no
     secret (a replacement can cut a longer value that was not a secret into one that is), so
-    ``find_secrets(redact(text).text) == []``. A text without secrets is returned as it is."""
+    ``find_secrets(redact(text).text) == []``. A text without secrets is returned as it is.
+
+    The base64 fields of an XML section (:mod:`bugcontext.core.composer`: a body after
+    ``encoding="base64">``, a ``path-base64``/``test-base64`` attribute; also with the quotes
+    JSON-escaped) are screened too: each is decoded, its text redacted (this function) and
+    encoded again, so that a secret in a snippet written as base64 (its content held a control
+    character) is replaced like any other. An escape (``\\x01``, ``\\t``, ``\\u0001``, ``\\udce9``:
+    how ``repr`` and the printed names write a character) is also read with its last character
+    as a blank, so that its hex digit or letter does not glue a token after it to a word. A
+    text with numbered lines (a section rendered with ``line_numbers``, ``"12 | "`` before each
+    line) is also read without the numbers, and an XML section with its character references
+    read as characters (a ``\\r`` is ``&#13;`` there), so that a secret spanning lines (a
+    private key's body) is replaced whole; the numbers stay."""
+    numbered = _redact_numbered(text)
+    plain = _redact_plain(numbered.text)
+    if numbered.kinds:
+        plain = Redaction(plain.text, (*numbered.kinds, *plain.kinds))
+    escaped = _redact_escaped(plain.text)
+    if escaped.kinds:
+        again = _redact_plain(escaped.text)
+        plain = Redaction(again.text, (*plain.kinds, *escaped.kinds, *again.kinds))
+    tails = _redact_key_tails(plain.text)
+    if tails.kinds:
+        plain = Redaction(tails.text, (*plain.kinds, *tails.kinds))
+    if "base64" not in plain.text:
+        return plain
+    fields = _redact_base64_fields(plain.text)
+    if not fields.kinds:
+        return plain
+    again = _redact_plain(fields.text)
+    return Redaction(again.text, (*plain.kinds, *fields.kinds, *again.kinds))
+
+
+#: The number a numbered line starts with (:func:`bugcontext.core.composer.number_lines`).
+_NUMBER = re.compile(r" *[0-9]+ \| ")
+_NUMBERED = re.compile(r"(?m)^ *[0-9]+ \| ")
+#: An XML section (:mod:`bugcontext.core.composer`), and the references it writes characters as.
+_XML_SECTION = re.compile(r"<(?:snippet|failure) ")
+_REFERENCES = {
+    "&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#9;": "\t", "&#10;": "\n", "&#13;": "\r"
+}
+_REFERENCE = re.compile("|".join(re.escape(name) for name in _REFERENCES))
+def _redact_numbered(text: str) -> Redaction:
+    """``text`` with the secrets found in it as a reader of the section sees it replaced: read
+    without its line numbers (:data:`_NUMBER` at the start of a line) and, in an XML section,
+    with its character references (``&amp;``, ``&#13;``, ...) as the characters they stand
+    for. Each line keeps its number: a secret's first line gets the replacement, the text of
+    its other lines goes (the text after the secret on its last line stays). A text with
+    neither is returned as it is."""
+    xml = "&" in text and _XML_SECTION.search(text) is not None and _REFERENCE.search(text) is not None
+    if not xml and (" | " not in text or _NUMBERED.search(text) is None):
+        return Redaction(text, ())
+    kinds_of_mark = [r"(?P<number>^ *[0-9]+ \| )"]
+    if xml:
+        kinds_of_mark.append(f"(?P<reference>{_REFERENCE.pattern})")
+    marks = re.compile("(?m)" + "|".join(kinds_of_mark))
+    # The text as read, in runs: (start in the view, start and end in the text, whether the
+    # run is the text itself); a line number is shown as nothing, a reference as one character.
+    view: list[str] = []
+    runs: list[tuple[int, int, int, bool]] = []
+    at = shown = 0
+    for mark in marks.finditer(text):
+        if mark.start() > at:
+            runs.append((shown, at, mark.start(), True))
+            view.append(text[at : mark.start()])
+            shown += mark.start() - at
+        if mark.lastgroup != "number":
+            runs.append((shown, mark.start(), mark.end(), False))
+            view.append(_REFERENCES[mark.group(0)])
+            shown += 1
+        at = mark.end()
+    if at < len(text):
+        runs.append((shown, at, len(text), True))
+        view.append(text[at:])
+    found = _spans("".join(view))
+    if not found:
+        return Redaction(text, ())
+    import bisect
+
+    firsts = [run[0] for run in runs]
+
+    def where(char: int) -> tuple[int, int]:
+        """The text's characters that the view's character ``char`` is read from."""
+        first, start, end, itself = runs[bisect.bisect_right(firsts, char) - 1]
+        return (start + char - first, start + char - first + 1) if itself else (start, end)
+
+    parts: list[str] = []
+    kinds: list[str] = []
+    done = 0
+    for start, end, kind in found:
+        a, b = where(start)[0], where(end - 1)[1]
+        kept = [m.group(0) for m in re.finditer(r"\n(?: *[0-9]+ \| )?", text[a:b])]
+        parts += [text[done:a], redaction(kind), *kept]
+        done = b
+        kinds.append(kind)
+    parts.append(text[done:])
+    return Redaction("".join(parts), tuple(kinds))
+
+
+#: The last character of an escape as ``repr`` writes a character (``\\x01``, ``\\t``,
+#: ``\\udce9``, ``\\U0001f600``) and as printed names do
+#: (:func:`bugcontext.core.composer.header_path`: ``\\u0001``), when a letter or digit follows it.
+_ESCAPE_END = re.compile(r"(\\(?:x[0-9a-fA-F]|u[0-9a-fA-F]{3}|U[0-9a-fA-F]{7})?)[0-9A-Za-z](?=[0-9A-Za-z])")
+
+
+#: The last line of a PEM private key, and a line of its base64 body (after a line number).
+_KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----")
+_KEY_BODY = re.compile(r"(?: *[0-9]+ \| )?[ \t]*[A-Za-z0-9+/=]{8,}[ \t]*\r?")
+#: The family of a private key (its header's plugin).
+_KEY_KIND = "PrivateKeyDetector"
+
+
+def _redact_key_tails(text: str) -> Redaction:
+    """``text`` with the end of a private key whose header it does not hold (a window of a
+    file that starts inside the key) replaced: the base64 lines before an ``-----END ...
+    PRIVATE KEY-----`` line and that line, the first of them by the replacement, the others
+    left empty (a line number and the line ending stay). Linear: each line is looked at from
+    at most one ``END`` line. A text without such a tail is returned as it is."""
+    if "PRIVATE KEY" not in text or _KEY_END.search(text) is None:
+        return Redaction(text, ())
+    lines = text.split("\n")
+    kinds: list[str] = []
+    for index, line in enumerate(lines):
+        end = _KEY_END.search(line)
+        if end is None:
+            continue
+        first = index
+        while first > 0 and _KEY_BODY.fullmatch(lines[first - 1]):
+            first -= 1
+        if first == index:
+            continue  # no body before it: an END line alone is no secret
+        for at in range(first, index + 1):
+            number = _NUMBER.match(lines[at])
+            head = lines[at][: number.end()] if number is not None else ""
+            if at == index:
+                lines[at] = head + lines[at][end.end() :]
+            else:
+                ending = "\r" if lines[at].endswith("\r") else ""
+                lines[at] = head + (redaction(_KEY_KIND) if at == first else "") + ending
+        kinds.append(_KEY_KIND)
+    if not kinds:
+        return Redaction(text, ())
+    return Redaction("\n".join(lines), tuple(kinds))
+
+
+def unglued(text: str) -> str:
+    """``text`` with the last character of each escape followed by a letter or digit
+    (:data:`_ESCAPE_END`: ``\\x01``, ``\\t``, ``\\u0001``) as a blank: the same length, each other
+    character where it was, and no token glued to a word by an escape before it."""
+    return _ESCAPE_END.sub(r"\1 ", text) if "\\" in text else text
+
+
+def _redact_escaped(text: str) -> Redaction:
+    """``text`` with the secrets replaced that it holds read with the last character of each
+    escape followed by a letter or digit (:data:`_ESCAPE_END`) as a blank, so that it does not
+    glue the token after it to a word; every character stays where it was, so a secret found
+    so is replaced at the same place in ``text``. A text without such an escape, or without a
+    secret so read, is returned as it is."""
+    blanked = unglued(text)
+    if blanked == text:
+        return Redaction(text, ())
+    found = _spans(blanked)
+    if not found:
+        return Redaction(text, ())
+    parts: list[str] = []
+    at = 0
+    for start, end, kind in found:
+        lead, endings = _kept_endings(text, start, end)
+        parts += [text[at:start], lead, redaction(kind), endings]
+        at = end
+    parts.append(text[at:])
+    return Redaction("".join(parts), tuple(kind for _, _, kind in found))
+
+
+#: A base64 field of an XML section: a body (``encoding="base64">B64<``) or an attribute
+#: (``path-base64="B64"``, ``test-base64="B64"``); the quotes may be JSON-escaped (``\"``).
+_BASE64_FIELD = re.compile(r'(?:encoding=\\?"base64\\?">|-base64=\\?")([A-Za-z0-9+/]+={0,2})')
+
+
+def _redact_base64_fields(text: str) -> Redaction:
+    """``text`` with every secret inside its base64 fields (:data:`_BASE64_FIELD`) replaced:
+    the field decoded (UTF-8, lone surrogates as the composer writes them), redacted and
+    encoded again. A field that is not base64 of UTF-8 is left as it is."""
+    import base64
+    import binascii
+
+    kinds: list[str] = []
+
+    def screened(match: re.Match[str]) -> str:
+        encoded = match.group(1)
+        try:
+            decoded = base64.b64decode(encoded, validate=True).decode("utf-8", "surrogatepass")
+        except (binascii.Error, ValueError):
+            return match.group(0)
+        done = redact(decoded)
+        if not done.kinds:
+            return match.group(0)
+        kinds.extend(done.kinds)
+        again = base64.b64encode(done.text.encode("utf-8", "surrogatepass")).decode("ascii")
+        return match.group(0)[: match.start(1) - match.start(0)] + again
+
+    out = _BASE64_FIELD.sub(screened, text)
+    return Redaction(out, tuple(kinds))
+
+
+def _redact_plain(text: str) -> Redaction:
+    """:func:`redact` of ``text`` read as plain text (its base64 fields as they are)."""
     found = _spans(text)
     if not found:
         return Redaction(text, ())

@@ -844,7 +844,10 @@ def _cmd_context(args: argparse.Namespace) -> int:
     except OSError as exc:  # (a trace that cannot be written is OutputError, not OSError)
         where = header_path(str(exc.filename or args.repo))
         raise _UsageError(f"cannot read {where}: {exc.strerror or exc}") from exc
-    except (LogFormatError, UnknownTestError) as exc:
+    except LogFormatError as exc:
+        option = {"pytest_log": "--log", "junit_xml": "--junit-xml"}.get(exc.field or "")
+        raise _UsageError(f"{option}: {exc}" if option else str(exc)) from exc
+    except UnknownTestError as exc:
         raise _UsageError(str(exc)) from exc
     failure = report.gathered.failure
     _warn_context(args, report, log_text)

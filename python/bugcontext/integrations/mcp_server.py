@@ -363,6 +363,22 @@ def _opened_path(fd: int) -> Path | None:
         return None
 
 
+#: Why a file argument naming a secret by its name is refused.
+SECRET_FILE = "is a secret by its name (.env*, a private key, a credential file, a command history): not read"
+
+
+def _refuse_secret_file(real: Path, path: str, arg: str, shown: str) -> None:
+    """The tool error ``"{arg}: PATH is a secret by its name ..."`` when the file ``path``
+    (resolved: ``real``) has the name of a file the repository's reader withholds whole
+    (:func:`bugcontext.job.sources.files.secret_name`: ``.env``, ``id_rsa``, ``.netrc``, ...),
+    as written or once links are resolved: such a file is never read as a log or report."""
+    from bugcontext.job.sources.files import secret_name
+
+    given = path.replace(os.sep, "/").rstrip("/")
+    if secret_name(real.as_posix()) or secret_name(given):
+        raise ToolError(f"{arg}: {shown} {SECRET_FILE}")
+
+
 def _read_regular(
     scope: _Scope, path: str, arg: str, limit: str, field: str, limits: Limits, deadline: float
 ) -> bytes:
@@ -373,6 +389,7 @@ def _read_regular(
     neither follows a link nor blocks), so reading never waits on a writer."""
     real = scope.confine(path, arg)
     shown = _shown(path)
+    _refuse_secret_file(real, path, arg, shown)
     try:
         info = os.stat(real)
         if not stat.S_ISREG(info.st_mode):
@@ -388,6 +405,8 @@ def _read_regular(
         opened = _opened_path(fd)
         if opened is not None and not scope.contains(opened):
             raise ToolError(f"{arg}: {OUTSIDE}")  # replaced by a link after the check
+        if opened is not None:
+            _refuse_secret_file(opened, path, arg, shown)
         maximum: int = getattr(limits, limit)
         if info.st_size > maximum:
             raise limit_error(field, limit, shown, info.st_size, maximum)
@@ -1224,11 +1243,18 @@ def _context_fields(test_log: str | None, log_file: str | None, junit_file: str 
 def _naming_arguments(job: Callable[[float], _T], fields: dict[str, str]) -> Callable[[float], _T]:
     """``job`` whose input errors name the tool arguments (:func:`_argument_error`)."""
 
+    from bugcontext.job.sources.reports import LogFormatError
+
     def named(deadline: float) -> _T:
         try:
             return job(deadline)
         except InvalidInputError as exc:
             raise _argument_error(exc, fields) from None
+        except LogFormatError as exc:
+            name = fields.get(exc.field or "")
+            if name is None:
+                raise
+            raise ToolError(f"{name}: {exc}") from None
 
     return named
 

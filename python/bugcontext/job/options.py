@@ -42,12 +42,47 @@ class ContextOptions:
     python: str | os.PathLike[str] | None = None
     rerun_env: Mapping[str, str] | None = None
 
+    def __post_init__(self) -> None:
+        """Check the text options' types: an ``InvalidInputError`` naming the option, not a
+        ``TypeError`` or ``AttributeError`` from deep inside the job."""
+        _check_type("junit_xml", self.junit_xml, (str, bytes), "a str or bytes (the JUnit XML report)")
+        _check_type("test", self.test, (str,), "a str (a node id or report name)")
+        _check_type("query", self.query, (str,), "a str (extra search words)")
+        _check_type("issue", self.issue, (str,), "a str (the issue text)")
+        if not isinstance(self.engine, str) or self.engine not in ("native", "reference"):
+            from bugcontext.core.errors import InvalidInputError
+
+            shown = repr(self.engine) if isinstance(self.engine, str) else type(self.engine).__name__
+            raise InvalidInputError("engine", f"must be 'native' or 'reference', got {shown[:200]}")
+
+
+def _check_type(name: str, value: object, types: tuple[type, ...], what: str) -> None:
+    """``InvalidInputError`` (field ``name``) unless ``value`` is ``None`` or of ``types``."""
+    if value is not None and not isinstance(value, types):
+        from bugcontext.core.errors import InvalidInputError
+
+        raise InvalidInputError(name, f"must be {what} or None, not {type(value).__name__}")
+
 
 @dataclass(frozen=True, kw_only=True)
 class CallOptions(ContextOptions):
     """The options of :meth:`bugcontext.Workspace.context`: a job's, and its ``deadline``."""
 
     deadline: float | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        deadline = self.deadline
+        if deadline is not None:
+            import math
+
+            from bugcontext.core.errors import InvalidInputError
+
+            if isinstance(deadline, bool) or not isinstance(deadline, (int, float)):
+                shown = type(deadline).__name__
+                raise InvalidInputError("deadline", f"must be a number or None, not {shown}")
+            if math.isnan(deadline):
+                raise InvalidInputError("deadline", "must not be NaN (a call would never be past it)")
 
 
 @dataclass(frozen=True, kw_only=True)

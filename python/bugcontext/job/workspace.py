@@ -917,7 +917,9 @@ class Workspace:
         with ``coverage``, (field ``python``) for a ``python`` that is not an executable
         file or ``python``/``rerun_env`` without ``rerun``; ``LookupError`` if
         ``test`` names no failure of the log, ``LogFormatError`` (a ``ValueError``) for
-        unreadable JUnit XML, ``ValueError`` for an unknown engine, ``OSError`` if the
+        unreadable JUnit XML, ``InvalidInputError`` (a ``ValueError``) naming the option for an
+        unknown engine or a ``junit_xml``, ``test``, ``query``, ``issue`` or ``deadline`` of
+        the wrong type (or a NaN ``deadline``), ``OSError`` if the
         repository folder cannot be listed, or the trace cannot be written.
 
         ``deadline`` (a ``time.monotonic()`` value; the MCP server's call limit) is checked

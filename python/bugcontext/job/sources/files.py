@@ -43,9 +43,12 @@ the repository reaches a candidate except through it. Its rules:
   ``.env*`` and ``*.env``, private keys and key stores (``*.pem``, ``*.key``, ``*.p12``,
   ``*.pfx``, ``*.p8``, ``*.jks``, ``*.keystore``, ``*.ppk``, ``id_rsa*``, ``id_dsa*``,
   ``id_ecdsa*``, ``id_ed25519*``), credential files (``.netrc``, ``_netrc``, ``.pgpass``,
-  ``.git-credentials``, ``.htpasswd``, ``.boto``, ``.s3cfg``, ``.dockercfg``, a file named
-  ``credentials`` such as ``.aws/credentials``, ``credentials*.json``,
-  ``client_secret*.json``, ``*.tfstate``, ``*.kdbx``) or a package-manager configuration
+  ``.git-credentials``, ``.htpasswd``, ``.boto``, ``.s3cfg``, ``.dockercfg``,
+  ``.vault-token``, a file named ``credentials`` such as ``.aws/credentials``,
+  ``credentials*.json``, ``client_secret*.json``, ``*.tfstate``, ``*.kdbx``), the command
+  histories of shells and database clients (``.bash_history``, ``.zsh_history``,
+  ``.mysql_history``, ``.psql_history``, any ``.*_history``, ``.history``, ``.zhistory``: the
+  passwords typed on a command line, in forms no detector knows) or a package-manager configuration
   (``.npmrc``, ``.pypirc``, ``.yarnrc``, ``.yarnrc.yml``, ``pip.conf``, ``pip.ini``) that
   holds a token or password. A refused file still has a :class:`SourceFile` -- its line
   count and its syntax tree with every string constant blanked, its lines empty but for
@@ -159,8 +162,9 @@ _SECRET_NAMES = re.compile(
     | .+\.(?:pem|key|p12|pfx|p8|jks|keystore|ppk|kdbx|tfstate|tfstate\.backup)
     | id_(?:rsa|dsa|ecdsa|ed25519).*                    # SSH keys
     | \.netrc | _netrc | \.pgpass | \.git-credentials | \.htpasswd
-    | \.boto | \.s3cfg | \.dockercfg
+    | \.boto | \.s3cfg | \.dockercfg | \.vault-token
     | credentials | credentials.*\.json | client_secret.*\.json
+    | \.[a-z0-9_-]*_history | \.z?history               # shells' and clients' histories
     """,
     re.VERBOSE,
 )

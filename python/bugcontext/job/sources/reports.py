@@ -54,7 +54,13 @@ _MAX_LINE_DIGITS = len(str(_MAX_LINE))
 
 class LogFormatError(ValueError):
     """The test output cannot be read: JUnit XML that is malformed or unsafe (an entity
-    declaration, an external reference)."""
+    declaration, an external reference). ``field`` names the input it came from when that is
+    known: ``"pytest_log"`` (the test output, read as JUnit XML) or ``"junit_xml"`` (the JUnit
+    report given beside it); else ``None``."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def _line_number(digits: str) -> int | None:

@@ -154,6 +154,14 @@ def _matches(failure: TestFailure, other: TestFailure) -> bool:
     return left == right or right.endswith("." + left) or left.endswith("." + right)
 
 
+def _parsed_junit(data: str | bytes, field: str) -> list[TestFailure]:
+    """:func:`parse_junit_xml` of ``data``, its :class:`LogFormatError` naming ``field``."""
+    try:
+        return parse_junit_xml(data)
+    except LogFormatError as exc:
+        raise LogFormatError(str(exc), field) from None
+
+
 def parse_test_output(text: str | bytes = "", junit_xml: str | bytes | None = None) -> list[TestFailure]:
     """The failures of a test run, from its text output, its JUnit XML report, or both.
 
@@ -167,13 +175,13 @@ def parse_test_output(text: str | bytes = "", junit_xml: str | bytes | None = No
     the report does not is left out. Raises :class:`LogFormatError` for unreadable XML.
     """
     if is_junit_xml(text):
-        failures = parse_junit_xml(text)
+        failures = _parsed_junit(text, "pytest_log")
     else:
         log = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
         failures = parse_log(log)  # pytest's shapes, or another runner's (:mod:`.logs`)
     if junit_xml is None:
         return failures
-    reported = parse_junit_xml(junit_xml)
+    reported = _parsed_junit(junit_xml, "junit_xml")
     merged: list[TestFailure] = []
     used: set[int] = set()
     for other in reported:
