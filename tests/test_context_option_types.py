@@ -57,3 +57,31 @@ def test_the_right_types_still_work(tmp_path: Path) -> None:
         ratios_log(), test="tests/test_ratios.py::test_mean_ratio", query="mean", issue="wrong", deadline=1e18
     )
     assert done.section
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (123, "must be a str or os.PathLike naming a folder, not int"),
+        (None, "must be a str or os.PathLike naming a folder, not NoneType"),
+        (b"repo", "must be a str or os.PathLike naming a folder, not bytes"),
+        ("re\x00po", "must not contain a NUL character"),
+        (Path("re\x00po"), "must not contain a NUL character"),
+    ],
+)
+def test_a_folder_argument_of_the_wrong_kind_is_an_invalid_input_error_naming_it(
+    tmp_path: Path, value: Any, problem: str
+) -> None:
+    """``Workspace(123)`` was a ``TypeError`` of ``pathlib``, a NUL a bare ``ValueError``."""
+    repo = ratios_repo(tmp_path)
+    for make, field in [
+        (lambda: bugcontext.Workspace(value), "root"),
+        (lambda: bugcontext.Workspace(repo, cache_dir=value), "cache_dir"),
+        (lambda: bugcontext.context(value, ratios_log(), cache=False), "repo"),
+        (lambda: bugcontext.context(repo, ratios_log(), cache_dir=value), "cache_dir"),
+    ]:
+        if value is None and field == "cache_dir":
+            continue  # None is the default cache folder
+        with pytest.raises(InvalidInputError) as caught:
+            make()
+        assert (caught.value.field, caught.value.problem) == (field, problem)

@@ -135,6 +135,21 @@ _Doc = tuple[int, tuple[tuple[int, int, str], ...], tuple[tuple[str, ...], ...]]
 _Built = tuple[list[Chunk], "IncrementalBM25 | None", int, int, dict[str, tuple[str, int, int, int]]]
 
 
+def _folder(name: str, value: object) -> Path:
+    """The folder path ``value`` (a ``str`` or an ``os.PathLike`` giving one), or an
+    :class:`InvalidInputError` naming the argument ``name``."""
+    try:
+        text = os.fspath(value)  # type: ignore[call-overload]
+    except TypeError:
+        text = None
+    if not isinstance(text, str):
+        problem = f"must be a str or os.PathLike naming a folder, not {type(value).__name__}"
+        raise InvalidInputError(name, problem)
+    if "\0" in text:
+        raise InvalidInputError(name, "must not contain a NUL character")
+    return Path(text)
+
+
 def default_cache_dir() -> Path:
     """The default cache folder: ``bugcontext`` under the user cache directory
     (``platformdirs.user_cache_dir``: ``~/.cache/bugcontext`` on Linux, honouring
@@ -788,7 +803,9 @@ class Workspace:
         if max_file_bytes is not None:
             chosen = chosen.replace(max_file_bytes=max_file_bytes)
         self.limits = chosen
-        self.root = Path(root).resolve()
+        self.root = _folder("root", root).resolve()
+        if cache_dir is not None:
+            cache_dir = _folder("cache_dir", cache_dir)
         if not self.root.is_dir():
             raise NotADirectoryError(f"not a directory: {root}")
         self.max_file_bytes = chosen.max_file_bytes
@@ -1863,4 +1880,5 @@ def context(repo: str | os.PathLike[str], log_text: str, *, options: OneCallOpti
     """The one-call form: ``Workspace(repo, cache_dir=cache_dir, cache=cache).context(...)``
     (see :meth:`Workspace.context`). With the cache (default), a later call, in this process
     or another, reuses what this one derived."""
-    return Workspace(repo, cache_dir=options.cache_dir, cache=options.cache)._context(log_text, options, None)
+    workspace = Workspace(_folder("repo", repo), cache_dir=options.cache_dir, cache=options.cache)
+    return workspace._context(log_text, options, None)
