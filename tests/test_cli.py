@@ -750,3 +750,22 @@ def test_context_budget_options_are_checked(tmp_path: Path) -> None:
     )
     assert tokens.returncode == 0, tokens.stderr
     assert json.loads(tokens.stdout)["budget"] == 4000
+
+
+@pytest.mark.parametrize("flag", ["--report", "--trace"])
+def test_context_refuses_dash_as_an_output_file(
+    failing_repo: tuple[Path, Path], tmp_path: Path, flag: str
+) -> None:
+    """``--report -`` wrote a file called ``-`` in the current folder, where ``--log -`` reads
+    standard input: it is a usage error now, before any work, and nothing is written."""
+    repo, log = failing_repo
+    proc = subprocess.run(
+        [sys.executable, "-m", "bugcontext", "context", "--repo", str(repo), "--pytest-log", str(log),
+         flag, "-", "--no-cache"],
+        cwd=tmp_path, capture_output=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stdout == b""
+    problem = "'-' is standard input (as in --log -), not an output; give a file path"
+    assert proc.stderr.decode() == f"bugcontext context: {flag} -: {problem}\n"
+    assert not (tmp_path / "-").exists()

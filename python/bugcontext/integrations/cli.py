@@ -644,7 +644,14 @@ def _warn(command: str, message: str) -> None:
 
 def _check_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str, str | None]]) -> None:
     """Before any work: refuse an output that is an input or another output (exit 2), and one
-    that cannot be written (a folder, a read-only file, a missing folder: exit 1)."""
+    that cannot be written (a folder, a read-only file, a missing folder: exit 1). ``-`` is
+    refused as an output (exit 2): it names standard input where an input is read (``--log
+    -``), and a file called ``-`` written in the current folder is not what it asks for."""
+    for label, path in outputs:
+        if path == "-":
+            raise OutputConflictError(
+                f"{label} -: '-' is standard input (as in --log -), not an output; give a file path"
+            )
     refuse_same_files(outputs, inputs)
     for _, path in outputs:
         if path is not None:
