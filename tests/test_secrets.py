@@ -13,7 +13,7 @@ import time
 
 import pytest
 from bugcontext.core.secrets import KINDS, Redaction, Secret, find_secrets, redact, redact_text, redaction
-from bugcontext.job.sources.files import SECRET_CONTENT, SECRET_NAME, secret_in_text
+from bugcontext.job.sources.files import SECRET_CONTENT, SECRET_NAME, secret_in_text, split_lines
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -425,3 +425,21 @@ def test_a_secret_inside_terminal_colour_codes_is_redacted() -> None:
         out = redact_text(text)
         assert key not in out and "[REDACTED: AWSKeyDetector]" in out
         assert out.startswith(text[: text.index(key)])  # the codes themselves are kept
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"])
+def test_a_secret_that_ends_the_text_without_a_line_ending_keeps_its_last_line(ending: str) -> None:
+    """A private key without its END line runs to the end of the text; when that last line
+    has no ending, the replacement followed by the key's endings left one line fewer (the
+    fuzz target found it): the replacement goes on the key's last line instead."""
+    text = ending.join(["x = 1", 'KEY = """-----BEGIN RSA PRIVATE KEY-----', "MIIEowIBAAKCAQEAx", "abc"])
+    done = redact(text)
+    kept = "\n" if ending == "\r" else ending  # a lone \r inside a secret is written \n
+    assert done.text == f'x = 1{ending}KEY = """{kept}{kept}[REDACTED: PrivateKeyDetector]'
+    assert done.kinds == ("PrivateKeyDetector",)
+    assert len(split_lines(done.text)) == len(split_lines(text)) == 4
+    # Followed by anything, the replacement stays on the secret's first line.
+    after = redact(text + ending).text
+    assert after == f'x = 1{ending}KEY = """[REDACTED: PrivateKeyDetector]{kept}{kept}{ending}'
+    # After a "\r", a first ending "\n" would complete it: it is written "\r\n".
+    assert redact("a\r-----BEGIN PRIVATE KEY-----\rJ").text == "a\r\r\n[REDACTED: PrivateKeyDetector]"

@@ -459,12 +459,16 @@ class Redaction:
 _ENDING = re.compile(r"\r\n|\r|\n")
 
 
-def _kept_endings(text: str, start: int, end: int) -> tuple[str, str]:
-    """The line endings to keep around the replacement of ``text[start:end]``, so that the text
-    keeps its number of lines (``\\n``, ``\\r\\n`` and ``\\r`` end a line): a ``\\n`` that
-    completes a ``\\r`` just before the secret stays before the replacement; the endings inside
-    the secret follow it, a lone ``\\r`` written as ``\\n`` (so two endings never merge into one)
-    but for the last, which may complete a ``\\r\\n`` with the text after the secret."""
+def _replaced(text: str, start: int, end: int, kind: str) -> str:
+    """What replaces ``text[start:end]``, a secret of ``kind``: :func:`redaction` of the kind
+    and the line endings that keep the text's number of lines (``\\n``, ``\\r\\n`` and ``\\r``
+    end a line). A ``\\n`` that completes a ``\\r`` just before the secret stays before the
+    replacement; the endings inside the secret follow it, a lone ``\\r`` written as ``\\n`` (so
+    two endings never merge into one) but for the last, which may complete a ``\\r\\n`` with
+    the text after the secret. A secret that ends the text on a line without an ending (a
+    private key without its END line runs to the end) has its endings first and the
+    replacement on that last line: after its endings, nothing would be left of the line (its
+    first ending written ``\\r\\n`` where a ``\\n`` would complete a ``\\r`` before it)."""
     secret = text[start:end]
     lead = ""
     if secret.startswith("\n") and start > 0 and text[start - 1] == "\r":
@@ -473,7 +477,11 @@ def _kept_endings(text: str, start: int, end: int) -> tuple[str, str]:
     kept = ["\n" if e == "\r" else e for e in found]
     if secret.endswith("\r"):
         kept[-1] = "\r"
-    return lead, "".join(kept)
+    if end == len(text) and found and not secret.endswith(("\n", "\r")):
+        if not lead and start > 0 and text[start - 1] == "\r" and kept[0] == "\n":
+            kept[0] = "\r\n"  # a "\n" right after the text's "\r" would complete it
+        return lead + "".join(kept) + redaction(kind)
+    return lead + redaction(kind) + "".join(kept)
 
 
 def redact(text: str) -> Redaction:
@@ -648,8 +656,7 @@ def _redact_escaped(text: str) -> Redaction:
     parts: list[str] = []
     at = 0
     for start, end, kind in found:
-        lead, endings = _kept_endings(text, start, end)
-        parts += [text[at:start], lead, redaction(kind), endings]
+        parts += [text[at:start], _replaced(text, start, end, kind)]
         at = end
     parts.append(text[at:])
     return Redaction("".join(parts), tuple(kind for _, _, kind in found))
@@ -700,8 +707,7 @@ def _redact_plain(text: str) -> Redaction:
         parts: list[str] = []
         at = 0
         for start, end, kind in found:
-            lead, endings = _kept_endings(text, start, end)
-            parts += [text[at:start], lead, redaction(kind), endings]
+            parts += [text[at:start], _replaced(text, start, end, kind)]
             at = end
         parts.append(text[at:])
         text = "".join(parts)
