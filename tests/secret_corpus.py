@@ -609,6 +609,20 @@ for form, template in [
     ("redis-cli", "redis-cli -h cache.internal -a {s} ping"),
 ]:
     spec("command-line-password", form, template, lambda: rand(ALNUM, 8) + rand(DIGITS, 2))
+# The keystore tools, htpasswd, OpenSSL's -k and an API key header (after the others, so that
+# they keep their draws).
+for form, template in [
+    ("keytool", "keytool -list -keystore release.jks -storepass {s}"),
+    ("htpasswd", "htpasswd -bB /etc/nginx/.htpasswd ops '{s}'"),
+    ("openssl -k", "openssl enc -aes-256-cbc -salt -k {s} -in backup.tar -out backup.enc"),
+]:
+    spec("command-line-password", form, template, lambda: rand(ALNUM, 8) + rand(DIGITS, 2))
+for form, template in [
+    ("curl header", "curl -H 'X-Api-Key: {s}' https://api.internal/v1/items"),
+    ("http header", "X-Auth-Token: {s}"),
+    ("python dict", 'headers = {{"x-api-key": "{s}"}}'),
+]:
+    spec("api-key-header", form, template, lambda: rand(ALNUM, 30) + rand(DIGITS, 2))
 
 
 def secrets() -> list[Example]:

@@ -245,6 +245,15 @@ pub(crate) fn vault(hit: &Hit<'_>) -> Option<(usize, usize)> {
     )
 }
 
+/// An older Vault service token (`s.` and 24 base62 characters), as `vault login` takes it.
+pub(crate) fn vault_legacy(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let s = hit.secret();
+    keep(
+        hit,
+        s.len() == 2 + 24 && entropy(&s[2..]) >= 3.5 && !placeholder(s),
+    )
+}
+
 pub(crate) fn mailgun(hit: &Hit<'_>) -> Option<(usize, usize)> {
     let s = hit.secret();
     let body = after(s, b'-', 1);

@@ -5,7 +5,7 @@ use super::Builtin;
 use super::checks::{
     anthropic, aws_secret, azure_key, base64_pem, basic_header, bearer, digitalocean, github_pat,
     github_run, google, huggingface, mailgun, npm, openai, option_password, password_arg, pypi,
-    sas_signature, shopify, slack, slack_webhook, stripe, vault,
+    sas_signature, shopify, slack, slack_webhook, stripe, vault, vault_legacy,
 };
 use super::values::{quoted_password, quoted_secret, unquoted_secret, url_password_hit};
 
@@ -245,6 +245,52 @@ pub(crate) const BUILTINS: &[Builtin] = &[
             option_value!()
         ),
         check: password_arg,
+    },
+    Builtin {
+        kind: "command-line-password",
+        // Java's keystore tools: `keytool -storepass X`, `-keypass X`, `-srcstorepass X`,
+        // `-deststorepass X` (and jarsigner's), each of a command (options of these names are
+        // theirs); `-storepass:env NAME` and `:file` name no password.
+        pattern: concat!(
+            r#"(?:^|[ \t"'(])-(?:src|dest)?(?:store|key)pass[ \t]+"#,
+            option_value!()
+        ),
+        check: password_arg,
+    },
+    Builtin {
+        kind: "command-line-password",
+        // Apache's htpasswd in batch mode: `htpasswd -b[c...] FILE USER PASSWORD`, and with
+        // `-n` (no file) `htpasswd -nb USER PASSWORD`.
+        pattern: concat!(
+            r#"\b{start-half}htpasswd[ \t]+(?:-[A-Za-mo-z]*b[A-Za-mo-z]*[ \t]+[^\s-]\S*|-[A-Za-z]*(?:nb|bn)[A-Za-z]*)[ \t]+[^\s-]\S*[ \t]+"#,
+            option_value!()
+        ),
+        check: password_arg,
+    },
+    Builtin {
+        kind: "command-line-password",
+        // OpenSSL's `-k X` (`openssl enc -aes-256-cbc -k X`): the pass phrase itself.
+        pattern: concat!(
+            r#"\b{start-half}openssl"#,
+            same_command!(),
+            r#"-k[ \t]+"#,
+            option_value!()
+        ),
+        check: password_arg,
+    },
+    Builtin {
+        kind: "command-line-password",
+        // HashiCorp Vault's older service tokens (`s.` and 24 characters) given to `vault
+        // login`.
+        pattern: r#"\b{start-half}vault[ \t]+login(?:[ \t]+-[^\s=]+(?:=\S*)?)*[ \t]+["']?(s\.[0-9A-Za-z]{24})\b"#,
+        check: vault_legacy,
+    },
+    Builtin {
+        kind: "api-key-header",
+        // An API key or token in an HTTP header (`X-Api-Key: X`, `X-Auth-Token: X`, as curl's
+        // `-H` writes it or a request dump shows it).
+        pattern: r#"(?i:x-api-key|api-key|x-auth-token|x-access-token|x-api-token)["']?[ \t]*:[ \t]*["']?([A-Za-z0-9._~+/=-]+)"#,
+        check: bearer,
     },
     Builtin {
         kind: "command-line-password",

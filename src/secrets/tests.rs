@@ -626,3 +626,81 @@ fn other_prefixed_tokens_glued_to_more_letters_are_redacted_whole() {
         format!("key-{}", "0123456789abcdef".repeat(4)),
     ]);
 }
+
+#[test]
+fn keystore_htpasswd_openssl_vault_and_header_secrets_are_found() {
+    assert_redacts(&cases(
+        &[
+            (
+                "keytool -list -keystore k.jks -storepass {P}",
+                "keytool -list -keystore k.jks -storepass {R}",
+            ),
+            (
+                "keytool -importkeystore -srcstorepass '{P}' -deststorepass {P} -destkeypass \"{P}\"",
+                "keytool -importkeystore -srcstorepass '{R}' -deststorepass {R} -destkeypass \"{R}\"",
+            ),
+            (
+                "jarsigner -keystore k.jks -storepass {P} app.jar alias",
+                "jarsigner -keystore k.jks -storepass {R} app.jar alias",
+            ),
+            (
+                "htpasswd -b .htpasswd bob {P}",
+                "htpasswd -b .htpasswd bob {R}",
+            ),
+            (
+                "htpasswd -cbB /etc/nginx/users alice '{P}'",
+                "htpasswd -cbB /etc/nginx/users alice '{R}'",
+            ),
+            ("htpasswd -nb bob {P}", "htpasswd -nb bob {R}"),
+            (
+                "openssl enc -aes-256-cbc -k {P} -in a -out b",
+                "openssl enc -aes-256-cbc -k {R} -in a -out b",
+            ),
+        ],
+        "command-line-password",
+    ));
+    let vault = concat!("s.", "Xk9Lm2Pq7Rt4Wv8Yz3Ab6Cd1");
+    assert_redacts(&[
+        (
+            format!("vault login {vault}"),
+            "vault login [REDACTED: command-line-password]".to_owned(),
+        ),
+        (
+            format!("vault login -address=https://v:8200 {vault}"),
+            "vault login -address=https://v:8200 [REDACTED: command-line-password]".to_owned(),
+        ),
+    ]);
+    let key = concat!("k3Yd8Fq2Lm9", "Xw4Zr7Tb1Nc6");
+    assert_redacts(&[
+        (
+            format!("curl -H 'X-Api-Key: {key}' https://api"),
+            "curl -H 'X-Api-Key: [REDACTED: api-key-header]' https://api".to_owned(),
+        ),
+        (
+            format!("x-auth-token: {key}"),
+            "x-auth-token: [REDACTED: api-key-header]".to_owned(),
+        ),
+        (
+            format!("{{\"X-API-KEY\": \"{key}\"}}"),
+            "{\"X-API-KEY\": \"[REDACTED: api-key-header]\"}".to_owned(),
+        ),
+    ]);
+    assert_clean(
+        &[
+            "keytool -list -keystore k.jks -storepass:env STOREPASS",
+            "keytool -list -keystore k.jks -storepass $STOREPASS",
+            "htpasswd -c .htpasswd bob",
+            "htpasswd -B .htpasswd bob",
+            "htpasswd -b .htpasswd bob $PASSWORD",
+            "openssl enc -aes-256-cbc -kfile pass.txt -in a",
+            "openssl enc -aes-256-cbc -k $KEY -in a",
+            "vault login -method=userpass username=bob",
+            "vault login s.short",
+            "X-Api-Key: <your-api-key>",
+            "X-Api-Key: YOUR_API_KEY_HERE",
+            "api-key: ${API_KEY}",
+            "the x-api-key: header carries the key",
+        ]
+        .map(str::to_owned),
+    );
+}
