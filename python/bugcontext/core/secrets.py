@@ -484,6 +484,18 @@ def _replaced(text: str, start: int, end: int, kind: str) -> str:
     return lead + redaction(kind) + "".join(kept)
 
 
+def _with_replaced(text: str, found: list[tuple[int, int, str]]) -> str:
+    """``text`` with each of the sorted, disjoint secrets ``found`` (``(start, end, kind)``)
+    replaced (:func:`_replaced`)."""
+    parts: list[str] = []
+    at = 0
+    for start, end, kind in found:
+        parts += [text[at:start], _replaced(text, start, end, kind)]
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
 def redact(text: str) -> Redaction:
     """``text`` with every secret (:func:`find_secrets`) replaced by :func:`redaction` of its
     kind, the line endings inside a secret (a private key block) kept after the replacement, so
@@ -653,13 +665,7 @@ def _redact_escaped(text: str) -> Redaction:
     found = _spans(blanked)
     if not found:
         return Redaction(text, ())
-    parts: list[str] = []
-    at = 0
-    for start, end, kind in found:
-        parts += [text[at:start], _replaced(text, start, end, kind)]
-        at = end
-    parts.append(text[at:])
-    return Redaction("".join(parts), tuple(kind for _, _, kind in found))
+    return Redaction(_with_replaced(text, found), tuple(kind for _, _, kind in found))
 
 
 #: A base64 field of an XML section: a body (``encoding="base64">B64<``) or an attribute
@@ -704,13 +710,7 @@ def _redact_plain(text: str) -> Redaction:
     # the value at the replacement, and what is left of it may be one. Each pass replaces
     # characters of the text itself (a replacement holds no secret), so this ends.
     while found:
-        parts: list[str] = []
-        at = 0
-        for start, end, kind in found:
-            parts += [text[at:start], _replaced(text, start, end, kind)]
-            at = end
-        parts.append(text[at:])
-        text = "".join(parts)
+        text = _with_replaced(text, found)
         kinds.extend(kind for _, _, kind in found)
         found = _spans(text)
     return Redaction(text, tuple(kinds))
