@@ -25,7 +25,8 @@ def cut_point(text: str, limit: int) -> int:
     cut = limit
     # Also as the screen reads it with escapes ungluing a token (``\\x01ghp_...``): the same
     # characters at the same places, so its secrets' offsets are those of ``text``.
-    for read in (text, unglued(text)):
+    blanked = unglued(text)
+    for read in (text, blanked) if blanked != text else (text,):
         for secret in find_secrets(read):
             if secret.start >= cut:
                 break

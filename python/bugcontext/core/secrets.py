@@ -45,6 +45,7 @@ Offsets are characters (code points).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import importlib
 import importlib.util
@@ -578,8 +579,6 @@ def _redact_numbered(text: str) -> Redaction:
     found = _spans("".join(view))
     if not found:
         return Redaction(text, ())
-    import bisect
-
     firsts = [run[0] for run in runs]
 
     def where(char: int) -> tuple[int, int]:

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
+
+from bugcontext.core.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from bugcontext.core.trace import TraceTarget
@@ -50,8 +53,6 @@ class ContextOptions:
         _check_type("query", self.query, (str,), "a str (extra search words)")
         _check_type("issue", self.issue, (str,), "a str (the issue text)")
         if not isinstance(self.engine, str) or self.engine not in ("native", "reference"):
-            from bugcontext.core.errors import InvalidInputError
-
             shown = repr(self.engine) if isinstance(self.engine, str) else type(self.engine).__name__
             raise InvalidInputError("engine", f"must be 'native' or 'reference', got {shown[:200]}")
 
@@ -59,8 +60,6 @@ class ContextOptions:
 def _check_type(name: str, value: object, types: tuple[type, ...], what: str) -> None:
     """``InvalidInputError`` (field ``name``) unless ``value`` is ``None`` or of ``types``."""
     if value is not None and not isinstance(value, types):
-        from bugcontext.core.errors import InvalidInputError
-
         raise InvalidInputError(name, f"must be {what} or None, not {type(value).__name__}")
 
 
@@ -74,10 +73,6 @@ class CallOptions(ContextOptions):
         super().__post_init__()
         deadline = self.deadline
         if deadline is not None:
-            import math
-
-            from bugcontext.core.errors import InvalidInputError
-
             if isinstance(deadline, bool) or not isinstance(deadline, (int, float)):
                 shown = type(deadline).__name__
                 raise InvalidInputError("deadline", f"must be a number or None, not {shown}")
