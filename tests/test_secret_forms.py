@@ -127,7 +127,28 @@ CLI_FORMS = [
     "openssl pkcs12 -export -passout pass:{} -out k.p12",
     "wget --ftp-password={} ftp://files/x",
     "svn checkout --username bob --password {} svn://repo",
+    "htpasswd -b -B .htpasswd bob {}",
+    "htpasswd -B -C 12 -b users alice '{}'",
+    "htpasswd -n -b bob {}",
+    "sqlcmd -S db -U sa -P {} -Q 'select 1'",
+    "osql -U sa -P {}",
+    "zip -P {} secret.zip notes.txt",
+    "7z a -p{} backup.7z data",
 ]
+
+REPEATED_FORMS = [
+    "redis-cli -a {0} -a {0}",
+    "redis-cli -h cache -a '{0}' -p 6379 -a{0} -a {0} ping",
+    "docker login -u bob -p {0} -p {0} registry.internal",
+    "mysql -p{0} -uroot -p'{0}' db",
+    "ldapsearch -w {0} -D cn=admin -w {0}",
+    "openssl enc -aes-256-cbc -k {0} -k {0} -in a",
+]
+
+
+@pytest.mark.parametrize("form", REPEATED_FORMS)
+def test_a_password_option_given_twice_is_redacted_each_time(form: str) -> None:
+    _check(form.format(PW), form.format(CLP))
 
 
 @pytest.mark.parametrize("form", CLI_FORMS)
@@ -164,6 +185,12 @@ def test_a_password_in_the_environment_of_a_command_is_redacted(form: str) -> No
         "  --password <password>",
         "openssl pkcs12 -passin pass:$PW -in k.p12",
         "pytest -p no:cacheprovider",
+        "htpasswd -n -B bob",
+        "htpasswd -B -C 10 .htpasswd bob",
+        "redis-cli -a $PW; grep -a pattern file",
+        "sqlcmd -S db -U sa -P $SA_PASSWORD",
+        "7z x -p backup.7z",
+        "zip -r archive.zip src",
     ],
 )
 def test_command_lines_without_a_password_are_kept(text: str) -> None:
@@ -250,4 +277,21 @@ def test_a_token_glued_to_more_letters_is_redacted_whole(text: str, expected: st
     ],
 )
 def test_prefixed_words_that_are_not_tokens_are_kept(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+# --- names whose words are joined by dashes -------------------------------------------------
+
+DASHED_KEY = J(["k3Yd8Fq2Lm9", "Xw4Zr7Tb1Nc6"])
+
+
+@pytest.mark.parametrize(
+    "form", ["X-API-KEY={}", "api-key={} region=eu", "--client-key={}", "private-key: {}", "access-key = {}"]
+)
+def test_an_unquoted_value_of_a_dashed_secret_name_is_redacted(form: str) -> None:
+    _check(form.format(DASHED_KEY), form.format(GENERIC))
+
+
+@pytest.mark.parametrize("text", ["api-key=${API_KEY}", "X-API-KEY=<your key>", "private-key: ~/.ssh/id_ed25519"])
+def test_a_dashed_secret_name_with_a_placeholder_or_a_path_is_kept(text: str) -> None:
     assert find_secrets(text) == []

@@ -324,6 +324,16 @@ pub(crate) fn password_arg(hit: &Hit<'_>) -> Option<(usize, usize)> {
     keep(hit, s.len() >= 3 && credential(user, s, b""))
 }
 
+/// htpasswd's password: as [`password_arg`], of a batch-mode command (a `b` in one of its
+/// option words; without it htpasswd asks, and the word read is no password).
+pub(crate) fn htpasswd_arg(hit: &Hit<'_>) -> Option<(usize, usize)> {
+    let head = &hit.text[hit.whole.0..hit.secret.0];
+    let batch = head
+        .split(|&b| b == b' ' || b == b'\t')
+        .any(|word| word.first() == Some(&b'-') && word[1..].contains(&b'b'));
+    password_arg(hit).filter(|_| batch)
+}
+
 /// A long option's password (`--password X`): as [`password_arg`], and not a name in code or
 /// a help text's metavariable (`TEXT`, `pw_file`).
 pub(crate) fn option_password(hit: &Hit<'_>) -> Option<(usize, usize)> {

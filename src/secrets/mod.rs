@@ -131,11 +131,25 @@ pub struct ExternalRule {
     pub not_followed_by: Option<String>,
 }
 
-/// A built-in rule: `pattern` (group 1, when it has one, is the secret) and its check.
+/// A built-in rule: `pattern` (group 1, when it has one, is the secret), its check, and
+/// whether the option it reads may be given again in the same command ([`Repeat`]).
 pub(crate) struct Builtin {
     kind: &'static str,
     pattern: &'static str,
     check: CheckFn,
+    repeat: Repeat,
+}
+
+/// How a command-line option whose value a rule found is read again later in the same
+/// command (`redis-cli -a X -a Y`: a program takes the last, and both are secrets): the
+/// value glued to the option (`-pX`), after blanks (`-k X`), or either; the command ends
+/// at a pipe, `;`, `&` or the line's end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Repeat {
+    No,
+    Glued,
+    Blank,
+    Either,
 }
 
 /// One compiled rule.
@@ -145,6 +159,50 @@ struct Compiled {
     group: bool,
     check: CheckFn,
     not_followed_by: Option<Regex>,
+    repeat: Repeat,
+}
+
+impl Compiled {
+    /// Every match of the rule in `text`, in order, as a hit handed to `each`.
+    fn hits(&self, text: &[u8], mut each: impl FnMut(Hit<'_>)) {
+        if self.group {
+            // The secret is group 1; the capture engine runs on each match's span only.
+            // The next search starts where the secret starts, not after the match: an
+            // assignment can begin inside the value of the one before
+            // (`token=abc&password=...`, where the first value is rejected and would hide
+            // the second). A value holds no operator, so each search starts past the
+            // operator of the match before: every byte is still read a bounded number
+            // of times.
+            let mut at = 0;
+            while let Some(caps) = self.regex.captures_at(text, at) {
+                let whole = caps.get(0).expect("group 0 is the match");
+                let secret = caps.get(1);
+                if let Some(secret) = secret {
+                    each(Hit {
+                        text,
+                        whole: (whole.start(), whole.end()),
+                        secret: (secret.start(), secret.end()),
+                    });
+                }
+                at = match secret {
+                    Some(secret) if secret.start() > whole.start() => secret.start(),
+                    _ => whole.end().max(whole.start() + 1),
+                };
+                if at > text.len() {
+                    break;
+                }
+            }
+        } else {
+            for m in self.regex.find_iter(text) {
+                let span = (m.start(), m.end());
+                each(Hit {
+                    text,
+                    whole: span,
+                    secret: span,
+                });
+            }
+        }
+    }
 }
 
 /// The installed rules (first) and the built-in ones, compiled.
@@ -197,6 +255,7 @@ impl Detector {
                 group: rule.group,
                 check: rule.check.function(),
                 not_followed_by,
+                repeat: Repeat::No,
             });
         }
         for rule in BUILTINS {
@@ -209,6 +268,7 @@ impl Detector {
                 group,
                 check: rule.check,
                 not_followed_by: None,
+                repeat: rule.repeat,
             });
         }
         // The lazy DFA of all the rules together needs a larger cache than the default, or it
@@ -238,8 +298,10 @@ impl Detector {
         let mut found: Vec<(usize, usize, usize)> = Vec::new();
         for index in self.set.matches(text).iter() {
             let rule = &self.rules[index];
-            // A span a check extended past its match is not read again by the next match.
+            // A span a check extended past its match is not read again by the next match;
+            // nor is the rest of a command already read for a repeated option.
             let mut covered = 0usize;
+            let mut repeats_read = 0usize;
             let mut push = |found: &mut Vec<(usize, usize, usize)>, hit: Hit<'_>| {
                 if hit.whole.0 < covered {
                     return;
@@ -249,6 +311,15 @@ impl Detector {
                 {
                     return;
                 }
+                if rule.repeat != Repeat::No && hit.secret.0 >= repeats_read {
+                    repeats_read = option_again(text, hit.secret, rule.repeat, |again| {
+                        if let Some((start, end)) = (rule.check)(&again)
+                            && end > start
+                        {
+                            found.push((start, index, end));
+                        }
+                    });
+                }
                 if let Some((start, end)) = (rule.check)(&hit)
                     && end > start
                 {
@@ -256,49 +327,7 @@ impl Detector {
                     found.push((start, index, end));
                 }
             };
-            if rule.group {
-                // The secret is group 1; the capture engine runs on each match's span only.
-                // The next search starts where the secret starts, not after the match: an
-                // assignment can begin inside the value of the one before
-                // (`token=abc&password=...`, where the first value is rejected and would hide
-                // the second). A value holds no operator, so each search starts past the
-                // operator of the match before: every byte is still read a bounded number
-                // of times.
-                let mut at = 0;
-                while let Some(caps) = rule.regex.captures_at(text, at) {
-                    let whole = caps.get(0).expect("group 0 is the match");
-                    let secret = caps.get(1);
-                    if let Some(secret) = secret {
-                        push(
-                            &mut found,
-                            Hit {
-                                text,
-                                whole: (whole.start(), whole.end()),
-                                secret: (secret.start(), secret.end()),
-                            },
-                        );
-                    }
-                    at = match secret {
-                        Some(secret) if secret.start() > whole.start() => secret.start(),
-                        _ => whole.end().max(whole.start() + 1),
-                    };
-                    if at > text.len() {
-                        break;
-                    }
-                }
-            } else {
-                for m in rule.regex.find_iter(text) {
-                    let span = (m.start(), m.end());
-                    push(
-                        &mut found,
-                        Hit {
-                            text,
-                            whole: span,
-                            secret: span,
-                        },
-                    );
-                }
-            }
+            rule.hits(text, |hit| push(&mut found, hit));
         }
         found.sort_unstable();
         let mut merged: Vec<Finding> = Vec::with_capacity(found.len());
@@ -314,6 +343,107 @@ impl Detector {
         }
         merged
     }
+}
+
+fn blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+fn ends_command(b: u8) -> bool {
+    b"\n\r|;&".contains(&b)
+}
+
+/// The option whose value starts at byte `at` of `text`: the word the value is glued to
+/// (`-pX`, `-p'X'`), or the word before the blanks before it (`-a X`); `None` when that word
+/// is no option (it does not start with `-`).
+fn option_before(text: &[u8], at: usize) -> Option<&[u8]> {
+    let mut at = at;
+    if at > 0 && matches!(text[at - 1], b'"' | b'\'') {
+        at -= 1;
+    }
+    let mut stop = at;
+    if stop > 0 && blank(text[stop - 1]) {
+        while stop > 0 && blank(text[stop - 1]) {
+            stop -= 1;
+        }
+    }
+    let mut start = stop;
+    while start > 0 && !blank(text[start - 1]) && !ends_command(text[start - 1]) {
+        start -= 1;
+    }
+    let option = &text[start..stop];
+    (option.len() >= 2 && option[0] == b'-').then_some(option)
+}
+
+/// An option's value in bytes `from..to` of `text`, as the rules' option values: an
+/// optional quote, then a run up to a quote or backtick that does not start with `$` (a
+/// variable) or `-` (the next option).
+fn option_value(text: &[u8], from: usize, to: usize) -> Option<(usize, usize)> {
+    let mut from = from;
+    if from < to && matches!(text[from], b'"' | b'\'') {
+        from += 1;
+    }
+    let run = text[from..to]
+        .iter()
+        .take_while(|&&b| !matches!(b, b'"' | b'\'' | b'`'))
+        .count();
+    let first = *text.get(from)?;
+    (run > 0 && !matches!(first, b'$' | b'-')).then_some((from, from + run))
+}
+
+/// Every later value, in the same command, of the option whose value is `secret` (the
+/// value glued to the option or after blanks, as `repeat` allows), each handed to `found`
+/// as a hit (the option and its value). Returns where the command ends: its bytes are read
+/// once, whatever the number of hits.
+fn option_again(
+    text: &[u8],
+    secret: (usize, usize),
+    repeat: Repeat,
+    mut found: impl FnMut(Hit<'_>),
+) -> usize {
+    let command_end = text[secret.1..]
+        .iter()
+        .position(|&b| ends_command(b))
+        .map_or(text.len(), |n| secret.1 + n);
+    let Some(option) = option_before(text, secret.0) else {
+        return command_end;
+    };
+    let mut words: Vec<(usize, usize)> = Vec::new();
+    let mut i = secret.1;
+    while i < command_end {
+        if blank(text[i]) {
+            i += 1;
+            continue;
+        }
+        let first = i;
+        while i < command_end && !blank(text[i]) {
+            i += 1;
+        }
+        words.push((first, i));
+    }
+    let separated = matches!(repeat, Repeat::Blank | Repeat::Either);
+    let glued = matches!(repeat, Repeat::Glued | Repeat::Either);
+    for (n, &(first, last)) in words.iter().enumerate() {
+        let word = &text[first..last];
+        let taken = if word == option {
+            match words.get(n + 1) {
+                Some(&(next, next_end)) if separated => option_value(text, next, next_end),
+                _ => None,
+            }
+        } else if glued && word.len() > option.len() && word.starts_with(option) {
+            option_value(text, first + option.len(), last)
+        } else {
+            None
+        };
+        if let Some(span) = taken {
+            found(Hit {
+                text,
+                whole: (first, span.1),
+                secret: span,
+            });
+        }
+    }
+    command_end
 }
 
 static DETECTOR: LazyLock<RwLock<Arc<Detector>>> = LazyLock::new(|| {

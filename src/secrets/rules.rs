@@ -1,26 +1,26 @@
 //! The built-in rules: the formats the installed rule set lacks, each an expression and its
 //! check.
 
-use super::Builtin;
 use super::checks::{
     anthropic, aws_secret, azure_key, base64_pem, basic_header, bearer, digitalocean, github_pat,
-    github_run, google, huggingface, mailgun, npm, openai, option_password, password_arg, pypi,
-    sas_signature, shopify, slack, slack_webhook, stripe, vault, vault_legacy,
+    github_run, google, htpasswd_arg, huggingface, mailgun, npm, openai, option_password,
+    password_arg, pypi, sas_signature, shopify, slack, slack_webhook, stripe, vault, vault_legacy,
 };
 use super::values::{quoted_password, quoted_secret, unquoted_secret, url_password_hit};
+use super::{Builtin, Repeat};
 
 /// The keyword names of the generic assignment rules (case-insensitive, anywhere in a name):
 /// detect-secrets' `KeywordDetector` list (checked by the Python tests) and `token`,
 /// `access_key`, `credential`, `passphrase`.
 macro_rules! password_names {
     () => {
-        r"password|passwd|pwd|passphrase|contrase(?:ñ|n)a|db_?pass|database_?pass|key_?pass"
+        r"password|passwd|pwd|passphrase|contrase(?:ñ|n)a|db[_-]?pass|database[_-]?pass|key[_-]?pass"
     };
 }
 
 macro_rules! secret_names {
     () => {
-        r"api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|client_?key|secret|token|access_?key|credential"
+        r"api[_-]?key|auth[_-]?key|service[_-]?key|account[_-]?key|db[_-]?key|database[_-]?key|priv[_-]?key|private[_-]?key|client[_-]?key|secret|token|access[_-]?key|credential"
     };
 }
 
@@ -51,10 +51,11 @@ macro_rules! option_value {
 }
 
 /// The rest of one command before an option: stops at a pipe, `;`, `&` or the line's end, so
-/// an option of the next command is not taken for one of this one.
+/// an option of the next command is not taken for one of this one. It is lazy, so the match
+/// is the option's first value: the rule's [`Repeat`] reads the later ones.
 macro_rules! same_command {
     () => {
-        r"(?:[ \t][^\n|;&]*?)?[ \t]"
+        r"(?:[ \t][^\n|;&]*?)??[ \t]"
     };
 }
 
@@ -70,6 +71,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         kind: "base64-private-key",
         pattern: r"LS0tLS1CRUdJTi[A-Za-z0-9+/]+={0,2}(?:\r?\n[ \t]*[A-Za-z0-9+/]{40,}={0,2})*",
         check: base64_pem,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "aws-secret-access-key",
@@ -78,6 +80,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         // key ...`): the value must be 40 characters exactly.
         pattern: r#"(?i:secret[_-]?access[_-]?key|aws[_-]?secret[_-]?key)["']?(?:[ \t]*(?:[=:]|%3[Dd])[ \t]*|[ \t]+)["']?([A-Za-z0-9/+]+)"#,
         check: aws_secret,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "aws-secret-access-key",
@@ -85,6 +88,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         // the id itself is the installed `AWSKeyDetector` rule's.
         pattern: r#"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}["']?(?:[ \t]*[:,;|=][ \t]*|[ \t]+)["']?([A-Za-z0-9/+]+)"#,
         check: aws_secret,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "github-token",
@@ -93,46 +97,55 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         // refuses a token glued to more letters.
         pattern: r"gh[pousr]_[A-Za-z0-9]+",
         check: github_run,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "github-fine-grained-token",
         pattern: concat!(start!(), r"(github_pat_[A-Za-z0-9_]+)"),
         check: github_pat,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "slack-token",
         pattern: concat!(start!(), r"((?:xox[abeoprs]|xapp)-[0-9A-Za-z-]+)"),
         check: slack,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "slack-webhook",
         pattern: r"hooks\.slack\.com/(?:services|workflows|triggers)/[0-9A-Za-z_/+-]+",
         check: slack_webhook,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "google-api-key",
         pattern: concat!(start!(), r"(AIza[0-9A-Za-z_-]+)"),
         check: google,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "stripe-key",
         pattern: concat!(start!(), r"((?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]+)"),
         check: stripe,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "npm-token",
         pattern: concat!(start!(), r"(npm_[0-9A-Za-z]+)"),
         check: npm,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "pypi-token",
         pattern: r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[0-9A-Za-z_-]+",
         check: pypi,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "anthropic-key",
         pattern: concat!(start!(), r"(sk-ant-[a-z]+[0-9]*-[0-9A-Za-z_-]+)"),
         check: anthropic,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "openai-key",
@@ -141,61 +154,73 @@ pub(crate) const BUILTINS: &[Builtin] = &[
             r"(sk-(?:(?:proj|svcacct|admin)-[0-9A-Za-z_-]+|[0-9A-Za-z_-]*T3BlbkFJ[0-9A-Za-z_-]+))"
         ),
         check: openai,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "huggingface-token",
         pattern: concat!(start!(), r"((?:hf_|api_org_)[0-9A-Za-z]+)"),
         check: huggingface,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "azure-storage-key",
         pattern: r"(?i:AccountKey|SharedAccessKey)[ \t]*=[ \t]*([A-Za-z0-9+/]+={0,2})",
         check: azure_key,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "azure-sas-signature",
         pattern: r"[?&;](?i:sig)=([A-Za-z0-9%+/]+={0,2})",
         check: sas_signature,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "shopify-token",
         pattern: concat!(start!(), r"(shp(?:at|ca|pa|ss)_[0-9A-Za-z]+)"),
         check: shopify,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "digitalocean-token",
         pattern: concat!(start!(), r"(do[opr]_v1_[0-9A-Za-z]+)"),
         check: digitalocean,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "vault-token",
         pattern: concat!(start!(), r"(hv[sbr]\.[0-9A-Za-z_-]+)"),
         check: vault,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "mailgun-key",
         pattern: concat!(start!(), r"((?:key|pubkey)-[0-9a-f]+)"),
         check: mailgun,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "basic-auth-header",
         pattern: r#"(?i:authorization|proxy-authorization)["']?[ \t]*(?:[:=,][ \t]*)?["']?[ \t]*(?i:basic)[ \t]+([A-Za-z0-9+/]+={0,2})"#,
         check: basic_header,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "bearer-token",
         pattern: r#"(?i:authorization)["']?[ \t]*(?:[:=,][ \t]*)?["']?[ \t]*(?i:bearer|token)[ \t]+([A-Za-z0-9._~+/-]+=*)"#,
         check: bearer,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "command-line-password",
         pattern: r#"\b{start-half}(?:curl|wget|http)\b[^\n]*?[ \t](?:-u|--user)[ \t=]*["']?[^\s:"']+:([^\s"'@]+)"#,
         check: password_arg,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "command-line-password",
         pattern: r#"\b{start-half}(?:curl|wget|http)\b[^\n]*?[ \t](?:--password|--http-password|--proxy-password)[ \t=]*["']?([^\s"'@]+)"#,
         check: password_arg,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "command-line-password",
@@ -206,35 +231,41 @@ pub(crate) const BUILTINS: &[Builtin] = &[
             option_value!()
         ),
         check: option_password,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "command-line-password",
         // MySQL and MariaDB clients: `-pX` glued (`-p X` asks for the password; X is the
-        // database).
+        // database); 7-Zip's `-pX` (`-p` alone asks).
         pattern: concat!(
-            r#"\b{start-half}(?:mysql|mariadb)[a-z-]*"#,
+            r#"\b{start-half}(?:(?:mysql|mariadb)[a-z-]*|7z[ar]?)"#,
             same_command!(),
             r#"-p"#,
             option_value!()
         ),
         check: password_arg,
+        repeat: Repeat::Glued,
     },
     Builtin {
         kind: "command-line-password",
         // The short password options of other clients: `docker login -p X` (and podman's,
         // buildah's, skopeo's, nerdctl's, helm's, oras'), MongoDB's tools' `-p X`, `redis-cli
-        // -a X`, the OpenLDAP tools' `-w X`; glued or after blanks.
+        // -a X`, SQL Server's `sqlcmd`, `osql` and `bcp -P X`, `zip` and `unzip -P X`, the
+        // OpenLDAP tools' `-w X`; glued or after blanks.
         pattern: concat!(
             r#"\b{start-half}(?:(?:(?:docker|podman|buildah|skopeo|nerdctl|oras|helm(?:[ \t]+registry)?)[ \t]+login|mongo[a-z]*)"#,
             same_command!(),
             r#"-p|redis-cli"#,
             same_command!(),
-            r#"-a|ldap[a-z]+"#,
+            r#"-a|(?:sqlcmd|osql|bcp|zip|unzip)"#,
+            same_command!(),
+            r#"-P|ldap[a-z]+"#,
             same_command!(),
             r#"-w)[ \t]*"#,
             option_value!()
         ),
         check: password_arg,
+        repeat: Repeat::Either,
     },
     Builtin {
         kind: "command-line-password",
@@ -245,6 +276,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
             option_value!()
         ),
         check: password_arg,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "command-line-password",
@@ -256,16 +288,31 @@ pub(crate) const BUILTINS: &[Builtin] = &[
             option_value!()
         ),
         check: password_arg,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "command-line-password",
-        // Apache's htpasswd in batch mode: `htpasswd -b[c...] FILE USER PASSWORD`, and with
-        // `-n` (no file) `htpasswd -nb USER PASSWORD`.
+        // Apache's htpasswd in batch mode (`-b`, in any of its option words):
+        // `htpasswd -b[c...] FILE USER PASSWORD`, `htpasswd -b -B -C 10 FILE USER PASSWORD`,
+        // and with `-n` (no file) `htpasswd -nb USER PASSWORD`; `-C` and `-r` take a number.
         pattern: concat!(
-            r#"\b{start-half}htpasswd[ \t]+(?:-[A-Za-mo-z]*b[A-Za-mo-z]*[ \t]+[^\s-]\S*|-[A-Za-z]*(?:nb|bn)[A-Za-z]*)[ \t]+[^\s-]\S*[ \t]+"#,
+            r#"\b{start-half}htpasswd(?:[ \t]+-(?:[A-Za-mo-z]*[Cr][ \t]+[0-9]+|[A-Za-mo-z]+))+"#,
+            r#"[ \t]+[^\s-]\S*[ \t]+[^\s-]\S*[ \t]+"#,
             option_value!()
         ),
-        check: password_arg,
+        check: htpasswd_arg,
+        repeat: Repeat::No,
+    },
+    Builtin {
+        kind: "command-line-password",
+        pattern: concat!(
+            r#"\b{start-half}htpasswd(?:[ \t]+-(?:[A-Za-z]*[Cr][ \t]+[0-9]+|[A-Za-z]+))*"#,
+            r#"[ \t]+-[A-Za-z]*n(?:[A-Za-z]*[Cr][ \t]+[0-9]+|[A-Za-z]*)"#,
+            r#"(?:[ \t]+-(?:[A-Za-z]*[Cr][ \t]+[0-9]+|[A-Za-z]+))*[ \t]+[^\s-]\S*[ \t]+"#,
+            option_value!()
+        ),
+        check: htpasswd_arg,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "command-line-password",
@@ -277,6 +324,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
             option_value!()
         ),
         check: password_arg,
+        repeat: Repeat::Blank,
     },
     Builtin {
         kind: "command-line-password",
@@ -284,6 +332,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         // login`.
         pattern: r#"\b{start-half}vault[ \t]+login(?:[ \t]+-[^\s=]+(?:=\S*)?)*[ \t]+["']?(s\.[0-9A-Za-z]{24})\b"#,
         check: vault_legacy,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "api-key-header",
@@ -291,22 +340,26 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         // `-H` writes it or a request dump shows it).
         pattern: r#"(?i:x-api-key|api-key|x-auth-token|x-access-token|x-api-token)["']?[ \t]*:[ \t]*["']?([A-Za-z0-9._~+/=-]+)"#,
         check: bearer,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "command-line-password",
         // OpenSSL's pass phrase arguments: `-passin pass:X`, `-passout pass:X`.
         pattern: r#"[ \t]-(?:passin|passout|pass|password)[ \t]+["']?pass:([^\s"'`$][^\s"'`]*)"#,
         check: password_arg,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "auth-tuple",
         pattern: r#"(?:\b{start-half}auth[ \t]*=[ \t]*[(\[]|(?:HTTPBasicAuth|HTTPDigestAuth|BasicAuth|DigestAuth|HTTPProxyAuth)\()[ \t]*[bru]?["'][^"'\n]*["'][ \t]*,[ \t]*[bru]?["']([^"'\n]+)["']"#,
         check: password_arg,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "url-password",
         pattern: r#"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@"'<>\[\]{}]*:([^\s:/?#@"'<>\[\]{}]+)@"#,
         check: url_password_hit,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "generic-password",
@@ -318,6 +371,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
             r#"(?:[bruBRUf]{0,2}["'`])([^"'`\s]+)["'`]"#
         ),
         check: quoted_password,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "generic-secret",
@@ -329,6 +383,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
             r#"(?:[bruBRUf]{0,2}["'`])([^"'`\s]+)["'`]"#
         ),
         check: quoted_secret,
+        repeat: Repeat::No,
     },
     Builtin {
         kind: "generic-secret",
@@ -344,6 +399,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
             r#"((?:[^"'`\s,;()\[\]{}<>=:%]|%(?:[^3"'`\s,;()\[\]{}<>=:%]|3[^DdAa"'`\s,;()\[\]{}<>=:%]))+)"#
         ),
         check: unquoted_secret,
+        repeat: Repeat::No,
     },
 ];
 

@@ -232,6 +232,12 @@ fn adversarial_lines_are_linear() {
         "sshpass -e ",
         "docker login -u ",
         "redis-cli -a -",
+        "redis-cli -a x9Kq2Lm8Zw ",
+        " -a x9Kq2Lm8Zw",
+        "mysql -px9Kq2Lm8Zw ",
+        "htpasswd -b ",
+        "htpasswd -n -b -C 1 ",
+        "sqlcmd -P ",
         "ldapsearch ",
         "--password --",
         " -passin pass:",
@@ -700,6 +706,117 @@ fn keystore_htpasswd_openssl_vault_and_header_secrets_are_found() {
             "X-Api-Key: YOUR_API_KEY_HERE",
             "api-key: ${API_KEY}",
             "the x-api-key: header carries the key",
+        ]
+        .map(str::to_owned),
+    );
+}
+
+#[test]
+fn a_repeated_password_option_is_read_every_time() {
+    assert_redacts(&cases(
+        &[
+            ("redis-cli -a {P} -a {P}", "redis-cli -a {R} -a {R}"),
+            (
+                "redis-cli -a {P} -h cache -a '{P}' -a{P} ping",
+                "redis-cli -a {R} -h cache -a '{R}' -a{R} ping",
+            ),
+            (
+                "redis-cli -a $PW -a {P} -a {P}",
+                "redis-cli -a $PW -a {R} -a {R}",
+            ),
+            (
+                "docker login -p {P} -u bob -p {P} registry",
+                "docker login -p {R} -u bob -p {R} registry",
+            ),
+            (
+                "mysql -p{P} -u root -p{P} db",
+                "mysql -p{R} -u root -p{R} db",
+            ),
+            (
+                "openssl enc -k {P} -aes-256-cbc -k {P} -in a",
+                "openssl enc -k {R} -aes-256-cbc -k {R} -in a",
+            ),
+            (
+                "ldapsearch -w {P} -b dc=corp -w {P}",
+                "ldapsearch -w {R} -b dc=corp -w {R}",
+            ),
+        ],
+        "command-line-password",
+    ));
+    // The command ends at a pipe, `;`, `&` or the line's end; an option of the next command
+    // or of a glued-only option given with a blank is no password.
+    assert_clean(
+        &[
+            format!("redis-cli -a $PW; nc -a {PW}"),
+            format!("mysql -p$PW db -p {PW}"),
+            format!("redis-cli -a $PW | grep -a {PW}"),
+            format!("redis-cli -a $PW\ngrep -a {PW}"),
+        ]
+        .map(|s| s.clone()),
+    );
+}
+
+#[test]
+fn htpasswd_sqlcmd_zip_and_dashed_names_are_found() {
+    assert_redacts(&cases(
+        &[
+            (
+                "htpasswd -b -B .htpasswd bob {P}",
+                "htpasswd -b -B .htpasswd bob {R}",
+            ),
+            (
+                "htpasswd -B -C 10 -b /etc/users alice {P}",
+                "htpasswd -B -C 10 -b /etc/users alice {R}",
+            ),
+            ("htpasswd -n -b bob {P}", "htpasswd -n -b bob {R}"),
+            ("htpasswd -b -n -B bob '{P}'", "htpasswd -b -n -B bob '{R}'"),
+            (
+                "sqlcmd -S db -U sa -P {P} -Q 'select 1'",
+                "sqlcmd -S db -U sa -P {R} -Q 'select 1'",
+            ),
+            (
+                "bcp dbo.t out t.dat -S db -U sa -P '{P}'",
+                "bcp dbo.t out t.dat -S db -U sa -P '{R}'",
+            ),
+            (
+                "zip -P {P} secret.zip notes.txt",
+                "zip -P {R} secret.zip notes.txt",
+            ),
+            ("unzip -P {P} secret.zip", "unzip -P {R} secret.zip"),
+            ("7z a -p{P} backup.7z data", "7z a -p{R} backup.7z data"),
+        ],
+        "command-line-password",
+    ));
+    let key = concat!("k3Yd8Fq2Lm9", "Xw4Zr7Tb1Nc6");
+    assert_redacts(&[
+        (
+            format!("X-API-KEY={key}"),
+            "X-API-KEY=[REDACTED: generic-secret]".to_owned(),
+        ),
+        (
+            format!("api-key={key} region=eu"),
+            "api-key=[REDACTED: generic-secret] region=eu".to_owned(),
+        ),
+        (
+            format!("--client-key={key}"),
+            "--client-key=[REDACTED: generic-secret]".to_owned(),
+        ),
+        (
+            format!("db-pass = \"{PW}\""),
+            "db-pass = \"[REDACTED: generic-password]\"".to_owned(),
+        ),
+    ]);
+    assert_clean(
+        &[
+            "htpasswd -B -n bob",
+            "htpasswd -n -B bob",
+            "htpasswd -c -B .htpasswd bob",
+            "htpasswd -B -C 10 .htpasswd bob",
+            "sqlcmd -S db -U sa -P $SA_PASSWORD",
+            "zip -r archive.zip src",
+            "7z x -p backup.7z",
+            "api-key=${API_KEY}",
+            "X-API-KEY=<your key>",
         ]
         .map(str::to_owned),
     );
