@@ -2,6 +2,8 @@
 //!
 //! * [`engine`]: the pure-Rust core (no Python types): path canonicalisation, the ranking key,
 //!   and the selection loop over per-path sorted interval lists. Tested with `cargo test`.
+//! * [`outline`]: the statement outline of Python source (the search source's chunks) without
+//!   a syntax tree.
 //! * [`secrets`]: secret detection in linear time (which byte ranges of a text are secrets).
 //! * [`columnar`]: many independent builds over the columns of an Arrow table, one per group,
 //!   in parallel.
@@ -12,6 +14,7 @@
 pub mod columnar;
 pub mod digest;
 pub mod engine;
+pub mod outline;
 pub mod render;
 pub mod secrets;
 pub mod tokens;

@@ -292,6 +292,8 @@ def test_an_unquoted_value_of_a_dashed_secret_name_is_redacted(form: str) -> Non
     _check(form.format(DASHED_KEY), form.format(GENERIC))
 
 
-@pytest.mark.parametrize("text", ["api-key=${API_KEY}", "X-API-KEY=<your key>", "private-key: ~/.ssh/id_ed25519"])
+@pytest.mark.parametrize(
+    "text", ["api-key=${API_KEY}", "X-API-KEY=<your key>", "private-key: ~/.ssh/id_ed25519"]
+)
 def test_a_dashed_secret_name_with_a_placeholder_or_a_path_is_kept(text: str) -> None:
     assert find_secrets(text) == []

@@ -257,6 +257,15 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
     ``secret_kinds()``. Linear in the length of ``text``. Raises ``TypeError`` for a
     non-``str``."""
 
+def python_outline(text: str) -> list[tuple[int, int, int, int, str]] | None:
+    """The statements of the Python module ``text`` and of its classes' bodies, as
+    ``(depth, kind, start, end, name)``: lines ``start..end`` (1-based, closed, decorators
+    included), ``kind`` 0 a function, 1 a class, 2 an import, 3 another statement, ``depth``
+    the number of classes around it, ``name`` a function's or class's name (else ``""``); in
+    file order, a class before its body. ``None`` when
+    the text is not read exactly as the interpreter would (then parse it with ``ast``).
+    Linear in the length of ``text``. Raises ``TypeError`` for a non-``str``."""
+
 def install_secret_rules(rules: list[tuple[str, str, str, bool, str | None]]) -> None:
     """Compile ``rules`` (``(kind, pattern, check, group, not_followed_by)`` each) with the
     built-in ones (``SECRET_KINDS``) and use them from now on. Raises ``ValueError`` naming the

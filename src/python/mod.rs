@@ -42,6 +42,7 @@ mod errors;
 mod fields;
 mod guard;
 mod objects;
+mod outline;
 mod reader;
 mod render;
 mod result;
@@ -67,6 +68,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tokens::register(m)?;
     render::register(m)?;
     secrets::register(m)?;
+    outline::register(m)?;
     table::register(m)?;
     guard::register(m)?;
     Ok(())

@@ -289,8 +289,9 @@ class SourceFile:
 
     ``path`` is repository-relative with ``/`` separators (the file's canonical path);
     ``lines`` hold the decoded text line by line (``lines[0]`` is line 1) with line endings
-    kept; ``tree`` is the parsed module of a ``.py``/``.pyi`` file, or ``None`` when the
-    file is not Python or not valid Python for this interpreter.
+    kept; ``python`` says whether it is a ``.py``/``.pyi`` file; :attr:`tree` is its parsed
+    module (parsed with ``ast`` on first use, once), or ``None`` when the file is not Python
+    or not valid Python for this interpreter.
 
     ``refused`` is ``None``, or the policy reason (:data:`SECRET_NAME`) the file's text is
     withheld for: then every line is empty but for its line ending and string constants in
@@ -306,11 +307,27 @@ class SourceFile:
 
     path: str
     lines: tuple[str, ...]
-    tree: ast.Module | None
+    python: bool = False
     refused: str | None = None
     undecodable: int = 0
     digest: str = field(default="", repr=False)
     redactions: tuple[tuple[int, int, str], ...] = ()
+
+    @property
+    def tree(self) -> ast.Module | None:
+        """The parsed module (``ast.parse`` of :attr:`lines`, on first use), or ``None`` when
+        the file is not Python or does not parse; a refused file's was parsed from its text
+        as read, string constants blanked."""
+        try:
+            return self.__dict__["_tree"]  # type: ignore[no-any-return]
+        except KeyError:
+            tree = _parse("".join(self.lines)) if self.python else None
+            self.__dict__["_tree"] = tree
+            return tree
+
+    def parsed(self) -> bool:
+        """Whether :attr:`tree` has been made already."""
+        return "_tree" in self.__dict__
 
     def redactions_in(self, start: int, end: int) -> tuple[tuple[int, int, str], ...]:
         """The :attr:`redactions` that touch lines ``start..end`` (1-based, closed)."""
@@ -725,18 +742,22 @@ class Repository:
                 refused = None
                 lines, redactions = redacted
                 text = "".join(lines)
-        tree = _parse(text) if python else None
+        tree = None
         if refused is not None:
             self.refused[rel] = refused
             lines = _withheld_lines(lines, text, refused)
-            tree = _blank_strings(tree)
+            # The shape of a withheld file comes from its text as read, parsed now.
+            tree = _blank_strings(_parse(text) if python else None)
         else:
             self.refused.pop(rel, None)
         self.skipped.pop(rel, None)
         digest = hashlib.sha256(data).hexdigest()
-        return SourceFile(
-            rel, lines, tree, refused=refused, undecodable=undecodable, digest=digest, redactions=redactions
+        source = SourceFile(
+            rel, lines, python, refused=refused, undecodable=undecodable, digest=digest, redactions=redactions
         )
+        if refused is not None:
+            source.__dict__["_tree"] = tree
+        return source
 
     def _read(self, rel: str) -> bytes | None:
         """The bytes of the regular file ``rel`` (a canonical path: no link on the way), or

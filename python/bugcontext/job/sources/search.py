@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bugcontext._core import python_outline
 from bugcontext.core._extras import needs
 from bugcontext.core.limits import Limits
 from bugcontext.job.sources.failure import project_frames
@@ -391,9 +392,17 @@ def chunk_spans(source: SourceFile) -> list[tuple[int, int]]:
 def _chunks(source: SourceFile) -> list[Chunk]:
     if source.line_count == 0:
         return []
+    if source.python and not source.parsed():
+        # The statements' lines without a syntax tree; ``None`` where the outline cannot
+        # read the text exactly as the interpreter would, and then ``ast`` decides.
+        records = python_outline("".join(source.lines))
+        if records is not None:
+            chunks: list[Chunk] = []
+            _visit_outline(source.path, records, 0, 0, "", chunks)
+            return chunks
     if source.tree is None:
         return [Chunk(source.path, s, e) for s, e in _block_spans(source.lines)]
-    chunks: list[Chunk] = []
+    chunks = []
     # (Module-level helpers, not closures: a recursive closure is a reference cycle, through
     # its own cell, that would keep the file and its tree until the cyclic collector ran.)
     _visit(source.path, source.tree.body, "", chunks)
@@ -431,6 +440,53 @@ def _visit(path: str, body: Iterable[ast.stmt], prefix: str, chunks: list[Chunk]
         elif not isinstance(stmt, (ast.Import, ast.ImportFrom)):
             pending.append(node_span(stmt))
     _flush(path, pending, chunks)
+
+
+#: The statement kinds of :func:`bugcontext._core.python_outline`.
+_FUNCTION, _CLASS, _IMPORT = 0, 1, 2
+
+
+def _visit_outline(
+    path: str,
+    records: Sequence[tuple[int, int, int, int, str]],
+    at: int,
+    depth: int,
+    prefix: str,
+    chunks: list[Chunk],
+) -> int:
+    """:func:`_visit` over the outline ``records`` (``(depth, kind, start, end, name)``, a
+    class before its body) from ``records[at]``, the statements at ``depth``; returns the
+    index past them."""
+    pending: list[tuple[int, int]] = []
+    while at < len(records) and records[at][0] == depth:
+        _, kind, start, end, name = records[at]
+        at += 1
+        if kind == _FUNCTION:
+            _flush(path, pending, chunks)
+            chunks.extend(
+                Chunk(path, s, e, prefix + name) for s, e in _split(start, end, CHUNK_LINES * 3 // 2)
+            )
+        elif kind == _CLASS:
+            _flush(path, pending, chunks)
+            first = at
+            while first < len(records) and records[first][0] > depth:
+                if records[first][0] == depth + 1 and records[first][1] in (_FUNCTION, _CLASS):
+                    break
+                first += 1
+            member = first < len(records) and records[first][0] > depth
+            head_end = records[first][2] - 1 if member else end
+            if head_end >= start:
+                chunks.extend(
+                    Chunk(path, s, e, prefix + name) for s, e in _split(start, head_end, CHUNK_LINES)
+                )
+            if member:
+                at = _visit_outline(path, records, first, depth + 1, prefix + name + ".", chunks)
+            while at < len(records) and records[at][0] > depth:
+                at += 1
+        elif kind != _IMPORT:
+            pending.append((start, end))
+    _flush(path, pending, chunks)
+    return at
 
 
 _CLOSER = re.compile(r"[}\])]|end\b|</")
