@@ -49,7 +49,13 @@ gives it no more than its configuration allows (the threat model: ``docs/mcp.md`
 * **Secrets.** Every tool result (its text and every string of its structured content) and
   every error text passes through :func:`bugcontext.core.secrets.redact`; the structured result
   lists what was replaced under ``"redacted"``. An error never holds a system error's file
-  name, and echoes an argument cut short.
+  name, and echoes an argument cut short. Every JSON-RPC error (message and data) and every
+  other reply is screened by the server's middleware (:func:`_screen_requests`), and again on
+  its way out over standard I/O (:meth:`_Answers.send`); a request whose id holds a secret is
+  refused (:func:`_line_reply`); the log is one screened line per record, never a traceback
+  (:func:`_screened_logs`, :func:`_screen_loggers`).
+* **Arguments.** An argument of the wrong type is one line naming it and what it takes
+  (:func:`_argument_problems`), never pydantic's text.
 
 A tool argument that names a path (now or in a later tool: a coverage report, a source map)
 goes through ``_Scope.confine`` (a folder) or ``_read_regular`` (a file), and one that reaches
