@@ -584,3 +584,47 @@ def test_an_argument_error_inside_a_nested_argument_names_its_place(repo: Path) 
         "argument 'items' at [4]: expected an integer, got the string 'v4'; and 3 more",
     ]
     assert all("\n" not in e and "pydantic" not in e and "validation error" not in e for e in errors)
+
+
+def test_every_error_and_notification_is_screened_where_it_leaves() -> None:
+    """Over standard I/O every message passes ``_Answers.send``: an error made anywhere (also
+    outside the middleware), a notification of the server, screened there once more."""
+    import anyio
+    from bugcontext.integrations.mcp_server import _Answers
+    from mcp.shared.message import SessionMessage
+    from mcp_types import ErrorData, JSONRPCError, JSONRPCNotification
+
+    sent: list[Any] = []
+
+    class Stream:
+        async def send(self, item: Any) -> None:
+            sent.append(item.message.model_dump(mode="json", exclude_none=True))
+
+        async def aclose(self) -> None:
+            pass
+
+    async def main() -> None:
+        answers = _Answers(Stream())
+        error = ErrorData(code=0, message=f"bad\n{SECRET}", data={"name": SECRET, "long": "d" * 500})
+        await answers.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=3, error=error)))
+        params = {"level": "info", "data": f"saw {SECRET}"}
+        note = JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params=params)
+        await answers.send(SessionMessage(note))
+
+    anyio.run(main)
+    assert sent == [
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "error": {
+                "code": 0,
+                "message": f"bad {HIDDEN}",
+                "data": {"name": HIDDEN, "long": "d" * 200 + "..."},
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "info", "data": f"saw {HIDDEN}"},
+        },
+    ]

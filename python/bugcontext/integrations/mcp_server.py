@@ -1317,7 +1317,7 @@ class _ScreenedServer(MCPServer[Any]):
     def __init__(self, name: str, *, instructions: str, limits: Limits) -> None:
         super().__init__(name, instructions=instructions)
         self._limits = limits
-        self.middleware.append(_screen_requests)
+        self.middleware.insert(0, _screen_requests)  # outermost: it sees every error
 
     def _check_arguments(self, name: str, arguments: dict[str, Any]) -> None:
         """``ToolError`` for a call of the tool ``name`` with an argument it does not take
