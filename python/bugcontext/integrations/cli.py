@@ -1257,16 +1257,26 @@ def _refuse_foreign_folder(folder: Path) -> None:
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
+    """``bugcontext mcp``: 0 when the client closed its input; 1, with one line on standard
+    error (its secrets redacted, no traceback), when the server stopped on an unexpected
+    error."""
     from bugcontext.integrations.mcp_server import run  # MissingExtraError without the mcp extra
 
-    run(
-        cache_dir=_cache_dir(args.cache_dir),
-        cache=not args.no_cache,
-        limits=args.limits,
-        roots=args.root,
-        allow_run=args.allow_run,
-        python=args.python,
-    )
+    try:
+        run(
+            cache_dir=_cache_dir(args.cache_dir),
+            cache=not args.no_cache,
+            limits=args.limits,
+            roots=args.root,
+            allow_run=args.allow_run,
+            python=args.python,
+        )
+    except (InvalidInputError, _UsageError, MissingExtraError):
+        raise
+    except Exception as exc:  # the server stopped: one line, never a traceback of its state
+        said = shorten(_one_line(str(exc)), 2000)
+        warn(f"bugcontext mcp: the server stopped on an unexpected error: {type(exc).__name__}: {said}")
+        return 1
     return 0
 
 
@@ -1337,7 +1347,8 @@ def _as_typed(exc: Exception, args: argparse.Namespace, typed: Sequence[str]) ->
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``bugcontext`` command line with ``argv`` (default ``sys.argv[1:]``) and
     return the exit status: 0; 2 for invalid input or a bad command line, 1 if the output
-    cannot be written (either with one line on standard error), 2 also for a subcommand whose
+    cannot be written or the ``mcp`` server stopped on an unexpected error (either with one
+    line on standard error), 2 also for a subcommand whose
     extra is not installed (the line names it: ``install bugcontext with the [context]
     extra``); 3 if some lines of
     ``build --jsonl`` could not be built (each has its ``{"error": ...}`` output line); 4 when

@@ -49,7 +49,13 @@ gives it no more than its configuration allows (the threat model: ``docs/mcp.md`
 * **Secrets.** Every tool result (its text and every string of its structured content) and
   every error text passes through :func:`bugcontext.core.secrets.redact`; the structured result
   lists what was replaced under ``"redacted"``. An error never holds a system error's file
-  name, and echoes an argument cut short.
+  name, and echoes an argument cut short. Every JSON-RPC error (message and data) and every
+  other reply is screened by the server's middleware (:func:`_screen_requests`), and again on
+  its way out over standard I/O (:meth:`_Answers.send`); a request whose id holds a secret is
+  refused (:func:`_line_reply`); the log is one screened line per record, never a traceback
+  (:func:`_screened_logs`, :func:`_screen_loggers`).
+* **Arguments.** An argument of the wrong type is one line naming it and what it takes
+  (:func:`_argument_problems`), never pydantic's text.
 
 A tool argument that names a path (now or in a later tool: a coverage report, a source map)
 goes through ``_Scope.confine`` (a folder) or ``_read_regular`` (a file), and one that reaches
@@ -62,19 +68,22 @@ Nothing else in the package imports this module: it needs the ``mcp`` extra
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 import fnmatch
 import json
+import logging
 import os
 import re
 import stat
+import sys
 import threading
 import time
 import urllib.parse
 import urllib.request
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -83,6 +92,7 @@ from bugcontext.core._extras import needs
 with needs("mcp"):
     import anyio
     import anyio.to_thread
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.context import Context
     from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -107,6 +117,7 @@ with needs("mcp"):
 from bugcontext import reference
 from bugcontext.core import builder as native
 from bugcontext.core._cut import shorten
+from bugcontext.core._io import redact_names
 from bugcontext.core.composer import header_path, render, render_markdown
 from bugcontext.core.errors import InvalidInputError
 from bugcontext.core.limits import DEFAULT_LIMITS, Limits, limit_error, over, resolve, utf8_length
@@ -798,9 +809,10 @@ def _shallow(line: str) -> str:
 
 def _error_reply(request: object, code: int, message: str) -> SessionMessage:
     """The JSON-RPC error reply ``code`` to the request ``request`` (its id; ``null`` when it
-    has no usable one: not a string or an integer, or a string holding a lone surrogate)."""
+    has no usable one: not a string or an integer, or a string holding a lone surrogate or a
+    secret, :func:`_secret_id`)."""
     usable = isinstance(request, (str, int)) and not isinstance(request, bool)
-    if isinstance(request, str) and _has_surrogate(request):
+    if isinstance(request, str) and (_has_surrogate(request) or _secret_id(request)):
         usable = False
     return SessionMessage(
         JSONRPCError(
@@ -819,7 +831,11 @@ def _line_reply(line: str, read: object, error: Exception | None) -> SessionMess
     (201 levels) or that is not a JSON-RPC request is an invalid request (``-32600``, with
     the request's id when it has one); a lone surrogate escape is invalid params
     (``-32602``); a request whose id is neither a string nor an integer (``1e999``), which the
-    SDK takes for a notification, is an invalid request with id ``null``."""
+    SDK takes for a notification, is an invalid request with id ``null``; so is a request
+    whose id holds a secret (:func:`_secret_id`: its reply would echo it), never handed to
+    the SDK."""
+    if error is None and isinstance(read, JSONRPCRequest) and _secret_id(read.id):
+        return _error_reply(None, INVALID_REQUEST, _SECRET_ID)
     if error is None and (not isinstance(read, JSONRPCNotification) or '"id"' not in line):
         return None
     deep = error is not None and "recursion limit exceeded" in str(error)
@@ -903,6 +919,394 @@ class _TooLong:
         self.size = size
 
 
+#: The JSON types as an argument error names them.
+_JSON_WORDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "array": "an array",
+    "object": "an object",
+    "null": "null",
+}
+
+#: The JSON type each of pydantic's type errors expects.
+_TYPE_ERRORS = {
+    "string_type": "string",
+    "int_type": "integer",
+    "int_from_float": "integer",
+    "int_parsing": "integer",
+    "float_type": "number",
+    "float_parsing": "number",
+    "bool_type": "boolean",
+    "bool_parsing": "boolean",
+    "dict_type": "object",
+    "model_type": "object",
+    "model_attributes_type": "object",
+    "list_type": "array",
+    "tuple_type": "array",
+    "set_type": "array",
+    "frozen_set_type": "array",
+    "none_required": "null",
+}
+
+#: The most wrong arguments (or places inside one) an argument error names.
+_ARGUMENT_PROBLEMS = 5
+
+
+def _schema_types(schema: object) -> list[str] | None:
+    """The JSON types the JSON schema ``schema`` of a tool argument admits (``"type"``, or the
+    types of its ``anyOf``/``oneOf`` members), ``None`` when the schema says it otherwise
+    (a reference, an enumeration)."""
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind in _JSON_WORDS:
+        return [kind]
+    if isinstance(kind, list) and kind and all(k in _JSON_WORDS for k in kind):
+        return [str(k) for k in kind]
+    members = schema.get("anyOf", schema.get("oneOf"))
+    if kind is None and isinstance(members, list) and members:
+        found: list[str] = []
+        for member in members:
+            types = _schema_types(member)
+            if types is None:
+                return None
+            found.extend(t for t in types if t not in found)
+        return found
+    return None
+
+
+def _either(types: Sequence[str]) -> str:
+    """``["boolean", "string", "null"]`` as ``"a boolean, a string or null"``."""
+    words = [_JSON_WORDS[kind] for kind in types]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def _given(value: object) -> str:
+    """The JSON value ``value`` a client gave, as an argument error names it: its type, and a
+    scalar itself (a string cut and escaped: :func:`_shown`)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"the integer {_cut(str(value))}" if value.bit_length() < 4096 else "an integer"
+    if isinstance(value, float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the string {_shown(value)!r}"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"
+
+
+def _inner_path(value: object, loc: Sequence[object], missing: bool) -> str:
+    """The place inside the argument ``value`` that pydantic's error location ``loc`` (after
+    the argument's name) names, as ``candidates[0].path`` (``""``: the argument itself). A
+    part that does not lead into the value is the tag of a union member pydantic tried, and
+    left out; the last part of a ``missing`` error is the key that is missing."""
+    out = ""
+    for at, part in enumerate(loc):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, (list, tuple)) and isinstance(part, int) and 0 <= part < len(value):
+            value = value[part]
+            out += f"[{part}]"
+            continue
+        elif not (missing and at == len(loc) - 1):
+            continue
+        out += f".{_shown(str(part))}" if out else _shown(str(part))
+    return out
+
+
+def _argument_problems(errors: Sequence[Any], arguments: dict[str, Any], schema: dict[str, Any]) -> str:
+    """pydantic's ``errors`` (``ValidationError.errors()``) of a call's ``arguments`` (as the
+    SDK validates them: a JSON text given for an array or object read as JSON) as one line
+    naming each wrong argument (or the place inside it) and what was expected, e.g.
+    ``argument 'budget': expected an integer or null, got the string 'x'``, at most
+    :data:`_ARGUMENT_PROBLEMS` of them; ``schema`` is the tool's input schema (the types an
+    argument takes, null included)."""
+    places: dict[tuple[str, str], dict[str, Any]] = {}
+    for error in errors:
+        loc = tuple(error.get("loc", ()))
+        kind = str(error.get("type", ""))
+        name = str(loc[0]) if loc else ""
+        inner = _inner_path(arguments.get(name), loc[1:], kind == "missing") if loc else ""
+        place = places.setdefault(
+            (name, inner), {"types": [], "other": [], "missing": False, "input": error.get("input")}
+        )
+        if kind == "missing":
+            place["missing"] = True
+        elif kind in _TYPE_ERRORS:
+            if _TYPE_ERRORS[kind] not in place["types"]:
+                place["types"].append(_TYPE_ERRORS[kind])
+        elif error.get("msg"):
+            said = str(error["msg"])
+            if said.startswith("Input should be "):  # a value the type does not take
+                said = f"expected {said.removeprefix('Input should be ')}, got {_given(error.get('input'))}"
+            if said not in place["other"]:
+                place["other"].append(said)
+    properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    listed = []
+    for (name, inner), place in list(places.items())[:_ARGUMENT_PROBLEMS]:
+        label = f"argument {_shown(name)!r}" if name else "the arguments"
+        if inner:
+            label += f" at {inner}"
+        if place["missing"]:
+            listed.append(f"{label} is required and was not given")
+            continue
+        words = []
+        if place["types"]:
+            types = place["types"]
+            if not inner and not place["other"]:
+                types = _schema_types(properties.get(name)) or types
+            words.append(f"expected {_either(types)}, got {_given(place['input'])}")
+        words.extend(place["other"])
+        listed.append(f"{label}: {'; '.join(words)}")
+    more = len(places) - _ARGUMENT_PROBLEMS
+    return "; ".join(listed) + (f"; and {more} more" if more > 0 else "")
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line: its line breaks as blanks."""
+    return " ".join(text.splitlines())
+
+
+def _screened_text(text: str, echoed: object = None) -> str:
+    """An error text the client gets outside a tool result (a JSON-RPC error's message): every
+    echo of a long string of ``echoed`` (the request's params) cut (:func:`_cut_echoes`), at
+    most :data:`_MESSAGE` characters, its secrets replaced (:func:`redact_text`, on its lines
+    and again on the one line it becomes)."""
+    text = redact_text(shorten(_cut_echoes(text, echoed), _MESSAGE))
+    return redact_text(_one_line(text))
+
+
+def _cut_strings(value: object) -> object:
+    """The JSON value ``value`` with each of its strings (keys too) cut (:func:`_cut`)."""
+    if isinstance(value, str):
+        return _cut(value)
+    if isinstance(value, dict):
+        return {_cut(str(key)): _cut_strings(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_cut_strings(item) for item in value]
+    return value
+
+
+def _screened_error(error: ErrorData, echoed: object = None) -> ErrorData:
+    """The JSON-RPC error ``error`` as the client gets it: its message one line, its echoes of
+    the request's params (``echoed``) cut, its secrets replaced (:func:`_screened_text`); its
+    data with every string cut and screened (:func:`redact_json`)."""
+    data = error.data
+    if data is not None:
+        data = redact_json(_cut_strings(data))[0]
+    message = _screened_text(error.message, echoed)
+    if message == error.message and data == error.data:
+        return error
+    return ErrorData(code=error.code, message=message, data=data)
+
+
+def _secret_id(request: object) -> bool:
+    """Whether the request id ``request`` holds a secret (:func:`redact_text` changes it): a
+    reply would echo it."""
+    return isinstance(request, str) and redact_text(request) != request
+
+
+#: The words of a request whose id holds a secret.
+_SECRET_ID = "the request id holds a secret, which the server does not echo: give another id"
+
+
+async def _screen_requests(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """The middleware of every request the server serves, whichever transport: an error (the
+    SDK's, "Unknown prompt: NAME", "Method not found" with the method as its data, or any
+    exception of a handler) leaves as a JSON-RPC error whose message and data are screened
+    (:func:`_screened_error`); a result other than a tool call's (screened where every call
+    passes: :meth:`_ScreenedServer.call_tool`) has its secrets replaced
+    (:func:`redact_json`)."""
+    if ctx.request_id is None:  # a notification: nothing is answered
+        return await call_next(ctx)
+    try:
+        result = await call_next(ctx)
+    except MCPError as exc:
+        raise MCPError.from_error_data(_screened_error(exc.error, ctx.params)) from exc
+    except ValidationError:
+        raise  # the SDK's "Invalid request parameters", which echoes nothing
+    except Exception as exc:
+        _LOG.error("the %s request failed", _shown(ctx.method), exc_info=exc)
+        # The SDK's own reply to a handler's exception: code 0, its text (screened here).
+        raise MCPError(0, _screened_text(str(exc) or type(exc).__name__, ctx.params)) from exc
+    if ctx.method != "tools/call" and isinstance(result, dict):
+        screened, found = redact_json(result)
+        if found:
+            return dict(screened)
+    return result
+
+
+# --- the server's log: one screened line per record --------------------------------------------
+
+#: The server's own logger.
+_LOG = logging.getLogger("bugcontext.mcp")
+
+#: The longest log line the server writes, in characters.
+_LOG_LINE = 4000
+
+#: The most exceptions of a chain (``raise ... from``) a log line names.
+_CHAIN = 3
+
+
+def _exception_words(error: BaseException) -> str:
+    """``error`` as a log line names it: its type and text, where it was raised (the file's
+    name and line of its innermost frame), and the exceptions it came from (``caused by``,
+    at most :data:`_CHAIN` in all), never its traceback."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and len(parts) < _CHAIN and id(current) not in seen:
+        seen.add(id(current))
+        try:
+            text = str(current)
+        except Exception:  # a __str__ that fails
+            text = ""
+        words = f"{type(current).__name__}: {text}" if text else type(current).__name__
+        tb = current.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            words += f" ({os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno})"
+        parts.append(words)
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+    return "; caused by ".join(parts)
+
+
+def _log_line(text: str) -> str:
+    """A log text as the server writes it: at most :data:`_LOG_LINE` characters (a cut never
+    inside a secret), its secrets replaced (:func:`bugcontext.core._io.redact_names`, also those
+    glued to a name by ``_``), on one line."""
+    text = redact_names(shorten(text, _LOG_LINE))
+    return redact_names(_one_line(text))
+
+
+def _screen_record(record: logging.LogRecord) -> None:
+    """Make the log record ``record`` one screened line: its message formatted, its exception
+    (``exc_info``) named in one line (:func:`_exception_words`), its stack dropped, then
+    :func:`_log_line` (once: a record screened already is left as it is)."""
+    if getattr(record, "_bugcontext_screened", False):
+        return
+    try:
+        text = record.getMessage()
+    except Exception:  # a message whose arguments do not fit it
+        text = f"{record.msg!s} (its arguments did not fit it)"
+    try:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            text += f": {_exception_words(error)}"
+        record.msg = _log_line(text)
+    except Exception:  # never fail the call that logs
+        record.msg = "a log message that could not be screened (left out)"
+    record.args = None
+    record.exc_info = None
+    record.exc_text = None
+    record.stack_info = None
+    record.__dict__["_bugcontext_screened"] = True
+
+
+class _ScreenFilter(logging.Filter):
+    """The filter of the SDK's loggers and the server's own (:func:`_screen_loggers`): every
+    record they make is screened (:func:`_screen_record`) before any handler writes it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        _screen_record(record)
+        return True
+
+
+_SCREEN_FILTER = _ScreenFilter()
+
+
+def _screen_loggers() -> None:
+    """Screen the records of the SDK's loggers (``mcp`` and every ``mcp.*`` logger made so
+    far: a logger's filter sees the records made on it) and the server's own
+    (``bugcontext.mcp``), wherever they are handled, also in a program that runs the server
+    in process (:func:`create_server`)."""
+    names = [name for name in list(logging.root.manager.loggerDict) if name.startswith("mcp.")]
+    for name in ("mcp", _LOG.name, *names):
+        logger = logging.getLogger(name)
+        if _SCREEN_FILTER not in logger.filters:
+            logger.addFilter(_SCREEN_FILTER)
+
+
+def _screened_record_factory(
+    previous: Callable[..., logging.LogRecord],
+) -> Callable[..., logging.LogRecord]:
+    """The log record factory that screens every record of any logger, for any handler, as it
+    is made (:func:`_screen_record`)."""
+
+    def make(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        _screen_record(record)
+        return record
+
+    return make
+
+
+def _log_exception(words: str, error: BaseException | None) -> None:
+    """Log ``words`` and the exception ``error`` (one screened line: :func:`_screened_logs`)."""
+    _LOG.error("%s", words, exc_info=error)
+
+
+def _thread_hook(args: Any) -> None:
+    """``threading.excepthook``: an exception that ended a thread, logged as one line."""
+    if args.exc_type is SystemExit:
+        return
+    _log_exception(f"the thread {getattr(args.thread, 'name', '?')} ended on an error", args.exc_value)
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """``warnings.showwarning``: a warning, logged as one line (``py.warnings``, as
+    ``logging.captureWarnings`` does; without the source line)."""
+    name = os.path.basename(filename)
+    logging.getLogger("py.warnings").warning("%s:%s: %s: %s", name, lineno, category.__name__, message)
+
+
+def _unraisable_hook(unraisable: Any) -> None:
+    """``sys.unraisablehook``: an exception Python could not raise (a ``__del__``, a
+    finalizer), logged as one line (without the object, whose text could be anything)."""
+    _log_exception(unraisable.err_msg or "Exception ignored", unraisable.exc_value)
+
+
+@contextlib.contextmanager
+def _screened_logs() -> Iterator[None]:
+    """While serving, everything the process writes to its log (standard error) passes the
+    secret screen, one line per record: every log record (the SDK's loggers, asyncio's,
+    anyio's, ours, whichever handler writes it: :func:`_screened_record_factory`), warnings
+    (``warnings.showwarning``: :func:`_show_warning`), an exception that ends a thread
+    (``threading.excepthook``) or that Python cannot raise (``sys.unraisablehook``); a handler
+    that fails to write says nothing (``logging.raiseExceptions``: its report would quote the
+    record). All put back as they were at the end."""
+    factory = logging.getLogRecordFactory()
+    import warnings
+
+    hooks = (threading.excepthook, sys.unraisablehook, logging.raiseExceptions, warnings.showwarning)
+    logging.setLogRecordFactory(_screened_record_factory(factory))
+    warnings.showwarning = _show_warning
+    threading.excepthook = _thread_hook
+    sys.unraisablehook = _unraisable_hook
+    logging.raiseExceptions = False
+    try:
+        yield
+    finally:
+        threading.excepthook, sys.unraisablehook, logging.raiseExceptions, warnings.showwarning = hooks
+        logging.setLogRecordFactory(factory)
+
+
 class _ScreenedServer(MCPServer[Any]):
     """``MCPServer`` whose every tool call runs under one time limit (the client's
     ``roots/list`` answer, the tool's work and the screen), refuses arguments the tool does
@@ -913,8 +1317,13 @@ class _ScreenedServer(MCPServer[Any]):
     def __init__(self, name: str, *, instructions: str, limits: Limits) -> None:
         super().__init__(name, instructions=instructions)
         self._limits = limits
+        self.middleware.insert(0, _screen_requests)  # outermost: it sees every error
 
     def _check_arguments(self, name: str, arguments: dict[str, Any]) -> None:
+        """``ToolError`` for a call of the tool ``name`` with an argument it does not take
+        (naming those it takes), or an argument of the wrong type: one line naming each wrong
+        argument and what it takes (:func:`_argument_problems`, from the tool's own argument
+        model, never pydantic's text)."""
         tool = self._tool_manager.get_tool(name)
         if tool is None or not isinstance(arguments, dict):
             return  # the SDK's own error
@@ -927,6 +1336,15 @@ class _ScreenedServer(MCPServer[Any]):
                 f"Error executing tool {name}: unknown argument {listed}{more} "
                 f"(the tool takes {', '.join(known)})"
             )
+        try:
+            tool.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False, include_context=False)
+            read = tool.fn_metadata.pre_parse_json(arguments)
+            problems = _argument_problems(errors, read, tool.parameters)
+            raise ToolError(f"Error executing tool {name}: {problems}") from None
+        except Exception:  # a validator that fails otherwise: the SDK's own error
+            pass
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -1041,8 +1459,21 @@ class _Answers:
         await self._idle.wait()
 
     async def send(self, item: SessionMessage) -> None:
-        await self._stream.send(item)
+        """Write ``item``, screened: a JSON-RPC error's message and data
+        (:func:`_screened_error`: one line, echoes cut, secrets replaced), the params of a
+        notification or request of the server (:func:`redact_json`); a response (a result)
+        is screened where it is made (:func:`_screen_requests`,
+        :meth:`_ScreenedServer.call_tool`)."""
         message = getattr(item, "message", None)
+        if isinstance(message, JSONRPCError):
+            error = _screened_error(message.error)
+            if error is not message.error:
+                item = SessionMessage(message.model_copy(update={"error": error}), metadata=item.metadata)
+        elif isinstance(message, (JSONRPCNotification, JSONRPCRequest)) and message.params:
+            params, found = redact_json(message.params)
+            if found:
+                item = SessionMessage(message.model_copy(update={"params": params}), metadata=item.metadata)
+        await self._stream.send(item)
         if isinstance(message, (JSONRPCResponse, JSONRPCError)):
             self._answered(message.id)
 
@@ -1289,6 +1720,7 @@ def create_server(
     folders = _folders(roots)
     interpreter = _interpreter_option(python)
     server = _ScreenedServer("bugcontext", instructions=_INSTRUCTIONS, limits=limits)
+    _screen_loggers()
     workspaces = _Workspaces(cache_dir, cache, limits)
 
     _add_context_tool(server, folders, workspaces, limits, allow_run, interpreter)
@@ -1449,7 +1881,13 @@ def run(
     python: str | os.PathLike[str] | None = None,
 ) -> None:
     """Serve over standard input and output until the client closes them (arguments as for
-    :func:`create_server`)."""
-    create_server(
-        cache_dir=cache_dir, cache=cache, limits=limits, roots=roots, allow_run=allow_run, python=python
-    ).run()
+    :func:`create_server`), the log screened (:func:`_screened_logs`: one line per record on
+    standard error, no secret of the client's, no traceback).
+
+    Raises:
+        InvalidInputError: as :func:`create_server`.
+    """
+    with _screened_logs():
+        create_server(
+            cache_dir=cache_dir, cache=cache, limits=limits, roots=roots, allow_run=allow_run, python=python
+        ).run()
