@@ -39,12 +39,13 @@ from bugcontext.core._arguments import unique_keys
 from bugcontext.core._cut import shorten
 from bugcontext.core._input import canonical_path, normalize_input
 from bugcontext.core._io import read_capped
-from bugcontext.core._writer import append_file, check_output
+from bugcontext.core._writer import append_file, check_trace_path, reads_folder_output
 from bugcontext.core.composer import render_block
 from bugcontext.core.cost import Cost
 from bugcontext.core.digest import POLICY_VERSION
 from bugcontext.core.errors import InvalidInputError
 from bugcontext.core.limits import Limits
+from bugcontext.core.provenance import FolderReader
 
 __all__ = ["TRACE_VERSION", "Change", "TraceTarget", "Turn", "diff", "read_trace", "replay", "traced_build"]
 
@@ -70,12 +71,18 @@ def traced_build(
 ) -> BuildResult:
     """Build ``input`` with ``builder`` and append the trace line to ``trace`` (a path, appended
     to by :func:`bugcontext.core._writer.append_file`, or a text stream). Errors are those of
-    ``builder.build``, and :class:`~bugcontext.core._io.OutputError` (``cannot write PATH:
+    ``builder.build``, :class:`~bugcontext.core._io.OutputError` (``cannot write PATH:
     reason``) when the trace cannot be written (a folder, a read-only file or a missing folder
-    is refused before the build); nothing is written for an invalid input."""
+    is refused before the build), and ``InvalidInputError`` (field ``trace``), before the build,
+    for a path with a NUL character or, with ``verify=folder_reader(root)``, a file under
+    ``root`` (a link or a hard link to one too: the build would read what it appends to);
+    nothing is written for an invalid input."""
     check_trace(trace)
-    if isinstance(trace, (str, os.PathLike)):
-        check_output(trace)
+    if isinstance(verify, FolderReader):
+        root = verify.root
+        check_trace_path(trace, lambda path: reads_folder_output(root, path), "verify folder", root)
+    else:
+        check_trace_path(trace, None, "", "")
     candidates, budget, failure_files, cost = normalize_input(input, builder.max_candidates, builder.cost)
     snapshot = BuildInput(candidates, failure_files=failure_files, budget=budget, cost=cost)
     # The key of a verified build holds the reader's state: the files as the build read them
