@@ -456,3 +456,26 @@ def test_every_exception_class_of_the_package_screens_its_message() -> None:
         assert str(pickle.loads(pickle.dumps(error))) == str(error)
     assert pickle.loads(pickle.dumps(log_error)).field == "junit_xml"
     assert pickle.loads(pickle.dumps(run_error)).output == b"out"
+
+
+def test_a_trace_line_holding_a_secret_is_refused_without_it(tmp_path: Path) -> None:
+    from bugcontext.core.trace import TraceFormatError
+
+    trace = tmp_path / "t.jsonl"
+    bugcontext.build(INPUT, trace=trace)
+    record = json.loads(trace.read_text())
+    for change in (
+        lambda r: r.update(engine=TOKEN),  # an unknown kind, shown
+        lambda r: r["input"]["candidates"][0].update(reason=TOKEN),
+    ):
+        changed = json.loads(json.dumps(record))
+        change(changed)
+        trace.write_text(json.dumps(changed) + "\n")
+        with pytest.raises(TraceFormatError) as caught:
+            read_trace(trace)
+        assert isinstance(caught.value, ValueError)
+        assert TOKEN not in str(caught.value) and TOKEN_SHOWN in str(caught.value)
+    trace.write_text('{"' + PASSWORD + '": 1, "' + PASSWORD + '": 2}\n')  # a key given twice
+    with pytest.raises(TraceFormatError) as twice:
+        read_trace(trace)
+    assert "hunter2" not in str(twice.value)

@@ -48,6 +48,12 @@ class ScreenedError(Exception):
         super().__init__(*(_screened(arg) for arg in args))
 
 
+def _message(field: object, problem: object, index: int | None) -> str:
+    """The one-line message of an input error: ``candidate 3: field 'score': problem``."""
+    where = f"input field {field!r}" if index is None else f"candidate {index}: field {field!r}"
+    return f"{where}: {problem}"
+
+
 class InvalidInputError(ScreenedError, ValueError):
     """The build input is invalid; nothing was ranked or packed.
 
@@ -68,12 +74,13 @@ class InvalidInputError(ScreenedError, ValueError):
     index: int | None
 
     def __init__(self, field: str, problem: str, index: int | None = None) -> None:
+        # Each part screened alone (the attributes), then the message made of them (a secret
+        # that spans the two): three screens of a short text, about 12 microseconds.
         field, problem = _screened(field), _screened(problem)
         self.field = field
         self.problem = problem
         self.index = index
-        where = f"input field {field!r}" if index is None else f"candidate {index}: field {field!r}"
-        super().__init__(f"{where}: {problem}")
+        super().__init__(_message(field, problem, index))
 
     def __reduce__(self) -> tuple[type[InvalidInputError], tuple[str, str, int | None]]:
         return (type(self), (self.field, self.problem, self.index))

@@ -79,7 +79,9 @@ file lines (``{"where", "path", "lines", "kind", "reason": "policy", "why": "pol
 in the file"}``); ``build`` says so on standard error.
 
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
-an unreadable file or folder, a bad option or command line, an input over a resource limit:
+an unreadable file or folder, a path option the system refuses: a name too long, a loop of
+symbolic links, a permission, each one line, never a traceback; a bad option or command
+line, an input over a resource limit:
 ``bugcontext.core.limits.Limits``, set with ``--limit NAME=N``; an output file, ``--report`` or
 ``--trace``, that is the same file as an input or as the other output, the file or pipe the
 command's standard output or error goes to, or, for ``context``, an existing file of ``--repo``
