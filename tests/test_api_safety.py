@@ -479,3 +479,24 @@ def test_a_trace_line_holding_a_secret_is_refused_without_it(tmp_path: Path) -> 
     with pytest.raises(TraceFormatError) as twice:
         read_trace(trace)
     assert "hunter2" not in str(twice.value)
+
+
+@pytest.mark.parametrize(
+    ("env", "problem"),
+    [
+        ({"A": "x\0y"}, "the value of A holds a NUL character"),
+        ({"A=B": "x"}, "A=B is not a variable name (it holds '=' or a NUL character)"),
+        ({"A\0": "x"}, "A\\u0000 is not a variable name (it holds '=' or a NUL character)"),
+        (["A=x"], "must be a mapping of names to values or None, not list"),
+    ],
+)
+def test_a_rerun_environment_the_system_refuses_is_an_invalid_input(
+    repo: Path, env: Any, problem: str
+) -> None:
+    for call in (
+        lambda: bugcontext.context(repo, LOG, rerun=True, python=sys.executable, rerun_env=env, cache=False),
+        lambda: Workspace(repo, cache=False).context(LOG, rerun=True, python=sys.executable, rerun_env=env),
+    ):
+        with pytest.raises(InvalidInputError) as caught:
+            call()
+        assert (caught.value.field, caught.value.problem) == ("rerun_env", problem)

@@ -928,7 +928,8 @@ class Workspace:
         format or a damaged one, or a path that is not a regular file (field ``coverage``),
         ``InvalidInputError`` (field ``rerun``) for an unknown ``rerun`` mode or ``rerun``
         with ``coverage``, (field ``python``) for a ``python`` that is not an executable
-        file or ``python``/``rerun_env`` without ``rerun``; ``LookupError`` if
+        file or ``python``/``rerun_env`` without ``rerun``, (field ``rerun_env``) for one that
+        is not a mapping or whose name holds ``=`` or a NUL character, or a value a NUL; ``LookupError`` if
         ``test`` names no failure of the log, ``LogFormatError`` (a ``ValueError``) for
         unreadable JUnit XML, ``InvalidInputError`` (a ``ValueError``) naming the option for an
         unknown engine or a ``junit_xml``, ``test``, ``query``, ``issue`` or ``deadline`` of
