@@ -500,3 +500,18 @@ def test_a_rerun_environment_the_system_refuses_is_an_invalid_input(
         with pytest.raises(InvalidInputError) as caught:
             call()
         assert (caught.value.field, caught.value.problem) == ("rerun_env", problem)
+
+
+def test_the_api_refuses_a_trace_that_is_its_coverage_report(repo: Path, tmp_path: Path) -> None:
+    # The command line refuses --trace equal to --coverage; the API refuses the same.
+    report = tmp_path / "coverage.json"
+    report.write_text('{"meta": {"format": 2}, "files": {}}')
+    before = report.read_bytes()
+    with pytest.raises(InvalidInputError) as caught:
+        Workspace(repo, cache=False).context(LOG, coverage=report, trace=report)
+    assert (caught.value.field, caught.value.problem) == (
+        "trace",
+        f"the trace {report} is the same file as the coverage report {report} "
+        "(refusing to overwrite an input)",
+    )
+    assert report.read_bytes() == before

@@ -43,7 +43,7 @@ from bugcontext.core import reference
 from bugcontext.core._extras import needs
 from bugcontext.core._input import budget_int
 from bugcontext.core._io import path_argument, resolved_folder
-from bugcontext.core._writer import check_trace_path
+from bugcontext.core._writer import OutputConflictError, check_trace_path, refuse_same_files
 from bugcontext.core.builder import ContextBuilder
 from bugcontext.core.builder import build as native_build
 from bugcontext.core.composer import header_path, missing_lines, render, render_omitted
@@ -937,7 +937,8 @@ class Workspace:
         repository folder cannot be listed; before any work, ``InvalidInputError`` (field
         ``trace``) for a ``trace`` path with a NUL character or one that is a file of the
         repository the job reads (inside it, links resolved, not ignored; or a hard link to
-        one: the check of ``bugcontext context --trace``), and ``OutputError`` for a trace
+        one: the check of ``bugcontext context --trace``) or the ``coverage`` report's file,
+        and ``OutputError`` for a trace
         that cannot be written (a folder, a read-only file, a missing folder).
 
         ``deadline`` (a ``time.monotonic()`` value; the MCP server's call limit) is checked
@@ -956,6 +957,15 @@ class Workspace:
             check_trace(options.trace)
             reading = Repository(self.root, gitignore=self.gitignore, limits=self.limits)
             check_trace_path(options.trace, reading.reads_output, "repository", self.root)
+            if isinstance(options.trace, (str, os.PathLike)) and isinstance(options.coverage, os.PathLike):
+                try:  # the coverage report is read: the trace must not be appended to it
+                    refuse_same_files(
+                        [("the trace", options.trace)],
+                        [("the coverage report", options.coverage)],
+                        streams=(),
+                    )
+                except OutputConflictError as exc:
+                    raise InvalidInputError("trace", str(exc)) from None
         started = time.perf_counter()
         model = Cost.parse({"template": "markdown"} if options.cost is None else options.cost)
         budget = options.budget
