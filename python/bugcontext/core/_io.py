@@ -194,8 +194,9 @@ def path_argument(field: str, value: object, what: str = "a path") -> str:
 def os_reason(exc: BaseException) -> str:
     """Why a path could not be used, in a few words: the system's reason for an ``OSError``
     (``File name too long``, ``Too many levels of symbolic links``, ``Not a directory``,
-    ``Permission denied``), and the system's words for a loop of links for ``pathlib``'s
-    ``RuntimeError`` (``Symlink loop``)."""
+    ``Permission denied``); for the ``RuntimeError`` ``pathlib`` raises on a loop of links
+    (``Symlink loop from ...``), the system's words for one (``Too many levels of symbolic
+    links``)."""
     if isinstance(exc, OSError):
         return _why(exc)
     if isinstance(exc, RuntimeError):

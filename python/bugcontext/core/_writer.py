@@ -705,15 +705,19 @@ def existing_file(path: PathArg) -> tuple[str, os.stat_result] | None:
 
 
 def reads_output(
-    path: PathArg, inside: Callable[[str], bool], files: Callable[[], Iterable[PathArg]]
+    path: PathArg,
+    inside: Callable[[str], bool],
+    files: Callable[[], Iterable[PathArg]],
+    *,
+    follow: bool = True,
 ) -> bool:
     """Whether the output ``path`` is an existing regular file that a reader reads: one whose
     real path (symbolic links and ``..`` resolved; a relative path is taken from the current
     folder) the reader reads (``inside(real)``), or, for a file with other hard links, the
     same file (device and inode) as one of the reader's files (``files()``: their paths,
-    listed only then). The one check of the rule that an output never replaces or grows a
-    file of the repository or folder being read: the command line's ``--report``/``--trace``
-    and the API's ``trace=`` go through it."""
+    listed only then; a listed link is followed unless ``follow`` is false). The one check of
+    the rule that an output never replaces or grows a file of the repository or folder being
+    read: the command line's ``--report``/``--trace`` and the API's ``trace=`` go through it."""
     found = existing_file(path)
     if found is None:
         return False
@@ -725,7 +729,7 @@ def reads_output(
     identity = (info.st_dev, info.st_ino)
     for name in files():
         try:
-            other = os.lstat(name)
+            other = os.stat(name) if follow else os.lstat(name)
         except (OSError, ValueError):
             continue
         if (other.st_dev, other.st_ino) == identity:
@@ -744,7 +748,10 @@ def reads_folder_output(root: PathArg, path: PathArg) -> bool:
     resolved; it skips nothing: ``build --verify-root``, :func:`bugcontext.folder_reader`)."""
     base = os.path.realpath(root)
     return reads_output(
-        path, lambda real: os.path.commonpath([base, real]) == base, lambda: _folder_files(base)
+        path,
+        lambda real: os.path.commonpath([base, real]) == base,
+        lambda: _folder_files(base),
+        follow=False,  # (the reader refuses a link that leads out of the folder)
     )
 
 
