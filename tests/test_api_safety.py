@@ -515,3 +515,24 @@ def test_the_api_refuses_a_trace_that_is_its_coverage_report(repo: Path, tmp_pat
         "(refusing to overwrite an input)",
     )
     assert report.read_bytes() == before
+
+
+def test_a_table_error_naming_a_group_key_that_is_a_token_is_redacted() -> None:
+    # build_table's errors are made in the Rust engine, by calling the Python classes.
+    pa = pytest.importorskip("pyarrow")
+    rows = {
+        "task": [TOKEN],
+        "path": ["a.py"],
+        "start": pa.array([None], pa.int64()),
+        "end": [1],
+        "content": ["x\n"],
+        "reason": ["search"],
+        "score": [1.0],
+    }
+    with pytest.raises(InvalidCandidateError) as caught:
+        bugcontext.build_table(pa.table(rows), group_by="task", budget=10)
+    assert (caught.value.field, caught.value.index) == ("start", 0)
+    assert (
+        str(caught.value)
+        == f"candidate 0: field 'start': is null (group '{TOKEN_SHOWN}', row 0 of the group)"
+    )
