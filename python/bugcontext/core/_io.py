@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, Any, TextIO
 
 from bugcontext.core.composer import header_path
+from bugcontext.core.errors import InvalidInputError, ScreenedError
 from bugcontext.core.limits import DEFAULT_LIMITS, Limits, limit_error, resolve
 
 __all__ = [
@@ -55,9 +56,10 @@ MAX_JUNIT_BYTES = DEFAULT_LIMITS.max_junit_bytes
 _CHUNK = 1 << 20
 
 
-class OutputError(Exception):
+class OutputError(ScreenedError):
     """An output could not be written (a full disk, a closed pipe or stream, a target that
-    may not be written). The message is one line and names the output."""
+    may not be written). The message is one line and names the output (screened for
+    secrets)."""
 
 
 def read_capped(
@@ -81,6 +83,7 @@ def read_capped(
             the setting's name, ``maximum`` its value, ``value`` the size (a regular file's
             size, refused before reading; for a stream, ``maximum + 1``: at most that many
             bytes were read).
+        InvalidInputError: naming ``field``: a path with a NUL character.
         OSError: the input cannot be opened or read (``EBADF`` for a closed standard input).
     """
     maximum: int = getattr(resolve(limits), limit)
@@ -88,6 +91,8 @@ def read_capped(
         raise OSError(errno.EBADF, "standard input is closed")
     if isinstance(source, (str, Path)):
         name = what if what is not None else str(source)
+        if "\0" in str(source):
+            raise InvalidInputError(field, "must not contain a NUL character (a path holds none)")
         with open_input(source) as handle:
             info = os.fstat(handle.fileno())
             if stat.S_ISREG(info.st_mode) and info.st_size > maximum:
@@ -163,6 +168,63 @@ def _read_stream(handle: IO[bytes], maximum: int, field: str, name: str, limit: 
 
 def _why(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
+
+
+def path_argument(field: str, value: object, what: str = "a path") -> str:
+    """The text of the path argument ``value`` of the API (a ``str``, or an ``os.PathLike``
+    giving one), checked before the operating system sees it.
+
+    Raises:
+        InvalidInputError: naming ``field``: ``value`` is of another type, or holds a NUL
+            character (which no path can hold: ``os`` would raise a bare ``ValueError``).
+    """
+    try:
+        text = os.fspath(value)  # type: ignore[call-overload]
+    except TypeError:
+        text = None
+    if not isinstance(text, str):
+        raise InvalidInputError(
+            field, f"must be a str or os.PathLike naming {what}, not {type(value).__name__}"
+        )
+    if "\0" in text:
+        raise InvalidInputError(field, "must not contain a NUL character")
+    return text
+
+
+def os_reason(exc: BaseException) -> str:
+    """Why a path could not be used, in a few words: the system's reason for an ``OSError``
+    (``File name too long``, ``Too many levels of symbolic links``, ``Not a directory``,
+    ``Permission denied``); for the ``RuntimeError`` ``pathlib`` raises on a loop of links
+    (``Symlink loop from ...``), the system's words for one (``Too many levels of symbolic
+    links``)."""
+    if isinstance(exc, OSError):
+        return _why(exc)
+    if isinstance(exc, RuntimeError):
+        return os.strerror(errno.ELOOP)
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def path_error(field: str, path: str, exc: BaseException, doing: str = "read") -> InvalidInputError:
+    """The :class:`InvalidInputError` naming ``field`` for a path argument the system refused
+    (``exc``): ``cannot read PATH: File name too long``."""
+    return InvalidInputError(field, f"cannot {doing} {header_path(path)}: {os_reason(exc)}")
+
+
+def resolved_folder(field: str, value: object) -> Path:
+    """The folder path argument ``value`` resolved (links and ``..``), as :func:`path_argument`
+    checks it; a path the system refuses (a name too long, a loop of links, a file named as a
+    folder, a permission) is an :class:`InvalidInputError` naming ``field`` (:func:`path_error`).
+    Raises ``NotADirectoryError`` for a path that names no folder."""
+    text = path_argument(field, value, "a folder")
+    try:
+        folder = Path(text).resolve()
+        if not folder.is_dir():
+            raise NotADirectoryError(f"not a directory: {header_path(text)}")
+    except (OSError, RuntimeError) as exc:
+        if isinstance(exc, NotADirectoryError) and exc.errno is None:
+            raise
+        raise path_error(field, text, exc) from None
+    return folder
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -57,7 +57,7 @@ import secrets
 import signal
 import stat
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
@@ -65,6 +65,7 @@ from typing import Any, BinaryIO
 
 from bugcontext.core._io import OutputError
 from bugcontext.core.composer import header_path
+from bugcontext.core.errors import InvalidInputError, ScreenedError
 
 __all__ = [
     "TEMP_SUFFIX",
@@ -73,7 +74,12 @@ __all__ = [
     "append_file",
     "atomic_output",
     "check_output",
+    "check_trace_path",
     "commit_all",
+    "existing_file",
+    "input_file_problem",
+    "reads_folder_output",
+    "reads_output",
     "refuse_same_files",
     "write_file",
 ]
@@ -88,9 +94,10 @@ _NAME_BYTES = 160
 PathArg = str | os.PathLike[str]
 
 
-class OutputConflictError(ValueError):
+class OutputConflictError(ScreenedError, ValueError):
     """An output names the same file as an input, or two outputs name one file: a usage error,
-    found before any work (the command line exits 2). The message is one line."""
+    found before any work (the command line exits 2). The message is one line (screened for
+    secrets)."""
 
 
 def _why(exc: OSError) -> str:
@@ -123,6 +130,8 @@ def _target(path: PathArg) -> _Target:
     shown = header_path(os.fspath(path))
     if os.fspath(path) == "":
         raise OutputError("cannot write an output with an empty name")
+    if "\0" in os.fspath(path):
+        raise OutputError(f"cannot write {shown}: a path cannot hold a NUL character")
     if os.fspath(path).endswith((os.sep, os.altsep or os.sep)) and not os.path.isdir(path):
         raise OutputError(f"cannot write {shown}: a name ending in {os.sep} names a folder, not a file")
     try:
@@ -684,12 +693,105 @@ def _whole_lines(fd: int) -> int:
 # ---------------------------------------------------------------------------
 
 
+def existing_file(path: PathArg) -> tuple[str, os.stat_result] | None:
+    """The real path (links resolved) and the stat of the existing regular file ``path``
+    names, or ``None`` (no such file, not a regular file, a path the system refuses)."""
+    try:
+        real = os.path.realpath(path)
+        info = os.stat(real)
+    except (OSError, ValueError):
+        return None
+    return (real, info) if stat.S_ISREG(info.st_mode) else None
+
+
+def reads_output(
+    path: PathArg,
+    inside: Callable[[str], bool],
+    files: Callable[[], Iterable[PathArg]],
+    *,
+    follow: bool = True,
+) -> bool:
+    """Whether the output ``path`` is an existing regular file that a reader reads: one whose
+    real path (symbolic links and ``..`` resolved; a relative path is taken from the current
+    folder) the reader reads (``inside(real)``), or, for a file with other hard links, the
+    same file (device and inode) as one of the reader's files (``files()``: their paths,
+    listed only then; a listed link is followed unless ``follow`` is false). The one check of
+    the rule that an output never replaces or grows a file of the repository or folder being
+    read: the command line's ``--report``/``--trace`` and the API's ``trace=`` go through it."""
+    found = existing_file(path)
+    if found is None:
+        return False
+    real, info = found
+    if inside(real):
+        return True
+    if info.st_nlink <= 1:
+        return False
+    identity = (info.st_dev, info.st_ino)
+    for name in files():
+        try:
+            other = os.stat(name) if follow else os.lstat(name)
+        except (OSError, ValueError):
+            continue
+        if (other.st_dev, other.st_ino) == identity:
+            return True
+    return False
+
+
+def _folder_files(base: str) -> Iterator[str]:
+    for folder, _, names in os.walk(base):
+        for name in names:
+            yield os.path.join(folder, name)
+
+
+def reads_folder_output(root: PathArg, path: PathArg) -> bool:
+    """:func:`reads_output` for a reader of every file under the folder ``root`` (links
+    resolved; it skips nothing: ``build --verify-root``, :func:`bugcontext.folder_reader`)."""
+    base = os.path.realpath(root)
+    return reads_output(
+        path,
+        lambda real: os.path.commonpath([base, real]) == base,
+        lambda: _folder_files(base),
+        follow=False,  # (the reader refuses a link that leads out of the folder)
+    )
+
+
+def input_file_problem(path: PathArg, what: str, root: PathArg) -> str:
+    """How a refused output is described: ``PATH is a file of the WHAT ROOT (refusing to
+    overwrite an input)``."""
+    return (
+        f"{header_path(os.fspath(path))} is a file of the {what} {header_path(os.fspath(root))} "
+        "(refusing to overwrite an input)"
+    )
+
+
+def check_trace_path(
+    trace: object, reads: Callable[[PathArg], bool] | None, what: str, root: PathArg
+) -> None:
+    """Check the API's ``trace=`` path before any work: ``InvalidInputError`` (field ``trace``)
+    for a NUL character, or for a file the build's reader reads (``reads(path)``, see
+    :func:`reads_output`: a file of the repository or folder ``root``, through a link or a hard
+    link); :class:`~bugcontext.core._io.OutputError` for a path that cannot be written
+    (:func:`check_output`). A text stream is not checked here."""
+    if not isinstance(trace, (str, os.PathLike)):
+        return
+    path = os.fspath(trace)
+    if not isinstance(path, str):
+        raise InvalidInputError("trace", f"must be a str path or a text stream, not {type(trace).__name__}")
+    if "\0" in path:
+        raise InvalidInputError("trace", "must not contain a NUL character")
+    if reads is not None and reads(path):
+        raise InvalidInputError("trace", input_file_problem(path, what, root))
+    check_output(path)
+
+
 def _identity(path: PathArg | None, *, stdin: bool) -> tuple[str | None, tuple[int, int] | None]:
     """The resolved path and ``(st_dev, st_ino)`` of a file (``None`` when it does not exist;
     ``-`` with ``stdin``: standard input); a character device has no identity (a stream)."""
     if path is None:
         return None, None
     text = os.fspath(path)
+    if "\0" in text:
+        return None, None  # names no file (refused where it is used)
     try:
         if stdin and text == "-":
             info = os.fstat(0)

@@ -116,7 +116,14 @@ class ContextBuilder(BuilderBase):
         build (cache key, digest, the validated input, every decision) is appended: see
         :mod:`bugcontext.core.trace`. A path that cannot be written raises
         :class:`bugcontext.OutputError` (``cannot write PATH: reason``; a folder, a read-only
-        file or a missing folder before the build), the file as it was.
+        file or a missing folder before the build), the file as it was. Before the build, a
+        path with a NUL character, or, with ``verify=folder_reader(root)``, a file under
+        ``root`` (the build reads it: a symbolic or hard link to one too), is an
+        :class:`InvalidInputError` (``field`` ``"trace"``).
+
+        Every error's message (and its ``field`` and ``problem``) has the secrets it would
+        show replaced by ``[REDACTED: kind]`` (:class:`bugcontext.core.errors.ScreenedError`),
+        the same for both engines.
 
         An exception raised by the caller's own code while a candidate is read (a property,
         ``__index__``, ``__getitem__``) propagates unchanged; only a missing key or attribute

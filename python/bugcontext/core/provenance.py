@@ -39,7 +39,7 @@ from pathlib import Path
 
 from bugcontext.core.errors import InvalidInputError
 
-__all__ = ["MAX_SOURCE_ID", "Reader", "check_verify", "file_lines", "folder_reader"]
+__all__ = ["MAX_SOURCE_ID", "FolderReader", "Reader", "check_verify", "file_lines", "folder_reader"]
 
 #: Longest ``source_id`` accepted, in characters (code points).
 MAX_SOURCE_ID = 256
@@ -68,21 +68,39 @@ def file_lines(data: bytes) -> tuple[str, ...]:
     return tuple(_LINE.findall(data.decode("utf-8-sig", errors="surrogateescape")))
 
 
+class FolderReader:
+    """The ``verify`` reader of :func:`folder_reader`: ``root`` is its folder, resolved. A
+    build that writes a trace (``build(input, trace=PATH, verify=folder_reader(root))``)
+    refuses a ``PATH`` that is a file under ``root`` (the check of ``build --verify-root``)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __call__(self, path: str) -> bytes | None:
+        base = self.root
+        try:
+            target = (base / path).resolve()
+            if not target.is_relative_to(base) or not target.is_file():
+                return None
+            return target.read_bytes()
+        except (OSError, RuntimeError, ValueError):  # unreadable, a loop of links, a NUL
+            return None
+
+
 def folder_reader(root: str | os.PathLike[str]) -> Reader:
     """A ``verify`` reader over the files under ``root``: ``reader(path)`` is the bytes of the
     regular file ``root/path``, or ``None`` when it does not exist, cannot be read, is not a
-    regular file or resolves (through a symbolic link) outside ``root``."""
-    base = Path(root).resolve()
+    regular file or resolves (through a symbolic link) outside ``root``.
 
-    def read(path: str) -> bytes | None:
-        target = (base / path).resolve()
-        if not target.is_relative_to(base):
-            return None
-        try:
-            if not target.is_file():
-                return None
-            return target.read_bytes()
-        except OSError:
-            return None
+    Raises:
+        InvalidInputError: field ``root``: not a ``str`` or ``os.PathLike``, a NUL character,
+            or a path the system refuses to resolve (a loop of symbolic links).
+    """
+    from bugcontext.core._io import path_argument, path_error
 
-    return read
+    text = path_argument("root", root, "a folder")
+    try:
+        base = Path(text).resolve()
+    except (OSError, RuntimeError) as exc:
+        raise path_error("root", text, exc) from None
+    return FolderReader(base)

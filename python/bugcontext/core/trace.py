@@ -39,17 +39,35 @@ from bugcontext.core._arguments import unique_keys
 from bugcontext.core._cut import shorten
 from bugcontext.core._input import canonical_path, normalize_input
 from bugcontext.core._io import read_capped
-from bugcontext.core._writer import append_file, check_output
+from bugcontext.core._writer import append_file, check_trace_path, reads_folder_output
 from bugcontext.core.composer import render_block
 from bugcontext.core.cost import Cost
 from bugcontext.core.digest import POLICY_VERSION
-from bugcontext.core.errors import InvalidInputError
+from bugcontext.core.errors import InvalidInputError, ScreenedError
 from bugcontext.core.limits import Limits
+from bugcontext.core.provenance import FolderReader
 
-__all__ = ["TRACE_VERSION", "Change", "TraceTarget", "Turn", "diff", "read_trace", "replay", "traced_build"]
+__all__ = [
+    "TRACE_VERSION",
+    "Change",
+    "TraceFormatError",
+    "TraceTarget",
+    "Turn",
+    "diff",
+    "read_trace",
+    "replay",
+    "traced_build",
+]
 
 #: Where a trace line goes: a path (opened for appending) or a text stream.
 TraceTarget = str | os.PathLike[str] | IO[str]
+
+
+class TraceFormatError(ScreenedError, ValueError):
+    """A trace line that is not a trace record, or whose input the build refuses (``trace line
+    3: field 'input.candidates': expected an array, got a string``). A ``ValueError``; its
+    message is screened for secrets (a trace holds the build's input as it was)."""
+
 
 #: Version of the trace line's form.
 TRACE_VERSION = 1
@@ -70,12 +88,18 @@ def traced_build(
 ) -> BuildResult:
     """Build ``input`` with ``builder`` and append the trace line to ``trace`` (a path, appended
     to by :func:`bugcontext.core._writer.append_file`, or a text stream). Errors are those of
-    ``builder.build``, and :class:`~bugcontext.core._io.OutputError` (``cannot write PATH:
+    ``builder.build``, :class:`~bugcontext.core._io.OutputError` (``cannot write PATH:
     reason``) when the trace cannot be written (a folder, a read-only file or a missing folder
-    is refused before the build); nothing is written for an invalid input."""
+    is refused before the build), and ``InvalidInputError`` (field ``trace``), before the build,
+    for a path with a NUL character or, with ``verify=folder_reader(root)``, a file under
+    ``root`` (a link or a hard link to one too: the build would read what it appends to);
+    nothing is written for an invalid input."""
     check_trace(trace)
-    if isinstance(trace, (str, os.PathLike)):
-        check_output(trace)
+    if isinstance(verify, FolderReader):
+        root = verify.root
+        check_trace_path(trace, lambda path: reads_folder_output(root, path), "verify folder", root)
+    else:
+        check_trace_path(trace, None, "", "")
     candidates, budget, failure_files, cost = normalize_input(input, builder.max_candidates, builder.cost)
     snapshot = BuildInput(candidates, failure_files=failure_files, budget=budget, cost=cost)
     # The key of a verified build holds the reader's state: the files as the build read them
@@ -265,9 +289,10 @@ def read_trace(path: str | os.PathLike[str], *, limits: Limits | None = None) ->
     lines skipped), a file of at most ``limits.max_input_bytes`` (``limits`` default:
     ``DEFAULT_LIMITS``).
 
-    Raises ``ValueError`` naming the line number and the field for a line that is not a trace
-    record: not UTF-8, not JSON (``NaN``, a key given twice and nesting too deep included), not
-    an object, a missing field, a field of the wrong type, an unknown kind (``engine``, a
+    Raises :class:`TraceFormatError` (a ``ValueError``, its message screened for secrets)
+    naming the line number and the field for a line that is not a trace record: not UTF-8,
+    not JSON (``NaN``, a key given twice and nesting too deep included), not an object, a
+    missing field, a field of the wrong type, an unknown kind (``engine``, a
     candidate's or a decision's ``reason``), another version (``trace line 3: field
     'input.candidates': expected an array, got a string``); ``ResourceLimitError`` (a
     ``ValueError``) for a larger file."""
@@ -285,7 +310,7 @@ def _read_lines(path: str | os.PathLike[str], limits: Limits | None) -> list[tup
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ValueError(
+            raise TraceFormatError(
                 f"trace line {number}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
             ) from None
         if not line.strip():
@@ -293,11 +318,13 @@ def _read_lines(path: str | os.PathLike[str], limits: Limits | None) -> list[tup
         try:
             record = json.loads(line, object_pairs_hook=unique_keys, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"trace line {number}: not JSON ({exc.msg} at column {exc.colno})") from None
+            raise TraceFormatError(
+                f"trace line {number}: not JSON ({exc.msg} at column {exc.colno})"
+            ) from None
         except RecursionError:
-            raise ValueError(f"trace line {number}: not JSON (nested too deeply)") from None
+            raise TraceFormatError(f"trace line {number}: not JSON (nested too deeply)") from None
         except ValueError as exc:  # a repeated key, NaN or Infinity
-            raise ValueError(f"trace line {number}: not JSON ({exc})") from None
+            raise TraceFormatError(f"trace line {number}: not JSON ({exc})") from None
         _check_record(record, number)
         records.append((number, record))
     return records
@@ -337,8 +364,8 @@ class _Line:
     def __init__(self, number: int) -> None:
         self.number = number
 
-    def fail(self, name: str, problem: str) -> ValueError:
-        return ValueError(f"trace line {self.number}: field '{name}': {problem}")
+    def fail(self, name: str, problem: str) -> TraceFormatError:
+        return TraceFormatError(f"trace line {self.number}: field '{name}': {problem}")
 
     def get(self, obj: dict[str, Any], key: str, name: str, *, optional: bool = False) -> Any:
         if key not in obj:
@@ -387,7 +414,9 @@ def _check_record(record: object, number: int) -> None:
     not a trace record of this version."""
     line = _Line(number)
     if not isinstance(record, dict):
-        raise ValueError(f"trace line {number}: expected an object (a trace record), got {_kind(record)}")
+        raise TraceFormatError(
+            f"trace line {number}: expected an object (a trace record), got {_kind(record)}"
+        )
     version = line.typed(record, "trace", "trace", "integer")
     if version != TRACE_VERSION:
         raise line.fail("trace", f"version {version} is not read here (this version reads {TRACE_VERSION})")
@@ -520,15 +549,15 @@ def _refused(exc: Exception) -> str:
 def replay(path: str | os.PathLike[str], build: Any, *, limits: Limits | None = None) -> Iterator[Turn]:
     """Rebuild every line of the trace at ``path`` (read as :func:`read_trace` reads it, with
     ``limits``) with ``build`` (either engine's) and yield each :class:`Turn` with its changes
-    from the previous one. Raises ``ValueError`` as :func:`read_trace` does, and for an input
-    the build refuses (``trace line 2: field 'input.candidates[0].start': must be >= 1, got
-    0``)."""
+    from the previous one. Raises :class:`TraceFormatError` (a ``ValueError``) as
+    :func:`read_trace` does, and for an input the build refuses (``trace line 2: field
+    'input.candidates[0].start': must be >= 1, got 0``)."""
     previous: BuildResult | None = None
     for number, (line, record) in enumerate(_read_lines(path, limits), 1):
         try:
             result, cands, stale = _rebuild(record, build)
         except (InvalidInputError, TypeError, OverflowError) as exc:  # a field the build refuses
-            raise ValueError(f"trace line {line}: {_refused(exc)}") from None
+            raise TraceFormatError(f"trace line {line}: {_refused(exc)}") from None
         changes = () if previous is None else diff(previous, result, cands, stale)
         yield Turn(number, record["digest"], result.digest, changes)
         previous = result

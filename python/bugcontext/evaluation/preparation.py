@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bugcontext.core._writer import atomic_output, write_file
+from bugcontext.core.errors import ScreenedError
 
 __all__ = [
     "PreparationError",
@@ -43,7 +44,7 @@ __all__ = [
 MARKER = "prepared.json"
 
 
-class PreparationError(Exception):
+class PreparationError(ScreenedError):
     """A case could not be prepared (a download, the virtual environment, the test run)."""
 
 

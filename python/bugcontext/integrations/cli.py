@@ -79,7 +79,9 @@ file lines (``{"where", "path", "lines", "kind", "reason": "policy", "why": "pol
 in the file"}``); ``build`` says so on standard error.
 
 Exit status: 0 on success; 2 for invalid input (bad JSON, an invalid candidate or field,
-an unreadable file or folder, a bad option or command line, an input over a resource limit:
+an unreadable file or folder, a path option the system refuses: a name too long, a loop of
+symbolic links, a permission, each one line, never a traceback; a bad option or command
+line, an input over a resource limit:
 ``bugcontext.core.limits.Limits``, set with ``--limit NAME=N``; an output file, ``--report`` or
 ``--trace``, that is the same file as an input or as the other output, the file or pipe the
 command's standard output or error goes to, or, for ``context``, an existing file of ``--repo``
@@ -110,7 +112,6 @@ import argparse
 import itertools
 import json
 import os
-import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -133,7 +134,14 @@ from bugcontext.core._io import (
     warn,
     write_stream,
 )
-from bugcontext.core._writer import OutputConflictError, check_output, refuse_same_files, write_file
+from bugcontext.core._writer import (
+    OutputConflictError,
+    check_output,
+    input_file_problem,
+    reads_folder_output,
+    refuse_same_files,
+    write_file,
+)
 from bugcontext.core.composer import header_path, missing_lines, render, render_markdown
 from bugcontext.core.cost import Cost
 from bugcontext.core.limits import Limits, add_limit_option, limit_error
@@ -618,7 +626,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         raise _UsageError("--threads is only for --jsonl")
     _check_outputs([("--trace", args.trace)], [("the input", args.file)])
     data = _with_options(_read_json(args.file, args.limits), args)
-    if args.verify_root is not None and (args.verify_root == "" or not Path(args.verify_root).is_dir()):
+    if args.verify_root is not None and not _is_folder("--verify-root", args.verify_root):
         raise _UsageError(f"--verify-root: {header_path(args.verify_root)} is not a folder")
     if args.verify_root is not None:
         _refuse_folder_files(args.verify_root, [("--trace", args.trace)])
@@ -637,6 +645,30 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return _warn_missing("build", result, args.require_failure) if args.require_failure else 0
 
 
+def _refused(option: str, value: str) -> _UsageError | None:
+    """The usage error for the path ``value`` of ``option`` when the system refuses it for a
+    reason other than its absence: a name too long, a loop of symbolic links, a permission, a
+    NUL character (``--repo: cannot read PATH: File name too long``); ``None`` otherwise."""
+    try:
+        os.stat(value)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        return _UsageError(f"{option}: cannot read {header_path(value)}: {exc.strerror or exc}")
+    except ValueError:  # a NUL character (a call of main(), not a command line)
+        return _UsageError(f"{option}: {header_path(value)} cannot name a file (it holds a NUL character)")
+    return None
+
+
+def _is_folder(option: str, value: str) -> bool:
+    """Whether the path ``value`` of ``option`` names a folder (``False`` for ``""``, a missing
+    path, a file); ``_UsageError`` for a path the system refuses (:func:`_refused`)."""
+    refused = _refused(option, value) if value else None
+    if refused is not None:
+        raise refused
+    return value != "" and os.path.isdir(value)
+
+
 def _warn(command: str, message: str) -> None:
     """One warning line on standard error (secrets redacted by :func:`warn`)."""
     warn(f"bugcontext {command}: warning: {_one_line(message)}")
@@ -652,6 +684,8 @@ def _check_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str
             raise OutputConflictError(
                 f"{label} -: '-' is standard input (as in --log -), not an output; give a file path"
             )
+        if path is not None and "\0" in path:  # (a call of main(): no command line holds one)
+            raise OutputConflictError(f"{label}: {header_path(path)}: a path cannot hold a NUL character")
     refuse_same_files(outputs, inputs)
     for _, path in outputs:
         if path is not None:
@@ -664,78 +698,26 @@ def _refuse_repository_files(
     """Refuse (``OutputConflictError``, exit 2) an output that is an existing file of the
     repository ``repo`` the reader would read (not in a skipped folder, not ignored by a
     ``.gitignore`` rule): inside it with links resolved, or, for a file with other hard links,
-    one of the repository's files by device and inode. The run reads the repository's files,
-    the failing file first, and an output must never replace or grow one of them."""
+    one of the repository's files by device and inode (``Repository.reads_output``, the check
+    ``Workspace.context(trace=...)`` makes too). The run reads the repository's files, the
+    failing file first, and an output must never replace or grow one of them."""
     from bugcontext.job.sources import Repository
 
     repository = Repository(Path(repo))
-    for label, path, real, info in _existing_files(outputs):
-        if repository.relative(real) is not None or (
-            info.st_nlink > 1 and _hard_link_in(repository, (info.st_dev, info.st_ino))
-        ):
-            raise OutputConflictError(
-                f"{label} {header_path(path)} is a file of the {what} {header_path(repo)} "
-                "(refusing to overwrite an input)"
-            )
-
-
-def _existing_files(
-    outputs: list[tuple[str, str | None]],
-) -> Iterator[tuple[str, str, str, os.stat_result]]:
-    """The outputs (label, path) that name an existing regular file: each with its real path
-    (links resolved) and its stat."""
     for label, path in outputs:
-        if path is None:
-            continue
-        try:
-            real = os.path.realpath(path)
-            info = os.stat(real)
-        except (OSError, ValueError):
-            continue
-        if stat.S_ISREG(info.st_mode):
-            yield label, path, real, info
+        if path is not None and repository.reads_output(path):
+            raise OutputConflictError(f"{label} {input_file_problem(path, what, repo)}")
 
 
 def _refuse_folder_files(root: str, outputs: list[tuple[str, str | None]]) -> None:
     """Refuse (``OutputConflictError``, exit 2) an output that is an existing regular file the
     ``--verify-root`` reader may read: any file under the folder ``root`` with links resolved
     (the reader skips nothing), or, for a file with other hard links, one of the folder's files
-    by device and inode. Needs only the core (no ``.gitignore`` reading)."""
-    base = os.path.realpath(root)
-    for label, path, real, info in _existing_files(outputs):
-        inside = os.path.commonpath([base, real]) == base
-        if inside or (info.st_nlink > 1 and _hard_link_under(base, (info.st_dev, info.st_ino))):
-            raise OutputConflictError(
-                f"{label} {header_path(path)} is a file of the --verify-root folder "
-                f"{header_path(root)} (refusing to overwrite an input)"
-            )
-
-
-def _hard_link_under(base: str, identity: tuple[int, int]) -> bool:
-    """Whether a regular file under the folder ``base`` (links not followed) is the file
-    ``identity`` (device, inode)."""
-    for folder, _, names in os.walk(base):
-        for name in names:
-            try:
-                info = os.lstat(os.path.join(folder, name))
-            except OSError:
-                continue
-            if (info.st_dev, info.st_ino) == identity:
-                return True
-    return False
-
-
-def _hard_link_in(repository: Any, identity: tuple[int, int]) -> bool:
-    """Whether a file the reader ``repository`` lists is the file ``identity`` (device, inode):
-    a hard link outside the repository names the same file as the one inside it."""
-    for rel in repository.files():
-        try:
-            info = os.stat(repository.root / rel)
-        except OSError:
-            continue
-        if (info.st_dev, info.st_ino) == identity:
-            return True
-    return False
+    by device and inode (:func:`bugcontext.core._writer.reads_folder_output`, the check
+    ``build(trace=..., verify=folder_reader(root))`` makes too). Needs only the core."""
+    for label, path in outputs:
+        if path is not None and reads_folder_output(root, path):
+            raise OutputConflictError(f"{label} {input_file_problem(path, '--verify-root folder', root)}")
 
 
 def _rerun_environment(args: argparse.Namespace) -> dict[str, str] | None:
@@ -810,7 +792,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
     from bugcontext.job.sources.runs import UnknownTestError
     from bugcontext.job.workspace import Workspace
 
-    if not Path(args.repo).is_dir():
+    if not _is_folder("--repo", args.repo):
         raise _UsageError(f"not a directory: {header_path(args.repo)}")
     outputs = [("--report", args.report), ("--trace", args.trace)]
     inputs = [("--log", args.pytest_log), ("--junit-xml", args.junit_xml), ("--issue", args.issue)]
@@ -1225,6 +1207,9 @@ def _cache_dir(value: str | None) -> Path | None:
     a folder, or cannot become one (a file stands where it or a folder above it would be)."""
     if value is None:
         return None
+    refused = _refused("--cache-dir", value)
+    if refused is not None:
+        raise refused
     folder = Path(value)
     probe = folder
     while not os.path.lexists(probe) and probe.parent != probe:
@@ -1386,6 +1371,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OutputError as exc:
         warn(f"bugcontext {args.command}: {_one_line(str(exc))}")
         return 1
+    except OSError as exc:  # a path no check above named: still one line, never a traceback
+        where = f"cannot read {header_path(os.fspath(exc.filename))}: " if exc.filename else ""
+        warn(f"bugcontext {args.command}: {where}{_one_line(exc.strerror or str(exc))}")
+        return 2
 
 
 if __name__ == "__main__":

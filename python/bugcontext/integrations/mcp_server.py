@@ -117,7 +117,7 @@ with needs("mcp"):
 from bugcontext import reference
 from bugcontext.core import builder as native
 from bugcontext.core._cut import shorten
-from bugcontext.core._io import redact_names
+from bugcontext.core._io import path_argument, redact_names, resolved_folder
 from bugcontext.core.composer import header_path, render, render_markdown
 from bugcontext.core.errors import InvalidInputError
 from bugcontext.core.limits import DEFAULT_LIMITS, Limits, limit_error, over, resolve, utf8_length
@@ -1509,14 +1509,16 @@ async def _take_line(line: str, sender: Any, write_stream: _Answers) -> None:
 
 
 def _folders(roots: Sequence[str | os.PathLike[str]] | None) -> tuple[Path, ...]:
-    listed = [os.getcwd()] if roots is None else [os.fspath(root) for root in roots]
+    listed: list[object] = [os.getcwd()] if roots is None else list(roots)
     if not listed:
         raise InvalidInputError("root", "give at least one root folder")
     folders = []
     for root in listed:
-        real = Path(os.path.realpath(root))
-        if not real.is_dir():
-            raise InvalidInputError("root", f"not a folder: {header_path(root)}")
+        try:  # (a name too long, a loop of links: InvalidInputError naming the field)
+            real = resolved_folder("root", root)
+        except NotADirectoryError:
+            shown = header_path(os.fspath(root))  # type: ignore[call-overload]
+            raise InvalidInputError("root", f"not a folder: {shown}") from None
         folders.append(real)
     return tuple(folders)
 
@@ -1525,7 +1527,7 @@ def _interpreter_option(python: str | os.PathLike[str] | None) -> Path | None:
     if python is None:
         return None
     path = Path(os.path.abspath(python))
-    if not path.is_file() or not os.access(path, os.X_OK):
+    if "\0" in os.fspath(python) or not os.path.isfile(path) or not os.access(path, os.X_OK):
         raise InvalidInputError("python", f"not an executable file: {header_path(os.fspath(python))}")
     return path
 
@@ -1713,12 +1715,16 @@ def create_server(
     documentation for what a call can reach.
 
     Raises:
-        InvalidInputError: a root that is not a folder (``field`` ``"root"``), no root, or a
-            ``python`` that is not an executable file (``"python"``).
+        InvalidInputError: a root that is not a folder (``field`` ``"root"``; also one with a
+            NUL character, a name too long, a loop of symbolic links), no root, a ``python``
+            that is not an executable file (``"python"``), or a ``cache_dir`` that is not a
+            ``str`` or ``os.PathLike`` or holds a NUL character (``"cache_dir"``).
     """
     limits = resolve(limits)
     folders = _folders(roots)
     interpreter = _interpreter_option(python)
+    if cache_dir is not None:
+        path_argument("cache_dir", cache_dir, "a folder")
     server = _ScreenedServer("bugcontext", instructions=_INSTRUCTIONS, limits=limits)
     _screen_loggers()
     workspaces = _Workspaces(cache_dir, cache, limits)

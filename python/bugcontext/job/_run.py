@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bugcontext.core.errors import ScreenedError
+
 if TYPE_CHECKING:
     # (imported where a run starts: the command line imports this module for RERUN_MODES)
     import subprocess
@@ -45,12 +47,16 @@ RERUN_MODES = ("failing", "files")
 _CHUNK = 1 << 16
 
 
-class RunError(Exception):
-    """A bounded run did not finish by itself; ``output`` is what it wrote until then."""
+class RunError(ScreenedError):
+    """A bounded run did not finish by itself; ``output`` is what it wrote until then (the
+    message is screened for secrets; ``output`` is the run's own bytes, as they came)."""
 
     def __init__(self, message: str, output: bytes = b"") -> None:
         super().__init__(message)
         self.output = output
+
+    def __reduce__(self) -> tuple[type[RunError], tuple[str, bytes]]:
+        return (type(self), (str(self), self.output))
 
 
 class StartError(RunError):

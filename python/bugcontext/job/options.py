@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
+from bugcontext.core.composer import header_path
 from bugcontext.core.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -55,6 +56,28 @@ class ContextOptions:
         if not isinstance(self.engine, str) or self.engine not in ("native", "reference"):
             shown = repr(self.engine) if isinstance(self.engine, str) else type(self.engine).__name__
             raise InvalidInputError("engine", f"must be 'native' or 'reference', got {shown[:200]}")
+        if self.rerun_env is not None:
+            _check_environment(self.rerun_env)
+
+
+def _check_environment(env: object) -> None:
+    """``InvalidInputError`` (field ``rerun_env``) unless ``env`` is a mapping whose names and
+    values the system can put in an environment: a name holding ``=`` or a NUL character, or
+    a value holding a NUL, is refused here rather than as ``os``'s bare ``ValueError`` when
+    the run starts."""
+    if not isinstance(env, Mapping):
+        raise InvalidInputError(
+            "rerun_env", f"must be a mapping of names to values or None, not {type(env).__name__}"
+        )
+    for name, value in env.items():
+        text = str(name)
+        if "=" in text or "\0" in text:
+            shown = header_path(text)
+            raise InvalidInputError(
+                "rerun_env", f"{shown} is not a variable name (it holds '=' or a NUL character)"
+            )
+        if "\0" in str(value):
+            raise InvalidInputError("rerun_env", f"the value of {header_path(text)} holds a NUL character")
 
 
 def _check_type(name: str, value: object, types: tuple[type, ...], what: str) -> None:

@@ -42,6 +42,8 @@ from typing import Any
 from bugcontext.core import reference
 from bugcontext.core._extras import needs
 from bugcontext.core._input import budget_int
+from bugcontext.core._io import path_argument, resolved_folder
+from bugcontext.core._writer import OutputConflictError, check_trace_path, refuse_same_files
 from bugcontext.core.builder import ContextBuilder
 from bugcontext.core.builder import build as native_build
 from bugcontext.core.composer import header_path, missing_lines, render, render_omitted
@@ -50,7 +52,7 @@ from bugcontext.core.errors import InvalidInputError
 from bugcontext.core.evidence import MissingEvidence
 from bugcontext.core.limits import Limits, check_context_inputs, resolve
 from bugcontext.core.secrets import redact, redact_json, redaction_note
-from bugcontext.core.trace import TraceTarget
+from bugcontext.core.trace import TraceTarget, check_trace
 from bugcontext.core.types import BuildResult, Candidate
 from bugcontext.job._cache import Stat, Store
 from bugcontext.job._cache_admin import TrackedStore
@@ -137,17 +139,9 @@ _Built = tuple[list[Chunk], "IncrementalBM25 | None", int, int, dict[str, tuple[
 
 def _folder(name: str, value: object) -> Path:
     """The folder path ``value`` (a ``str`` or an ``os.PathLike`` giving one), or an
-    :class:`InvalidInputError` naming the argument ``name``."""
-    try:
-        text = os.fspath(value)  # type: ignore[call-overload]
-    except TypeError:
-        text = None
-    if not isinstance(text, str):
-        problem = f"must be a str or os.PathLike naming a folder, not {type(value).__name__}"
-        raise InvalidInputError(name, problem)
-    if "\0" in text:
-        raise InvalidInputError(name, "must not contain a NUL character")
-    return Path(text)
+    :class:`InvalidInputError` naming the argument ``name`` (another type, a NUL character:
+    :func:`bugcontext.core._io.path_argument`)."""
+    return Path(path_argument(name, value, "a folder"))
 
 
 def default_cache_dir() -> Path:
@@ -785,7 +779,11 @@ class Workspace:
     is omitted with reason ``stale`` (:mod:`bugcontext.core.provenance`).
 
     A workspace is safe to share between threads (calls run one at a time) and its cache
-    between processes. Raises ``NotADirectoryError`` if ``root`` is not a folder.
+    between processes. Raises ``NotADirectoryError`` if ``root`` is not a folder, and
+    ``InvalidInputError`` (field ``root`` or ``cache_dir``) for a path argument that is not a
+    ``str`` or ``os.PathLike``, that holds a NUL character, or (``root``) that the system
+    refuses: a name too long, a loop of symbolic links, a permission (``input field 'root':
+    cannot read PATH: File name too long``).
     """
 
     def __init__(
@@ -803,11 +801,9 @@ class Workspace:
         if max_file_bytes is not None:
             chosen = chosen.replace(max_file_bytes=max_file_bytes)
         self.limits = chosen
-        self.root = _folder("root", root).resolve()
+        self.root = resolved_folder("root", root)
         if cache_dir is not None:
             cache_dir = _folder("cache_dir", cache_dir)
-        if not self.root.is_dir():
-            raise NotADirectoryError(f"not a directory: {root}")
         self.max_file_bytes = chosen.max_file_bytes
         self._builders: dict[str, ContextBuilder | reference.ContextBuilder] = {}
         self.gitignore = gitignore
@@ -932,12 +928,18 @@ class Workspace:
         format or a damaged one, or a path that is not a regular file (field ``coverage``),
         ``InvalidInputError`` (field ``rerun``) for an unknown ``rerun`` mode or ``rerun``
         with ``coverage``, (field ``python``) for a ``python`` that is not an executable
-        file or ``python``/``rerun_env`` without ``rerun``; ``LookupError`` if
+        file or ``python``/``rerun_env`` without ``rerun``, (field ``rerun_env``) for one that
+        is not a mapping or whose name holds ``=`` or a NUL character, or a value a NUL; ``LookupError`` if
         ``test`` names no failure of the log, ``LogFormatError`` (a ``ValueError``) for
         unreadable JUnit XML, ``InvalidInputError`` (a ``ValueError``) naming the option for an
         unknown engine or a ``junit_xml``, ``test``, ``query``, ``issue`` or ``deadline`` of
         the wrong type (or a NaN ``deadline``), ``OSError`` if the
-        repository folder cannot be listed, or the trace cannot be written.
+        repository folder cannot be listed; before any work, ``InvalidInputError`` (field
+        ``trace``) for a ``trace`` path with a NUL character or one that is a file of the
+        repository the job reads (inside it, links resolved, not ignored; or a hard link to
+        one: the check of ``bugcontext context --trace``) or the ``coverage`` report's file,
+        and ``OutputError`` for a trace
+        that cannot be written (a folder, a read-only file, a missing folder).
 
         ``deadline`` (a ``time.monotonic()`` value; the MCP server's call limit) is checked
         when the workspace's lock is taken and between the stages (refresh, index, parse,
@@ -950,6 +952,20 @@ class Workspace:
         """The body of :meth:`context` (``options``: its keyword options but ``deadline``)."""
         if options.engine not in _ENGINES:
             raise ValueError(f"engine must be 'native' or 'reference', got {options.engine!r}")
+        if options.trace is not None:
+            # Before any work: the trace must not be a file the job reads (nor unwritable).
+            check_trace(options.trace)
+            reading = Repository(self.root, gitignore=self.gitignore, limits=self.limits)
+            check_trace_path(options.trace, reading.reads_output, "repository", self.root)
+            if isinstance(options.trace, (str, os.PathLike)) and isinstance(options.coverage, os.PathLike):
+                try:  # the coverage report is read: the trace must not be appended to it
+                    refuse_same_files(
+                        [("the trace", options.trace)],
+                        [("the coverage report", options.coverage)],
+                        streams=(),
+                    )
+                except OutputConflictError as exc:
+                    raise InvalidInputError("trace", str(exc)) from None
         started = time.perf_counter()
         model = Cost.parse({"template": "markdown"} if options.cost is None else options.cost)
         budget = options.budget
@@ -1879,6 +1895,8 @@ def _index_from(value: object) -> _Built | None:
 def context(repo: str | os.PathLike[str], log_text: str, *, options: OneCallOptions) -> ContextResult:
     """The one-call form: ``Workspace(repo, cache_dir=cache_dir, cache=cache).context(...)``
     (see :meth:`Workspace.context`). With the cache (default), a later call, in this process
-    or another, reuses what this one derived."""
-    workspace = Workspace(_folder("repo", repo), cache_dir=options.cache_dir, cache=options.cache)
+    or another, reuses what this one derived. A path argument is checked as
+    :class:`Workspace` checks it, ``repo`` under its own name (``input field 'repo': cannot
+    read PATH: File name too long``)."""
+    workspace = Workspace(resolved_folder("repo", repo), cache_dir=options.cache_dir, cache=options.cache)
     return workspace._context(log_text, options, None)

@@ -103,11 +103,13 @@ def read_coverage_file(
         ResourceLimitError: the file is larger than ``max_coverage_bytes`` (field
             ``coverage``), refused before it is read.
         InvalidInputError: field ``coverage``: not a regular file (a folder, a FIFO, a
-            device), or what :func:`read_coverage` raises.
+            device), a path with a NUL character, or what :func:`read_coverage` raises.
         OSError: the file cannot be opened or read.
     """
     maximum: int = resolve(limits).max_coverage_bytes
     shown = header_path(os.fspath(path))
+    if "\0" in os.fspath(path):
+        raise InvalidInputError(FIELD, "must not contain a NUL character (a path holds none)")
     # Opened without blocking (a FIFO does not wait for a writer), checked before reading.
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:

@@ -105,6 +105,8 @@ with needs("context"):
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from bugcontext.core._input import PathProblem, canonical_path
+from bugcontext.core._io import resolved_folder
+from bugcontext.core._writer import reads_output
 from bugcontext.core.composer import WindowLike
 from bugcontext.core.limits import DEFAULT_LIMITS, Limits, describe, limit_error, resolve
 from bugcontext.core.secrets import find_secrets, redact
@@ -421,9 +423,11 @@ class Repository:
     ``max_depth``) and rules files not applied in full (over a ``.gitignore`` limit) to a short
     explanation.
 
-    Raises ``NotADirectoryError`` if ``root`` is not a folder; :meth:`files` (and everything
-    that lists the repository) raises ``ResourceLimitError`` (``field`` ``"repo"``, ``limit``
-    ``"max_files"``) for a walk over ``max_files`` entries.
+    Raises ``NotADirectoryError`` if ``root`` is not a folder, ``InvalidInputError`` (field
+    ``repo``) for a ``root`` of another type, with a NUL character, or that the system refuses
+    (a name too long, a loop of links: :func:`bugcontext.core._io.resolved_folder`);
+    :meth:`files` (and everything that lists the repository) raises ``ResourceLimitError``
+    (``field`` ``"repo"``, ``limit`` ``"max_files"``) for a walk over ``max_files`` entries.
     """
 
     root: Path
@@ -455,9 +459,7 @@ class Repository:
         elif self.max_file_bytes != chosen.max_file_bytes:
             chosen = chosen.replace(max_file_bytes=self.max_file_bytes)
         self.resource_limits = chosen
-        self.root = Path(self.root).resolve()
-        if not self.root.is_dir():
-            raise NotADirectoryError(f"not a directory: {self.root}")
+        self.root = resolved_folder("repo", self.root)
         self._root_text = os.fspath(self.root)
 
     # --- locating -------------------------------------------------------------------------
@@ -597,6 +599,17 @@ class Repository:
                 self.skipped[rel] = note
         self._specs[key] = spec
         return spec
+
+    def reads_output(self, path: str | os.PathLike[str]) -> bool:
+        """Whether the output ``path`` is an existing file this reader reads (links resolved:
+        :meth:`relative` finds it), or a hard link to one of :meth:`files` (device and inode):
+        an output there would replace or grow an input
+        (:func:`bugcontext.core._writer.reads_output`)."""
+        return reads_output(
+            path,
+            lambda real: self.relative(real) is not None,
+            lambda: (self.root / rel for rel in self.files()),
+        )
 
     # --- listing --------------------------------------------------------------------------
 

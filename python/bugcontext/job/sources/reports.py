@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from bugcontext.core.errors import ScreenedError
 from bugcontext.core.terminal import strip_terminal
 
 __all__ = [
@@ -52,15 +53,18 @@ _MAX_LINE = 2**31 - 1
 _MAX_LINE_DIGITS = len(str(_MAX_LINE))
 
 
-class LogFormatError(ValueError):
+class LogFormatError(ScreenedError, ValueError):
     """The test output cannot be read: JUnit XML that is malformed or unsafe (an entity
     declaration, an external reference). ``field`` names the input it came from when that is
     known: ``"pytest_log"`` (the test output, read as JUnit XML) or ``"junit_xml"`` (the JUnit
-    report given beside it); else ``None``."""
+    report given beside it); else ``None``. The message is screened for secrets."""
 
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+    def __reduce__(self) -> tuple[type[LogFormatError], tuple[str, str | None]]:
+        return (type(self), (str(self), self.field))
 
 
 def _line_number(digits: str) -> int | None:

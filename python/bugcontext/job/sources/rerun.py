@@ -170,7 +170,7 @@ def rerun_python(
     """
     if python is not None:
         path = Path(os.path.abspath(python))
-        if not path.is_file() or not os.access(path, os.X_OK):
+        if "\0" in os.fspath(python) or not os.path.isfile(path) or not os.access(path, os.X_OK):
             raise InvalidInputError("python", f"not an executable file: {header_path(os.fspath(python))}")
         return path
     found = repository_python(Path(root))

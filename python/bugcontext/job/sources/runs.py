@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import NoReturn
 
 from bugcontext.core._extras import needs
+from bugcontext.core.errors import ScreenedError, screen
 from bugcontext.job.sources.logs import parse_log, report_text_failure
 from bugcontext.job.sources.pytest_log import (
     _EXCEPTION_LINE,
@@ -212,20 +213,25 @@ def parse_test_output(text: str | bytes = "", junit_xml: str | bytes | None = No
 # --- failing tests ----------------------------------------------------------------------
 
 
-class UnknownTestError(LookupError):
+class UnknownTestError(ScreenedError, LookupError):
     """The test asked for (``--test NODEID``) is not among the failing tests of the log.
 
-    ``test`` is the id asked for; ``known`` the ids (or names) of the failing tests found.
+    ``test`` is the id asked for; ``known`` the ids (or names) of the failing tests found; both
+    screened for secrets (:func:`bugcontext.core.errors.screen`), as the message is.
     """
 
     def __init__(self, test: str, known: Sequence[str]) -> None:
-        self.test = test
-        self.known = tuple(known)
+        self.test = screen(test)
+        self.known = tuple(screen(name) for name in known)
+        test = self.test
         listed = ", ".join(self.known[:10]) + (", ..." if len(self.known) > 10 else "")
         super().__init__(
             f"no failing test {test!r} in the log"
             + (f" (failing tests: {listed})" if self.known else " (it has no failing test)")
         )
+
+    def __reduce__(self) -> tuple[type[UnknownTestError], tuple[str, tuple[str, ...]]]:
+        return (type(self), (self.test, self.known))
 
 
 @dataclass(frozen=True)
