@@ -22,6 +22,7 @@ __all__ = [
     "build_table",
     "cache_key",
     "install_secret_rules",
+    "python_outline",
     "render_block",
     "secret_kinds",
     "secret_spans",
