@@ -895,3 +895,49 @@ def test_every_reference_window_names_its_evidence(tmp_path: Path) -> None:
     sources = [c.source for c in found.candidates if c.reason == "reference"]
     assert sources and all(source in named for source in sources), sources
     assert CALLED_CODE_SOURCE in sources and EVIDENCE_SOURCES["line"] in sources
+
+
+def _naive_ignored(parsed: object, node: object) -> bool:
+    """The walk ``_classify`` made before its answers were kept: up from ``node`` to the
+    nearest container, an ignored type on the way."""
+    spec = parsed.spec  # type: ignore[attr-defined]
+    ancestor = node
+    while ancestor is not None and ancestor.type not in spec.containers:  # type: ignore[attr-defined]
+        if ancestor.type in spec.ignored:  # type: ignore[attr-defined]
+            return True
+        ancestor = ancestor.parent  # type: ignore[attr-defined]
+    return False
+
+
+def test_the_kept_ignored_answers_equal_the_walk_of_each_identifier() -> None:
+    repo = Repository(ROOT)
+    index = SymbolIndex(repo)
+    paths = [p for p in repo.python_files() if p.startswith("python/bugcontext/job/")][:12]
+    checked = 0
+    for rel in paths:
+        parsed = index.parsed(rel)
+        assert parsed is not None
+        for leaf in parsed._identifiers(parsed.tree.root_node):
+            if leaf.parent is not None:
+                assert parsed._ignored_above(leaf.parent) == _naive_ignored(parsed, leaf.parent), rel
+                checked += 1
+    assert checked > 1000
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("return " + "f(" * 1000 + "1" + ")" * 1000, {"f"}),  # nested calls
+        ("return 0" + " + A" * 3000, {"A"}),  # a long sum
+        ("return A" + ".m()" * 600, {"A", "m"}),  # a long chain
+    ],
+)
+def test_a_deeply_nested_failing_line_keeps_the_reads_of_its_statement(
+    tmp_path: Path, body: str, expected: set[str]
+) -> None:
+    """Each identifier's walk up the tree reads each ancestor once (a tree-sitter parent
+    costs the node's depth): the reads of a statement nested a thousand deep are all found."""
+    root = write(tmp_path, {"pkg/calls.py": f"A = 1\n\ndef f(x):\n    return x\n\ndef calls():\n    {body}\n"})
+    parsed = SymbolIndex(Repository(root)).parsed("pkg/calls.py")
+    assert parsed is not None
+    assert {r.name for r, _ in parsed.line_reads(7)} == expected

@@ -252,6 +252,9 @@ class ParsedFile:
             self._by_name.setdefault(definition.name, []).append(definition)
         self._imports: tuple[Import, ...] | None = None
         self._named: dict[str, list[Node]] = {}
+        # Node id -> whether an ignored node lies between it and its nearest container
+        # (the tree is never changed: the answers hold for the file's lifetime).
+        self._in_ignored: dict[int, bool] = {}
 
     # -- definitions -------------------------------------------------------------------
 
@@ -494,6 +497,33 @@ class ParsedFile:
             found = self._named[name] = sorted(found, key=lambda n: n.start_byte)
         return list(found)
 
+    def _ignored_above(self, node: Node) -> bool:
+        """Whether ``node`` or one of its ancestors below the nearest container (a function,
+        a class, the module) is of an ignored type. Each node's answer is kept: the walks of
+        the identifiers of one tree together read each ancestor once (a tree-sitter parent
+        costs the depth of the node, so walking every identifier's ancestors would cost the
+        cube of the depth in a deeply nested expression)."""
+        spec = self.spec
+        known = self._in_ignored
+        walked: list[int] = []
+        answer = False
+        ancestor: Node | None = node
+        while ancestor is not None:
+            kept = known.get(ancestor.id)
+            if kept is not None:
+                answer = kept
+                break
+            walked.append(ancestor.id)
+            if ancestor.type in spec.containers:
+                break
+            if ancestor.type in spec.ignored:
+                answer = True
+                break
+            ancestor = ancestor.parent
+        for id_ in walked:
+            known[id_] = answer
+        return answer
+
     def _classify(self, node: Node, bound: set[int]) -> Reference | None:
         """``node`` (an identifier) as a :class:`Reference`, or ``None`` if it is not a read."""
         spec = self.spec
@@ -507,11 +537,8 @@ class ParsedFile:
             _same(c, node) for f in fields for c in parent.children_by_field_name(f)
         ):
             return None
-        ancestor: Node | None = parent
-        while ancestor is not None and ancestor.type not in spec.containers:
-            if ancestor.type in spec.ignored:
-                return None
-            ancestor = ancestor.parent
+        if self._ignored_above(parent):
+            return None
         name = _text(node)
         kind: RefKind = "type" if node.type == "type_identifier" else "name"
         qualifier: str | None = None
