@@ -937,7 +937,8 @@ def test_a_deeply_nested_failing_line_keeps_the_reads_of_its_statement(
 ) -> None:
     """Each identifier's walk up the tree reads each ancestor once (a tree-sitter parent
     costs the node's depth): the reads of a statement nested a thousand deep are all found."""
-    root = write(tmp_path, {"pkg/calls.py": f"A = 1\n\ndef f(x):\n    return x\n\ndef calls():\n    {body}\n"})
+    text = f"A = 1\n\ndef f(x):\n    return x\n\ndef calls():\n    {body}\n"
+    root = write(tmp_path, {"pkg/calls.py": text})
     parsed = SymbolIndex(Repository(root)).parsed("pkg/calls.py")
     assert parsed is not None
     assert {r.name for r, _ in parsed.line_reads(7)} == expected
