@@ -268,7 +268,6 @@ def test_a_token_glued_to_more_letters_is_redacted_whole(text: str, expected: st
         "a personal access token starts with ghp_ and has 36 more characters",
         "ghp_token_prefix_for_personal_access_tokens_v",
         "const ghp_personalAccessTokenPrefixAndTheRestOfIt = 1",
-        J(["xghp", "_", GH_BODY, "abc"]),
         J(["ghp", "_", GH_BODY[:35]]),
         "hf_" + "a" * 60,
         J(["shpat", "_", "a1b2c3d4" * 4])[:-1] + "xyz",
@@ -297,3 +296,34 @@ def test_an_unquoted_value_of_a_dashed_secret_name_is_redacted(form: str) -> Non
 )
 def test_a_dashed_secret_name_with_a_placeholder_or_a_path_is_kept(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# --- tokens glued to letters or digits before them ------------------------------------------
+
+#: The installed rule that finds the same token first (its kind is reported on a tie).
+_INSTALLED = {
+    "github-token": "GitHubTokenDetector",
+    "slack-token": "SlackDetector",
+    "npm-token": "NpmDetector",
+    "github-fine-grained-token": "GitHubTokenDetector",
+}
+
+GLUED_BEFORE = [
+    ("test_add[user1{}]", J(["ghp", "_", GH_BODY]), "github-token"),
+    ("x{}.", J(["ghp", "_", GH_BODY]), "github-token"),
+    ("token{}", J(["gho", "_", GH_BODY]), "github-token"),
+    ("key{}", J(["xoxb", "-", "1234567890-", "AbCdEfGhIjKl"]), "slack-token"),
+    ("a1{}", J(["npm", "_", GH_BODY]), "npm-token"),
+    ("id{}", J(["github", "_pat_", "11AB", "cD3eF5gH7jK9mN1pQ3rS5tU"]), "github-fine-grained-token"),
+]
+
+
+@pytest.mark.parametrize(("form", "token", "kind"), GLUED_BEFORE)
+def test_a_token_with_a_distinctive_prefix_glued_to_letters_before_it_is_redacted(
+    form: str, token: str, kind: str
+) -> None:
+    head, tail = form.split("{}")
+    done = redact_text(form.format(token))
+    assert done.startswith(head + "[REDACTED: ") and done.endswith("]" + tail) and token not in done
+    assert [s.kind for s in find_secrets(form.format(token))] in ([kind], [_INSTALLED[kind]])
+    assert find_secrets(done) == []

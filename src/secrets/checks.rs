@@ -24,9 +24,47 @@ fn after_escape(text: &[u8], at: usize) -> bool {
 
 /// Whether the bytes of `text` right around `start..end` are not letters or digits (the byte
 /// before may end a percent escape: `token%3D<token>`).
+/// The long prefixes of vendor tokens that no word ends in: a token with one is a secret
+/// even glued to letters or digits before it (`user1ghp_...`).
+const DISTINCTIVE: &[&[u8]] = &[
+    b"ghp_",
+    b"gho_",
+    b"ghu_",
+    b"ghs_",
+    b"ghr_",
+    b"github_pat_",
+    b"xoxa-",
+    b"xoxb-",
+    b"xoxe-",
+    b"xoxo-",
+    b"xoxp-",
+    b"xoxr-",
+    b"xoxs-",
+    b"xapp-",
+    b"sk-ant-",
+    b"sk-proj-",
+    b"sk-svcacct-",
+    b"sk-admin-",
+    b"npm_",
+    b"shpat_",
+    b"shpca_",
+    b"shppa_",
+    b"shpss_",
+    b"dop_v1_",
+    b"doo_v1_",
+    b"dor_v1_",
+];
+
+/// Whether the token at `start` has a [`DISTINCTIVE`] prefix.
+pub(crate) fn distinctive(text: &[u8], start: usize) -> bool {
+    DISTINCTIVE.iter().any(|p| text[start..].starts_with(p))
+}
+
 fn standalone(text: &[u8], start: usize, end: usize) -> bool {
-    let before =
-        start == 0 || !text[start - 1].is_ascii_alphanumeric() || after_escape(text, start);
+    let before = start == 0
+        || !text[start - 1].is_ascii_alphanumeric()
+        || after_escape(text, start)
+        || distinctive(text, start);
     let after = end >= text.len() || !text[end].is_ascii_alphanumeric();
     before && after
 }
@@ -144,9 +182,8 @@ pub(crate) fn aws_secret(hit: &Hit<'_>) -> Option<(usize, usize)> {
 pub(crate) fn github_run(hit: &Hit<'_>) -> Option<(usize, usize)> {
     let (start, end) = hit.secret;
     let body = &hit.text[start + 4..end];
-    let before =
-        start == 0 || !hit.text[start - 1].is_ascii_alphanumeric() || after_escape(hit.text, start);
-    keep(hit, before && body.len() >= 36 && random_body(body))
+    // `gh[pousr]_` is distinctive: glued to letters before it (`user1ghp_...`) too.
+    keep(hit, body.len() >= 36 && random_body(body))
 }
 
 pub(crate) fn github_pat(hit: &Hit<'_>) -> Option<(usize, usize)> {

@@ -42,6 +42,15 @@ macro_rules! start {
     };
 }
 
+/// Where a token with a long, distinctive prefix may start: anywhere, glued to letters or
+/// digits before it too (`user1ghp_...` in a test id, `tokenxoxb-...`): no name ends in
+/// such a prefix followed by a token's random run ([`super::checks::distinctive`]).
+macro_rules! glued_start {
+    () => {
+        ""
+    };
+}
+
 /// The value of a command-line option: optionally quoted, not a variable (`$X`), not the
 /// next option (`-x`).
 macro_rules! option_value {
@@ -101,13 +110,13 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         kind: "github-fine-grained-token",
-        pattern: concat!(start!(), r"(github_pat_[A-Za-z0-9_]+)"),
+        pattern: concat!(glued_start!(), r"(github_pat_[A-Za-z0-9_]+)"),
         check: github_pat,
         repeat: Repeat::No,
     },
     Builtin {
         kind: "slack-token",
-        pattern: concat!(start!(), r"((?:xox[abeoprs]|xapp)-[0-9A-Za-z-]+)"),
+        pattern: concat!(glued_start!(), r"((?:xox[abeoprs]|xapp)-[0-9A-Za-z-]+)"),
         check: slack,
         repeat: Repeat::No,
     },
@@ -131,7 +140,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         kind: "npm-token",
-        pattern: concat!(start!(), r"(npm_[0-9A-Za-z]+)"),
+        pattern: concat!(glued_start!(), r"(npm_[0-9A-Za-z]+)"),
         check: npm,
         repeat: Repeat::No,
     },
@@ -143,14 +152,14 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         kind: "anthropic-key",
-        pattern: concat!(start!(), r"(sk-ant-[a-z]+[0-9]*-[0-9A-Za-z_-]+)"),
+        pattern: concat!(glued_start!(), r"(sk-ant-[a-z]+[0-9]*-[0-9A-Za-z_-]+)"),
         check: anthropic,
         repeat: Repeat::No,
     },
     Builtin {
         kind: "openai-key",
         pattern: concat!(
-            start!(),
+            glued_start!(),
             r"(sk-(?:(?:proj|svcacct|admin)-[0-9A-Za-z_-]+|[0-9A-Za-z_-]*T3BlbkFJ[0-9A-Za-z_-]+))"
         ),
         check: openai,
@@ -176,13 +185,13 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         kind: "shopify-token",
-        pattern: concat!(start!(), r"(shp(?:at|ca|pa|ss)_[0-9A-Za-z]+)"),
+        pattern: concat!(glued_start!(), r"(shp(?:at|ca|pa|ss)_[0-9A-Za-z]+)"),
         check: shopify,
         repeat: Repeat::No,
     },
     Builtin {
         kind: "digitalocean-token",
-        pattern: concat!(start!(), r"(do[opr]_v1_[0-9A-Za-z]+)"),
+        pattern: concat!(glued_start!(), r"(do[opr]_v1_[0-9A-Za-z]+)"),
         check: digitalocean,
         repeat: Repeat::No,
     },

@@ -590,7 +590,6 @@ fn a_github_token_glued_to_more_letters_is_redacted_whole() {
         "a personal access token starts with ghp_ and has 36 more characters".to_owned(),
         "ghp_token_prefix_for_personal_access_tokens_v".to_owned(),
         "const ghp_personalAccessTokenPrefixAndTheRestOfIt = 1".to_owned(),
-        format!("xghp_{GH_BODY}abc"),
         format!("ghp_{}", &GH_BODY[..35]),
     ]);
 }
@@ -820,4 +819,31 @@ fn htpasswd_sqlcmd_zip_and_dashed_names_are_found() {
         ]
         .map(str::to_owned),
     );
+}
+
+#[test]
+fn a_token_with_a_distinctive_prefix_is_found_glued_to_letters_before_it() {
+    let gh = format!("ghp_{GH_BODY}");
+    let pat = format!("github_pat_11AB{}", "cD3eF5gH7jK9mN1pQ3rS5tU");
+    let slack = concat!("xoxb-", "1234567890-", "AbCdEfGhIjKl");
+    let npm = format!("npm_{GH_BODY}");
+    // (GitHub's classic tokens: the Python tests, with the installed rules.)
+    assert!(!kinds(&format!("test_add[user1{gh}]")).is_empty());
+    assert!(!kinds(&format!("xghp_{GH_BODY}abc")).is_empty());
+    assert_redacts(&[
+        (
+            format!("x{pat}"),
+            "x[REDACTED: github-fine-grained-token]".to_owned(),
+        ),
+        (
+            format!("key{slack}"),
+            "key[REDACTED: slack-token]".to_owned(),
+        ),
+        (format!("a1{npm}"), "a1[REDACTED: npm-token]".to_owned()),
+    ]);
+    // A prefix that ends ordinary words stays bound to a word start.
+    assert_clean(&[
+        "mask_test_performancemeasurements".to_owned(),
+        format!("cachekey-{}", "0123456789abcdef".repeat(2)),
+    ]);
 }
