@@ -536,3 +536,44 @@ def test_a_table_error_naming_a_group_key_that_is_a_token_is_redacted() -> None:
         str(caught.value)
         == f"candidate 0: field 'start': is null (group '{TOKEN_SHOWN}', row 0 of the group)"
     )
+
+
+# --- bad names echoed by the renderer, the token counter and the folder checks ----------------
+
+_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+from bugcontext._core import render_block  # noqa: E402
+
+
+def _empty_result() -> object:
+    import bugcontext
+
+    return bugcontext.build({"max_chars": 10, "candidates": []})
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda b: b.render(_empty_result(), template=_TOKEN),
+        lambda b: b.render(_empty_result(), order=_TOKEN),
+        lambda b: b.TokenCounter(_TOKEN),
+        lambda b: render_block(
+            "m.py", 1, 1, "x\n", "failure", failing=False, template=_TOKEN, line_numbers=False
+        ),
+        lambda b: render_block(
+            "m.py", 1, 1, "x\n", _TOKEN, failing=False, template="markdown", line_numbers=False
+        ),
+        lambda b: b.build({"budget": 10, "candidates": [], "cost": {"unit": "chars", "template": _TOKEN}}),
+        lambda b: b.build({"budget": 10, "candidates": [], "cost": {"unit": "tokens", "encoding": _TOKEN}}),
+        lambda b: b.Workspace("missing/" + _TOKEN),
+        lambda b: b.context("missing/" + _TOKEN, "FAILED t.py::test - x\n"),
+    ],
+)
+def test_a_bad_name_holding_a_secret_is_shown_redacted(call: Any) -> None:
+    import bugcontext
+
+    with pytest.raises((ValueError, OSError)) as caught:
+        call(bugcontext)
+    assert _TOKEN not in str(caught.value)
+    assert "[REDACTED: " in str(caught.value)

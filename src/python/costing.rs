@@ -38,7 +38,10 @@ pub(super) fn apply(
     } else {
         let name: Cow<'_, str> = template.extract()?;
         Some(Template::parse(&name).ok_or_else(|| {
-            pyo3::exceptions::PyValueError::new_err(format!("unknown template {name:?}"))
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "unknown template {}",
+                super::errors::shown(&format!("{name:?}"))
+            ))
         })?)
     };
     if template.is_none() && counter.is_none() {

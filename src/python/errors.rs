@@ -46,3 +46,25 @@ pub(crate) fn limit_error(
 pub(crate) fn invalid(py: Python<'_>, field: &str, problem: String, index: usize) -> PyErr {
     error(py, "InvalidCandidateError", field, problem, index)
 }
+
+/// `text` (a value echoed in an error message, such as its `repr`) with every secret the
+/// detector finds replaced by `[REDACTED: kind]`, then cut to 200 characters (`...` added):
+/// an error never shows a secret passed as a bad template, order or encoding name.
+pub(crate) fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(256));
+    let mut at = 0;
+    for (start, end, kind) in crate::secrets::find(text.as_bytes()) {
+        // Spans are byte offsets on a UTF-8 text; a secret's rule reads ASCII only, so its
+        // bounds are character bounds.
+        if start >= at && text.is_char_boundary(start) && text.is_char_boundary(end) {
+            out.push_str(&text[at..start]);
+            out.push_str(&format!("[REDACTED: {kind}]"));
+            at = end;
+        }
+    }
+    out.push_str(&text[at..]);
+    match out.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}...", &out[..cut]),
+        None => out,
+    }
+}

@@ -33,13 +33,13 @@ fn render_block<'py>(
         let Some(template_kind) = template_name.and_then(Template::parse) else {
             return Err(PyValueError::new_err(format!(
                 "template must be 'markdown' or 'xml', got {}",
-                template.repr()?
+                super::errors::shown(&template.repr()?.to_string_lossy())
             )));
         };
         let Some(reason_kind) = reason.to_str().ok().and_then(Reason::parse) else {
             return Err(PyValueError::new_err(format!(
                 "reason must be 'failure', 'reference' or 'search', got {}",
-                reason.repr()?
+                super::errors::shown(&reason.repr()?.to_string_lossy())
             )));
         };
         let (path_str, content_str) = match (utf8(path)?, utf8(content)?) {

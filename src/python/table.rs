@@ -64,10 +64,12 @@ fn build_table_body<'py>(
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let unit = match encoding {
         None => Unit::Chars,
-        Some(name) => Unit::Tokens(
-            Encoding::parse(&name)
-                .ok_or_else(|| PyValueError::new_err(format!("unknown encoding {name:?}")))?,
-        ),
+        Some(name) => Unit::Tokens(Encoding::parse(&name).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "unknown encoding {}",
+                super::errors::shown(&format!("{name:?}"))
+            ))
+        })?),
     };
     let spec = Spec {
         group_by,

@@ -136,7 +136,7 @@ impl TokenCounter {
                 Some(encoding) => Ok(Self::with_encoding(encoding)),
                 None => Err(PyValueError::new_err(format!(
                     "unknown encoding {}: expected {}",
-                    name.repr()?,
+                    super::errors::shown(&name.repr()?.to_string_lossy()),
                     accepted_encodings()
                 ))),
             }

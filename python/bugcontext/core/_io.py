@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO, Any, TextIO
 
 from bugcontext.core.composer import header_path
-from bugcontext.core.errors import InvalidInputError, ScreenedError
+from bugcontext.core.errors import InvalidInputError, ScreenedError, screen
 from bugcontext.core.limits import DEFAULT_LIMITS, Limits, limit_error, resolve
 
 __all__ = [
@@ -143,7 +143,7 @@ def open_input(path: str | Path) -> IO[bytes]:
                 pass
             else:
                 if not first:  # end of file at once: no process has the pipe open to write
-                    raise OSError(errno.ENXIO, "a named pipe with no writer", str(path))
+                    raise OSError(errno.ENXIO, "a named pipe with no writer", screen(str(path)))
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
@@ -219,7 +219,7 @@ def resolved_folder(field: str, value: object) -> Path:
     try:
         folder = Path(text).resolve()
         if not folder.is_dir():
-            raise NotADirectoryError(f"not a directory: {header_path(text)}")
+            raise NotADirectoryError(screen(f"not a directory: {header_path(text)}"))
     except (OSError, RuntimeError) as exc:
         if isinstance(exc, NotADirectoryError) and exc.errno is None:
             raise

@@ -40,7 +40,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from bugcontext.core._cut import shorten
+from bugcontext.core.errors import screen
 from bugcontext.core.types import BuildResult
+
+
+def _echo(value: object) -> str:
+    """A bad argument's ``repr`` as an error shows it: secrets replaced, at most 200
+    characters (:func:`bugcontext.core.errors.screen`)."""
+    return screen(shorten(repr(value), 200))
 
 __all__ = [
     "CALLER_LABEL",
@@ -167,7 +175,7 @@ def _reason_name(reason: str) -> str:
     # By the text it holds: a str subclass's own __hash__ and __eq__ play no part.
     name = _REASON_NAMES.get(str.__str__(reason)) if isinstance(reason, str) else None
     if name is None:
-        raise ValueError(f"reason must be 'failure', 'reference' or 'search', got {reason!r}")
+        raise ValueError(f"reason must be 'failure', 'reference' or 'search', got {_echo(reason)}")
     return name
 
 
@@ -259,7 +267,7 @@ def _b64(text: str) -> str:
 
 def _int(value: int, name: str) -> int:
     if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
+        raise TypeError(f"{name} must be an integer, got {_echo(value)}")
     return operator.index(value)
 
 
@@ -287,7 +295,7 @@ def render_block(
     non-integer line. The block ends with a newline; a section is its blocks concatenated.
     """
     if template not in TEMPLATES:
-        raise ValueError(f"template must be 'markdown' or 'xml', got {template!r}")
+        raise ValueError(f"template must be 'markdown' or 'xml', got {_echo(template)}")
     if not isinstance(path, str) or not isinstance(content, str):
         raise TypeError("path and content must be str")
     # The exact text each holds: a str subclass's own methods (__str__, __format__, encode,
@@ -343,9 +351,9 @@ def plan(
     as the result's JSON form) in place of a result.
     """
     if template not in TEMPLATES:
-        raise ValueError(f"template must be 'markdown' or 'xml', got {template!r}")
+        raise ValueError(f"template must be 'markdown' or 'xml', got {_echo(template)}")
     if order not in ORDERS:
-        raise ValueError(f"order must be 'rank' or 'file', got {order!r}")
+        raise ValueError(f"order must be 'rank' or 'file', got {_echo(order)}")
     if isinstance(result, Mapping):
         # The JSON form (result.to_dict()) is not a result: its "items" would be dict.items.
         raise TypeError(f"result must be a BuildResult (or have its attributes), not {type(result).__name__}")
