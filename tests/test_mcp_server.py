@@ -1381,3 +1381,26 @@ def test_tool_arguments_are_not_coerced(repo: Path, arguments: dict[str, Any], n
     server = create_server(cache=False, roots=[repo])
     (result,) = _calls(server, _context(repo, test_log=ratios_log(), **arguments))
     assert name in _error(result)
+
+
+@pytest.mark.parametrize("test", ["tests/test_ratios.py", "tests", "tests/", "./tests", "."])
+def test_a_test_file_or_folder_runs_and_selects_the_first_failing_test_under_it(
+    repo: Path, test: str
+) -> None:
+    # The server runs the file or folder with pytest, and builds for its first failing test.
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    (result,) = _calls(server, _context(repo, test=test))
+    assert not result.is_error, _text(result)
+    assert _text(result).splitlines()[0] == "### Failure: tests/test_ratios.py::test_mean_ratio"
+    assert (
+        result.structured_content["result"]["failure"]["test_id"] == "tests/test_ratios.py::test_mean_ratio"
+    )
+
+
+def test_a_test_file_with_no_failing_test_says_what_the_run_reported(repo: Path) -> None:
+    (repo / "tests" / "test_fine.py").write_text("def test_fine():\n    pass\n", encoding="utf-8")
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    (result,) = _calls(server, _context(repo, test="tests/test_fine.py"))
+    assert _error(result).startswith(
+        ERROR + "test: the run of tests/test_fine.py reported no failing test; its output ends: "
+    )
