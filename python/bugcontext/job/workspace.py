@@ -901,7 +901,9 @@ class Workspace:
         ``log_text`` is the test output (pytest in any ``--tb`` style, unittest, a bare
         traceback, or a JUnit XML report); ``junit_xml`` the run's JUnit XML report, if any
         (it fills in tracebacks the log lacks); ``test`` the failing test to build for (a
-        node id or report name; default the first failure); ``query`` extra search words;
+        node id or report name, or a test file, folder or class, which gives the first failing
+        test under it: :func:`~bugcontext.job.sources.runs.select_test`; default the first
+        failure); ``query`` extra search words;
         ``issue`` the issue text (the bug report), whose named definitions and own search
         rank after the log's evidence (:func:`bugcontext.job.sources.gather`).
         ``budget`` is in the unit of ``cost`` (a :class:`bugcontext.Cost` or its mapping
