@@ -1381,3 +1381,142 @@ def test_tool_arguments_are_not_coerced(repo: Path, arguments: dict[str, Any], n
     server = create_server(cache=False, roots=[repo])
     (result,) = _calls(server, _context(repo, test_log=ratios_log(), **arguments))
     assert name in _error(result)
+
+
+@pytest.mark.parametrize("test", ["tests/test_ratios.py", "tests", "tests/", "./tests", "."])
+def test_a_test_file_or_folder_runs_and_selects_the_first_failing_test_under_it(
+    repo: Path, test: str
+) -> None:
+    # The server runs the file or folder with pytest, and builds for its first failing test.
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    (result,) = _calls(server, _context(repo, test=test))
+    assert not result.is_error, _text(result)
+    assert _text(result).splitlines()[0] == "### Failure: tests/test_ratios.py::test_mean_ratio"
+    assert (
+        result.structured_content["result"]["failure"]["test_id"] == "tests/test_ratios.py::test_mean_ratio"
+    )
+
+
+def test_a_test_file_with_no_failing_test_says_what_the_run_reported(repo: Path) -> None:
+    (repo / "tests" / "test_fine.py").write_text("def test_fine():\n    pass\n", encoding="utf-8")
+    server = create_server(cache=False, roots=[repo], allow_run=True, python=sys.executable)
+    (result,) = _calls(server, _context(repo, test="tests/test_fine.py"))
+    assert _error(result).startswith(
+        ERROR + "test: the run of tests/test_fine.py reported no failing test; its output ends: "
+    )
+
+
+NESTED_LOG = """\
+=================================== FAILURES ===================================
+__________________________________ test_calls __________________________________
+
+    def test_calls():
+>       assert calls() == 2
+
+tests/test_calls.py:5:
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+
+x = 1
+
+    def calls(x=1):
+>       return f(f(f(x)))
+E       ValueError: deep
+
+calls.py:6: ValueError
+=========================== short test summary info ============================
+FAILED tests/test_calls.py::test_calls - ValueError: deep
+"""
+
+
+LIMIT_2 = ("--limit", "mcp_call_seconds=2")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) the process ``pid`` has used, from /proc/PID/stat."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc/PID/stat")
+def test_work_abandoned_at_the_time_limit_stops_computing(tmp_path: Path) -> None:
+    # The symbol analysis of a call nested 400 deep takes seconds of pure Python: past the
+    # call's limit its worker stops within a bounded time, and the server goes back to idle.
+    import time
+
+    import mcp_types
+
+    root = tmp_path / "repo"
+    (root / "tests").mkdir(parents=True)
+    nested = "x"
+    for _ in range(400):
+        nested = f"f({nested})"
+    (root / "calls.py").write_text(f"def f(x):\n    return x\n\n\ndef calls(x=1):\n    return {nested}\n")
+    (root / "tests" / "test_calls.py").write_text(
+        "from calls import calls\n\n\ndef test_calls():\n    assert calls() == 2\n", encoding="utf-8"
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bugcontext", "mcp", "--root", str(root), "--no-cache", *LIMIT_2],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert server.stdin is not None and server.stdout is not None
+
+    def send(message: dict[str, Any]) -> None:
+        assert server.stdin is not None
+        server.stdin.write(json.dumps(message) + "\n")
+        server.stdin.flush()
+
+    def reply(request: int) -> dict[str, Any]:
+        assert server.stdout is not None
+        while True:
+            line = server.stdout.readline()
+            assert line, "the server stopped"
+            found: dict[str, Any] = json.loads(line)
+            if found.get("id") == request:
+                return found
+
+    try:
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": mcp_types.LATEST_PROTOCOL_VERSION,
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+        )
+        reply(1)
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        arguments = {"repository": str(root), "test_log": NESTED_LOG.replace("f(f(f(x)))", nested)}
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "context_for_failure", "arguments": arguments},
+            }
+        )
+        answer = reply(2)["result"]
+        assert answer["isError"] is True
+        assert answer["content"][0]["text"] == (
+            ERROR + "the call took more than 2 seconds, over the limit mcp_call_seconds = 2 seconds"
+        )
+        time.sleep(1.5)  # the grace: the abandoned worker reaches its next check
+        before = _cpu_seconds(server.pid)
+        time.sleep(2)
+        used = _cpu_seconds(server.pid) - before
+        assert used < 0.5, f"the server used {used:.2f} s of CPU in the 2 s after the call's limit"
+    finally:
+        server.stdin.close()
+        try:
+            server.wait(timeout=30)
+        finally:
+            server.kill()
+            server.stdout.close()

@@ -16,6 +16,7 @@ from bugcontext.job.sources.runs import (
     FailingTest,
     UnknownTestError,
     failing_tests,
+    failing_tests_under,
     parse_test_output,
     select_test,
     summary_order,
@@ -185,3 +186,108 @@ def test_the_mcp_tool_runs_a_base_id_and_reports_an_import_failure(runs: tuple[P
         ERROR + "test: the run of tests/test_ok.py::test_fine reported no failing test; its output ends: "
     )
     assert re.search(r"=+ 1 passed in [0-9.]+s =+$", said), said
+
+
+COLLECTIONS = {
+    "tests/test_a.py": "def test_ok():\n    pass\n\n\ndef test_bad():\n    assert 1 == 2\n",
+    "tests/test_ab.py": "def test_other():\n    assert 'a' == 'b'\n",
+    "tests/sub/test_c.py": "class Case:\n    def test_m(self):\n        assert [] == [1]\n",
+}
+
+
+@pytest.fixture(scope="module")
+def collections(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """A repository whose failing tests lie in two files and a sub-folder, its pytest log and
+    its JUnit XML report."""
+    import subprocess
+
+    root = tmp_path_factory.mktemp("collections")
+    for name, text in COLLECTIONS.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text.replace("class Case", "class TestCase"), encoding="utf-8")
+    junit = root.parent / "collections.xml"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-rA",
+            "--tb=long",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={junit}",
+            "tests",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return root, done.stdout + done.stderr, junit.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("selection", "chosen"),
+    [
+        ("tests/test_a.py", "tests/test_a.py::test_bad"),
+        ("./tests/test_a.py", "tests/test_a.py::test_bad"),
+        ("tests/test_ab.py", "tests/test_ab.py::test_other"),
+        ("tests/sub", "tests/sub/test_c.py::TestCase::test_m"),
+        ("tests/sub/", "tests/sub/test_c.py::TestCase::test_m"),
+        ("tests/sub/test_c.py", "tests/sub/test_c.py::TestCase::test_m"),
+        ("tests/sub/test_c.py::TestCase", "tests/sub/test_c.py::TestCase::test_m"),
+    ],
+)
+def test_a_file_folder_or_class_selects_the_first_failing_test_under_it(
+    collections: tuple[Path, str, str], selection: str, chosen: str
+) -> None:
+    _, log, _ = collections
+    tests = _tests(log)
+    assert select_test(tests, selection) is next(t for t in tests if t.test == chosen)
+
+
+def test_a_folder_or_the_repository_selects_the_first_failing_test_of_the_summary(
+    collections: tuple[Path, str, str],
+) -> None:
+    _, log, _ = collections
+    tests = _tests(log)
+    first = tests[0]
+    assert first.test == summary_order(log)[0]
+    for selection in ("tests", "tests/", ".", "./"):
+        assert select_test(tests, selection) is first
+    # Under a file: that file's failing tests only, never a sibling whose name it begins.
+    assert [t.test for t in failing_tests_under(tests, "tests/test_a.py")] == ["tests/test_a.py::test_bad"]
+    assert len(failing_tests_under(tests, "tests")) == 3
+
+
+@pytest.mark.parametrize(
+    "selection",
+    ["tests/test_a.py::test_ok", "tests/test_a.py::TestCase", "tests/nope", "tests/sub/test_c.py::TestOther"],
+)
+def test_a_collection_with_no_failing_test_under_it_is_unknown(
+    collections: tuple[Path, str, str], selection: str
+) -> None:
+    _, log, _ = collections
+    with pytest.raises(UnknownTestError) as info:
+        select_test(_tests(log), selection)
+    assert str(info.value).startswith(f"no failing test {selection!r} in the log (failing tests: ")
+
+
+def test_a_file_selects_from_a_junit_report_alone(collections: tuple[Path, str, str]) -> None:
+    _, _, junit = collections
+    tests = failing_tests(parse_test_output(junit))
+    chosen = select_test(tests, "tests/sub/test_c.py")
+    assert chosen is not None and chosen.failure.name is not None
+    assert chosen.failure.name.endswith("test_m")
+
+
+def test_the_api_and_the_command_line_take_a_file_or_folder(
+    collections: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, log, _ = collections
+    result = Workspace(root, cache=False).context(log, test="tests/sub/")
+    assert result.failure is not None and result.failure.test_id == "tests/sub/test_c.py::TestCase::test_m"
+    (root.parent / "c.log").write_text(log, encoding="utf-8")
+    args = ["context", "--repo", str(root), "--pytest-log", str(root.parent / "c.log"), "--no-cache"]
+    assert main([*args, "--test", "tests/test_ab.py", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["failure"]["test_id"] == "tests/test_ab.py::test_other"

@@ -43,7 +43,8 @@ gives it no more than its configuration allows (the threat model: ``docs/mcp.md`
   request, the tool's work and the making of its result (rendering, JSON, the screen), all
   blocking work in worker threads; past it the call returns a tool error, the worker is
   abandoned and the workspace it holds let go (a test run or a file read stops at the same
-  deadline, and the workspace stops at its next stage).
+  deadline, and the context job stops at the next deadline check inside the long loops of
+  its stages: :mod:`bugcontext.job._deadline`).
 * **Size.** A result is at most ``Limits.max_result_bytes``; the client's roots at most
   ``Limits.mcp_client_roots``; an argument the tool does not take is refused.
 * **Secrets.** Every tool result (its text and every string of its structured content) and

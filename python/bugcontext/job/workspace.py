@@ -56,6 +56,8 @@ from bugcontext.core.trace import TraceTarget, check_trace
 from bugcontext.core.types import BuildResult, Candidate
 from bugcontext.job._cache import Stat, Store
 from bugcontext.job._cache_admin import TrackedStore
+from bugcontext.job._deadline import DeadlinePassed, bounded, checked
+from bugcontext.job._deadline import check as _check_current
 from bugcontext.job._failure_block import (
     FailureBlock,
     build_with_failures,
@@ -899,7 +901,9 @@ class Workspace:
         ``log_text`` is the test output (pytest in any ``--tb`` style, unittest, a bare
         traceback, or a JUnit XML report); ``junit_xml`` the run's JUnit XML report, if any
         (it fills in tracebacks the log lacks); ``test`` the failing test to build for (a
-        node id or report name; default the first failure); ``query`` extra search words;
+        node id or report name, or a test file, folder or class, which gives the first failing
+        test under it: :func:`~bugcontext.job.sources.runs.select_test`; default the first
+        failure); ``query`` extra search words;
         ``issue`` the issue text (the bug report), whose named definitions and own search
         rank after the log's evidence (:func:`bugcontext.job.sources.gather`).
         ``budget`` is in the unit of ``cost`` (a :class:`bugcontext.Cost` or its mapping
@@ -942,11 +946,14 @@ class Workspace:
         that cannot be written (a folder, a read-only file, a missing folder).
 
         ``deadline`` (a ``time.monotonic()`` value; the MCP server's call limit) is checked
-        when the workspace's lock is taken and between the stages (refresh, index, parse,
-        gather, build): past it the call stops with ``TimeoutError``, so a call given up on
-        does not keep the workspace busy.
+        when the workspace's lock is taken, between the stages (refresh, index, parse,
+        gather, build) and inside their long loops (every file walked, read or indexed, every
+        symbol, reference and hop analysed: :mod:`bugcontext.job._deadline`): past it the call
+        stops with ``TimeoutError`` within one iteration of such a loop, so a call given up on
+        neither keeps the workspace busy nor goes on computing.
         """
-        return self._context(log_text, options, options.deadline)
+        with bounded(options.deadline):
+            return self._context(log_text, options, options.deadline)
 
     def _context(self, log_text: str, options: ContextOptions, deadline: float | None) -> ContextResult:
         """The body of :meth:`context` (``options``: its keyword options but ``deadline``)."""
@@ -1096,7 +1103,7 @@ class Workspace:
         deadline: float | None = None,
     ) -> tuple[Gathered, tuple[TestFailure, ...], dict[str, float], tuple[str, ...], _Reader]:
         check_context_inputs(self.limits, log_text, junit_xml, query, issue)
-        with self._lock, _gc_paused():
+        with bounded(deadline), self._lock, _gc_paused():
             _check_deadline(deadline)
             started = time.perf_counter()
             reader = self._new_reader()
@@ -1295,7 +1302,7 @@ class Workspace:
         changed: dict[str, Stat] = {}
         reread: list[str] = []
         top = os.fspath(self.root)
-        for rel in paths:
+        for rel in checked(paths, 16):
             stamp = time.time_ns()
             now = _stat(top, rel)
             row = self._table.get(rel)
@@ -1396,7 +1403,7 @@ class Workspace:
         corpus: list[list[str]] = []
         meta: dict[str, tuple[str, int, int, int]] = {}
         lines = files = 0
-        for rel, digest in keys:
+        for rel, digest in checked(keys, 16):
             doc = docs.get((rel, digest))
             if doc is None or not doc[1]:
                 meta[rel] = (digest, 0, len(chunks), 0)
@@ -1449,7 +1456,7 @@ class Workspace:
         new_tokens: dict[tuple[str, str, int], list[str]] = {}
         meta: dict[str, tuple[str, int, int, int]] = {}
         lines = files = 0
-        for rel, digest in keys:
+        for rel, digest in checked(keys, 16):
             kept = old_meta.get(rel)
             if kept is not None and kept[0] == digest and digest:
                 _, count, first, n = kept
@@ -1565,6 +1572,7 @@ class Workspace:
         read_before = set(reader._files)
         with self._progress(len(todo)) as advance:
             for key in todo:
+                _check_current()
                 rel = key[0]
                 if key in docs_wanted:
                     doc = _doc(reader, rel)
@@ -1654,7 +1662,7 @@ def _gc_paused() -> Iterator[None]:
 def _check_deadline(deadline: float | None) -> None:
     """``TimeoutError`` once ``deadline`` (``time.monotonic()``) has passed."""
     if deadline is not None and time.monotonic() > deadline:
-        raise TimeoutError("the call's time limit passed")
+        raise DeadlinePassed
 
 
 def _stat(root: str, rel: str) -> _Stat:
@@ -1788,13 +1796,13 @@ class _WordIndex:
         fresh = [key for key in keys if base is None or key not in base.ids]
         if base is not None:
             renumber = [number.get(key, -1) for key in base.keys]
-            for word, parts in base.table.items():
+            for word, parts in checked(base.table.items(), 1024):
                 pair: tuple[list[int], list[int]] = ([], [])
                 for part, data in enumerate(parts):
                     pair[part].extend(n for n in (renumber[i] for i in array(_ID_TYPE, data)) if n >= 0)
                 if pair[0] or pair[1]:
                     lists[word] = pair
-        for key in fresh:
+        for key in checked(fresh, 16):
             i = number[key]
             every, definable = words[key]
             for word in every:

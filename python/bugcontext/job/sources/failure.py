@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from bugcontext.core.limits import describe
+from bugcontext.job._deadline import check as check_deadline
 from bugcontext.job.sources.files import (
     WINDOW_UNREADABLE,
     PolicyOmission,
@@ -170,6 +171,7 @@ def resolve_frames(
     beyond = set(failure.beyond)
     bounded = _bounded_frames(repo, failure.frames, "the traceback")
     for frame in (*bounded, *_bounded_frames(repo, failure.beyond, "the list of frames past every file")):
+        check_deadline()
         if frame.path.startswith("<"):
             continue  # <frozen ...>, <string>: no file
         rel, where, why = map_path(repo, frame.path, names)

@@ -32,6 +32,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
+from bugcontext.job._deadline import check as check_deadline
 from bugcontext.job.sources.failure import ProjectFrame, is_test_file
 from bugcontext.job.sources.files import Repository
 from bugcontext.job.sources.symbols import Definition, ParsedFile, Reference, SymbolIndex
@@ -145,6 +146,7 @@ def hop_evidence(
     collected = _Collector(frames)
     followed = [pf for pf in frames if not is_test_file(pf.path)][:MAX_FRAMES]
     for pf in followed:
+        check_deadline()
         parsed = index.parsed(pf.path)
         function = parsed.definition_at(pf.line) if parsed is not None else None
         if parsed is None or function is None:
@@ -163,6 +165,7 @@ def _callees(
     index: SymbolIndex, parsed: ParsedFile, function: Definition, near: float, collected: _Collector
 ) -> None:
     for reference in parsed.unit_reads(function.start, function.end):
+        check_deadline()
         if reference.kind != "call":
             continue
         for definition, share in index.resolve(parsed.path, reference):
@@ -202,6 +205,7 @@ def _state(
     )
     text = parsed.source.lines
     for number in range(cls.start, min(cls.end, len(text)) + 1):
+        check_deadline()
         match = pattern.search(text[number - 1])
         if match is None:
             continue
@@ -220,6 +224,7 @@ def _siblings(
     collected: _Collector,
 ) -> None:
     for reference, read_weight in parsed.line_reads(line):
+        check_deadline()
         if reference.kind != "call" or read_weight < 1.0:
             continue
         targets = {d for d, share in index.resolve(parsed.path, reference) if share >= 0.5}
@@ -229,6 +234,7 @@ def _siblings(
         same: list[tuple[str, int, int]] = []
         other: list[tuple[float, str, int, int]] = []
         for call in index.call_sites(reference.name):
+            check_deadline()
             site = call.reference
             if call.path == parsed.path and site.line == reference.line:
                 continue
@@ -264,6 +270,7 @@ def _pattern_siblings(
         return
     kept: list[tuple[str, int, int]] = []
     for leaf in parsed.identifiers_named(reference.name):
+        check_deadline()
         site = parsed._classify(leaf, set())
         if site is None or site.kind != "call" or site.qualifier != reference.qualifier:
             continue

@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from bugcontext.core.composer import CALLER_SOURCE
+from bugcontext.job._deadline import check as check_deadline
 from bugcontext.job.sources.failure import ProjectFrame
 from bugcontext.job.sources.files import Repository, SourceFile
 from bugcontext.job.sources.languages import language_for, load
@@ -205,20 +206,24 @@ def reference_evidence(
     # Failing lines, and one step down the call graph from the deepest ones.
     called: dict[Definition, float] = {}
     for pf in frames:
+        check_deadline()
         parsed = index.parsed(pf.path)
         if parsed is None:
             continue
         for reference, weight in parsed.line_reads(pf.line):
+            check_deadline()
             share_weight = weight / (1 + pf.distance)
             for definition, share in index.resolve(pf.path, reference):
                 collected.definition(definition, share_weight * share, "line")
                 if pf.distance == 0 and definition.kind == "function":
                     called[definition] = max(called.get(definition, 0.0), share_weight * share)
     for function, weight in called.items():
+        check_deadline()
         parsed = index.parsed(function.path)
         if parsed is None:
             continue
         for reference in parsed.unit_reads(function.start, function.end):
+            check_deadline()
             for definition, share in index.resolve(function.path, reference):
                 if definition != function:
                     collected.definition(definition, CALLEE_WEIGHT * weight * share, "callee")
@@ -228,6 +233,7 @@ def reference_evidence(
     if test is not None:
         parsed, (start, end) = test
         for reference in parsed.unit_reads(start, end):
+            check_deadline()
             for definition, share in index.resolve(parsed.path, reference):
                 collected.definition(definition, TEST_WEIGHT * share, "test")
 
@@ -291,6 +297,7 @@ def _imports(index: SymbolIndex, deepest: ProjectFrame, collected: _Collector) -
         for source, (start, end) in level:
             imported = {imp.local for imp in source.imports}
             for reference in source.unit_reads(start, end):
+                check_deadline()
                 if reference.member or reference.name not in imported:
                     continue
                 for definition, _ in index.resolve(source.path, reference):
@@ -314,6 +321,7 @@ def _callers(index: SymbolIndex, failing: Definition, collected: _Collector) -> 
     sites: list[tuple[float, str, int, int]] = []
     seen: set[tuple[str, int, int]] = set()
     for site in index.call_sites(failing.name):
+        check_deadline()
         reference = site.reference
         if site.path == failing.path and failing.start <= reference.line <= failing.end:
             continue

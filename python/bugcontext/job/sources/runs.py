@@ -42,6 +42,7 @@ __all__ = [
     "FailingTest",
     "UnknownTestError",
     "failing_tests",
+    "failing_tests_under",
     "parse_junit_xml",
     "parse_test_output",
     "select_test",
@@ -342,8 +343,11 @@ def select_test(tests: Sequence[FailingTest], test: str | None = None) -> Failin
     ``failure`` is the first one's and whose ``others`` are the first one's other reports, then
     each further parametrisation's reports. A node id whose module (or a folder above it) could
     not be collected (``ERROR collecting tests/t.py``: an import error, say) gives that
-    collection failure: the test never ran. Raises :class:`UnknownTestError` when no failing
-    test matches.
+    collection failure: the test never ran. A node id of a folder, a file or a class that
+    matches no failing test itself (``tests``, ``tests/``, ``tests/test_x.py``,
+    ``tests/test_x.py::TestC``; ``.`` for the whole repository) gives the first failing test
+    under it, in ``tests``' order (:func:`failing_tests_under`). Raises :class:`UnknownTestError` when
+    no failing test matches.
     """
     if test is None:
         return tests[0] if tests else None
@@ -356,7 +360,53 @@ def select_test(tests: Sequence[FailingTest], test: str | None = None) -> Failin
         names = [_header_key(f.name) for f in (found.failure, *found.others) if f.name]
         if any(_dotted(i) == wanted or _dotted(i).endswith("." + wanted) for i in ids) or test in names:
             return found
-    return _parametrised(tests, test, wanted) or _uncollected(tests, test) or _unknown(tests, test)
+    return (
+        _parametrised(tests, test, wanted)
+        or _uncollected(tests, test)
+        or next(iter(failing_tests_under(tests, test)), None)
+        or _unknown(tests, test)
+    )
+
+
+def _collection_key(test: str) -> str | None:
+    """The dotted prefix of the tests under the pytest node id ``test`` of a folder, a file
+    or a class (``tests/``, ``./tests/test_x.py``, ``tests/test_x.py::TestC`` → ``tests``,
+    ``tests.test_x``, ``tests.test_x.TestC``), ``""`` for the whole repository (``.``), or
+    ``None`` when ``test`` is not such an id (it has parameters, or an empty part)."""
+    if "[" in test:
+        return None
+    path, sep, rest = test.partition("::")
+    while path.startswith("./"):
+        path = path[2:]
+    path = path.rstrip("/")
+    if path in ("", "."):
+        return None if sep else ""
+    path = path[:-3] if path.endswith(".py") else path
+    parts = path.split("/") + (rest.split("::") if sep else [])
+    if any(part in ("", ".", "..") for part in parts):
+        return None
+    return ".".join(parts)
+
+
+def failing_tests_under(tests: Sequence[FailingTest], test: str) -> list[FailingTest]:
+    """The failing tests of ``tests`` under ``test``, a pytest node id of a folder, a file or
+    a class (``tests``, ``tests/``, ``tests/test_x.py``, ``tests/test_x.py::TestC``; ``.``:
+    every one), in their order: those whose id (a pytest node id or a dotted JUnit id), as
+    dotted names, starts with the selection's names, whole names only (``tests/test_x.py::test_y``
+    is under ``tests`` and ``tests/test_x.py``; ``tests/test_xy.py::test_z`` is not under
+    ``tests/test_x.py``). ``[]`` when ``test`` names no such collection."""
+    key = _collection_key(test)
+    if key is None:
+        return []
+    found: list[FailingTest] = []
+    for candidate in tests:
+        ids = [f.test_id for f in (candidate.failure, *candidate.others) if f.test_id]
+        if candidate.test:
+            ids.append(candidate.test)
+        dotted = [_dotted(i).partition("[")[0] for i in ids]
+        if any(not key or d == key or d.startswith(key + ".") for d in dotted):
+            found.append(candidate)
+    return found
 
 
 def _parametrised(tests: Sequence[FailingTest], test: str, wanted: str) -> FailingTest | None:

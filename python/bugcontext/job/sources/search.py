@@ -37,6 +37,8 @@ from typing import Any
 from bugcontext._core import python_outline
 from bugcontext.core._extras import needs
 from bugcontext.core.limits import Limits
+from bugcontext.job._deadline import check as check_deadline
+from bugcontext.job._deadline import checked
 from bugcontext.job.sources.failure import project_frames
 from bugcontext.job.sources.files import Repository, SourceFile, node_span, walk_around
 from bugcontext.job.sources.reports import TestFailure
@@ -650,6 +652,7 @@ class SearchIndex:
         lines = files = 0
         digests: dict[str, str] = {}
         for rel in listed:
+            check_deadline()
             before = time.perf_counter()
             source = repo.source(rel)
             read += time.perf_counter() - before
@@ -876,7 +879,7 @@ class IncrementalBM25:
         slots: list[int] = []
         counts: list[int] = []
         lengths: list[int] = []
-        for offset, (key, tokens) in enumerate(zip(keys, corpus, strict=True)):
+        for offset, (key, tokens) in enumerate(checked(zip(keys, corpus, strict=True), 64)):
             slot = first_slot + offset
             if key in self._slot:
                 raise ValueError(f"a document key repeats: {key!r}")

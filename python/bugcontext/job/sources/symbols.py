@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bugcontext.core._extras import needs
+from bugcontext.job._deadline import check as check_deadline
 
 with needs("context"):
     from tree_sitter import Node, Query, QueryCursor, Tree
@@ -574,6 +575,7 @@ class ParsedFile:
             bound = self._bindings(node)[0]
         found: list[Reference] = []
         for leaf in self._identifiers(node):
+            check_deadline()
             reference = self._classify(leaf, bound)
             if reference is not None:
                 found.append(reference)
@@ -667,6 +669,7 @@ class ParsedFile:
             return []
         reads: list[Reference] = []
         for leaf in self._identifiers(statement):
+            check_deadline()
             point = leaf.start_point
             if any(a <= point < b for a, b in chosen) and not any(_contains(b, leaf) for b in blocks):
                 reference = self._classify(leaf, bound)
@@ -1166,6 +1169,7 @@ class SymbolIndex:
         if found is None:
             found = []
             for path in self._may_define(name):
+                check_deadline()
                 parsed = self.summary(path)
                 if parsed is not None:
                     found.extend(parsed.defined(name))
@@ -1603,6 +1607,7 @@ class SymbolIndex:
             return ()
         found = []
         for leaf in parsed.identifiers_named(name):
+            check_deadline()
             reference = parsed._classify(leaf, set())
             if reference is not None and reference.kind == "call":
                 unit = parsed.unit_at(reference.line)
