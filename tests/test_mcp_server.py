@@ -1441,17 +1441,22 @@ def _cpu_seconds(pid: int) -> float:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc/PID/stat")
 def test_work_abandoned_at_the_time_limit_stops_computing(tmp_path: Path) -> None:
-    # The symbol analysis of a call nested 400 deep takes seconds of pure Python: past the
-    # call's limit its worker stops within a bounded time, and the server goes back to idle.
+    # Reading and indexing 6,000 modules (300,000 lines, no cache) takes seconds of pure
+    # Python: past the call's limit its worker stops within a bounded time, and the server
+    # goes back to idle.
     import time
 
     import mcp_types
 
     root = tmp_path / "repo"
     (root / "tests").mkdir(parents=True)
-    nested = "x"
-    for _ in range(400):
-        nested = f"f({nested})"
+    (root / "pkg").mkdir()
+    body = "".join(
+        f"def helper_{i}(value):\n    total = value + {i}\n    return total * 2\n\n\n" for i in range(10)
+    )
+    for n in range(6000):
+        (root / "pkg" / f"mod_{n}.py").write_text(f'"""Module {n}."""\n\n' + body, encoding="utf-8")
+    nested = "f(f(f(x)))"
     (root / "calls.py").write_text(f"def f(x):\n    return x\n\n\ndef calls(x=1):\n    return {nested}\n")
     (root / "tests" / "test_calls.py").write_text(
         "from calls import calls\n\n\ndef test_calls():\n    assert calls() == 2\n", encoding="utf-8"

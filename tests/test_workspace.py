@@ -419,26 +419,6 @@ def test_a_log_that_is_not_text_is_refused(repo: Path) -> None:
         assert caught.value.problem == f"must be a str (the test output), not {type(log).__name__}"
 
 
-def _nested_repo(root: Path) -> str:
-    """A repository whose failing line is a call nested 400 deep (its symbol analysis takes
-    seconds of pure Python), and the log of that failure."""
-    nested = "x"
-    for _ in range(400):
-        nested = f"f({nested})"
-    (root / "tests").mkdir(parents=True)
-    (root / "calls.py").write_text(f"def f(x):\n    return x\n\n\ndef calls(x=1):\n    return {nested}\n")
-    (root / "tests" / "test_calls.py").write_text(
-        "from calls import calls\n\n\ndef test_calls():\n    assert calls() == 2\n", encoding="utf-8"
-    )
-    return (
-        "___ test_calls ___\n\n    def test_calls():\n>       assert calls() == 2\n\ntests/test_calls.py:5:\n"
-        "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _\n\n    def calls(x=1):\n>       return "
-        + nested
-        + "\nE       ValueError: deep\n\ncalls.py:6: ValueError\n"
-        "=== short test summary info ===\nFAILED tests/test_calls.py::test_calls - ValueError: deep\n"
-    )
-
-
 def _many_files_repo(root: Path) -> str:
     """A repository of 1,500 modules (its index takes seconds to build) and a failure in one."""
     (root / "pkg").mkdir(parents=True)
@@ -457,7 +437,7 @@ def _many_files_repo(root: Path) -> str:
     )
 
 
-@pytest.mark.parametrize("make", [_nested_repo, _many_files_repo])
+@pytest.mark.parametrize("make", [_many_files_repo])
 def test_a_deadline_stops_the_work_inside_its_stage(tmp_path: Path, make: Any) -> None:
     # The deadline is checked inside the long loops of the stages (the symbol analysis, the
     # index build), not only between them: the call stops soon after it, and the workspace,
