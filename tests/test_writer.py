@@ -501,6 +501,33 @@ def test_eval_out_refuses_a_cases_file_it_would_replace(tmp_path: Path, capsys: 
     file.write_text("x")
     assert main(["eval", "--cases", str(cases), "--work", str(tmp_path / "w"), "--out", str(file)]) == 1
     assert capsys.readouterr().err == f"bugcontext eval: cannot write {file}: not a folder\n"
+    (tmp_path / "gone").symlink_to("nowhere")
+    missing = "is a symbolic link to nowhere, which does not exist"
+    for out, problem in (
+        (tmp_path / "gone", f"it {missing}"),
+        (tmp_path / "gone" / "sub", f"{tmp_path}/gone {missing}"),
+    ):
+        assert main(["eval", "--cases", str(cases), "--work", str(tmp_path / "w"), "--out", str(out)]) == 1
+        assert capsys.readouterr().err == f"bugcontext eval: cannot write {out}: {problem}\n"
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_make_folder_names_a_link_to_a_missing_target(tmp_path: Path) -> None:
+    (tmp_path / "gone").symlink_to("nowhere")
+    missing = "is a symbolic link to nowhere, which does not exist"
+    for folder, problem in (
+        (tmp_path / "gone", f"it {missing}"),
+        (tmp_path / "gone" / "a" / "b", f"{tmp_path}/gone {missing}"),
+    ):
+        with pytest.raises(OutputError) as caught:
+            _writer.make_folder(folder)
+        assert str(caught.value) == f"cannot write {folder}: {problem}"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputError) as caught:
+        _writer.make_folder(tmp_path / "file")
+    assert str(caught.value) == f"cannot write {tmp_path / 'file'}: not a folder"
+    _writer.make_folder(tmp_path / "new" / "deep")
+    assert (tmp_path / "new" / "deep").is_dir()
 
 
 # --- traces: appended, never left with part of a line ----------------------------------------

@@ -84,6 +84,8 @@ __all__ = [
     "existing_file",
     "git_folders",
     "input_file_problem",
+    "make_folder",
+    "missing_link",
     "reads_folder_output",
     "reads_output",
     "refuse_same_files",
@@ -174,25 +176,61 @@ def _target(path: PathArg) -> _Target:
 
 def _missing_folder(path: str, folder: str) -> str:
     """Why the new file ``path`` cannot be made, its real folder ``folder`` (links resolved)
-    missing: ``path`` is a symbolic link to a missing target in a missing folder, a folder
-    above it is a link to a missing target, or its folder does not exist."""
+    missing: ``path`` is a symbolic link to a missing file in a missing folder, a folder above
+    it is a link to a missing target (:func:`missing_link`), or its folder does not exist."""
     if os.path.islink(path):
         target = os.readlink(path)
         return f"it is a symbolic link to {header_path(target)}, a missing file in a missing folder"
     given = os.path.dirname(path) or folder
-    above = given
-    while above and not os.path.lexists(above):
-        parent = os.path.dirname(above)
-        if parent == above:
-            break
-        above = parent
-    if above and os.path.islink(above) and not os.path.exists(above):
-        target = header_path(os.readlink(above))
-        link = f"{header_path(above)} is a symbolic link to {target}, which does not exist"
-        if above == given:
-            return f"its folder {link}"
-        return f"the folder {header_path(given)} does not exist ({link})"
-    return f"the folder {header_path(given)} does not exist"
+    link = missing_link(given)
+    if link is None:
+        return f"the folder {header_path(given)} does not exist"
+    if link == given:
+        return f"its folder {_link_words(link)}"
+    return f"the folder {header_path(given)} does not exist ({_link_words(link)})"
+
+
+def missing_link(path: PathArg) -> str | None:
+    """The nearest of ``path`` and the folders above it (as given, not resolved) that is a
+    symbolic link to a missing target, or ``None``: what a message names when a folder to be
+    written in "does not exist" although its name is there."""
+    here = os.fspath(path)
+    while here:
+        if os.path.lexists(here):
+            return here if os.path.islink(here) and not os.path.exists(here) else None
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+    return None
+
+
+def _link_words(link: str) -> str:
+    try:
+        target = os.readlink(link)
+    except OSError:
+        return f"{header_path(link)} is a symbolic link to a missing target"
+    return f"{header_path(link)} is a symbolic link to {header_path(target)}, which does not exist"
+
+
+def make_folder(folder: PathArg) -> None:
+    """Make the folder ``folder`` and the folders above it (``mkdir -p``). Raises
+    :class:`~bugcontext.core._io.OutputError` (``cannot write FOLDER: reason``) when it cannot
+    be made: a file stands there (``not a folder``), it or a folder above it is a symbolic
+    link to a missing target (named), a permission."""
+    shown = header_path(os.fspath(folder))
+    link = missing_link(folder)
+    if link is not None:
+        words = _link_words(link)
+        if link == os.fspath(folder):
+            words = "it" + words[len(header_path(link)) :]
+        raise OutputError(f"cannot write {shown}: {words}")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except FileExistsError as exc:
+        raise OutputError(f"cannot write {shown}: not a folder") from exc
+    except OSError as exc:
+        raise OutputError(f"cannot write {shown}: {_why(exc)}") from exc
 
 
 def check_output(path: PathArg) -> None:
