@@ -18,7 +18,7 @@ import bugcontext
 import pytest
 from bugcontext import InvalidCandidateError, InvalidInputError, OutputError, ResourceLimitError, Workspace
 from bugcontext.core._io import read_capped
-from bugcontext.core._writer import OutputConflictError
+from bugcontext.core._writer import OutputConflictError, repository_output_problem
 from bugcontext.core.errors import InternalError
 from bugcontext.core.provenance import folder_reader
 from bugcontext.core.secrets import find_secrets
@@ -104,22 +104,78 @@ def test_the_api_refuses_a_trace_that_is_a_file_of_the_repository(
         trace = "test_x.py"
     with pytest.raises(InvalidInputError) as caught:
         call(repo, trace)
-    problem = f"{trace} is a file of the repository {repo} (refusing to overwrite an input)"
+    problem = (
+        f"{trace} is a file of the repository {repo} (refusing to replace an existing file of the "
+        "folder being read)"
+    )
     assert (caught.value.field, caught.value.problem, caught.value.index) == ("trace", problem, None)
     assert str(caught.value) == f"input field 'trace': {problem}"
     assert source.read_text() == FAILING_TEST  # nothing appended
 
 
 @pytest.mark.parametrize("call", CONTEXT_CALLS)
-def test_the_api_writes_a_new_or_ignored_trace_inside_the_repository(
+def test_the_api_writes_a_new_trace_inside_the_repository(
     repo: Path, call: Callable[[Path, object], Any]
 ) -> None:
-    # As the command line: only a file the reader reads is refused.
+    # As the command line: a new file outside the git folder is allowed.
     (repo / ".gitignore").write_text("*.jsonl\n")
-    (repo / "old.jsonl").write_text("")
-    for name in ("old.jsonl", "new-trace.jsonl"):
-        call(repo, repo / name)
-        assert (repo / name).read_text().count("\n") == 1
+    call(repo, repo / "new-trace.jsonl")
+    assert (repo / "new-trace.jsonl").read_text().count("\n") == 1
+
+
+@pytest.mark.parametrize("call", CONTEXT_CALLS)
+def test_the_api_refuses_a_trace_of_an_existing_file_the_reader_does_not_read(
+    repo: Path, call: Callable[[Path, object], Any]
+) -> None:
+    # As the command line: an ignored file or one of a hidden folder is not replaced or grown.
+    (repo / ".gitignore").write_text("*.jsonl\n")
+    (repo / "old.jsonl").write_text("kept\n")
+    (repo / ".cache").mkdir()
+    (repo / ".cache" / "x.jsonl").write_text("kept\n")
+    for trace in (repo / "old.jsonl", repo / ".cache" / "x.jsonl"):
+        with pytest.raises(InvalidInputError) as caught:
+            call(repo, trace)
+        assert (caught.value.field, caught.value.problem) == (
+            "trace",
+            f"{trace} is a file of the repository {repo} (refusing to replace an existing file of the folder "
+            "being read)",
+        )
+        assert trace.read_text() == "kept\n"
+
+
+@pytest.mark.parametrize("call", CONTEXT_CALLS)
+def test_the_api_refuses_a_trace_inside_the_git_folder(
+    repo: Path, tmp_path: Path, call: Callable[[Path, object], Any]
+) -> None:
+    git = repo / ".git"
+    (git / "hooks").mkdir(parents=True)
+    (git / "config").write_text("[core]\n")
+    (tmp_path / "config-link").symlink_to(git / "config")
+    for trace in (git / "config", git / "hooks" / "pre-commit", git / "new.jsonl", tmp_path / "config-link"):
+        with pytest.raises(InvalidInputError) as caught:
+            call(repo, trace)
+        problem = f"{trace} is inside the git folder {git} of the repository {repo} (refusing to write there)"
+        assert (caught.value.field, caught.value.problem) == ("trace", problem)
+        assert str(caught.value) == f"input field 'trace': {problem}"
+    assert (git / "config").read_text() == "[core]\n"
+    assert sorted(p.name for p in git.iterdir()) == ["config", "hooks"] and not any((git / "hooks").iterdir())
+
+
+@pytest.mark.parametrize(
+    "engine", [bugcontext.build, bugcontext.reference.build], ids=["native", "reference"]
+)
+def test_build_refuses_a_trace_inside_the_git_folder_of_its_folder_reader(repo: Path, engine: Any) -> None:
+    git = repo / ".git"
+    git.mkdir()
+    (git / "config").write_text("[core]\n")
+    for trace in (git / "config", git / "new.jsonl"):
+        with pytest.raises(InvalidInputError) as caught:
+            engine(INPUT, trace=trace, verify=folder_reader(repo))
+        assert (caught.value.field, caught.value.problem) == (
+            "trace",
+            f"{trace} is inside the git folder {git} of the verify folder {repo} (refusing to write there)",
+        )
+    assert (git / "config").read_text() == "[core]\n" and not (git / "new.jsonl").exists()
 
 
 @pytest.mark.parametrize(
@@ -134,7 +190,8 @@ def test_build_refuses_a_trace_under_its_folder_reader(repo: Path, tmp_path: Pat
             engine(INPUT, trace=trace, verify=folder_reader(repo))
         assert (caught.value.field, caught.value.problem) == (
             "trace",
-            f"{trace} is a file of the verify folder {repo} (refusing to overwrite an input)",
+            f"{trace} is a file of the verify folder {repo} (refusing to replace an existing file of "
+            "the folder being read)",
         )
     assert source.read_text() == FAILING_TEST
     # Outside the folder it is written, as before.
@@ -142,9 +199,30 @@ def test_build_refuses_a_trace_under_its_folder_reader(repo: Path, tmp_path: Pat
     assert (tmp_path / "t.jsonl").read_text().count("\n") == 1
 
 
-def test_the_command_line_and_the_api_share_the_repository_check(repo: Path, tmp_path: Path) -> None:
+def test_the_command_line_and_the_api_share_the_repository_check(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     hard = tmp_path / "hard.jsonl"
     os.link(repo / "test_x.py", hard)
+    (repo / ".git").mkdir()
+    config = repo / ".git" / "config"
+    problem = repository_output_problem(repo, config)
+    assert problem == (
+        f"{config} is inside the git folder {repo / '.git'} of the repository {repo} "
+        "(refusing to write there)"
+    )
+    with pytest.raises(InvalidInputError) as caught:
+        Workspace(repo, cache=False).context(LOG, trace=config)
+    assert caught.value.problem == problem
+    assert main(["context", "--repo", str(repo), "--log", "-", "--report", str(config)]) == 2
+    assert capsys.readouterr().err == f"bugcontext context: --report {problem}\n"
+    file_problem = (
+        f"is a file of the repository {repo} (refusing to replace an existing file of the folder being read)"
+    )
+    assert repository_output_problem(repo, hard) == f"{hard} {file_problem}"
+    assert repository_output_problem(repo, repo / "test_x.py") == f"{repo / 'test_x.py'} {file_problem}"
+    assert repository_output_problem(repo, repo / "new.md") is None
+    assert repository_output_problem(repo, tmp_path / "elsewhere.md") is None
     reader = Repository(repo)
     assert reader.reads_output(hard) and reader.reads_output(repo / "test_x.py")
     assert not reader.reads_output(repo / "missing.jsonl") and not reader.reads_output(tmp_path)

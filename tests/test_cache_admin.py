@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from bugcontext import Limits, Workspace
+from bugcontext.core.secrets import find_secrets
 from bugcontext.integrations.cli import main
 from bugcontext.job._cache import rules_version
 from bugcontext.job._cache_admin import TrackedStore, cache_files, enforce
@@ -161,3 +162,48 @@ def test_a_relative_cache_dir(
     assert main(["cache", "info", "--cache-dir", "cache", "--format", "json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert found["folder"] == "cache" and found["entries"] > 0
+
+
+# A realistic fake token, made here so that no file of the project holds one whole.
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+TOKEN_SHOWN = "[REDACTED: GitHubTokenDetector]"
+NOTE = "bugcontext cache: warning: 1 secret redacted from this output (reason policy): GitHubTokenDetector\n"
+
+
+def test_the_fake_token_is_a_secret_to_the_screen() -> None:
+    assert [s.kind for s in find_secrets(TOKEN)] == ["GitHubTokenDetector"]
+
+
+@pytest.mark.parametrize("name", [TOKEN, f"nodir_{TOKEN}"], ids=["alone", "glued"])
+def test_cache_subcommands_redact_what_they_print(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    # As every other subcommand: a secret in a path never reaches standard output.
+    folder = tmp_path / "nonexist" / name
+    shown = str(folder).replace(TOKEN, TOKEN_SHOWN)
+    assert main(["cache", "info", "--cache-dir", str(folder)]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == f"folder: {shown}" and TOKEN not in out
+    assert err == NOTE
+    assert main(["cache", "info", "--cache-dir", str(folder), "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["folder"] == shown and TOKEN not in out
+    assert err == NOTE
+    assert main(["cache", "clear", "--cache-dir", str(folder)]) == 0
+    assert capsys.readouterr() == (f"removed 0 files (0 bytes) from {shown}\n", NOTE)
+
+
+def test_cache_info_redacts_the_names_of_its_databases(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / TOKEN
+    Workspace(repo, cache_dir=folder).context(ratios_log(), budget=900)
+    assert main(["cache", "info", "--cache-dir", str(folder), "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    found = json.loads(out)
+    assert TOKEN not in out and found["entries"] > 0
+    assert found["current"] == str(folder / f"derived-{rules_version()}.sqlite3").replace(TOKEN, TOKEN_SHOWN)
+    assert err.startswith("bugcontext cache: warning: ") and "GitHubTokenDetector" in err
+    assert main(["cache", "clear", "--cache-dir", str(folder)]) == 0
+    out, err = capsys.readouterr()
+    assert TOKEN not in out and out.endswith(f"from {str(folder).replace(TOKEN, TOKEN_SHOWN)}\n")

@@ -466,3 +466,14 @@ def test_a_secret_in_a_node_id_never_reaches_a_file_name() -> None:
     assert name.startswith("tests_test_a.py_test_key_REDACTED_AWSKeyDetector-")
     github = "ghp_" + "JBd0Kh8oOOL8dKLzdocJ2isAjIhKtJ0RlgLK"
     assert github not in context_file_name(f"tests/test_a.py::test_{github}_x")
+
+
+def test_a_folder_that_is_a_link_to_a_missing_target_is_named(project: pytest.Pytester) -> None:
+    # "out" is there, a link to nothing: the line says so, not "File exists".
+    (project.path / "out").symlink_to("gone")
+    result = run(project, "--bugcontext=out/context.md")
+    assert summary_lines(result) == [
+        "bugcontext: cannot write the context of test_calc.py::test_ratio: cannot write "
+        f"{project.path / 'out'}: it is a symbolic link to gone, which does not exist",
+    ]
+    assert not (project.path / "gone").exists()

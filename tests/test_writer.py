@@ -203,6 +203,46 @@ def test_a_missing_folder_is_named(tmp_path: Path) -> None:
     assert str(caught.value) == f"cannot write {target}: the folder {target.parent} does not exist"
 
 
+def test_a_link_to_a_missing_target_is_named_as_such(tmp_path: Path) -> None:
+    # The folder the path names exists: the message says what is missing.
+    (tmp_path / "t").mkdir()
+    dangling = tmp_path / "t" / "dangling"
+    dangling.symlink_to("missing/out.md")
+    with pytest.raises(OutputError) as caught:
+        _writer.write_file(dangling, "x")
+    assert str(caught.value) == (
+        f"cannot write {dangling}: it is a symbolic link to missing/out.md, a missing file in a missing "
+        "folder"
+    )
+    (tmp_path / "t" / "gone").symlink_to("nowhere")
+    for target, problem in (
+        (tmp_path / "t" / "gone" / "x.md", f"its folder {tmp_path}/t/gone is a symbolic link to nowhere"),
+        (
+            tmp_path / "t" / "gone" / "a" / "x.md",
+            f"the folder {tmp_path}/t/gone/a does not exist ({tmp_path}/t/gone is a symbolic link to nowhere",
+        ),
+    ):
+        for check in (_writer.check_output, lambda path: _writer.append_file(path, "x\n")):
+            with pytest.raises(OutputError) as caught:
+                check(target)
+            assert str(caught.value).startswith(f"cannot write {target}: {problem}")
+            assert "which does not exist" in str(caught.value)
+    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["dangling", "gone"]
+
+
+@pytest.mark.parametrize("option", ["--report", "--trace"])
+def test_context_names_a_link_to_a_missing_target(project: dict[str, Path], capsys: Any, option: str) -> None:
+    folder = project["folder"] / "t"
+    folder.mkdir()
+    (folder / "dangling").symlink_to("missing/r.md")
+    assert main(context(project, option, str(folder / "dangling"))) == 1
+    assert capsys.readouterr() == (
+        "",
+        f"bugcontext context: cannot write {folder / 'dangling'}: it is a symbolic link to missing/r.md, "
+        "a missing file in a missing folder\n",
+    )
+
+
 def test_a_socket_is_refused(tmp_path: Path) -> None:
     import socket
 
@@ -461,6 +501,33 @@ def test_eval_out_refuses_a_cases_file_it_would_replace(tmp_path: Path, capsys: 
     file.write_text("x")
     assert main(["eval", "--cases", str(cases), "--work", str(tmp_path / "w"), "--out", str(file)]) == 1
     assert capsys.readouterr().err == f"bugcontext eval: cannot write {file}: not a folder\n"
+    (tmp_path / "gone").symlink_to("nowhere")
+    missing = "is a symbolic link to nowhere, which does not exist"
+    for out, problem in (
+        (tmp_path / "gone", f"it {missing}"),
+        (tmp_path / "gone" / "sub", f"{tmp_path}/gone {missing}"),
+    ):
+        assert main(["eval", "--cases", str(cases), "--work", str(tmp_path / "w"), "--out", str(out)]) == 1
+        assert capsys.readouterr().err == f"bugcontext eval: cannot write {out}: {problem}\n"
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_make_folder_names_a_link_to_a_missing_target(tmp_path: Path) -> None:
+    (tmp_path / "gone").symlink_to("nowhere")
+    missing = "is a symbolic link to nowhere, which does not exist"
+    for folder, problem in (
+        (tmp_path / "gone", f"it {missing}"),
+        (tmp_path / "gone" / "a" / "b", f"{tmp_path}/gone {missing}"),
+    ):
+        with pytest.raises(OutputError) as caught:
+            _writer.make_folder(folder)
+        assert str(caught.value) == f"cannot write {folder}: {problem}"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputError) as caught:
+        _writer.make_folder(tmp_path / "file")
+    assert str(caught.value) == f"cannot write {tmp_path / 'file'}: not a folder"
+    _writer.make_folder(tmp_path / "new" / "deep")
+    assert (tmp_path / "new" / "deep").is_dir()
 
 
 # --- traces: appended, never left with part of a line ----------------------------------------
@@ -972,7 +1039,7 @@ def test_context_refuses_an_output_that_is_a_file_of_the_repository(
         assert capsys.readouterr() == (
             "",
             f"bugcontext context: {option} {target} is a file of the repository {repo} (refusing to "
-            "overwrite an input)\n",
+            "replace an existing file of the folder being read)\n",
         )
         assert ((repo / "test_x.py").read_bytes(), (repo / "pkg" / "calc.py").read_bytes()) == before
 
@@ -990,7 +1057,7 @@ def test_context_refuses_a_hard_link_to_a_file_of_the_repository(
     assert capsys.readouterr() == (
         "",
         f"bugcontext context: {option} {link} is a file of the repository {repo} (refusing to "
-        "overwrite an input)\n",
+        "replace an existing file of the folder being read)\n",
     )
     assert (repo / "test_x.py").read_bytes() == before
     assert os.stat(link).st_ino == os.stat(repo / "test_x.py").st_ino  # the link is not replaced
@@ -1016,19 +1083,136 @@ def test_build_refuses_a_trace_that_is_a_file_of_the_verify_root(
         assert capsys.readouterr() == (
             "",
             f"bugcontext build: --trace {target} is a file of the --verify-root folder {repo} (refusing "
-            "to overwrite an input)\n",
+            "to replace an existing file of the folder being read)\n",
         )
     assert (repo / "test_x.py").read_bytes() == before
 
 
-def test_context_writes_a_new_or_ignored_file_inside_the_repository(project: dict[str, Path]) -> None:
+def test_context_writes_a_new_file_inside_the_repository(project: dict[str, Path]) -> None:
     repo = project["repo"]
     (repo / ".gitignore").write_text("*.md\n")
-    (repo / "report.md").write_text("an old report\n")
     assert main(context(project, "--report", str(repo / "report.md"))) == 0
     assert (repo / "report.md").read_text().startswith("## Failure")
     assert main(context(project, "--trace", str(repo / "new-trace.jsonl"))) == 0
     assert (repo / "new-trace.jsonl").read_text().count("\n") == 1
+
+
+def _git_folder(repo: Path) -> dict[str, bytes]:
+    """A ``.git`` folder as git makes one (the files the tests watch), and their content."""
+    git = repo / ".git"
+    (git / "hooks").mkdir(parents=True)
+    (git / "config").write_text("[core]\n\trepositoryformatversion = 0\n")
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    return {name: (git / name).read_bytes() for name in ("config", "HEAD")}
+
+
+@pytest.mark.parametrize("option", ["--report", "--trace"])
+def test_context_refuses_any_output_inside_the_git_folder(
+    project: dict[str, Path], capsys: Any, option: str
+) -> None:
+    # The reader skips .git, so no file of it is read; an output there would still damage the
+    # repository (its config, a new hook): existing or new, directly or through a link.
+    repo, folder = project["repo"], project["folder"]
+    before = _git_folder(repo)
+    git = repo / ".git"
+    (folder / "config-link").symlink_to(git / "config")
+    (folder / "git-link").symlink_to(git)
+    os.link(git / "HEAD", folder / "head-hard")
+    for target in (
+        git / "config",
+        git / "HEAD",
+        git / "hooks" / "pre-commit",
+        git / "new.md",
+        folder / "config-link",
+        folder / "git-link" / "hooks" / "post-checkout",
+        repo / "sub" / ".." / ".git" / "description",
+    ):
+        assert main(context(project, option, str(target))) == 2, target
+        assert capsys.readouterr() == (
+            "",
+            f"bugcontext context: {option} {target} is inside the git folder {git} of the repository "
+            f"{repo} (refusing to write there)\n",
+        )
+    assert main(context(project, option, str(folder / "head-hard"))) == 2
+    assert capsys.readouterr().err == (
+        f"bugcontext context: {option} {folder / 'head-hard'} is a file of the repository {repo} "
+        "(refusing to replace an existing file of the folder being read)\n"
+    )
+    assert {name: (git / name).read_bytes() for name in before} == before
+    assert sorted(p.name for p in (git / "hooks").iterdir()) == [] and not (git / "new.md").exists()
+
+
+def test_context_refuses_an_output_in_the_gitdir_of_a_git_file(project: dict[str, Path], capsys: Any) -> None:
+    # A worktree's (or submodule's) .git is a file naming its git folder, elsewhere.
+    repo, folder = project["repo"], project["folder"]
+    gitdir = folder / "main.git" / "worktrees" / "repo"
+    gitdir.mkdir(parents=True)
+    (gitdir / "commondir").write_text("../..\n")
+    (folder / "main.git" / "config").write_text("[core]\n")
+    (repo / ".git").write_text(f"gitdir: {gitdir}\n")
+    for target, where in (
+        (gitdir / "HEAD", gitdir),
+        (folder / "main.git" / "config", folder / "main.git"),
+        (folder / "main.git" / "hooks-new", folder / "main.git"),
+    ):
+        assert main(context(project, "--report", str(target))) == 2
+        assert capsys.readouterr().err == (
+            f"bugcontext context: --report {target} is inside the git folder {where} of the repository "
+            f"{repo} (refusing to write there)\n"
+        )
+    assert (folder / "main.git" / "config").read_text() == "[core]\n"
+    assert main(context(project, "--report", str(repo / ".git"))) == 2  # the .git file itself
+    assert capsys.readouterr().err == (
+        f"bugcontext context: --report {repo / '.git'} is a file of the repository {repo} "
+        "(refusing to replace an existing file of the folder being read)\n"
+    )
+    assert (repo / ".git").read_text() == f"gitdir: {gitdir}\n"
+
+
+@pytest.mark.parametrize("option", ["--report", "--trace"])
+def test_context_refuses_an_existing_file_the_reader_does_not_read(
+    project: dict[str, Path], capsys: Any, option: str
+) -> None:
+    # Ignored files, hidden and skipped folders: not read, still the repository's files.
+    repo = project["repo"]
+    (repo / ".gitignore").write_text("*.md\nbuild/\n")
+    (repo / "build").mkdir()
+    (repo / ".venv").mkdir()
+    (repo / "node_modules").mkdir()
+    targets = [
+        repo / "notes.md",
+        repo / "build" / "out.jsonl",
+        repo / ".venv" / "pyvenv.cfg",
+        repo / "node_modules" / "x.js",
+        repo / ".gitignore",
+    ]
+    for target in targets[:-1]:
+        target.write_text("keep me\n")
+    for target in targets:
+        before = target.read_bytes()
+        assert main(context(project, option, str(target))) == 2
+        assert capsys.readouterr() == (
+            "",
+            f"bugcontext context: {option} {target} is a file of the repository {repo} (refusing to "
+            "replace an existing file of the folder being read)\n",
+        )
+        assert target.read_bytes() == before
+
+
+def test_build_refuses_a_trace_inside_the_git_folder_of_the_verify_root(
+    project: dict[str, Path], capsys: Any
+) -> None:
+    repo = project["repo"]
+    before = _git_folder(repo)
+    for target in (repo / ".git" / "config", repo / ".git" / "new.jsonl"):
+        assert main(["build", str(project["input"]), "--verify-root", str(repo), "--trace", str(target)]) == 2
+        assert capsys.readouterr() == (
+            "",
+            f"bugcontext build: --trace {target} is inside the git folder {repo / '.git'} of the "
+            f"--verify-root folder {repo} (refusing to write there)\n",
+        )
+    assert (repo / ".git" / "config").read_bytes() == before["config"]
+    assert not (repo / ".git" / "new.jsonl").exists()
 
 
 # --- several outputs: all or nothing ---------------------------------------------------------

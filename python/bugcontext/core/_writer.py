@@ -19,11 +19,16 @@ path as given:
 * a **folder** is refused where a file is expected (``cannot write PATH: is a folder``), and so
   is a block device or a socket;
 * a missing folder, a full disk, a permission: :class:`~bugcontext.core._io.OutputError`
-  ``cannot write PATH: reason`` (the command line exits 1);
+  ``cannot write PATH: reason`` (the command line exits 1); a symbolic link to a missing file
+  in a missing folder is named as such;
 * an output that is the same file as an input (same device and inode), two outputs on one
   path, or an output that is the file or pipe of the standard output or error the command
   writes itself (``--report /dev/stdout > file``), is refused before any work by
-  :func:`refuse_same_files` (:class:`OutputConflictError`; the command line exits 2).
+  :func:`refuse_same_files` (:class:`OutputConflictError`; the command line exits 2);
+* an output of a run that reads a repository or folder is refused before any work by
+  :func:`repository_output_problem` when it is an existing file anywhere under that folder
+  (read or not, ``.git`` included; through links and hard links) or any path inside its git
+  folder (the command line exits 2; the API raises ``InvalidInputError`` naming the field);
   Character devices are streams, not files: two outputs may both be ``/dev/null``;
 * the temporary file is made and renamed relative to the target's folder, opened once, so a
   folder swapped for a link while the output is written does not redirect it;
@@ -77,10 +82,14 @@ __all__ = [
     "check_trace_path",
     "commit_all",
     "existing_file",
+    "git_folders",
     "input_file_problem",
+    "make_folder",
+    "missing_link",
     "reads_folder_output",
     "reads_output",
     "refuse_same_files",
+    "repository_output_problem",
     "write_file",
 ]
 
@@ -153,8 +162,7 @@ def _target(path: PathArg) -> _Target:
     if info is None:
         folder = os.path.dirname(real)
         if not os.path.isdir(folder):
-            given = os.path.dirname(os.fspath(path)) or folder
-            raise OutputError(f"cannot write {shown}: the folder {header_path(given)} does not exist")
+            raise OutputError(f"cannot write {shown}: {_missing_folder(os.fspath(path), folder)}")
         return _Target(shown, real, None)
     mode = info.st_mode
     if stat.S_ISDIR(mode):
@@ -164,6 +172,65 @@ def _target(path: PathArg) -> _Target:
             raise OutputError(f"cannot write {shown}: the file is read-only (it is not replaced)")
         return _Target(shown, real, info)
     raise OutputError(f"cannot write {shown}: not a regular file, character device or named pipe")
+
+
+def _missing_folder(path: str, folder: str) -> str:
+    """Why the new file ``path`` cannot be made, its real folder ``folder`` (links resolved)
+    missing: ``path`` is a symbolic link to a missing file in a missing folder, a folder above
+    it is a link to a missing target (:func:`missing_link`), or its folder does not exist."""
+    if os.path.islink(path):
+        target = os.readlink(path)
+        return f"it is a symbolic link to {header_path(target)}, a missing file in a missing folder"
+    given = os.path.dirname(path) or folder
+    link = missing_link(given)
+    if link is None:
+        return f"the folder {header_path(given)} does not exist"
+    if link == given:
+        return f"its folder {_link_words(link)}"
+    return f"the folder {header_path(given)} does not exist ({_link_words(link)})"
+
+
+def missing_link(path: PathArg) -> str | None:
+    """The nearest of ``path`` and the folders above it (as given, not resolved) that is a
+    symbolic link to a missing target, or ``None``: what a message names when a folder to be
+    written in "does not exist" although its name is there."""
+    here = os.fspath(path)
+    while here:
+        if os.path.lexists(here):
+            return here if os.path.islink(here) and not os.path.exists(here) else None
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+    return None
+
+
+def _link_words(link: str) -> str:
+    try:
+        target = os.readlink(link)
+    except OSError:
+        return f"{header_path(link)} is a symbolic link to a missing target"
+    return f"{header_path(link)} is a symbolic link to {header_path(target)}, which does not exist"
+
+
+def make_folder(folder: PathArg) -> None:
+    """Make the folder ``folder`` and the folders above it (``mkdir -p``). Raises
+    :class:`~bugcontext.core._io.OutputError` (``cannot write FOLDER: reason``) when it cannot
+    be made: a file stands there (``not a folder``), it or a folder above it is a symbolic
+    link to a missing target (named), a permission."""
+    shown = header_path(os.fspath(folder))
+    link = missing_link(folder)
+    if link is not None:
+        words = _link_words(link)
+        if link == os.fspath(folder):
+            words = "it" + words[len(header_path(link)) :]
+        raise OutputError(f"cannot write {shown}: {words}")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except FileExistsError as exc:
+        raise OutputError(f"cannot write {shown}: not a folder") from exc
+    except OSError as exc:
+        raise OutputError(f"cannot write {shown}: {_why(exc)}") from exc
 
 
 def check_output(path: PathArg) -> None:
@@ -715,9 +782,9 @@ def reads_output(
     real path (symbolic links and ``..`` resolved; a relative path is taken from the current
     folder) the reader reads (``inside(real)``), or, for a file with other hard links, the
     same file (device and inode) as one of the reader's files (``files()``: their paths,
-    listed only then; a listed link is followed unless ``follow`` is false). The one check of
-    the rule that an output never replaces or grows a file of the repository or folder being
-    read: the command line's ``--report``/``--trace`` and the API's ``trace=`` go through it."""
+    listed only then; a listed link is followed unless ``follow`` is false). The outputs of a
+    run are checked by the stricter :func:`repository_output_problem` (every existing file
+    under the folder, read or not, and its git folder)."""
     found = existing_file(path)
     if found is None:
         return False
@@ -749,28 +816,120 @@ def reads_folder_output(root: PathArg, path: PathArg) -> bool:
     base = os.path.realpath(root)
     return reads_output(
         path,
-        lambda real: os.path.commonpath([base, real]) == base,
+        lambda real: _under(base, real),
         lambda: _folder_files(base),
         follow=False,  # (the reader refuses a link that leads out of the folder)
     )
 
 
+def _under(base: str, real: str) -> bool:
+    try:
+        return os.path.commonpath([base, real]) == base
+    except ValueError:  # one relative, or another drive
+        return False
+
+
+def git_folders(root: PathArg) -> list[str]:
+    """The real paths of the git folders of the repository ``root``: ``root/.git`` when it is a
+    folder (links resolved); for a ``.git`` file (a worktree, a submodule), the folder its
+    ``gitdir:`` line names and that folder's ``commondir`` (the main repository's git folder).
+    ``[]`` without any."""
+    dot = os.path.join(os.fspath(root), ".git")
+    if os.path.isdir(dot):
+        return [os.path.realpath(dot)]
+    try:
+        with open(dot, "rb") as handle:
+            first = handle.read(4096).decode("utf-8", errors="replace").splitlines()
+    except (OSError, ValueError):
+        return []
+    if not first or not first[0].startswith("gitdir:"):
+        return []
+    gitdir = os.path.join(os.path.dirname(dot), first[0][len("gitdir:") :].strip())
+    if not os.path.isdir(gitdir):
+        return []
+    found = [os.path.realpath(gitdir)]
+    try:
+        with open(os.path.join(gitdir, "commondir"), "rb") as handle:
+            common = handle.read(4096).decode("utf-8", errors="replace").strip()
+    except (OSError, ValueError):
+        common = ""
+    if common:
+        main = os.path.realpath(os.path.join(gitdir, common))
+        if os.path.isdir(main) and main not in found:
+            found.append(main)
+    return found
+
+
+def repository_output_problem(root: PathArg, path: PathArg, what: str = "repository") -> str | None:
+    """Why the output ``path`` may not be written for a run that reads the folder ``root`` (the
+    ``what``: ``"repository"``, ``"verify folder"``), or ``None`` when it may. The one check of
+    the rule that an output never damages the folder being read, made before any work by the
+    command line's ``--report`` and ``--trace`` (``context``; ``build --verify-root``) and the
+    API's ``trace=`` (:func:`check_trace_path`). Refused:
+
+    * any path, new or existing, inside the folder's git folder (``root/.git``, or the
+      ``gitdir`` of a ``.git`` file and its ``commondir``: :func:`git_folders`), links and
+      ``..`` resolved (a relative path is taken from the current folder);
+    * an existing regular file anywhere under ``root``, whether the reader reads it or not
+      (an ignored file, a file in a hidden or skipped folder), links resolved; and a file
+      with other hard links that is the same file (device and inode) as one under ``root``
+      or in its git folders.
+
+    A new file elsewhere inside ``root`` is allowed."""
+    text = os.fspath(path)
+    if "\0" in text:
+        return None  # names no file (refused where it is used)
+    base = os.path.realpath(root)
+    real = os.path.realpath(text)
+    gits = git_folders(root)
+    for git in gits:
+        if _under(git, real):
+            return (
+                f"{header_path(text)} is inside the git folder {header_path(_shown_git(root, git))} of the "
+                f"{what} {header_path(os.fspath(root))} (refusing to write there)"
+            )
+    found = existing_file(text)
+    if found is None:
+        return None
+    real, info = found
+    inside = _under(base, real)
+    if not inside and info.st_nlink > 1:
+        identity = (info.st_dev, info.st_ino)
+        for folder in (base, *gits):
+            for name in _folder_files(folder):
+                try:
+                    other = os.lstat(name)
+                except (OSError, ValueError):
+                    continue
+                if (other.st_dev, other.st_ino) == identity:
+                    inside = True
+                    break
+            if inside:
+                break
+    return input_file_problem(text, what, root) if inside else None
+
+
+def _shown_git(root: PathArg, git: str) -> str:
+    """The git folder ``git`` as a message names it: ``ROOT/.git`` when it is that folder."""
+    dot = os.path.join(os.fspath(root), ".git")
+    return dot if os.path.realpath(dot) == git else git
+
+
 def input_file_problem(path: PathArg, what: str, root: PathArg) -> str:
     """How a refused output is described: ``PATH is a file of the WHAT ROOT (refusing to
-    overwrite an input)``."""
+    replace an existing file of the folder being read)``."""
     return (
         f"{header_path(os.fspath(path))} is a file of the {what} {header_path(os.fspath(root))} "
-        "(refusing to overwrite an input)"
+        "(refusing to replace an existing file of the folder being read)"
     )
 
 
-def check_trace_path(
-    trace: object, reads: Callable[[PathArg], bool] | None, what: str, root: PathArg
-) -> None:
+def check_trace_path(trace: object, root: PathArg | None, what: str = "repository") -> None:
     """Check the API's ``trace=`` path before any work: ``InvalidInputError`` (field ``trace``)
-    for a NUL character, or for a file the build's reader reads (``reads(path)``, see
-    :func:`reads_output`: a file of the repository or folder ``root``, through a link or a hard
-    link); :class:`~bugcontext.core._io.OutputError` for a path that cannot be written
+    for a NUL character, or, when a folder ``root`` is read (the repository, a verify folder),
+    for a path :func:`repository_output_problem` refuses (an existing file under ``root``,
+    through a link or a hard link; any path inside its git folder);
+    :class:`~bugcontext.core._io.OutputError` for a path that cannot be written
     (:func:`check_output`). A text stream is not checked here."""
     if not isinstance(trace, (str, os.PathLike)):
         return
@@ -779,8 +938,10 @@ def check_trace_path(
         raise InvalidInputError("trace", f"must be a str path or a text stream, not {type(trace).__name__}")
     if "\0" in path:
         raise InvalidInputError("trace", "must not contain a NUL character")
-    if reads is not None and reads(path):
-        raise InvalidInputError("trace", input_file_problem(path, what, root))
+    if root is not None:
+        problem = repository_output_problem(root, path, what)
+        if problem is not None:
+            raise InvalidInputError("trace", problem)
     check_output(path)
 
 

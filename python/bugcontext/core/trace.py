@@ -39,7 +39,7 @@ from bugcontext.core._arguments import unique_keys
 from bugcontext.core._cut import shorten
 from bugcontext.core._input import canonical_path, normalize_input
 from bugcontext.core._io import read_capped
-from bugcontext.core._writer import append_file, check_trace_path, reads_folder_output
+from bugcontext.core._writer import append_file, check_trace_path
 from bugcontext.core.composer import render_block
 from bugcontext.core.cost import Cost
 from bugcontext.core.digest import POLICY_VERSION
@@ -91,15 +91,17 @@ def traced_build(
     ``builder.build``, :class:`~bugcontext.core._io.OutputError` (``cannot write PATH:
     reason``) when the trace cannot be written (a folder, a read-only file or a missing folder
     is refused before the build), and ``InvalidInputError`` (field ``trace``), before the build,
-    for a path with a NUL character or, with ``verify=folder_reader(root)``, a file under
-    ``root`` (a link or a hard link to one too: the build would read what it appends to);
+    for a path with a NUL character or, with ``verify=folder_reader(root)``, an existing file
+    under ``root`` (a link or a hard link to one too: the build would read what it appends
+    to) or any path inside ``root``'s git folder
+    (:func:`bugcontext.core._writer.repository_output_problem`);
     nothing is written for an invalid input."""
     check_trace(trace)
     if isinstance(verify, FolderReader):
         root = verify.root
-        check_trace_path(trace, lambda path: reads_folder_output(root, path), "verify folder", root)
+        check_trace_path(trace, root, "verify folder")
     else:
-        check_trace_path(trace, None, "", "")
+        check_trace_path(trace, None)
     candidates, budget, failure_files, cost = normalize_input(input, builder.max_candidates, builder.cost)
     snapshot = BuildInput(candidates, failure_files=failure_files, budget=budget, cost=cost)
     # The key of a verified build holds the reader's state: the files as the build read them

@@ -17,6 +17,7 @@ from bugcontext.core._writer import (
     OutputConflictError,
     check_output,
     commit_all,
+    make_folder,
     refuse_same_files,
 )
 from bugcontext.core.composer import header_path
@@ -75,13 +76,9 @@ _OUT_FILES = ("eval.md", "coverage.png", "recall.png")
 
 
 def _make_folder(out: Path) -> None:
-    """Make the folder ``--out`` names (and its parents); ``OutputError`` if it cannot be."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except FileExistsError as exc:
-        raise OutputError(f"cannot write {header_path(str(out))}: not a folder") from exc
-    except OSError as exc:
-        raise OutputError(f"cannot write {header_path(str(out))}: {exc.strerror or exc}") from exc
+    """Make the folder ``--out`` names (and its parents); ``OutputError`` if it cannot be
+    (:func:`bugcontext.core._writer.make_folder`: a file there, a link to a missing target)."""
+    make_folder(out)
 
 
 def _selected_cases(files: list[Path], selected: list[str] | None) -> list[dict[str, Any]] | None:

@@ -84,8 +84,9 @@ symbolic links, a permission, each one line, never a traceback; a bad option or 
 line, an input over a resource limit:
 ``bugcontext.core.limits.Limits``, set with ``--limit NAME=N``; an output file, ``--report`` or
 ``--trace``, that is the same file as an input or as the other output, the file or pipe the
-command's standard output or error goes to, or, for ``context``, an existing file of ``--repo``
-the reader would read: refused before any work; a subcommand whose extra is not installed,
+command's standard output or error goes to, or, for ``context`` (``build --verify-root``), an
+existing file anywhere under ``--repo`` (the folder), whether the reader reads it or not, or any
+path inside its git folder: refused before any work; a subcommand whose extra is not installed,
 such as ``context`` without ``[context]``: the line names the extra), with one line on
 standard error and nothing on standard output; 1 if the output cannot
 be written (a full disk, a closed pipe, a closed standard output; an output file that is a
@@ -137,9 +138,8 @@ from bugcontext.core._io import (
 from bugcontext.core._writer import (
     OutputConflictError,
     check_output,
-    input_file_problem,
-    reads_folder_output,
     refuse_same_files,
+    repository_output_problem,
     write_file,
 )
 from bugcontext.core.composer import header_path, missing_lines, render, render_markdown
@@ -624,12 +624,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
         return _cmd_build_jsonl(args)
     if args.threads is not None:
         raise _UsageError("--threads is only for --jsonl")
-    _check_outputs([("--trace", args.trace)], [("the input", args.file)])
-    data = _with_options(_read_json(args.file, args.limits), args)
     if args.verify_root is not None and not _is_folder("--verify-root", args.verify_root):
         raise _UsageError(f"--verify-root: {header_path(args.verify_root)} is not a folder")
-    if args.verify_root is not None:
-        _refuse_folder_files(args.verify_root, [("--trace", args.trace)])
+    read = None if args.verify_root is None else (args.verify_root, "--verify-root folder")
+    _check_outputs([("--trace", args.trace)], [("the input", args.file)], read)
+    data = _with_options(_read_json(args.file, args.limits), args)
     result = _build_with(args.engine, data, args.trace, args.limits, args.verify_root)
     if args.format == "json":
         redacted_data, found = redact_json(result.to_dict())
@@ -674,11 +673,17 @@ def _warn(command: str, message: str) -> None:
     warn(f"bugcontext {command}: warning: {_one_line(message)}")
 
 
-def _check_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str, str | None]]) -> None:
-    """Before any work: refuse an output that is an input or another output (exit 2), and one
-    that cannot be written (a folder, a read-only file, a missing folder: exit 1). ``-`` is
-    refused as an output (exit 2): it names standard input where an input is read (``--log
-    -``), and a file called ``-`` written in the current folder is not what it asks for."""
+def _check_outputs(
+    outputs: list[tuple[str, str | None]],
+    inputs: list[tuple[str, str | None]],
+    read: tuple[str, str] | None = None,
+) -> None:
+    """Before any work: refuse an output that is an input or another output (exit 2), one
+    that would damage the folder the run reads (``read``: ``(folder, what)``, see
+    :func:`_refuse_repository_files`; exit 2), and one that cannot be written (a folder, a
+    read-only file, a missing folder: exit 1). ``-`` is refused as an output (exit 2): it
+    names standard input where an input is read (``--log -``), and a file called ``-``
+    written in the current folder is not what it asks for."""
     for label, path in outputs:
         if path == "-":
             raise OutputConflictError(
@@ -687,6 +692,8 @@ def _check_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str
         if path is not None and "\0" in path:  # (a call of main(): no command line holds one)
             raise OutputConflictError(f"{label}: {header_path(path)}: a path cannot hold a NUL character")
     refuse_same_files(outputs, inputs)
+    if read is not None:
+        _refuse_repository_files(read[0], outputs, read[1])
     for _, path in outputs:
         if path is not None:
             check_output(path)
@@ -695,29 +702,18 @@ def _check_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str
 def _refuse_repository_files(
     repo: str, outputs: list[tuple[str, str | None]], what: str = "repository"
 ) -> None:
-    """Refuse (``OutputConflictError``, exit 2) an output that is an existing file of the
-    repository ``repo`` the reader would read (not in a skipped folder, not ignored by a
-    ``.gitignore`` rule): inside it with links resolved, or, for a file with other hard links,
-    one of the repository's files by device and inode (``Repository.reads_output``, the check
-    ``Workspace.context(trace=...)`` makes too). The run reads the repository's files, the
-    failing file first, and an output must never replace or grow one of them."""
-    from bugcontext.job.sources import Repository
-
-    repository = Repository(Path(repo))
+    """Refuse (``OutputConflictError``, exit 2) an output that would damage the folder ``repo``
+    the run reads: an existing file anywhere under it, whether the reader reads it or not
+    (ignored files, hidden folders and ``.git`` included; links resolved, or a file with
+    other hard links that is one of them by device and inode), or any path, new or
+    existing, inside its git folder (``.git``, a ``.git`` file's gitdir):
+    :func:`bugcontext.core._writer.repository_output_problem`, the check
+    ``Workspace.context(trace=...)`` and ``build(trace=..., verify=folder_reader(root))``
+    make too. A new file elsewhere inside ``repo`` is allowed. Needs only the core."""
     for label, path in outputs:
-        if path is not None and repository.reads_output(path):
-            raise OutputConflictError(f"{label} {input_file_problem(path, what, repo)}")
-
-
-def _refuse_folder_files(root: str, outputs: list[tuple[str, str | None]]) -> None:
-    """Refuse (``OutputConflictError``, exit 2) an output that is an existing regular file the
-    ``--verify-root`` reader may read: any file under the folder ``root`` with links resolved
-    (the reader skips nothing), or, for a file with other hard links, one of the folder's files
-    by device and inode (:func:`bugcontext.core._writer.reads_folder_output`, the check
-    ``build(trace=..., verify=folder_reader(root))`` makes too). Needs only the core."""
-    for label, path in outputs:
-        if path is not None and reads_folder_output(root, path):
-            raise OutputConflictError(f"{label} {input_file_problem(path, '--verify-root folder', root)}")
+        problem = None if path is None else repository_output_problem(repo, path, what)
+        if problem is not None:
+            raise OutputConflictError(f"{label} {problem}")
 
 
 def _rerun_environment(args: argparse.Namespace) -> dict[str, str] | None:
@@ -796,8 +792,7 @@ def _cmd_context(args: argparse.Namespace) -> int:
         raise _UsageError(f"not a directory: {header_path(args.repo)}")
     outputs = [("--report", args.report), ("--trace", args.trace)]
     inputs = [("--log", args.pytest_log), ("--junit-xml", args.junit_xml), ("--issue", args.issue)]
-    _check_outputs(outputs, [*inputs, ("--coverage", args.coverage)])
-    _refuse_repository_files(args.repo, outputs)
+    _check_outputs(outputs, [*inputs, ("--coverage", args.coverage)], (args.repo, "repository"))
     limits: Limits = args.limits
     log_text = _read_log(args.pytest_log, limits) if args.pytest_log is not None else ""
     junit_xml: bytes | None = None
@@ -1184,12 +1179,15 @@ def _cmd_cache(args: argparse.Namespace) -> int:
             count, size = clear(folder)
         except OSError as exc:
             raise _UsageError(f"cannot clear {header_path(str(folder))}: {exc.strerror or exc}") from exc
-        _write(sys.stdout, f"removed {count} files ({size} bytes) from {header_path(str(folder))}\n")
+        _print_screened("cache", [f"removed {count} files ({size} bytes) from {header_path(str(folder))}"])
         return 0
     limits: Limits = args.limits
     found = info(folder, limits.max_cache_bytes, f"derived-{rules_version()}.sqlite3")
     if args.format == "json":
-        _write(sys.stdout, json.dumps(found.to_dict(), ensure_ascii=True) + "\n")
+        shown, kinds = _screened_json(found.to_dict())
+        if kinds:
+            _warn("cache", _redaction_note(list(kinds)))
+        _write(sys.stdout, json.dumps(shown, ensure_ascii=True) + "\n")
         return 0
     lines = [
         f"folder: {header_path(str(found.folder))}",
@@ -1198,8 +1196,42 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         f"databases: {len(found.databases)}"
         + (f" (this version's: {header_path(found.current.name)})" if found.current else ""),
     ]
-    _write(sys.stdout, "".join(line + "\n" for line in lines))
+    _print_screened("cache", lines)
     return 0
+
+
+def _print_screened(command: str, lines: list[str]) -> None:
+    """Print ``lines`` on standard output, each screened for secrets as every printed name is
+    (:func:`bugcontext.core._io.screen_names`), with the redaction note on standard error
+    when one was replaced."""
+    kinds: list[str] = []
+    shown = []
+    for line in lines:
+        text, found = screen_names(line)
+        shown.append(text)
+        kinds.extend(found)
+    if kinds:
+        _warn(command, _redaction_note(kinds))
+    _write(sys.stdout, "".join(line + "\n" for line in shown))
+
+
+def _screened_json(value: Any) -> tuple[Any, tuple[str, ...]]:
+    """``value`` (a JSON value) with every string, keys included, screened as a printed name
+    is (:func:`bugcontext.core._io.screen_names`), and the kinds of the secrets replaced."""
+    kinds: list[str] = []
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            text, found = screen_names(item)
+            kinds.extend(found)
+            return text
+        if isinstance(item, dict):
+            return {walk(k): walk(v) for k, v in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value), tuple(kinds)
 
 
 def _cache_dir(value: str | None) -> Path | None:

@@ -75,7 +75,7 @@ import pytest
 from bugcontext.core._arguments import whole_number
 from bugcontext.core._extras import MissingExtraError, require
 from bugcontext.core._io import OutputError, warn
-from bugcontext.core._writer import write_file
+from bugcontext.core._writer import make_folder, write_file
 from bugcontext.core.composer import header_path
 from bugcontext.core.limits import check_text
 
@@ -531,6 +531,8 @@ def _describe(exc: BaseException) -> str:
 def _write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` (UTF-8; lone surrogates as backslash escapes) with
     :func:`bugcontext.core._writer.write_file`: a regular file is never left half written, a link
-    or device is never replaced. Missing folders above ``path`` are created."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    or device is never replaced. Missing folders above ``path`` are created
+    (:func:`bugcontext.core._writer.make_folder`: ``OutputError`` naming a folder that is a
+    file or a link to a missing target)."""
+    make_folder(path.parent)
     write_file(path, text)

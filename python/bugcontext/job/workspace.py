@@ -939,9 +939,12 @@ class Workspace:
         unknown engine or a ``junit_xml``, ``test``, ``query``, ``issue`` or ``deadline`` of
         the wrong type (or a NaN ``deadline``), ``OSError`` if the
         repository folder cannot be listed; before any work, ``InvalidInputError`` (field
-        ``trace``) for a ``trace`` path with a NUL character or one that is a file of the
-        repository the job reads (inside it, links resolved, not ignored; or a hard link to
-        one: the check of ``bugcontext context --trace``) or the ``coverage`` report's file,
+        ``trace``) for a ``trace`` path with a NUL character, one that is an existing file
+        anywhere under the repository folder (read or not: ignored files and ``.git``
+        included; links resolved, or a hard link to one), any path inside the repository's
+        git folder (``.git``, or a ``.git`` file's gitdir), the check of ``bugcontext context
+        --trace`` (:func:`bugcontext.core._writer.repository_output_problem`), or the
+        ``coverage`` report's file,
         and ``OutputError`` for a trace
         that cannot be written (a folder, a read-only file, a missing folder).
 
@@ -962,8 +965,7 @@ class Workspace:
         if options.trace is not None:
             # Before any work: the trace must not be a file the job reads (nor unwritable).
             check_trace(options.trace)
-            reading = Repository(self.root, gitignore=self.gitignore, limits=self.limits)
-            check_trace_path(options.trace, reading.reads_output, "repository", self.root)
+            check_trace_path(options.trace, self.root, "repository")
             if isinstance(options.trace, (str, os.PathLike)) and isinstance(options.coverage, os.PathLike):
                 try:  # the coverage report is read: the trace must not be appended to it
                     refuse_same_files(
