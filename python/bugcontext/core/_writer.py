@@ -86,7 +86,6 @@ __all__ = [
     "input_file_problem",
     "make_folder",
     "missing_link",
-    "reads_folder_output",
     "reads_output",
     "refuse_same_files",
     "repository_output_problem",
@@ -808,18 +807,6 @@ def _folder_files(base: str) -> Iterator[str]:
     for folder, _, names in os.walk(base):
         for name in names:
             yield os.path.join(folder, name)
-
-
-def reads_folder_output(root: PathArg, path: PathArg) -> bool:
-    """:func:`reads_output` for a reader of every file under the folder ``root`` (links
-    resolved; it skips nothing: ``build --verify-root``, :func:`bugcontext.folder_reader`)."""
-    base = os.path.realpath(root)
-    return reads_output(
-        path,
-        lambda real: _under(base, real),
-        lambda: _folder_files(base),
-        follow=False,  # (the reader refuses a link that leads out of the folder)
-    )
 
 
 def _under(base: str, real: str) -> bool:
